@@ -1,0 +1,468 @@
+"""Numba kernels of the in-memory evaluator. Arrays in, arrays out; no Python objects.
+
+Every kernel has a plain-Python twin in ``tests/reference.py`` (after stumpy's naive twins);
+the tests check that both agree. Conventions (see engine/encoding.py):
+  codes[h, q]     leaf code of histogram row h for QID q
+  sa[h]           joint sensitive-value code of row h
+  ret[h]          retained records of row h (counts[h] when nothing is suppressed)
+  gen[q, j, c]    code of the generalized value of leaf c at level j
+  weight[q, j, c] 1/|v_g| of the generalized value of leaf c at level j (PAPER_NOTES §1)
+  n_gen[q, j]     number of generalized values of QID q at level j
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_KEY_LIMIT = 1 << 62
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _table_size(n):
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    return size
+
+
+@njit(cache=True)
+def dense_rank(keys, active):
+    """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
+    n = keys.shape[0]
+    size = _table_size(n)
+    mask = np.uint64(size - 1)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.full(size, -1, dtype=np.int32)
+    out = np.full(n, -1, dtype=np.int32)
+    m = 0
+    for h in range(n):
+        if not active[h]:
+            continue
+        k = keys[h]
+        i = (np.uint64(k) * _GOLDEN) >> np.uint64(20)
+        i = i & mask
+        while True:
+            sid = slot_id[i]
+            if sid == -1:
+                slot_key[i] = k
+                slot_id[i] = m
+                out[h] = m
+                m += 1
+                break
+            if slot_key[i] == k:
+                out[h] = sid
+                break
+            i = (i + np.uint64(1)) & mask
+    return out, m
+
+
+@njit(cache=True)
+def classify(g, codes, gen, n_gen, active):
+    """Equivalence class id of every active row under levels ``g`` (-1 for inactive rows).
+
+    Generalized codes are combined as a mixed-radix int64 key; when the radix product would
+    overflow, the partial keys are first compressed to dense ids, so any number of QIDs works.
+    """
+    n, nq = codes.shape
+    keys = np.zeros(n, dtype=np.int64)
+    bound = 1
+    for q in range(nq):
+        radix = n_gen[q, g[q]]
+        if bound > _KEY_LIMIT // max(radix, 1):
+            ids, m = dense_rank(keys, active)
+            for h in range(n):
+                keys[h] = ids[h]
+            bound = max(m, 1)
+        lvl = gen[q, g[q]]
+        for h in range(n):
+            keys[h] = keys[h] * radix + lvl[codes[h, q]]
+        bound *= radix
+    return dense_rank(keys, active)
+
+
+@njit(cache=True)
+def retained_from_records(s, offsets):
+    """Retained records per histogram row from a per-record keep vector (records sorted by row)."""
+    n = offsets.shape[0] - 1
+    ret = np.zeros(n, dtype=np.int64)
+    for h in range(n):
+        c = 0
+        for r in range(offsets[h], offsets[h + 1]):
+            if s[r]:
+                c += 1
+        ret[h] = c
+    return ret
+
+
+@njit(cache=True)
+def transparency(g, codes, ret, weight):
+    """TD = sum over retained records of sum over QIDs of 1/|v_g| (PAPER_NOTES §1)."""
+    n, nq = codes.shape
+    total = 0.0
+    for h in range(n):
+        if ret[h] == 0:
+            continue
+        row = 0.0
+        for q in range(nq):
+            row += weight[q, g[q], codes[h, q]]
+        total += ret[h] * row
+    return total
+
+
+@njit(cache=True)
+def class_sizes(cls, m, ret):
+    size = np.zeros(m, dtype=np.int64)
+    for h in range(cls.shape[0]):
+        if cls[h] >= 0:
+            size[cls[h]] += ret[h]
+    return size
+
+
+@njit(cache=True)
+def class_sa_pairs(cls, sa, n_sa, ret):
+    """Aggregate rows to (class, sensitive value) pairs: ids per row, pair class, pair sa, count."""
+    n = cls.shape[0]
+    keys = np.empty(n, dtype=np.int64)
+    active = np.zeros(n, dtype=np.bool_)
+    for h in range(n):
+        if cls[h] >= 0:
+            keys[h] = np.int64(cls[h]) * n_sa + sa[h]
+            active[h] = True
+    pid, npairs = dense_rank(keys, active)
+    pair_class = np.empty(npairs, dtype=np.int32)
+    pair_sa = np.empty(npairs, dtype=np.int32)
+    pair_n = np.zeros(npairs, dtype=np.int64)
+    for h in range(n):
+        p = pid[h]
+        if p >= 0:
+            pair_class[p] = cls[h]
+            pair_sa[p] = sa[h]
+            pair_n[p] += ret[h]
+    return pid, pair_class, pair_sa, pair_n
+
+
+# --- privacy-model disclosure values (AD) over class statistics ---------------------------
+
+
+@njit(cache=True)
+def ad_k_anonymity(size):
+    """ID-DGA: AD = smallest class size among retained records (inf for an empty release)."""
+    best = np.inf
+    for c in range(size.shape[0]):
+        if size[c] > 0 and size[c] < best:
+            best = size[c]
+    return best
+
+
+@njit(cache=True)
+def ad_t_closeness(size, pair_class, pair_sa, pair_n, q):
+    """HAEF eq. 2-4: AD = max over classes of the Euclidean distance to Q (0 when empty)."""
+    m = size.shape[0]
+    s2 = np.zeros(m)
+    sq = np.zeros(m)
+    for p in range(pair_class.shape[0]):
+        c = pair_class[p]
+        n = float(pair_n[p])
+        s2[c] += n * n
+        sq[c] += n * q[pair_sa[p]]
+    qq = 0.0
+    for v in range(q.shape[0]):
+        qq += q[v] * q[v]
+    worst = 0.0
+    for c in range(m):
+        if size[c] == 0:
+            continue
+        nn = float(size[c])
+        d2 = s2[c] / (nn * nn) - 2.0 * sq[c] / nn + qq
+        d = np.sqrt(d2) if d2 > 0.0 else 0.0
+        if d > worst:
+            worst = d
+    return worst
+
+
+@njit(cache=True)
+def ad_distinct_l(size, pair_class, pair_n):
+    """Smallest number of distinct sensitive values in a class (inf when empty)."""
+    m = size.shape[0]
+    distinct = np.zeros(m, dtype=np.int64)
+    for p in range(pair_class.shape[0]):
+        if pair_n[p] > 0:
+            distinct[pair_class[p]] += 1
+    best = np.inf
+    for c in range(m):
+        if size[c] > 0 and distinct[c] < best:
+            best = distinct[c]
+    return best
+
+
+@njit(cache=True)
+def ad_entropy_l(size, pair_class, pair_n):
+    """Smallest effective l = exp(entropy of the class's sensitive values) (inf when empty)."""
+    m = size.shape[0]
+    nlogn = np.zeros(m)
+    for p in range(pair_class.shape[0]):
+        n = float(pair_n[p])
+        if n > 0:
+            nlogn[pair_class[p]] += n * np.log(n)
+    best = np.inf
+    for c in range(m):
+        if size[c] > 0:
+            nn = float(size[c])
+            h = np.log(nn) - nlogn[c] / nn
+            e = np.exp(h)
+            if e < best:
+                best = e
+    return best
+
+
+# --- exact suppression S*(G) (PAPER_NOTES §3) ---------------------------------------------
+
+
+@njit(cache=True)
+def _closest_allocation(cap, target_q, total, out):
+    """Integers 0<=n_v<=cap_v, sum n_v = total, minimizing sum (n_v - total*q_v)^2.
+
+    Separable convex objective under a sum constraint: greedy unit allocation by smallest
+    marginal cost is optimal from any start below an optimum. The start is the floor of the
+    continuous optimum clip(total*q_v + lam, 0, cap_v) minus one (lam by bisection), so at most
+    2V greedy steps remain.
+    """
+    nv = cap.shape[0]
+    lo, hi = -float(total) - 1.0, float(total) + 1.0
+    for _ in range(100):
+        lam = 0.5 * (lo + hi)
+        s = 0.0
+        for v in range(nv):
+            x = total * target_q[v] + lam
+            if x < 0.0:
+                x = 0.0
+            if x > cap[v]:
+                x = float(cap[v])
+            s += x
+        if s < total:
+            lo = lam
+        else:
+            hi = lam
+    used = 0
+    for v in range(nv):
+        x = np.floor(total * target_q[v] + lo) - 1.0
+        if x < 0.0:
+            x = 0.0
+        if x > cap[v]:
+            x = float(cap[v])
+        out[v] = np.int64(x)
+        used += out[v]
+    while used < total:
+        best_v = -1
+        best_cost = np.inf
+        for v in range(nv):
+            if out[v] < cap[v]:
+                cost = 2.0 * (out[v] - total * target_q[v]) + 1.0
+                if cost < best_cost:
+                    best_cost = cost
+                    best_v = v
+        out[best_v] += 1
+        used += 1
+
+
+@njit(cache=True)
+def _relaxed_distance(cap, target_q, qq_out, total):
+    """Lower bound on the t-closeness distance of any allocation of ``total`` records.
+
+    Continuous relaxation: min ||p - q|| over p in the simplex with p_v <= cap_v/total (values
+    absent from the class stay 0 and add qq_out). Lowering ``total`` widens the box, so the
+    bound never increases as total decreases: every N above the largest N with bound <= t is
+    infeasible, and the integer scan can start there.
+    """
+    nv = cap.shape[0]
+    lo, hi = -1.0, 1.0
+    for _ in range(60):
+        mu = 0.5 * (lo + hi)
+        s = 0.0
+        for v in range(nv):
+            x = target_q[v] + mu
+            u = cap[v] / total
+            if x < 0.0:
+                x = 0.0
+            if x > u:
+                x = u
+            s += x
+        if s < 1.0:
+            lo = mu
+        else:
+            hi = mu
+    d2 = qq_out
+    for v in range(nv):
+        x = target_q[v] + hi
+        u = cap[v] / total
+        if x < 0.0:
+            x = 0.0
+        if x > u:
+            x = u
+        d2 += (x - target_q[v]) * (x - target_q[v])
+    return np.sqrt(d2) if d2 > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _balanced_allocation(cap, total, out):
+    """Water-filling: the most even integers 0<=n_v<=cap_v with sum = total.
+
+    It is majorized by every other allocation, so it maximizes entropy (a Schur-concave
+    function) and the number of distinct values.
+    """
+    nv = cap.shape[0]
+    order = np.argsort(cap, kind="mergesort")
+    left = total
+    remaining = nv
+    idx = 0
+    while idx < nv:
+        v = order[idx]
+        if cap[v] <= left // remaining:
+            out[v] = cap[v]
+            left -= cap[v]
+            remaining -= 1
+            idx += 1
+        else:
+            break
+    if remaining > 0:
+        base = left // remaining
+        extra = left % remaining
+        for j in range(idx, nv):
+            v = order[j]
+            out[v] = base + (1 if j - idx < extra else 0)
+
+
+@njit(cache=True)
+def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy):
+    """Per (class, SA) pair, how many records to keep so that TD is maximal (§3).
+
+    Active constraints: k>=1 minimum class size; t>=0 Euclidean t-closeness (t<0: off);
+    l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off). Within a
+    class every retained record adds the same TD, so per class the largest feasible N wins.
+    Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
+    the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
+    """
+    m = size.shape[0]
+    npairs = pair_class.shape[0]
+    # Counting sort of pairs by class (classes are dense ids): O(pairs), no comparison sort.
+    first = np.zeros(m + 1, dtype=np.int64)
+    for p in range(npairs):
+        first[pair_class[p] + 1] += 1
+    widest = 0
+    for c in range(m):
+        widest = max(widest, first[c + 1])
+        first[c + 1] += first[c]
+    order = np.empty(npairs, dtype=np.int64)
+    fill = first[:m].copy()
+    for p in range(npairs):
+        c = pair_class[p]
+        order[fill[c]] = p
+        fill[c] += 1
+    keep = np.zeros(npairs, dtype=np.int64)
+    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    qq_all = 0.0
+    for v in range(q.shape[0]):
+        qq_all += q[v] * q[v]
+    cap_buf = np.empty(widest, dtype=np.int64)
+    tq_buf = np.empty(widest)
+    alloc_buf = np.zeros(widest, dtype=np.int64)
+    for c in range(m):
+        start = first[c]
+        end = first[c + 1]
+        nv = end - start
+        if nv == 0:
+            continue
+        cap = cap_buf[:nv]
+        tq = tq_buf[:nv]
+        for i in range(nv):
+            p = order[start + i]
+            cap[i] = pair_n[p]
+            tq[i] = q[pair_sa[p]]
+        distinct_all = 0
+        for i in range(nv):
+            if cap[i] > 0:
+                distinct_all += 1
+        qq_out = qq_all  # sum of q^2 over sensitive values absent from the class
+        for i in range(nv):
+            qq_out -= tq[i] * tq[i]
+        total_c = size[c]
+        alloc = alloc_buf[:nv]
+        chosen = 0
+        if distinct_all >= l_distinct:
+            n_min = max(k, 1)
+            # Only t and entropy-l can become feasible by dropping records; k and distinct-l cannot.
+            bottom = n_min if (t >= 0.0 or l_entropy > 1.0) else total_c
+            top = total_c
+            if t >= 0.0 and total_c >= n_min:
+                # Whole class first (the common case), then jump past Ns the relaxation rules out.
+                d2 = qq_out
+                for i in range(nv):
+                    diff = cap[i] / total_c - tq[i]
+                    d2 += diff * diff
+                if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
+                    a, b = n_min, total_c - 1  # largest N in [a, b] with bound <= t, or a-1
+                    top = n_min - 1
+                    while a <= b:
+                        mid = (a + b) // 2
+                        if _relaxed_distance(cap, tq, qq_out, mid) <= t + 1e-12:
+                            top = mid
+                            a = mid + 1
+                        else:
+                            b = mid - 1
+            for n_keep in range(top, bottom - 1, -1):
+                if n_keep < n_min:
+                    break
+                if n_keep == total_c:  # the only allocation of the whole class
+                    for i in range(nv):
+                        alloc[i] = cap[i]
+                elif t >= 0.0:
+                    _closest_allocation(cap, tq, n_keep, alloc)
+                elif l_entropy > 1.0:
+                    _balanced_allocation(cap, n_keep, alloc)
+                else:
+                    for i in range(nv):
+                        alloc[i] = cap[i]
+                ok = True
+                if t >= 0.0:
+                    d2 = qq_out
+                    for i in range(nv):
+                        diff = alloc[i] / n_keep - tq[i]
+                        d2 += diff * diff
+                    if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
+                        ok = False
+                if ok and l_entropy > 1.0:
+                    nlogn = 0.0
+                    for i in range(nv):
+                        if alloc[i] > 0:
+                            nlogn += alloc[i] * np.log(alloc[i])
+                    if np.log(n_keep) - nlogn / n_keep < log_l - 1e-12:
+                        ok = False
+                if ok and l_distinct > 1:
+                    d = 0
+                    for i in range(nv):
+                        if alloc[i] > 0:
+                            d += 1
+                    if d < l_distinct:
+                        ok = False
+                if ok:
+                    chosen = n_keep
+                    break
+        for i in range(nv):
+            keep[order[start + i]] = alloc[i] if chosen > 0 else 0
+    return keep
+
+
+@njit(cache=True)
+def rows_from_pairs(pid, pair_keep, counts):
+    """Spread each pair's kept records over its histogram rows, in row order."""
+    left = pair_keep.copy()
+    ret = np.zeros(pid.shape[0], dtype=np.int64)
+    for h in range(pid.shape[0]):
+        p = pid[h]
+        if p >= 0:
+            take = min(counts[h], left[p])
+            ret[h] = take
+            left[p] -= take
+    return ret

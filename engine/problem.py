@@ -1,0 +1,106 @@
+"""The optimization problem every optimizer works on: (G, S) -> fitness, plus S*(G).
+
+A solution is G (level per QID) and S (keep flag per record, records numbered by histogram
+row, see engine/encoding.py). Optimizers that search S bit by bit (the papers') pass S; the
+lattice search passes only G and lets the exact suppression oracle choose S (PAPER_NOTES §3).
+Every evaluated (G, S) counts as one evaluation against the budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.encoding import EncodedTable
+from engine.evaluator import Evaluation, _kernels as K, make_evaluator
+from engine.models import OracleParams, PrivacyModel
+
+
+def fitness_key(feasible: bool, violation: float, td: float) -> tuple[int, float]:
+    """Sort key of the two-dimension rule (ID-DGA §4.6, HAEF eq. 21): larger is better.
+
+    Feasible beats infeasible; two feasible compare by TD; two infeasible by closeness to
+    feasibility (smaller normalized violation, i.e. higher AD for k/l, lower AD for t).
+    """
+    return (1, td) if feasible else (0, -violation)
+
+
+class Problem:
+    """Encoded table + privacy models + evaluator backend, with an evaluation counter."""
+
+    def __init__(self, table: EncodedTable, models: list[PrivacyModel], *, backend: str = "numba") -> None:
+        if not models:
+            raise ValueError("a problem needs at least one privacy model")
+        self.table = table
+        self.models = list(models)
+        self.evaluator = make_evaluator(backend, table, self.models)
+        self.evaluations = 0
+        oracle = OracleParams()
+        for m in self.models:
+            oracle = oracle.merge(m.oracle())
+        self.oracle_params = oracle
+        self._numba = self.evaluator if backend == "numba" else make_evaluator("numba", table, self.models)
+
+    # -- sizes ---------------------------------------------------------------------------
+    @property
+    def n_records(self) -> int:
+        return self.table.n_records
+
+    @property
+    def n_qids(self) -> int:
+        return self.table.n_qids
+
+    @property
+    def heights(self) -> np.ndarray:
+        return self.table.heights
+
+    @property
+    def max_td(self) -> float:
+        return float(self.n_records * self.n_qids)
+
+    # -- S conversions -------------------------------------------------------------------
+    def retained_from_s(self, S: np.ndarray) -> np.ndarray:
+        """(P, nR) keep flags -> (P, H) retained counts."""
+        S = np.atleast_2d(np.asarray(S, dtype=np.bool_))
+        return np.stack([K.retained_from_records(s, self.table.offsets) for s in S])
+
+    def s_from_retained(self, retained: np.ndarray) -> np.ndarray:
+        """(H,) retained counts -> (nR,) keep flags (the first records of each row are kept)."""
+        t = self.table
+        rank = np.arange(t.n_records) - t.offsets[t.row_of_record]
+        return rank < np.asarray(retained)[t.row_of_record]
+
+    # -- evaluation ----------------------------------------------------------------------
+    def evaluate(self, G: np.ndarray, S: np.ndarray | None = None, *, retained: np.ndarray | None = None) -> Evaluation:
+        """Evaluate a batch; S (per record) or retained (per row); neither = keep everything."""
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        if retained is None:
+            retained = np.tile(self.table.counts, (G.shape[0], 1)) if S is None else self.retained_from_s(S)
+        self.evaluations += G.shape[0]
+        return self.evaluator.evaluate(G, np.atleast_2d(retained))
+
+    def record_class_sizes(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """Class size of each record for one (G, S); 0 for suppressed records."""
+        return self.evaluator.record_class_sizes(np.asarray(g, dtype=np.int64), self.retained_from_s(s)[0])
+
+    def optimal_retained(self, g: np.ndarray) -> np.ndarray:
+        """S*(G) as retained counts per histogram row (PAPER_NOTES §3)."""
+        t = self.table
+        o = self.oracle_params
+        counts = t.counts
+        cls, stats, pid = self._numba.class_stats(np.asarray(g, dtype=np.int64), counts)
+        if not self._numba.needs_pairs:  # k-anonymity alone: keep classes of size >= k
+            keep_class = stats.size >= o.k
+            return np.where(keep_class[cls], counts, 0)
+        keep_pairs = K.optimal_pair_retention(stats.size, stats.pair_class, stats.pair_sa, stats.pair_n, stats.q,
+                                              o.k, o.t, o.l_distinct, o.l_entropy)
+        return K.rows_from_pairs(pid, keep_pairs, counts)
+
+    def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
+        """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each."""
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        retained = np.stack([self.optimal_retained(g) for g in G])
+        return retained, self.evaluate(G, retained=retained)
+
+    def td_upper_bound(self, g: np.ndarray) -> float:
+        """TD of G with nothing suppressed: bounds TD of G and every node above it."""
+        return self.table.td_upper_bound(g)

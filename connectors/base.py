@@ -1,0 +1,65 @@
+"""The connector protocol (after dbt adapters: a short list of methods, one module per database)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import polars as pl
+
+from engine.errors import ConnectorError
+from engine.registry import Registry
+
+
+class Connector(Protocol):
+    """What ppdp needs from a database."""
+
+    dialect: str  # sqlglot dialect name
+    url: str
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        """Run a query and return its result as a Polars frame."""
+        ...
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        """Run a statement that returns nothing."""
+        ...
+
+    def write_frame(self, schema: str, name: str, frame: pl.DataFrame) -> None:
+        """Create table schema.name from a frame (the table must not exist)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Commit on success, roll back on any exception."""
+        ...
+
+    def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
+        """(column, type) of a table or view, or None when it does not exist."""
+        ...
+
+    def close(self) -> None: ...
+
+
+CONNECTORS: Registry[type] = Registry("database connector")
+
+
+def connect(url: str) -> Connector:
+    """Open the database ``url`` names; the scheme picks the connector."""
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        scheme = "duckdb"
+    if scheme == "duckdb":
+        from connectors import duckdb_connector  # noqa: F401
+    elif scheme in ("postgresql", "postgres"):
+        try:
+            from connectors import postgres_connector  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - optional module
+            raise ConnectorError(f"PostgreSQL support is not available: {exc}") from None
+        scheme = "postgresql"
+    return CONNECTORS.get(scheme)(url)
+
+
+def iter_batches(frame: pl.DataFrame, size: int) -> Iterator[pl.DataFrame]:
+    for i in range(0, frame.height, size):
+        yield frame.slice(i, size)

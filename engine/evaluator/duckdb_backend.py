@@ -1,0 +1,215 @@
+"""DuckDB evaluator: a whole batch of (G, S) as one GROUP BY query (same contract as numba).
+
+The encoded histogram, one level lookup table per QID and the source SA distribution Q are
+loaded once into a private in-memory DuckDB database. Each batch then ships two small frames:
+the population (one row per individual: its id and the level of every QID) and the suppressed
+part of S in compressed form (``(individual, histogram row, retained)`` only where retained
+differs from the row's count; every other row keeps all its records). One query
+
+    population x histogram -> generalized codes and weights (one join per QID lookup table)
+      -> (individual, class, SA value) pairs -> classes -> one row per individual
+
+gives TD, the suppressed count and the AD of every model, with the conventions of the kernels
+(engine/evaluator/_kernels.py): k and l AD = inf and t AD = 0 for an empty release. Every table
+and column name is internal, so the SQL is a fixed template with quoted identifiers.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from engine.encoding import EncodedTable
+from engine.errors import SpecError
+from engine.evaluator import EVALUATORS, Evaluation, finish
+from engine.models import PrivacyModel
+
+# Per-individual columns each model needs, and the AD expression over them (empty release ->
+# the convention of the matching kernel).
+_AD_SQL = {
+    "k-anonymity": "coalesce(CAST(i.\"k_ad\" AS DOUBLE), 'inf'::DOUBLE)",
+    "t-closeness": "coalesce(ti.\"t_ad\", 0.0)",
+    "distinct-l-diversity": "coalesce(CAST(i.\"dl_ad\" AS DOUBLE), 'inf'::DOUBLE)",
+    "entropy-l-diversity": "coalesce(i.\"el_ad\", 'inf'::DOUBLE)",
+}
+
+
+def _ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@EVALUATORS.register("duckdb")
+class DuckDBEvaluator:
+    """Evaluate batches in DuckDB; ``threads`` caps DuckDB's worker threads (default: all)."""
+
+    name = "duckdb"
+
+    def __init__(self, table: EncodedTable, models: list[PrivacyModel], *, threads: int | None = None) -> None:
+        unknown = [m.name for m in models if m.name not in _AD_SQL]
+        if unknown:
+            raise SpecError(
+                f"The duckdb evaluator has no SQL for model(s) {unknown}. "
+                f"Known: {', '.join(sorted(_AD_SQL))}. Hint: use evaluator backend 'numba'."
+            )
+        self.table = table
+        self.models = list(models)
+        self.names = {m.name for m in self.models}
+        self.needs_pairs = any(m.needs_pairs for m in self.models)
+        self.con = duckdb.connect()
+        if threads is not None:
+            self.con.execute(f"SET threads = {int(threads)}")
+        nq = table.n_qids
+        self._g = [_ident(f"g{q}") for q in range(nq)]
+
+        hist = {"row": np.arange(table.n_rows, dtype=np.int32)}
+        for q in range(nq):
+            hist[f"c{q}"] = table.codes[:, q].astype(np.int32)
+        hist["sa"] = table.sa.astype(np.int32)
+        hist["n"] = table.counts.astype(np.int64)
+        self._load("hist", pl.DataFrame(hist))
+
+        gen, weight, _ = table.lookup
+        for q, h in enumerate(table.hierarchies):
+            n_leaves = len(h.rows)
+            levels = np.repeat(np.arange(h.height + 1, dtype=np.int32), n_leaves)
+            leaves = np.tile(np.arange(n_leaves, dtype=np.int32), h.height + 1)
+            self._load(f"lk{q}", pl.DataFrame({
+                "leaf": leaves, "level": levels,
+                "gen": gen[q, levels, leaves].astype(np.int32), "w": weight[q, levels, leaves],
+            }))
+
+        sa_q = np.asarray(table.sa_distribution, dtype=np.float64)
+        self._load("qtab", pl.DataFrame({"sa": np.arange(sa_q.shape[0], dtype=np.int32), "q": sa_q}))
+        self._load("consts", pl.DataFrame({
+            "qq": [float(np.dot(sa_q, sa_q))],
+            "n_pos": [int((sa_q > 0).sum())],
+            "n_records": [int(table.n_records)],
+        }))
+        self._sql = self._batch_sql()
+
+    def _load(self, name: str, frame: pl.DataFrame) -> None:
+        self.con.register("__ppdp_frame", frame)
+        self.con.execute(f"CREATE TABLE {_ident(name)} AS SELECT * FROM __ppdp_frame")
+        self.con.unregister("__ppdp_frame")
+
+    # -- SQL ---------------------------------------------------------------------------------
+    def _gen_sql(self) -> str:
+        """(individual, histogram row, SA, retained n, generalized codes, TD weight of a record)."""
+        nq = self.table.n_qids
+        codes = "".join(f", k{q}.\"gen\" AS {self._g[q]}" for q in range(nq))
+        w = " + ".join(f"k{q}.\"w\"" for q in range(nq)) or "0.0"
+        joins = "".join(
+            f"\n    JOIN \"lk{q}\" AS k{q} ON k{q}.\"level\" = p.\"l{q}\" AND k{q}.\"leaf\" = h.\"c{q}\""
+            for q in range(nq)
+        )
+        return f"""
+    SELECT p."ind", h."row", h."sa", coalesce(r."ret", h."n") AS "n"{codes}, {w} AS "w"
+    FROM "pop" AS p
+    CROSS JOIN "hist" AS h{joins}
+    LEFT JOIN "ret" AS r ON r."ind" = p."ind" AND r."row" = h."row\""""
+
+    def _batch_sql(self) -> str:
+        g = ", ".join(["\"ind\""] + self._g)
+        names = self.names
+        ctes = [f"\"gen\" AS ({self._gen_sql()}\n)"]
+        if self.needs_pairs:
+            # (individual, class, SA value) with its retained count; TD rides along.
+            ctes.append(f"""\"pairs\" AS (
+    SELECT {g}, "sa", sum("n") AS "n", sum("n" * "w") AS "td"
+    FROM "gen" WHERE "n" > 0 GROUP BY {g}, "sa"
+)""")
+            ctes.append(f"""\"classes\" AS (
+    SELECT {g}, sum("n") AS "size", sum("td") AS "td", count(*) AS "distinct",
+           sum("n" * ln("n")) AS "nlogn"
+    FROM "pairs" GROUP BY {g}
+)""")
+        else:
+            ctes.append(f"""\"classes\" AS (
+    SELECT {g}, sum("n") AS "size", sum("n" * "w") AS "td"
+    FROM "gen" WHERE "n" > 0 GROUP BY {g}
+)""")
+        per_ind = ['sum(c."size") AS "kept"', 'sum(c."td") AS "td"']
+        if "k-anonymity" in names:
+            per_ind.append('min(c."size") AS "k_ad"')
+        if "distinct-l-diversity" in names:
+            per_ind.append('min(c."distinct") AS "dl_ad"')
+        if "entropy-l-diversity" in names:
+            # exp of the class entropy ln N - sum n ln n / N, as _kernels.ad_entropy_l.
+            per_ind.append('min(exp(ln(c."size") - c."nlogn" / c."size")) AS "el_ad"')
+        ctes.append(f"""\"per_ind\" AS (
+    SELECT c."ind", {', '.join(per_ind)} FROM "classes" AS c GROUP BY c."ind"
+)""")
+        t_join = ""
+        if "t-closeness" in names:
+            # Euclidean distance of the class's SA distribution to Q over every SA value:
+            # present values term by term; absent ones add q_v^2, which is exactly 0 when every
+            # value with q_v > 0 is present, else qq - sum of q_v^2 over the present values.
+            on = " AND ".join(f"c.{col} = pr.{col}" for col in ["\"ind\""] + self._g)
+            ctes.append(f"""\"t_class\" AS (
+    SELECT pr."ind",
+           sum(power(CAST(pr."n" AS DOUBLE) / c."size" - qt."q", 2)) AS "d2",
+           sum(qt."q" * qt."q") AS "qp",
+           count(*) FILTER (WHERE qt."q" > 0) AS "npos"
+    FROM "pairs" AS pr JOIN "classes" AS c ON {on} JOIN "qtab" AS qt ON qt."sa" = pr."sa"
+    GROUP BY {', '.join(f'pr.{col}' for col in ['"ind"'] + self._g)}
+)""")
+            ctes.append("""\"t_ind\" AS (
+    SELECT t."ind", max(sqrt(greatest(t."d2" + CASE WHEN t."npos" = k."n_pos" THEN 0.0
+                                               ELSE greatest(k."qq" - t."qp", 0.0) END, 0.0))) AS "t_ad"
+    FROM "t_class" AS t CROSS JOIN "consts" AS k GROUP BY t."ind"
+)""")
+            t_join = '\nLEFT JOIN "t_ind" AS ti ON ti."ind" = p."ind"'
+        ads = ", ".join(f"{_AD_SQL[m.name]} AS \"ad{j}\"" for j, m in enumerate(self.models))
+        return f"""WITH {', '.join(ctes)}
+SELECT p."ind", coalesce(i."td", 0.0) AS "td", k."n_records" - coalesce(i."kept", 0) AS "suppressed", {ads}
+FROM "pop" AS p CROSS JOIN "consts" AS k
+LEFT JOIN "per_ind" AS i ON i."ind" = p."ind"{t_join}
+ORDER BY p."ind\""""
+
+    def _register_batch(self, G: np.ndarray, retained: np.ndarray) -> None:
+        P = G.shape[0]
+        pop = {"ind": np.arange(P, dtype=np.int32)}
+        for q in range(self.table.n_qids):
+            pop[f"l{q}"] = G[:, q].astype(np.int32)
+        ind, row = np.nonzero(retained != self.table.counts[None, :])
+        ret = pl.DataFrame({
+            "ind": ind.astype(np.int32), "row": row.astype(np.int32),
+            "ret": retained[ind, row].astype(np.int64),
+        })
+        self.con.register("pop", pl.DataFrame(pop))
+        self.con.register("ret", ret)
+
+    def _unregister_batch(self) -> None:
+        self.con.unregister("pop")
+        self.con.unregister("ret")
+
+    # -- contract ----------------------------------------------------------------------------
+    def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        retained = np.atleast_2d(np.asarray(retained, dtype=np.int64))
+        self._register_batch(G, retained)
+        try:
+            out = self.con.execute(self._sql).fetchnumpy()
+        finally:
+            self._unregister_batch()
+        ad = np.column_stack([np.asarray(out[f"ad{j}"], dtype=np.float64) for j in range(len(self.models))])
+        return finish(self.models, ad, np.asarray(out["td"], dtype=np.float64), np.asarray(out["suppressed"]))
+
+    def record_class_sizes(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        t = self.table
+        ret = np.asarray(retained, dtype=np.int64)
+        self._register_batch(np.asarray(g, dtype=np.int64).reshape(1, -1), ret.reshape(1, -1))
+        part = ", ".join(self._g) or "\"ind\""
+        sql = f"""WITH "gen" AS ({self._gen_sql()}\n)
+SELECT "row", sum("n") OVER (PARTITION BY {part}) AS "size" FROM "gen" WHERE "n" > 0"""
+        try:
+            out = self.con.execute(sql).fetchnumpy()
+        finally:
+            self._unregister_batch()
+        per_row = np.zeros(t.n_rows, dtype=np.int64)
+        per_row[np.asarray(out["row"], dtype=np.int64)] = np.asarray(out["size"], dtype=np.int64)
+        # Records of row h: the first retained[h] are kept, the rest suppressed (size 0).
+        rank = np.arange(t.n_records) - t.offsets[t.row_of_record]
+        return np.where(rank < ret[t.row_of_record], per_row[t.row_of_record], 0)

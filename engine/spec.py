@@ -1,0 +1,278 @@
+"""The release spec: what to anonymize, how, and where to publish it.
+
+Loaded from TOML (``load_spec``) or from a plain dict (``spec_from_dict``; the JSON form used
+by jobs stored in the database). Every field is documented in README.md; unknown keys are
+errors with a "did you mean" hint, so a typo never silently changes a release.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import SpecError
+
+NULL_POLICIES = ("error", "suppress")
+HIERARCHY_TYPES = ("arx", "intervals", "masking", "dates", "flat")
+
+
+@dataclass(frozen=True)
+class HierarchySpec:
+    """How to get one QID's hierarchy: an ARX CSV file or a generator with options."""
+
+    type: str
+    file: str | None = None  # arx: path, relative to the spec file
+    widths: tuple[float, ...] | None = None  # intervals
+    levels: int | None = None  # intervals (auto widths), masking
+
+
+@dataclass(frozen=True)
+class QuasiIdentifier:
+    column: str
+    hierarchy: HierarchySpec
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    params: tuple[tuple[str, Any], ...]
+
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """A whole release job. See README.md, section "Release spec reference"."""
+
+    database: str
+    key: str
+    quasi_identifiers: tuple[QuasiIdentifier, ...]
+    models: tuple[ModelSpec, ...]
+    output_name: str
+    table: str | None = None
+    schema: str | None = None
+    query: str | None = None
+    identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    null_policy: str = "error"
+    objective: str = "td"
+    report: tuple[str, ...] = ("td", "query_precision", "suppressed", "workload_error")
+    workload_queries: int = 200
+    workload_seed: int = 0
+    optimizer: str = "lattice"
+    budget: int = 100_000
+    seed: int = 0
+    optimizer_params: tuple[tuple[str, Any], ...] = ()
+    evaluator: str = "numba"
+    output_schema: str = "published"
+    base_dir: str = "."
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def qid_columns(self) -> list[str]:
+        return [q.column for q in self.quasi_identifiers]
+
+    def to_json(self) -> str:
+        """The spec as it was given (for the run record and jobs)."""
+        return json.dumps(self.raw, sort_keys=True, default=str)
+
+
+_SCHEMA: dict[str, set[str]] = {
+    "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output"},
+    "source": {"database", "table", "schema", "query", "key", "identifiers", "drop", "null_policy"},
+    "quasi_identifier": {"column", "hierarchy"},
+    "hierarchy": {"type", "file", "widths", "levels"},
+    "sensitive": {"columns"},
+    "privacy": {"models"},
+    "utility": {"objective", "report", "workload_queries", "workload_seed"},
+    "optimizer": {"name", "budget", "seed", "params", "evaluator"},
+    "output": {"schema", "name"},
+}
+
+
+def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
+    for key in table:
+        if key not in _SCHEMA[section]:
+            close = difflib.get_close_matches(key, _SCHEMA[section], n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(sorted(_SCHEMA[section]))}."
+            raise SpecError(f"Unknown key {key!r} in {where}.{hint}")
+
+
+def _need(table: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in table:
+        raise SpecError(f"Missing {where}.{key}. Hint: see the spec reference in README.md.")
+    return _typed(table[key], f"{where}.{key}", kind)
+
+
+def _typed(value: Any, where: str, kind: type | tuple[type, ...]) -> Any:
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise SpecError(f"{where} must be {_kind_name(kind)}, got {value!r}.")
+    if not isinstance(value, kind):
+        raise SpecError(f"{where} must be {_kind_name(kind)}, got {value!r}.")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({str: "a string", int: "an integer", float: "a number", list: "a list", dict: "a table", bool: "true/false"}[k] for k in kinds)
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    _typed(value, where, list)
+    for v in value:
+        _typed(v, f"an entry of {where}", str)
+    return tuple(value)
+
+
+def _hierarchy(raw: Any, where: str) -> HierarchySpec:
+    if isinstance(raw, str):  # shorthand: a file path or a generator name
+        raw = {"type": raw} if raw in HIERARCHY_TYPES else {"type": "arx", "file": raw}
+    _typed(raw, where, dict)
+    _check_keys("hierarchy", raw, where)
+    kind = _need(raw, "type", where, str)
+    if kind not in HIERARCHY_TYPES:
+        close = difflib.get_close_matches(kind, HIERARCHY_TYPES, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise SpecError(f"{where}.type {kind!r} is not a hierarchy type.{hint} Known: {', '.join(HIERARCHY_TYPES)}.")
+    file = raw.get("file")
+    if kind == "arx" and not isinstance(file, str):
+        raise SpecError(f"{where} of type 'arx' needs file = \"path/to/hierarchy.csv\".")
+    widths = raw.get("widths")
+    if widths is not None:
+        _typed(widths, f"{where}.widths", list)
+        for w in widths:
+            _typed(w, f"an entry of {where}.widths", (int, float))
+        widths = tuple(float(w) for w in widths)
+    levels = raw.get("levels")
+    if levels is not None and (_typed(levels, f"{where}.levels", int) < 1):
+        raise SpecError(f"{where}.levels must be >= 1, got {levels}.")
+    return HierarchySpec(kind, file, widths, levels)
+
+
+def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> ReleaseSpec:
+    """Validate a spec given as nested dicts (TOML or JSON) and build a ReleaseSpec."""
+    _typed(raw, "the spec", dict)
+    _check_keys("", raw, "the spec")
+    src = _need(raw, "source", "the spec", dict)
+    _check_keys("source", src, "[source]")
+    database = _need(src, "database", "source", str)
+    table = src.get("table")
+    query = src.get("query")
+    if (table is None) == (query is None):
+        raise SpecError("Give exactly one of source.table and source.query.")
+    if table is not None:
+        _typed(table, "source.table", str)
+    if query is not None:
+        _typed(query, "source.query", str)
+    schema = src.get("schema")
+    if schema is not None:
+        _typed(schema, "source.schema", str)
+    key = _need(src, "key", "source", str)
+    null_policy = _typed(src.get("null_policy", "error"), "source.null_policy", str)
+    if null_policy not in NULL_POLICIES:
+        raise SpecError(f"source.null_policy must be one of {', '.join(NULL_POLICIES)}, got {null_policy!r}.")
+
+    qraw = _need(raw, "quasi_identifiers", "the spec", list)
+    if not qraw:
+        raise SpecError("quasi_identifiers is empty. Hint: name at least one column with a hierarchy.")
+    qids = []
+    for i, q in enumerate(qraw):
+        where = f"quasi_identifiers[{i}]"
+        _typed(q, where, dict)
+        _check_keys("quasi_identifier", q, where)
+        col = _need(q, "column", where, str)
+        if "hierarchy" not in q:
+            raise SpecError(f"Missing {where}.hierarchy for column {col!r}. Hint: hierarchy = \"hierarchies/{col}.csv\" or {{ type = \"intervals\" }}.")
+        qids.append(QuasiIdentifier(col, _hierarchy(q["hierarchy"], f"{where}.hierarchy")))
+
+    sens = raw.get("sensitive", {})
+    _typed(sens, "[sensitive]", dict)
+    _check_keys("sensitive", sens, "[sensitive]")
+    sensitive = _names(sens.get("columns", []), "sensitive.columns")
+
+    priv = _need(raw, "privacy", "the spec", dict)
+    _check_keys("privacy", priv, "[privacy]")
+    mraw = _need(priv, "models", "privacy", list)
+    if not mraw:
+        raise SpecError("privacy.models is empty. Hint: [[privacy.models]] name = \"k-anonymity\" k = 5.")
+    models = []
+    for i, m in enumerate(mraw):
+        where = f"privacy.models[{i}]"
+        _typed(m, where, dict)
+        name = _need(m, "name", where, str)
+        params = tuple(sorted((k, v) for k, v in m.items() if k != "name"))
+        models.append(ModelSpec(name, params))
+
+    util = raw.get("utility", {})
+    _typed(util, "[utility]", dict)
+    _check_keys("utility", util, "[utility]")
+    objective = _typed(util.get("objective", "td"), "utility.objective", str)
+    if objective != "td":
+        raise SpecError(f"utility.objective {objective!r} is not available; the optimizers maximize TD. Hint: objective = \"td\".")
+
+    opt = raw.get("optimizer", {})
+    _typed(opt, "[optimizer]", dict)
+    _check_keys("optimizer", opt, "[optimizer]")
+    budget = _typed(opt.get("budget", 100_000), "optimizer.budget", int)
+    if budget < 1:
+        raise SpecError(f"optimizer.budget must be >= 1 evaluation, got {budget}.")
+    oparams = _typed(opt.get("params", {}), "optimizer.params", dict)
+
+    out = _need(raw, "output", "the spec", dict)
+    _check_keys("output", out, "[output]")
+    out_name = _need(out, "name", "output", str)
+    out_schema = _typed(out.get("schema", "published"), "output.schema", str)
+    if out_schema == "_ppdp":
+        raise SpecError("output.schema cannot be '_ppdp': that schema holds ppdp's private state.")
+
+    spec = ReleaseSpec(
+        database=database, table=table, schema=schema, query=query, key=key,
+        identifiers=_names(src.get("identifiers", []), "source.identifiers"),
+        drop=_names(src.get("drop", []), "source.drop"),
+        null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
+        objective=objective,
+        report=_names(util.get("report", list(ReleaseSpec.report)), "utility.report"),
+        workload_queries=_typed(util.get("workload_queries", 200), "utility.workload_queries", int),
+        workload_seed=_typed(util.get("workload_seed", 0), "utility.workload_seed", int),
+        optimizer=_typed(opt.get("name", "lattice"), "optimizer.name", str), budget=budget,
+        seed=_typed(opt.get("seed", 0), "optimizer.seed", int),
+        optimizer_params=tuple(sorted(oparams.items())),
+        evaluator=_typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str),
+        output_schema=out_schema, output_name=out_name, base_dir=str(base_dir), raw=raw,
+    )
+    _check_columns_disjoint(spec)
+    return spec
+
+
+def _check_columns_disjoint(spec: ReleaseSpec) -> None:
+    seen: dict[str, str] = {}
+    for role, cols in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
+                       ("sensitive attribute", spec.sensitive)):
+        for c in cols:
+            if c in seen:
+                raise SpecError(f"Column {c!r} is both {seen[c]} and {role}. Hint: give each column one role.")
+            seen[c] = role
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Read and validate a TOML spec; relative paths inside it are relative to its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"Spec file {str(path)!r} does not exist.") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"Spec file {str(path)!r} is not valid TOML: {exc}.") from None
+    return spec_from_dict(raw, base_dir=path.resolve().parent)
+
+
+def spec_summary(spec: ReleaseSpec) -> dict[str, Any]:
+    return asdict(spec) | {"raw": None}

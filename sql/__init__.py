@@ -1,0 +1,1 @@
+"""SQL text and dialect handling: every statement ppdp runs is built here."""

@@ -1,0 +1,195 @@
+"""The statements of a release, as SQL text for one dialect.
+
+User names (tables, columns, schemas) only enter through ``quote_ident``/``quote_table`` or
+sqlglot identifiers; user values (release names, attribute names) only as bound parameters or
+sqlglot string literals. The one piece of user SQL we accept, ``source.query``, is parsed by
+sqlglot and must be a single SELECT; it is then embedded as a subquery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from engine.encoding import COUNT_COLUMN
+from engine.errors import SpecError
+from sql.quoting import ident, quote_ident, quote_table, table_expr
+
+PRIVATE_SCHEMA = "_ppdp"
+
+
+@dataclass(frozen=True)
+class Source:
+    """The relation a release reads: a table or a user SELECT."""
+
+    schema: str | None
+    table: str | None
+    query: str | None
+    dialect: str = "duckdb"
+
+    def sql(self) -> str:
+        """FROM-clause text of the relation, aliased ``src``."""
+        if self.table is not None:
+            return f"{quote_table(self.schema, self.table, self.dialect)} AS src"
+        return f"({self.parsed_query().sql(dialect=self.dialect)}) AS src"
+
+    def parsed_query(self) -> exp.Expression:
+        try:
+            parsed = sqlglot.parse(self.query or "", read=self.dialect)
+        except sqlglot.errors.ParseError as exc:
+            raise SpecError(f"source.query is not valid SQL: {str(exc).splitlines()[0]}") from None
+        if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
+            raise SpecError("source.query must be exactly one SELECT statement.")
+        return parsed[0]
+
+    def describe(self) -> str:
+        return quote_table(self.schema, self.table, self.dialect) if self.table is not None else "source.query"
+
+
+def text(col: str, alias: str = "src", dialect: str = "duckdb") -> str:
+    """A source column as text: the form in which it is compared with hierarchy leaves."""
+    return f"CAST({alias}.{quote_ident(col, dialect)} AS VARCHAR)"
+
+
+def histogram_query(source: Source, qids: list[str], sensitive: list[str]) -> str:
+    """The one GROUP BY that compresses the source into (QID text, SA text, count) rows."""
+    d = source.dialect
+    cols = [f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in qids + sensitive]
+    keys = ", ".join(str(i + 1) for i in range(len(cols)))
+    return f"SELECT {', '.join(cols)}, COUNT(*) AS {quote_ident(COUNT_COLUMN, d)} FROM {source.sql()} GROUP BY {keys}"
+
+
+def distinct_values_query(source: Source, column: str) -> str:
+    d = source.dialect
+    return f"SELECT DISTINCT {text(column, dialect=d)} AS v FROM {source.sql()} WHERE src.{quote_ident(column, d)} IS NOT NULL"
+
+
+def key_check_query(source: Source, key: str) -> str:
+    """Rows, distinct keys and NULL keys: the key must identify rows."""
+    k = f"src.{quote_ident(key, source.dialect)}"
+    return f"SELECT COUNT(*) AS n, COUNT(DISTINCT {k}) AS distinct_keys, COUNT(*) - COUNT({k}) AS null_keys FROM {source.sql()}"
+
+
+def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: list[str], retained_table: str) -> str:
+    """Keys of the rows to suppress, chosen per (QID, SA) combination by key order.
+
+    ``retained_table`` (private schema) holds, per combination, how many rows to keep; rows
+    beyond that rank — and rows of combinations not in it (NULL QIDs) — are suppressed.
+    """
+    d = source.dialect
+    cols = qids + sensitive
+    part = ", ".join(text(c, dialect=d) for c in cols)
+    on = " AND ".join(f"r.{quote_ident(c, d)} IS NOT DISTINCT FROM ranked.{quote_ident('__t_' + c, d)}" for c in cols)
+    ranked_cols = ", ".join(f"{text(c, dialect=d)} AS {quote_ident('__t_' + c, d)}" for c in cols)
+    k = quote_ident(key, d)
+    return (
+        f"SELECT CAST(ranked.{k} AS VARCHAR) AS key FROM ("
+        f"SELECT src.{k} AS {k}, {ranked_cols}, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY src.{k}) AS rn "
+        f"FROM {source.sql()}) AS ranked "
+        f"LEFT JOIN {quote_table(PRIVATE_SCHEMA, retained_table, d)} AS r ON {on} "
+        f"WHERE ranked.rn > COALESCE(r.{quote_ident(COUNT_COLUMN, d)}, 0)"
+    )
+
+
+def release_select(
+    source: Source,
+    *,
+    release: str,
+    version: int,
+    columns: list[str],
+    levels: dict[str, int],
+    key: str,
+) -> exp.Select:
+    """SELECT of the released rows, ``columns`` in order: QIDs (those in ``levels``) generalized
+    by joins to the stored hierarchies, other columns as they are, suppressed keys removed."""
+    d = source.dialect
+    if source.table is not None:
+        from_ = table_expr(source.schema, source.table, alias="src")
+    else:
+        from_ = exp.Subquery(this=source.parsed_query(), alias=exp.TableAlias(this=ident("src")))
+    select = exp.select().from_(from_)
+    projections = []
+    for i, col in enumerate(columns):
+        if col not in levels:
+            projections.append(exp.column(col, "src", quoted=True))
+            continue
+        level = levels[col]
+        alias = f"h{i}"
+        cond = exp.and_(
+            exp.column("release", alias, quoted=True).eq(exp.Literal.string(release)),
+            exp.column("version", alias, quoted=True).eq(exp.Literal.number(version)),
+            exp.column("attribute", alias, quoted=True).eq(exp.Literal.string(col)),
+            exp.column("level", alias, quoted=True).eq(exp.Literal.number(level)),
+            exp.column("leaf", alias, quoted=True).eq(
+                exp.cast(exp.column(col, "src", quoted=True), exp.DataType.build("VARCHAR"))
+            ),
+        )
+        select = select.join(table_expr(PRIVATE_SCHEMA, "hierarchies", alias=alias), on=cond)
+        projections.append(exp.alias_(exp.column("value", alias, quoted=True), ident(col)))
+    select = select.select(*projections)
+    suppressed = (
+        exp.select(exp.column("key", "s", quoted=True))
+        .from_(table_expr(PRIVATE_SCHEMA, "suppressed", alias="s"))
+        .where(
+            exp.and_(
+                exp.column("release", "s", quoted=True).eq(exp.Literal.string(release)),
+                exp.column("version", "s", quoted=True).eq(exp.Literal.number(version)),
+            )
+        )
+    )
+    key_text = exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))
+    return select.where(exp.not_(exp.In(this=key_text, query=exp.Subquery(this=suppressed))), dialect=d)
+
+
+# --- verification: independent checks of a materialized release ----------------------------
+
+
+def _group(cols: list[str], d: str) -> str:
+    return ", ".join(quote_ident(c, d) for c in cols)
+
+
+def verify_k_query(relation: str, qids: list[str], d: str = "duckdb") -> str:
+    """Smallest class size of the released table (NULL when empty)."""
+    return f"SELECT MIN(n) AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
+
+
+def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:
+    """Largest Euclidean distance (HAEF eq. 2-4) between a class's SA distribution and Q,
+    Q taken over the whole source table (PAPER_NOTES §2)."""
+    d = source.dialect
+    sa_src = ", ".join(f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
+    sa_g = ", ".join(str(i + 1) for i in range(len(sensitive)))
+    sa_match = " AND ".join(
+        f"CAST(p.{quote_ident(c, d)} AS VARCHAR) IS NOT DISTINCT FROM q.{quote_ident(c, d)}" for c in sensitive
+    )
+    cls_on = " AND ".join(f"p.{quote_ident(c, d)} = c.{quote_ident(c, d)}" for c in qids)
+    g = _group(qids, d)
+    pg = ", ".join(f"p.{quote_ident(c, d)}" for c in qids)
+    return (
+        f"WITH q AS (SELECT {sa_src}, COUNT(*) * 1.0 / (SELECT COUNT(*) FROM {source.sql()}) AS q "
+        f"FROM {source.sql()} GROUP BY {sa_g}), "
+        f"qq AS (SELECT SUM(q * q) AS s FROM q), "
+        f"c AS (SELECT {g}, COUNT(*) AS n FROM {relation} GROUP BY {g}), "
+        f"p AS (SELECT {g}, {_group(sensitive, d)}, COUNT(*) AS nv FROM {relation} GROUP BY {g}, {_group(sensitive, d)}), "
+        f"dist AS (SELECT {pg}, SUM((p.nv * 1.0 / c.n - q.q) * (p.nv * 1.0 / c.n - q.q) - q.q * q.q) AS part "
+        f"FROM p JOIN c ON {cls_on} JOIN q ON {sa_match} GROUP BY {pg}) "
+        f"SELECT MAX(SQRT(GREATEST(part + (SELECT s FROM qq), 0))) AS ad, COUNT(*) AS classes FROM dist"
+    )
+
+
+def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entropy: bool, d: str = "duckdb") -> str:
+    """Smallest distinct count (or exp(entropy)) of sensitive values over classes."""
+    g = _group(qids, d)
+    s = _group(sensitive, d)
+    if not entropy:
+        return (
+            f"SELECT MIN(dv) AS ad, COUNT(*) AS classes FROM (SELECT {g}, COUNT(*) AS dv FROM "
+            f"(SELECT DISTINCT {g}, {s} FROM {relation}) AS x GROUP BY {g}) AS c"
+        )
+    return (
+        f"SELECT MIN(EXP(-h)) AS ad, COUNT(*) AS classes FROM (SELECT {g}, SUM(p * LN(p)) AS h FROM "
+        f"(SELECT {g}, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER (PARTITION BY {g}) AS p FROM {relation} GROUP BY {g}, {s}) AS x "
+        f"GROUP BY {g}) AS c"
+    )

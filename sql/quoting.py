@@ -1,0 +1,26 @@
+"""Identifier quoting. Every name that comes from a user goes through here (or sqlglot)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def ident(name: str) -> exp.Identifier:
+    """A always-quoted sqlglot identifier."""
+    return exp.Identifier(this=name, quoted=True)
+
+
+def quote_ident(name: str, dialect: str = "duckdb") -> str:
+    """``name`` as a quoted identifier in ``dialect`` (embedded quotes doubled)."""
+    return ident(name).sql(dialect=dialect)
+
+
+def quote_table(schema: str | None, name: str, dialect: str = "duckdb") -> str:
+    return (f"{quote_ident(schema, dialect)}." if schema else "") + quote_ident(name, dialect)
+
+
+def table_expr(schema: str | None, name: str, alias: str | None = None) -> exp.Table:
+    t = exp.Table(this=ident(name), db=ident(schema) if schema else None)
+    if alias:
+        t.set("alias", exp.TableAlias(this=ident(alias)))
+    return t

@@ -278,3 +278,56 @@ def _record_failure(con: Connector, prep: Prepared, run_id: str, started: dt.dat
         rec = RunRecord(run_id, prep.spec.output_name, None, "failed", started, dt.datetime.now(dt.UTC).replace(tzinfo=None),
                         prep.source_rows, prep.spec.raw, solution, metrics, {}, str(exc))
         catalog.insert_run(con, rec)
+
+
+def reverify(con: Connector, name: str) -> dict[str, Any]:
+    """Run the SQL verification again on the current version of release ``name``."""
+    from engine.spec import spec_from_dict
+
+    run = catalog.latest_success(con, name) if catalog.has_catalog(con) else None
+    if run is None:
+        raise SpecError(f"No published release named {name!r} in {con.url}.")
+    spec = spec_from_dict(run.spec)
+    source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    prep = Prepared(spec, source, [], [], [], None, models, run.source_rows or 0)  # type: ignore[arg-type]
+    relation = quote_table(spec.output_schema, f"{name}__v{run.version}", con.dialect)
+
+    class _Kept:  # verify() only needs the number of released rows
+        retained = np.array([run.metrics.get("released_records", 0)])
+
+    return verify(con, prep, relation, _Kept())  # type: ignore[arg-type]
+
+
+def export_schema(con: Connector, schema: str, out: str) -> list[str]:
+    """Copy the tables and views of ``schema`` (only) into a new DuckDB file ``out``."""
+    import duckdb
+
+    if con.dialect != "duckdb":
+        raise SpecError("ppdp export copies from a DuckDB database; on a server, grant access to the published schema instead.")
+    if Path(out).exists():
+        raise SpecError(f"{out!r} already exists. Hint: choose a new file name; export never overwrites.")
+    rel = con.query("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = ? ORDER BY table_type, table_name", [schema])
+    if rel.height == 0:
+        raise SpecError(f"Schema {schema!r} has nothing to export.")
+    views = con.query("SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal", [schema])
+    target = duckdb.connect(out)
+    copied = []
+    try:
+        target.execute(f"CREATE SCHEMA {quote_ident(schema)}")
+        for name, kind in rel.iter_rows():
+            if kind == "BASE TABLE":
+                frame = con.query(f"SELECT * FROM {quote_table(schema, name)}")
+                target.register("__ppdp_export", frame.to_arrow())
+                target.execute(f"CREATE TABLE {quote_table(schema, name)} AS SELECT * FROM __ppdp_export")
+                target.unregister("__ppdp_export")
+                copied.append(f"{schema}.{name}")
+        for name, sql in views.iter_rows():
+            target.execute(sql)  # DuckDB's own stored definition of a view we created
+            copied.append(f"{schema}.{name} (view)")
+    except BaseException:
+        target.close()
+        Path(out).unlink(missing_ok=True)
+        raise
+    target.close()
+    return copied

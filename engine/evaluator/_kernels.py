@@ -158,25 +158,41 @@ def ad_k_anonymity(size):
 
 @njit(cache=True)
 def ad_t_closeness(size, pair_class, pair_sa, pair_n, q):
-    """HAEF eq. 2-4: AD = max over classes of the Euclidean distance to Q (0 when empty)."""
+    """HAEF eq. 2-4: AD = max over classes of the Euclidean distance to Q (0 when empty).
+
+    Summed term by term: (n_v/N - q_v)^2 over the class's values, plus q_v^2 over the absent
+    ones (exactly 0 when every value with q_v > 0 is present). The expanded form
+    sum n^2/N^2 - 2 sum n q/N + sum q^2 cancels to ~1e-17 for a class distributed like Q,
+    whose square root is a spurious distance of ~1e-8.
+    """
     m = size.shape[0]
-    s2 = np.zeros(m)
-    sq = np.zeros(m)
+    d2 = np.zeros(m)  # sum over present values of (n_v/N - q_v)^2
+    qp = np.zeros(m)  # sum over present values of q_v^2
+    npos = np.zeros(m, dtype=np.int64)  # present values with q_v > 0
     for p in range(pair_class.shape[0]):
         c = pair_class[p]
-        n = float(pair_n[p])
-        s2[c] += n * n
-        sq[c] += n * q[pair_sa[p]]
+        if size[c] == 0:
+            continue
+        qv = q[pair_sa[p]]
+        diff = pair_n[p] / size[c] - qv
+        d2[c] += diff * diff
+        qp[c] += qv * qv
+        if qv > 0.0:
+            npos[c] += 1
     qq = 0.0
+    n_pos = 0
     for v in range(q.shape[0]):
         qq += q[v] * q[v]
+        if q[v] > 0.0:
+            n_pos += 1
     worst = 0.0
     for c in range(m):
         if size[c] == 0:
             continue
-        nn = float(size[c])
-        d2 = s2[c] / (nn * nn) - 2.0 * sq[c] / nn + qq
-        d = np.sqrt(d2) if d2 > 0.0 else 0.0
+        tot = d2[c]
+        if npos[c] < n_pos and qq - qp[c] > 0.0:
+            tot += qq - qp[c]
+        d = np.sqrt(tot)
         if d > worst:
             worst = d
     return worst

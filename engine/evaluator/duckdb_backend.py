@@ -61,7 +61,16 @@ class DuckDBEvaluator:
         if threads is not None:
             self.con.execute(f"SET threads = {int(threads)}")
         nq = table.n_qids
-        self._g = [_ident(f"g{q}") for q in range(nq)]
+        n_leaves = [len(h.rows) for h in table.hierarchies]
+        # A class is identified by one BIGINT: the mixed-radix number of its generalized codes
+        # (code of QID q scaled by the leaf counts of the QIDs after it), summed over the
+        # joins. When that could overflow, the class is the tuple of generalized codes.
+        radix = 1
+        for n in n_leaves:
+            radix *= n
+        self.single_key = radix * table.n_sa < 2**62
+        self._cls = ['"key"'] if self.single_key else [_ident(f"g{q}") for q in range(nq)]
+        self._n_leaves = n_leaves
 
         hist = {"row": np.arange(table.n_rows, dtype=np.int32)}
         for q in range(nq):
@@ -72,12 +81,18 @@ class DuckDBEvaluator:
 
         gen, weight, _ = table.lookup
         for q, h in enumerate(table.hierarchies):
-            n_leaves = len(h.rows)
-            levels = np.repeat(np.arange(h.height + 1, dtype=np.int32), n_leaves)
-            leaves = np.tile(np.arange(n_leaves, dtype=np.int32), h.height + 1)
+            n = n_leaves[q]
+            stride = 1
+            for m in n_leaves[q + 1 :]:
+                stride *= m
+            levels = np.repeat(np.arange(h.height + 1, dtype=np.int32), n)
+            leaves = np.tile(np.arange(n, dtype=np.int32), h.height + 1)
+            codes = gen[q, levels, leaves].astype(np.int64)
             self._load(f"lk{q}", pl.DataFrame({
-                "leaf": leaves, "level": levels,
-                "gen": gen[q, levels, leaves].astype(np.int32), "w": weight[q, levels, leaves],
+                # Join key level * n_leaves + leaf: one integer column joins faster than two.
+                "key": levels * n + leaves, "leaf": leaves, "level": levels,
+                "gen": codes.astype(np.int32), "scaled": codes * stride if self.single_key else codes,
+                "w": weight[q, levels, leaves],
             }))
 
         sa_q = np.asarray(table.sa_distribution, dtype=np.float64)
@@ -96,14 +111,14 @@ class DuckDBEvaluator:
 
     # -- SQL ---------------------------------------------------------------------------------
     def _gen_sql(self) -> str:
-        """(individual, histogram row, SA, retained n, generalized codes, TD weight of a record)."""
+        """(individual, histogram row, SA, retained n, class, TD weight of one record)."""
         nq = self.table.n_qids
-        codes = "".join(f", k{q}.\"gen\" AS {self._g[q]}" for q in range(nq))
-        w = " + ".join(f"k{q}.\"w\"" for q in range(nq)) or "0.0"
-        joins = "".join(
-            f"\n    JOIN \"lk{q}\" AS k{q} ON k{q}.\"level\" = p.\"l{q}\" AND k{q}.\"leaf\" = h.\"c{q}\""
-            for q in range(nq)
-        )
+        if self.single_key:
+            codes = ", " + (" + ".join(f'k{q}."scaled"' for q in range(nq)) or "0") + ' AS "key"'
+        else:
+            codes = "".join(f', k{q}."gen" AS {self._cls[q]}' for q in range(nq))
+        w = " + ".join(f'k{q}."w"' for q in range(nq)) or "0.0"
+        joins = "".join(f'\n    JOIN "lk{q}" AS k{q} ON k{q}."key" = p."o{q}" + h."c{q}"' for q in range(nq))
         return f"""
     SELECT p."ind", h."row", h."sa", coalesce(r."ret", h."n") AS "n"{codes}, {w} AS "w"
     FROM "pop" AS p
@@ -111,7 +126,7 @@ class DuckDBEvaluator:
     LEFT JOIN "ret" AS r ON r."ind" = p."ind" AND r."row" = h."row\""""
 
     def _batch_sql(self) -> str:
-        g = ", ".join(["\"ind\""] + self._g)
+        g = ", ".join(['"ind"'] + self._cls)
         names = self.names
         ctes = [f"\"gen\" AS ({self._gen_sql()}\n)"]
         if self.needs_pairs:
@@ -146,14 +161,14 @@ class DuckDBEvaluator:
             # Euclidean distance of the class's SA distribution to Q over every SA value:
             # present values term by term; absent ones add q_v^2, which is exactly 0 when every
             # value with q_v > 0 is present, else qq - sum of q_v^2 over the present values.
-            on = " AND ".join(f"c.{col} = pr.{col}" for col in ["\"ind\""] + self._g)
+            on = " AND ".join(f"c.{col} = pr.{col}" for col in ['"ind"'] + self._cls)
             ctes.append(f"""\"t_class\" AS (
     SELECT pr."ind",
            sum(power(CAST(pr."n" AS DOUBLE) / c."size" - qt."q", 2)) AS "d2",
            sum(qt."q" * qt."q") AS "qp",
            count(*) FILTER (WHERE qt."q" > 0) AS "npos"
     FROM "pairs" AS pr JOIN "classes" AS c ON {on} JOIN "qtab" AS qt ON qt."sa" = pr."sa"
-    GROUP BY {', '.join(f'pr.{col}' for col in ['"ind"'] + self._g)}
+    GROUP BY {', '.join(f'pr.{col}' for col in ['"ind"'] + self._cls)}
 )""")
             ctes.append("""\"t_ind\" AS (
     SELECT t."ind", max(sqrt(greatest(t."d2" + CASE WHEN t."npos" = k."n_pos" THEN 0.0
@@ -172,7 +187,7 @@ ORDER BY p."ind\""""
         P = G.shape[0]
         pop = {"ind": np.arange(P, dtype=np.int32)}
         for q in range(self.table.n_qids):
-            pop[f"l{q}"] = G[:, q].astype(np.int32)
+            pop[f"o{q}"] = (G[:, q] * self._n_leaves[q]).astype(np.int32)  # level offset in lk{q}
         ind, row = np.nonzero(retained != self.table.counts[None, :])
         ret = pl.DataFrame({
             "ind": ind.astype(np.int32), "row": row.astype(np.int32),
@@ -201,7 +216,7 @@ ORDER BY p."ind\""""
         t = self.table
         ret = np.asarray(retained, dtype=np.int64)
         self._register_batch(np.asarray(g, dtype=np.int64).reshape(1, -1), ret.reshape(1, -1))
-        part = ", ".join(self._g) or "\"ind\""
+        part = ", ".join(self._cls)
         sql = f"""WITH "gen" AS ({self._gen_sql()}\n)
 SELECT "row", sum("n") OVER (PARTITION BY {part}) AS "size" FROM "gen" WHERE "n" > 0"""
         try:

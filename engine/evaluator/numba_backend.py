@@ -52,7 +52,8 @@ class NumbaEvaluator:
     def record_class_sizes(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
         ret = np.ascontiguousarray(retained, dtype=np.int64)
         cls, stats, _ = self.class_stats(g, ret)
-        per_row = np.where(cls >= 0, stats.size[np.maximum(cls, 0)], 0)
+        # cls = -1 (nothing retained) picks the appended 0; there may be no class at all.
+        per_row = np.append(stats.size, 0)[cls]
         # Records of row h: the first retained[h] are kept, the rest suppressed (size 0).
         t = self.table
         rank = np.arange(t.n_records) - t.offsets[t.row_of_record]

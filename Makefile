@@ -1,0 +1,32 @@
+# Two commands set up a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,plot]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	rm -f demo.duckdb demo_release.duckdb
+	$(BIN)/ppdp demo --db demo.duckdb
+	$(BIN)/ppdp verify adult --db duckdb://demo.duckdb
+	$(BIN)/ppdp export demo_release.duckdb --db duckdb://demo.duckdb
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench-evaluator: $(STAMP)
+	$(BIN)/python benchmarks/evaluator.py
+
+clean:
+	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

@@ -1,0 +1,213 @@
+"""The ``ppdp`` command line. Heavy imports happen inside the commands so --help is instant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
+DEMO_QUERY = (
+    "SELECT occupation, COUNT(*) AS people,\n"
+    "       ROUND(100.0 * AVG(CASE WHEN \"salary-class\" = '>50K' THEN 1 ELSE 0 END), 1) AS pct_over_50k\n"
+    "FROM published.adult\nGROUP BY occupation\nORDER BY people DESC\nLIMIT 8"
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ppdp", description="Privacy-preserving data publishing inside SQL databases.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="load adult into a DuckDB file and publish a 5-anonymous release")
+    d.add_argument("--db", default="demo.duckdb", help="DuckDB file to create or reuse (default: demo.duckdb)")
+
+    r = sub.add_parser("run", help="run a release spec (TOML)")
+    r.add_argument("spec", help="path to the release spec")
+    r.add_argument("--db", help="database URL, overriding source.database")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    for name, text in (("verify", "re-run the SQL verification of a release's current version"),
+                       ("show", "metrics, chosen levels and class sizes of a release")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("name", help="release name (output.name)")
+        c.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+
+    ru = sub.add_parser("runs", help="list recorded runs")
+    ru.add_argument("name", nargs="?", help="only this release")
+    ru.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
+    e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
+    e.add_argument("out", help="DuckDB file to create (must not exist)")
+    e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    e.add_argument("--schema", default="published", help="published schema to copy (default: published)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from engine.errors import PpdpError
+
+    try:
+        return COMMANDS[args.command](args)
+    except PpdpError as exc:
+        print(f"ppdp: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
+        return 130
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from engine.release import run_release
+    from engine.spec import load_spec
+
+    spec = load_spec(args.spec)
+    outcome = run_release(spec, database=args.db, progress=not args.no_progress)
+    _print_run(outcome.run)
+    print(f"published: {outcome.view} -> {outcome.table}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from engine.release import run_release
+    from engine.spec import load_spec
+
+    data = Path(__file__).parent / "data"
+    db = str(Path(args.db).resolve())
+    con = connect(f"duckdb://{db}")
+    try:
+        if con.relation_columns("main", "adult") is None:
+            csv = str(data / "adult" / "adult.csv")
+            con.execute("CREATE TABLE adult AS SELECT CAST(row_number() OVER () AS BIGINT) AS id, * "
+                        "FROM read_csv(?, delim = ';', header = true, all_varchar = false)", [csv])
+            print(f"loaded adult (30,162 rows) into {db} as table main.adult")
+    finally:
+        con.close()
+    spec = load_spec(Path(str(data / "adult_k5.toml")))
+    outcome = run_release(spec, database=f"duckdb://{db}")
+    _print_run(outcome.run)
+    print(f"published: {outcome.view} -> {outcome.table}\n")
+    con = connect(f"duckdb://{db}")
+    try:
+        print("An analyst's query on the published view:\n")
+        print("  " + DEMO_QUERY.replace("\n", "\n  ") + "\n")
+        _print_frame(con.query(DEMO_QUERY))
+    finally:
+        con.close()
+    print(f"\nNext: ppdp show adult --db {db}   |   ppdp export adult_release.duckdb --db {db}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from engine.release import reverify
+
+    con = connect(args.db)
+    try:
+        result = reverify(con, args.name)
+    finally:
+        con.close()
+    for c in result["checks"]:
+        print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
+    print(f"rows: {result['rows']} (expected {result['expected_rows']})")
+    print("verification passed" if result["passed"] else "verification FAILED")
+    return 0 if result["passed"] else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from engine import catalog
+
+    con = connect(args.db)
+    try:
+        runs = catalog.list_runs(con, args.name)
+    finally:
+        con.close()
+    if not runs:
+        print("no runs recorded")
+        return 0
+    print(f"{'started (UTC)':<20} {'release':<16} {'ver':>3} {'status':<10} {'TD':>14} {'suppr.':>7} {'cert.':<5} run id / error")
+    for r in runs:
+        td = r.metrics.get("td")
+        sup = r.metrics.get("suppressed")
+        tail = r.run_id if r.status == "succeeded" else (r.error or "")[:70]
+        print(f"{str(r.started_at)[:19]:<20} {r.release:<16} {r.version if r.version is not None else '-':>3} {r.status:<10} "
+              f"{'' if td is None else f'{td:,.2f}':>14} {'' if sup is None else int(sup):>7} "
+              f"{'yes' if r.solution.get('certified') else 'no':<5} {tail}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from engine import catalog
+    from engine.errors import SpecError
+
+    con = connect(args.db)
+    try:
+        run = catalog.latest_success(con, args.name)
+    finally:
+        con.close()
+    if run is None:
+        raise SpecError(f"No published release named {args.name!r} in {args.db}. Hint: 'ppdp runs --db {args.db}' lists runs.")
+    _print_run(run)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from engine.release import export_schema
+
+    con = connect(args.db)
+    try:
+        copied = export_schema(con, args.schema, args.out)
+    finally:
+        con.close()
+    print(f"exported {len(copied)} relation(s) of schema {args.schema!r} to {args.out}: {', '.join(copied)}")
+    return 0
+
+
+COMMANDS = {"demo": cmd_demo, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+
+
+# --- printing ------------------------------------------------------------------------------
+
+
+def _print_frame(frame) -> None:
+    import polars as pl
+
+    with pl.Config(tbl_rows=30, tbl_cols=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
+        print(frame)
+
+
+def _print_run(run) -> None:
+    m, s = run.metrics, run.solution
+    print(f"release {run.release!r} version {run.version}  [{run.status}]  run {run.run_id}")
+    if s:
+        print(f"  optimizer      : {s.get('optimizer')} (budget {s.get('budget')}, seed {s.get('seed')}), "
+              f"{s.get('evaluations')} evaluations in {s.get('seconds')} s, "
+              f"{'certified optimal' if s.get('certified') else 'NOT certified optimal'}")
+        levels = ", ".join(f"{q}={lv}/{s['heights'][q]}" for q, lv in s.get("levels", {}).items())
+        print(f"  levels (G)     : {levels}")
+    if m:
+        print(f"  TD             : {m.get('td', float('nan')):,.2f} of {m.get('max_td', float('nan')):,.0f}  "
+              f"(query precision {m.get('query_precision', float('nan')):.2f} %)")
+        print(f"  suppressed     : {int(m.get('suppressed', 0)):,} of {m.get('records', 0):,} records")
+        if "workload_error" in m:
+            print(f"  workload error : {m['workload_error']:.4f} mean relative error of random COUNT queries")
+        cs = m.get("class_sizes", {})
+        if cs:
+            print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
+    for c in run.verification.get("checks", []):
+        print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+    if run.error:
+        print(f"  error          : {run.error}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

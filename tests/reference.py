@@ -1,0 +1,170 @@
+"""Plain-Python twins of the evaluator and of the exact suppression oracle (after stumpy's
+``tests/naive.py``): dicts and loops straight from the definitions of PAPER_NOTES §1-3, no
+Numba, no NumPy tricks, no use of the lookup arrays of ``EncodedTable``.
+
+Records are numbered by histogram row (engine/encoding.py): row h owns records
+offsets[h] .. offsets[h+1]-1. A solution here is G (level per QID) and ``keep`` (one 0/1 flag
+per record); generalized values are read from the hierarchies' text rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+T_TOLERANCE = 1e-12  # engine/models/t_closeness.py
+L_TOLERANCE = 1e-12  # engine/models/l_diversity.py
+
+
+def leaf_count(hierarchy, level, value):
+    """|v_g|: leaves of the hierarchy below ``value`` at ``level`` (PAPER_NOTES §1)."""
+    n = 0
+    for row in hierarchy.rows:
+        if row[level] == value:
+            n += 1
+    return n
+
+
+def records(table):
+    """(row index, leaf strings per QID, SA code) of every record, in record order."""
+    out = []
+    for h in range(table.n_rows):
+        leaves = [table.hierarchies[q].rows[int(table.codes[h][q])][0] for q in range(table.n_qids)]
+        for _ in range(int(table.counts[h])):
+            out.append((h, leaves, int(table.sa[h])))
+    return out
+
+
+def source_distribution(table):
+    """Q: share of each joint SA code over all source records."""
+    n_sa = max(len(table.sa_values), 1)
+    counts = [0] * n_sa
+    total = 0
+    for h in range(table.n_rows):
+        counts[int(table.sa[h])] += int(table.counts[h])
+        total += int(table.counts[h])
+    return [c / total for c in counts]
+
+
+def generalize(table, g, leaves):
+    """The generalized QID values of a record under levels ``g``."""
+    values = []
+    for q in range(table.n_qids):
+        hierarchy = table.hierarchies[q]
+        row = hierarchy.rows[hierarchy.leaf_code[leaves[q]]]
+        values.append(row[int(g[q])])
+    return tuple(values)
+
+
+def classes(table, g, keep):
+    """{generalized QID tuple: {SA code: retained records}} over retained records."""
+    out = {}
+    for r, (_, leaves, sa) in enumerate(records(table)):
+        if keep[r]:
+            cls = out.setdefault(generalize(table, g, leaves), {})
+            cls[sa] = cls.get(sa, 0) + 1
+    return out
+
+
+def transparency(table, g, keep):
+    """TD = sum over retained records of sum over QIDs of 1/|v_g| (PAPER_NOTES §1)."""
+    total = 0.0
+    for r, (_, leaves, _) in enumerate(records(table)):
+        if keep[r]:
+            values = generalize(table, g, leaves)
+            for q in range(table.n_qids):
+                total += 1.0 / leaf_count(table.hierarchies[q], int(g[q]), values[q])
+    return total
+
+
+def t_distance(counts, q):
+    """Euclidean distance between a class's SA distribution and Q, over every SA value."""
+    n = sum(counts.values())
+    d2 = 0.0
+    for v in range(len(q)):
+        d2 += (counts.get(v, 0) / n - q[v]) ** 2
+    return math.sqrt(d2)
+
+
+def entropy(counts):
+    n = sum(counts.values())
+    h = 0.0
+    for c in counts.values():
+        if c > 0:
+            h -= c / n * math.log(c / n)
+    return h
+
+
+def model_ad(name, class_counts, q):
+    """AD of one model over a release given as {class: {SA: n}} (PAPER_NOTES §2)."""
+    if name == "k-anonymity":
+        return min((sum(c.values()) for c in class_counts.values()), default=math.inf)
+    if name == "t-closeness":
+        return max((t_distance(c, q) for c in class_counts.values()), default=0.0)
+    if name == "distinct-l-diversity":
+        return min((sum(1 for n in c.values() if n > 0) for c in class_counts.values()), default=math.inf)
+    if name == "entropy-l-diversity":
+        return min((math.exp(entropy(c)) for c in class_counts.values()), default=math.inf)
+    raise ValueError(name)
+
+
+def evaluate(table, models, g, keep):
+    """(AD per model, TD, feasible, suppressed) of one solution."""
+    cls = classes(table, g, keep)
+    q = source_distribution(table)
+    ad = [float(model_ad(m.name, cls, q)) for m in models]
+    feasible = all(m.feasible(a) for m, a in zip(models, ad, strict=True))
+    suppressed = sum(1 for k in keep if not k)
+    return ad, transparency(table, g, keep), feasible, suppressed
+
+
+def record_class_sizes(table, g, keep):
+    """Class size of every record; 0 for suppressed records."""
+    recs = records(table)
+    size = {}
+    for r, (_, leaves, _) in enumerate(recs):
+        if keep[r]:
+            key = generalize(table, g, leaves)
+            size[key] = size.get(key, 0) + 1
+    return [size[generalize(table, g, leaves)] if keep[r] else 0 for r, (_, leaves, _) in enumerate(recs)]
+
+
+def keep_from_retained(table, retained):
+    """Per-record flags keeping the first retained[h] records of each row (the layout the
+    backends' ``record_class_sizes`` assume)."""
+    keep = []
+    for h in range(table.n_rows):
+        for i in range(int(table.counts[h])):
+            keep.append(1 if i < int(retained[h]) else 0)
+    return keep
+
+
+# --- exact suppression by brute force (PAPER_NOTES §3) ----------------------------------
+
+
+def allocation_feasible(alloc, q_of, q, *, k=1, t=-1.0, l_distinct=1, l_entropy=1.0):
+    """Is a class holding ``alloc[i]`` records of SA value ``q_of[i]`` feasible (N > 0)?
+
+    Tolerances as the models': distance <= t, entropy >= log l - 1e-12.
+    """
+    n = sum(alloc)
+    if n < max(k, 1):
+        return False
+    counts = {}
+    for a, v in zip(alloc, q_of, strict=True):
+        counts[v] = counts.get(v, 0) + a
+    if t >= 0 and t_distance(counts, q) > t:
+        return False
+    if sum(1 for a in alloc if a > 0) < l_distinct:
+        return False
+    return not (l_entropy > 1.0 and entropy(counts) < math.log(l_entropy) - L_TOLERANCE)
+
+
+def best_retention(caps, q_of, q, **constraints):
+    """Largest N over all allocations 0 <= n_i <= caps[i] that are feasible (0 if none)."""
+    best = 0
+    for alloc in itertools.product(*[range(c + 1) for c in caps]):
+        n = sum(alloc)
+        if n > best and allocation_feasible(alloc, q_of, q, **constraints):
+            best = n
+    return best

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.encoding import EncodedTable
-from engine.evaluator import Evaluation, _kernels as K, make_evaluator
+from engine.evaluator import Evaluation, make_evaluator
+from engine.evaluator import _kernels as K
 from engine.models import OracleParams, PrivacyModel
 
 

@@ -22,7 +22,8 @@ import polars as pl
 
 from connectors import connect
 from connectors.base import Connector
-from engine import catalog, hierarchy as hier
+from engine import catalog
+from engine import hierarchy as hier
 from engine.catalog import RunRecord
 from engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
 from engine.errors import DataError, PpdpError, SpecError, VerificationError

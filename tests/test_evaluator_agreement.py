@@ -124,10 +124,10 @@ def test_backends_agree_with_reference(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_backends_agree_on_many_qids(seed: int) -> None:
-    """22 QIDs of 6-8 leaves: the mixed-radix class key overflows int64 (at the bottom node G[0]),
+    """22 QIDs of 8 leaves: the mixed-radix class key overflows int64 (at the bottom node G[0]),
     so classify compresses it and the duckdb backend groups by the tuple of codes."""
     rng = np.random.default_rng(1000 + seed)
-    table = random_table(rng, n_qids=22, max_records=300, min_leaves=6)
+    table = random_table(rng, n_qids=22, max_records=300, min_leaves=8)
     assert not make_evaluator("duckdb", table, []).single_key
     models = [build_model(name, p) for name, p in [
         ("k-anonymity", {"k": 2}), ("t-closeness", {"t": 0.5}),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.encoding import EncodedTable
-from engine.evaluator import EVALUATORS, Evaluation, _kernels as K, finish
+from engine.evaluator import EVALUATORS, Evaluation, finish
+from engine.evaluator import _kernels as K
 from engine.models import ClassStats, PrivacyModel
 
 

@@ -21,7 +21,14 @@ import numpy as np
 from engine.errors import SpecError
 from engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
 from engine.optimizers.islands import COMMON_DEFAULTS, Island, parse_params, run_islands
-from engine.optimizers.operators import DE_NAMES, DE_STRATEGIES, bound_g, bound_s, cx_binomial, de_indices
+from engine.optimizers.operators import (
+    DE_NAMES,
+    DE_STRATEGIES,
+    bound_g,
+    bound_s,
+    cx_binomial,
+    de_indices,
+)
 from engine.problem import Problem
 
 DE_DEFAULTS: dict[str, Any] = {**COMMON_DEFAULTS, "pop_size": 40, "f": 1.3, "cr": 0.3, "strategy": "rand/1"}

@@ -41,7 +41,7 @@ import numpy as np
 from engine.errors import SpecError
 from engine.evaluator import Evaluation
 from engine.optimizers import OptimizerResult, ProgressFn, Tracker
-from engine.optimizers.operators import diversity_g, diversity_s_from_counts
+from engine.optimizers.operators import diversity_g, diversity_s_from_counts, sel_two_dimension
 from engine.problem import Problem, fitness_key
 
 # ---------------------------------------------------------------------------------------
@@ -236,14 +236,10 @@ class Island:
 
     def beats(self, ev: Evaluation, j: int, i: int) -> bool:
         """Does row j of ``ev`` beat individual i under the two-dimension rule?"""
-        from engine.optimizers.operators import sel_two_dimension
-
         return bool(sel_two_dimension(ev.feasible[j], ev.violation[j], ev.td[j], self.feas[i], self.viol[i], self.td[i]))
 
     def worse_of(self, a: int, b: int) -> int:
         """The worse of two individuals (b on a tie)."""
-        from engine.optimizers.operators import sel_two_dimension
-
         return a if sel_two_dimension(self.feas[b], self.viol[b], self.td[b], self.feas[a], self.viol[a], self.td[a]) else b
 
     def best_index(self) -> int:

@@ -32,6 +32,13 @@ class DuckDBConnector:
         self.path = duckdb_path(url)
         try:
             self.con = duckdb.connect(self.path)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise ConnectorError(
+                    f"DuckDB database {self.path!r} is in use by another process (another ppdp run?); "
+                    "try again when it has finished."
+                ) from None
+            raise ConnectorError(f"Cannot open DuckDB database {self.path!r}: {exc}") from None
         except duckdb.Error as exc:
             raise ConnectorError(f"Cannot open DuckDB database {self.path!r}: {exc}") from None
         self._in_tx = False
@@ -81,6 +88,13 @@ class DuckDBConnector:
             [schema, name],
         ).fetchall()
         return [(r[0], r[1]) for r in rows] or None
+
+    def try_lock(self, name: str) -> bool:
+        """DuckDB lets one process write a database file at a time: opening it was the lock."""
+        return True
+
+    def unlock(self, name: str) -> None:
+        return None
 
     def close(self) -> None:
         self.con.close()

@@ -25,7 +25,17 @@ DDL = [
     f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'runs')} ("
     "run_id VARCHAR PRIMARY KEY, release VARCHAR NOT NULL, version INTEGER, status VARCHAR NOT NULL, "
     "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, source_rows BIGINT, spec VARCHAR, solution VARCHAR, "
-    "metrics VARCHAR, verification VARCHAR, error VARCHAR)",
+    "metrics VARCHAR, verification VARCHAR, error VARCHAR, job VARCHAR, run_key VARCHAR, source_fingerprint VARCHAR, "
+    "changes VARCHAR, cross_version VARCHAR)",
+    # Release jobs registered in the database (README: "Release jobs"); spec is the JSON form.
+    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'jobs')} ("
+    "name VARCHAR PRIMARY KEY, spec VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+    "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, enabled BOOLEAN DEFAULT TRUE)",
+    # Stable random release row ids per source key, and the row hash at the last release.
+    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'row_ids')} ("
+    "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_id VARCHAR NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'row_state')} ("
+    "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_hash VARCHAR NOT NULL)",
 ]
 
 
@@ -45,6 +55,11 @@ class RunRecord:
     metrics: dict[str, Any]
     verification: dict[str, Any]
     error: str | None
+    job: str | None = None
+    run_key: str | None = None
+    source_fingerprint: str | None = None
+    changes: dict[str, Any] | None = None
+    cross_version: dict[str, Any] | None = None
 
 
 def ensure_schema(con: Connector) -> None:
@@ -57,18 +72,25 @@ def has_catalog(con: Connector) -> bool:
 
 
 def next_version(con: Connector, release: str) -> int:
-    rows = con.query(f"SELECT MAX(version) AS v FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE release = ?", [release])
+    rows = con.query(f"SELECT MAX(version) AS v FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE release = ? AND status = 'succeeded'", [release])
     v = rows["v"][0]
     return 1 if v is None else int(v) + 1
 
 
 def insert_run(con: Connector, rec: RunRecord) -> None:
     con.execute(
-        f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'runs')} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'runs')} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [rec.run_id, rec.release, rec.version, rec.status, rec.started_at, rec.finished_at, rec.source_rows,
          json.dumps(rec.spec, default=str), json.dumps(rec.solution, default=str), json.dumps(rec.metrics, default=str),
-         json.dumps(rec.verification, default=str), rec.error],
+         json.dumps(rec.verification, default=str), rec.error, rec.job, rec.run_key, rec.source_fingerprint,
+         json.dumps(rec.changes or {}, default=str), json.dumps(rec.cross_version or {}, default=str)],
     )
+
+
+def update_run(con: Connector, rec: RunRecord) -> None:
+    """Replace a run's row (running -> succeeded/failed)."""
+    con.execute(f"DELETE FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE run_id = ?", [rec.run_id])
+    insert_run(con, rec)
 
 
 def list_runs(con: Connector, release: str | None = None) -> list[RunRecord]:
@@ -83,10 +105,13 @@ def list_runs(con: Connector, release: str | None = None) -> list[RunRecord]:
             started_at=r["started_at"], finished_at=r["finished_at"], source_rows=r["source_rows"],
             spec=json.loads(r["spec"] or "{}"), solution=json.loads(r["solution"] or "{}"),
             metrics=json.loads(r["metrics"] or "{}"), verification=json.loads(r["verification"] or "{}"), error=r["error"],
+            job=r["job"], run_key=r["run_key"], source_fingerprint=r["source_fingerprint"],
+            changes=json.loads(r["changes"] or "{}"), cross_version=json.loads(r["cross_version"] or "{}"),
         ))
     return out
 
 
 def latest_success(con: Connector, release: str) -> RunRecord | None:
-    runs = [r for r in list_runs(con, release) if r.status == "succeeded"]
+    """The run that published the current version (dry runs publish nothing)."""
+    runs = [r for r in list_runs(con, release) if r.status == "succeeded" and r.version is not None]
     return max(runs, key=lambda r: r.version) if runs else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import hashlib
 import math
 import uuid
 from dataclasses import dataclass
@@ -26,10 +27,10 @@ from engine import catalog
 from engine import hierarchy as hier
 from engine.catalog import RunRecord
 from engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
-from engine.errors import DataError, PpdpError, SpecError, VerificationError
+from engine.errors import ConnectorError, DataError, PpdpError, SpecError, VerificationError
 from engine.metrics import METRICS, class_size_summary, workload_error
 from engine.models import PrivacyModel, build_model
-from engine.optimizers import OptimizerResult, run_optimizer
+from engine.optimizers import OptimizerResult, Tracker, run_optimizer
 from engine.problem import Problem
 from engine.progress import ProgressBar
 from engine.spec import ReleaseSpec
@@ -59,6 +60,7 @@ class ReleaseOutcome:
     result: OptimizerResult | None
     table: str | None  # schema-qualified, quoted
     view: str | None
+    statements: dict[str, str] | None = None  # dry runs: the SQL that would run
 
 
 def database_url(spec: ReleaseSpec, override: str | None = None) -> str:
@@ -178,19 +180,10 @@ def solution_record(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
 
 def verify(con: Connector, prep: Prepared, relation: str, result: OptimizerResult) -> dict[str, Any]:
     """Check every privacy model on the materialized table with SQL of its own."""
-    spec = prep.spec
     d = con.dialect
-    qids, sens = spec.qid_columns, list(spec.sensitive)
     checks = []
     for m in prep.models:
-        if m.name == "k-anonymity":
-            sql = Q.verify_k_query(relation, qids, d)
-        elif m.name == "t-closeness":
-            sql = Q.verify_t_query(relation, prep.source, qids, sens)
-        elif m.name in ("distinct-l-diversity", "entropy-l-diversity"):
-            sql = Q.verify_l_query(relation, qids, sens, entropy=m.name.startswith("entropy"), d=d)
-        else:  # a model without a SQL check cannot be verified: refuse to publish
-            raise VerificationError(f"No SQL verification exists for model {m.name!r}; refusing to publish.")
+        sql = _verify_sql(prep, m, relation, d)
         row = con.query(sql).row(0, named=True)
         ad = row["ad"]
         ad_value = (math.inf if m.higher_is_safer else 0.0) if ad is None else float(ad)
@@ -202,82 +195,309 @@ def verify(con: Connector, prep: Prepared, relation: str, result: OptimizerResul
             "passed": all(c["passed"] for c in checks) and rows == expected}
 
 
+def source_fingerprint(con: Connector, prep: Prepared) -> str:
+    """Row count and an order-free sum of row hashes of the whole source (SQL, in the database)."""
+    row = con.query(Q.fingerprint_query(prep.source, prep.spec.key, prep.columns)).row(0, named=True)
+    return f"{row['n']}:{row['s']}"
+
+
+def run_key(spec: ReleaseSpec, fingerprint: str) -> str:
+    """Hash of the job definition, the source fingerprint and the seed (issue: run keys)."""
+    return hashlib.sha256(f"{spec.to_json()}|{fingerprint}|{spec.seed}".encode()).hexdigest()[:32]
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _verify_sql(prep: Prepared, m: PrivacyModel, relation: str, d: str, qids: list[str] | None = None) -> str:
+    """The model's check as SQL over ``relation`` (Q for t-closeness from the whole source)."""
+    spec = prep.spec
+    qids = qids or spec.qid_columns
+    sens = list(spec.sensitive)
+    full = Q.Source(spec.schema, spec.table, spec.query, d)
+    if m.name == "k-anonymity":
+        return Q.verify_k_query(relation, qids, d)
+    if m.name == "t-closeness":
+        return Q.verify_t_query(relation, full, qids, sens)
+    if m.name in ("distinct-l-diversity", "entropy-l-diversity"):
+        return Q.verify_l_query(relation, qids, sens, entropy=m.name.startswith("entropy"), d=d)
+    # a model without a SQL check cannot be verified: refuse to publish
+    raise VerificationError(f"No SQL verification exists for model {m.name!r}; refusing to publish.")
+
+
 def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: bool = True,
-                fail_before_switch: bool = False) -> ReleaseOutcome:
+                fail_before_switch: bool = False, dry_run: bool = False, job: str | None = None,
+                on_phase: Any = None) -> ReleaseOutcome:
     """Run one release of ``spec``. Bad input raises before anything is written.
 
-    ``fail_before_switch`` injects a failure after materialization and verification, before the
-    view switch (fault-injection tests).
+    A later run of the same release publishes a new version: by default it keeps the previous
+    generalization levels and recomputes suppression ("stable-levels"), checks cross-version
+    privacy and writes ``<name>__delta``. ``dry_run`` computes everything, writes only the run
+    record, and returns the SQL it would execute. ``fail_before_switch`` injects a failure after
+    materialization and verification, before the view switch (fault-injection tests).
     """
     con = connect(database_url(spec, database))
+    lock_name = f"ppdp:{spec.output_schema}.{spec.output_name}"
+    locked = False
     try:
         prep = prepare(spec, con)
-        started = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-        problem, result = optimize(prep, progress=progress)
+        if spec.reader_roles and con.dialect == "duckdb":
+            raise SpecError("access.roles needs a database with roles; DuckDB has none. Hint: share with 'ppdp export'.")
+        if not con.try_lock(lock_name):
+            raise ConnectorError(f"Another run of release {spec.output_name!r} is in progress; try again when it has finished.")
+        locked = True
+        fingerprint = source_fingerprint(con, prep)
+        key = run_key(spec, fingerprint)
+        previous = catalog.latest_success(con, spec.output_name) if catalog.has_catalog(con) else None
+        if previous is not None and previous.run_key == key and not dry_run:
+            rec = RunRecord(uuid.uuid4().hex, spec.output_name, previous.version, "skipped", _now(), _now(),
+                            prep.source_rows, spec.raw, previous.solution, previous.metrics, previous.verification,
+                            None, job, key, fingerprint, {}, {"note": f"same run key as run {previous.run_id}"})
+            with con.transaction():
+                catalog.insert_run(con, rec)
+            return ReleaseOutcome(rec, None, quote_table(spec.output_schema, f"{spec.output_name}__v{previous.version}", con.dialect),
+                                  quote_table(spec.output_schema, spec.output_name, con.dialect))
+        started = _now()
+        problem, result = choose_solution(prep, previous, progress=progress)
         metrics = compute_metrics(prep, result)
         solution = solution_record(prep, result)
         run_id = uuid.uuid4().hex
+        ctx = _RunContext(run_id, started, job, key, fingerprint, previous)
+        if dry_run:
+            return _dry_run(con, prep, result, metrics, solution, ctx)
         try:
-            return _publish(con, prep, result, metrics, solution, run_id, started, fail_before_switch)
+            return _publish(con, prep, result, metrics, solution, ctx, fail_before_switch, on_phase)
         except PpdpError as exc:
-            _record_failure(con, prep, run_id, started, solution, metrics, exc)
+            _record_failure(con, prep, ctx, solution, metrics, exc)
             raise
     finally:
+        if locked:
+            con.unlock(lock_name)
         con.close()
 
 
-def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: dict, solution: dict, run_id: str,
-             started: dt.datetime, fail_before_switch: bool) -> ReleaseOutcome:
+@dataclass(frozen=True)
+class _RunContext:
+    run_id: str
+    started: dt.datetime
+    job: str | None
+    run_key: str
+    fingerprint: str
+    previous: RunRecord | None
+
+
+def choose_solution(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tuple[Problem, OptimizerResult]:
+    """The dynamic policy: keep the previous levels (recomputing S*) unless told to re-optimize."""
     spec = prep.spec
-    name, schema = spec.output_name, spec.output_schema
+    levels = (previous.solution or {}).get("levels", {}) if previous else {}
+    if previous is None or spec.dynamic_policy == "reoptimize" or list(levels) != spec.qid_columns or any(
+        int(levels[q]) > int(h) for q, h in zip(spec.qid_columns, prep.table.heights, strict=True)
+    ):
+        return optimize(prep, progress=progress)
+    problem = Problem(prep.table, prep.models, backend=spec.evaluator)
+    g = np.array([int(levels[q]) for q in spec.qid_columns], dtype=np.int64)
+    retained, ev = problem.evaluate_optimal(g[None, :])
+    tracker = Tracker(problem, 1, name=f"stable-levels(v{previous.version})")
+    tracker.offer(g[None, :], retained, ev)
+    return problem, tracker.result(certified=False, info={"policy": "stable-levels", "levels_from_version": previous.version})
+
+
+def _statements(prep: Prepared, result: OptimizerResult, version: int, con: Connector) -> dict[str, str]:
+    spec = prep.spec
+    stage = "retained_<run>"
+    levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
+    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", con.dialect)
+    select = Q.release_select(prep.source, release=spec.output_name, version=version, columns=prep.released_columns,
+                              levels=levels, key=spec.key)
+    out = {
+        "histogram": Q.histogram_query(prep.source, spec.qid_columns, list(spec.sensitive)),
+        "suppressed_keys": Q.suppressed_keys_query(prep.source, spec.key, spec.qid_columns, list(spec.sensitive), stage),
+        "materialize": f"CREATE TABLE {relation} AS {select.sql(dialect=con.dialect)}",
+        "switch_view": f"CREATE OR REPLACE VIEW {quote_table(spec.output_schema, spec.output_name, con.dialect)} AS SELECT * FROM {relation}",
+    }
+    for m in prep.models:
+        out[f"verify {m.name}"] = _verify_sql(prep, m, relation, con.dialect)
+    return out
+
+
+def _dry_run(con: Connector, prep: Prepared, result: OptimizerResult, metrics: dict, solution: dict, ctx: _RunContext) -> ReleaseOutcome:
+    version = (ctx.previous.version + 1) if ctx.previous else 1
+    stmts = _statements(prep, result, version, con)
+    rec = RunRecord(ctx.run_id, prep.spec.output_name, None, "succeeded", ctx.started, _now(), prep.source_rows,
+                    prep.spec.raw, solution | {"dry_run": True, "would_publish_version": version}, metrics,
+                    {"dry_run": True, "statements": stmts}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
+    with con.transaction():
+        catalog.ensure_schema(con)
+        catalog.insert_run(con, rec)
+    return ReleaseOutcome(rec, result, None, None, stmts)
+
+
+def _store_hierarchies(con: Connector, prep: Prepared, name: str, version: int, run_id: str) -> None:
+    hier_rows = [(name, version, h.attribute, lvl, leaf, value, cnt) for h in prep.hierarchies for (lvl, leaf, value, cnt) in h.long_rows()]
+    frame = pl.DataFrame(hier_rows, schema=["release", "version", "attribute", "level", "leaf", "value", "leaf_count"], orient="row")
+    frame = frame.with_columns(pl.col("version").cast(pl.Int32), pl.col("level").cast(pl.Int32), pl.col("leaf_count").cast(pl.Int64))
+    stage = f"hier_{run_id}"
+    con.write_frame(Q.PRIVATE_SCHEMA, stage, frame)
+    con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'hierarchies', con.dialect)} SELECT * FROM {quote_table(Q.PRIVATE_SCHEMA, stage, con.dialect)}")
+    con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, stage, con.dialect)}")
+
+
+def _materialize(con: Connector, prep: Prepared, result: OptimizerResult, version: int, run_id: str, relation: str) -> None:
+    """Suppressed keys and the version table (dropped first when repairing)."""
+    spec, d = prep.spec, con.dialect
+    name = spec.output_name
+    con.execute(f"DELETE FROM {quote_table(Q.PRIVATE_SCHEMA, 'suppressed', d)} WHERE release = ? AND version = ?", [name, version])
+    con.execute(f"DROP TABLE IF EXISTS {relation}")
     stage = f"retained_{run_id}"
+    retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
+    con.write_frame(Q.PRIVATE_SCHEMA, stage, retained)
+    keys_sql = Q.suppressed_keys_query(prep.source, spec.key, spec.qid_columns, list(spec.sensitive), stage)
+    con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'suppressed', d)} SELECT ?, ?, key FROM ({keys_sql}) AS k", [name, version])
+    con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, stage, d)}")
+    if prep.source.withheld is not None:  # withheld for cross-version privacy: suppressed too
+        con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'suppressed', d)} SELECT ?, ?, key FROM "
+                    f"{quote_table(Q.PRIVATE_SCHEMA, prep.source.withheld, d)}", [name, version])
+    levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
+    full_source = Q.Source(spec.schema, spec.table, spec.query, d)
+    select = Q.release_select(full_source, release=name, version=version, columns=prep.released_columns, levels=levels, key=spec.key)
+    con.execute(f"CREATE TABLE {relation} AS {select.sql(dialect=d)}")
+
+
+def _cross_version(con: Connector, prep: Prepared, relation: str, previous_tables: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Joint-grouping check over all published versions; returns (record, keys to withhold)."""
+    spec, d = prep.spec, con.dialect
+    joint = Q.joint_classes_relation(relation, previous_tables, spec.qid_columns, list(spec.sensitive), d)
+    cols = Q.joint_columns(spec.qid_columns, len(previous_tables))
+    record: dict[str, Any] = {"versions_checked": len(previous_tables) + 1, "checks": []}
+    n_joint = int(con.query(f"SELECT COUNT(*) AS n FROM {joint}")["n"][0])
+    record["records_in_several_versions"] = n_joint
+    violators: list[str] = []
+    for m in prep.models:
+        if m.name == "k-anonymity":
+            sql = Q.verify_k_query(joint, cols, d)
+            small = con.query(Q.small_joint_classes_query(joint, cols, m.k, d))
+            if small.height:
+                keys = con.query(
+                    f"SELECT key FROM {quote_table(Q.PRIVATE_SCHEMA, 'row_ids', d)} WHERE release = ? AND row_id IN "
+                    f"({Q.small_joint_classes_query(joint, cols, m.k, d)})", [spec.output_name])
+                violators += keys["key"].to_list()
+        else:
+            sql = _verify_sql(prep, m, joint, d, qids=cols)
+        row = con.query(sql).row(0, named=True)
+        ad = row["ad"]
+        ad_value = (math.inf if m.higher_is_safer else 0.0) if ad is None else float(ad)
+        record["checks"].append({"model": m.name, "params": m.params(), "joint_ad": None if ad is None else float(ad),
+                                 "joint_classes": int(row["classes"]), "passed": bool(m.feasible(ad_value)), "query": sql})
+    record["passed"] = all(c["passed"] for c in record["checks"])
+    return record, sorted(set(violators))
+
+
+def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: dict, solution: dict, ctx: _RunContext,
+             fail_before_switch: bool, on_phase: Any = None) -> ReleaseOutcome:
+    spec, d = prep.spec, con.dialect
+    name, schema = spec.output_name, spec.output_schema
+    phase = on_phase or (lambda _name: None)
     with con.transaction():
         catalog.ensure_schema(con)
         version = catalog.next_version(con, name)
-        table_name = f"{name}__v{version}"
-        hier_rows = [
-            (name, version, h.attribute, lvl, leaf, value, cnt)
-            for h in prep.hierarchies for (lvl, leaf, value, cnt) in h.long_rows()
-        ]
-        frame = pl.DataFrame(hier_rows, schema=["release", "version", "attribute", "level", "leaf", "value", "leaf_count"], orient="row")
-        frame = frame.with_columns(pl.col("version").cast(pl.Int32), pl.col("level").cast(pl.Int32), pl.col("leaf_count").cast(pl.Int64))
-        con.write_frame(Q.PRIVATE_SCHEMA, f"hier_{run_id}", frame)
-        con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'hierarchies')} SELECT * FROM {quote_table(Q.PRIVATE_SCHEMA, f'hier_{run_id}')}")
-        con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, f'hier_{run_id}')}")
-
-        retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
-        con.write_frame(Q.PRIVATE_SCHEMA, stage, retained)
-        keys_sql = Q.suppressed_keys_query(prep.source, spec.key, spec.qid_columns, list(spec.sensitive), stage)
-        con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'suppressed')} SELECT ?, ?, key FROM ({keys_sql}) AS k", [name, version])
-        con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, stage)}")
-
-        levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
-        select = Q.release_select(prep.source, release=name, version=version, columns=prep.released_columns,
-                                  levels=levels, key=spec.key)
-        relation = quote_table(schema, table_name, con.dialect)
-        con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, con.dialect)}")
-        con.execute(f"CREATE TABLE {relation} AS {select.sql(dialect=con.dialect)}")
-        verification = verify(con, prep, relation, result)
-        if not verification["passed"]:
-            failed = [c["model"] for c in verification["checks"] if not c["passed"]]
-            detail = f"models {failed} failed" if failed else f"{verification['rows']} rows materialized, {verification['expected_rows']} expected"
-            raise VerificationError(f"SQL verification of {relation} failed ({detail}); nothing was published.")
+        relation = quote_table(schema, f"{name}__v{version}", d)
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, d)}")
+        _store_hierarchies(con, prep, name, version, ctx.run_id)
+        full = Q.Source(spec.schema, spec.table, spec.query, d, key=spec.key)
+        con.execute(Q.new_row_ids_statement(full), [name, name])
+        changes = {}
+        if ctx.previous is not None:
+            row = con.query(Q.changes_query(full, spec.key, prep.columns), [name]).row(0, named=True)
+            changes = {k: int(v) for k, v in row.items()}
+        previous_tables = [quote_table(schema, f"{name}__v{r.version}", d)
+                           for r in catalog.list_runs(con, name) if r.status == "succeeded" and r.version is not None]
+        withheld: list[str] = []
+        cross: dict[str, Any] = {}
+        while True:
+            _materialize(con, prep, result, version, ctx.run_id, relation)
+            phase("materialized")
+            verification = verify(con, prep, relation, result)
+            if not verification["passed"]:
+                failed = [c["model"] for c in verification["checks"] if not c["passed"]]
+                detail = f"models {failed} failed" if failed else f"{verification['rows']} rows materialized, {verification['expected_rows']} expected"
+                raise VerificationError(f"SQL verification of {relation} failed ({detail}); nothing was published.")
+            if not previous_tables:
+                break
+            cross, violators = _cross_version(con, prep, relation, previous_tables)
+            cross["withheld_for_cross_version"] = len(withheld)
+            if cross["passed"]:
+                break
+            limit = int(spec.max_repair_fraction * prep.source_rows)
+            if spec.dynamic_policy == "strict" or not violators or len(withheld) + len(violators) > limit:
+                bad = [c for c in cross["checks"] if not c["passed"]]
+                why = "; ".join(f"{c['model']} on the joint grouping of {cross['versions_checked']} versions: AD = {c['joint_ad']}" for c in bad)
+                fix = ("policy 'strict' does not repair" if spec.dynamic_policy == "strict" or not violators else
+                       f"repair would withhold {len(withheld) + len(violators)} rows, more than max_repair_fraction allows ({limit})")
+                raise VerificationError(
+                    f"Cross-version privacy check failed for {name!r} v{version}: {why}; {fix}. Nothing was published. "
+                    "Hint: records whose generalized QIDs changed between versions form small joint classes; "
+                    "raise dynamic.max_repair_fraction or use dynamic.policy = \"reoptimize\"."
+                )
+            withheld += violators
+            prep, result = _restrict(con, prep, result, withheld, ctx.run_id)
+        metrics = compute_metrics(prep, result) | {"withheld_for_cross_version": len(withheld)}
+        metrics["suppressed"] = float(metrics.get("suppressed", 0)) + len(withheld)
+        if withheld:
+            con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, f'withheld_{ctx.run_id}', d)}")
+        if ctx.previous is not None:
+            _write_delta(con, schema, name, version, ctx.previous.version)
+        con.execute(f"DELETE FROM {quote_table(Q.PRIVATE_SCHEMA, 'row_state', d)} WHERE release = ?", [name])
+        con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'row_state', d)} SELECT ?, key, row_hash FROM "
+                    f"({Q.row_state_select(full, spec.key, prep.columns)}) AS s", [name])
         if fail_before_switch:
             raise VerificationError("Injected failure before the view switch; nothing was published.")
-        view = quote_table(schema, name, con.dialect)
+        view = quote_table(schema, name, d)
         con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM {relation}")
-        rec = RunRecord(run_id, name, version, "succeeded", started, dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                        prep.source_rows, spec.raw, solution, metrics, verification, None)
+        for role in spec.reader_roles:  # exactly USAGE on the schema and SELECT on the view
+            con.execute(f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}")
+            con.execute(f"GRANT SELECT ON {view} TO {quote_ident(role, d)}")
+        phase("switched")
+        rec = RunRecord(ctx.run_id, name, version, "succeeded", ctx.started, _now(), prep.source_rows, spec.raw,
+                        solution_record(prep, result), metrics, verification, None, ctx.job, ctx.run_key,
+                        ctx.fingerprint, changes, cross)
         catalog.insert_run(con, rec)
     return ReleaseOutcome(rec, result, relation, view)
 
 
-def _record_failure(con: Connector, prep: Prepared, run_id: str, started: dt.datetime, solution: dict, metrics: dict,
-                    exc: Exception) -> None:
+def _restrict(con: Connector, prep: Prepared, result: OptimizerResult, withheld: list[str], run_id: str) -> tuple[Prepared, OptimizerResult]:
+    """Withhold ``withheld`` keys, re-encode the rest and recompute S* at the same levels."""
+    spec, d = prep.spec, con.dialect
+    table = f"withheld_{run_id}"
+    con.execute(f"DROP TABLE IF EXISTS {quote_table(Q.PRIVATE_SCHEMA, table, d)}")
+    con.write_frame(Q.PRIVATE_SCHEMA, table, pl.DataFrame({"key": withheld}, schema={"key": pl.String}))
+    source = Q.Source(spec.schema, spec.table, spec.query, d, withheld=table, key=spec.key)
+    histogram = con.query(Q.histogram_query(source, spec.qid_columns, list(spec.sensitive)))
+    enc = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), prep.hierarchies, null_policy=spec.null_policy)
+    new_prep = Prepared(spec, source, prep.columns, prep.released_columns, prep.hierarchies, enc, prep.models, prep.source_rows)
+    problem = Problem(enc, prep.models, backend=spec.evaluator)
+    retained, ev = problem.evaluate_optimal(result.g[None, :])
+    tracker = Tracker(problem, 1, name=result.optimizer)
+    tracker.offer(result.g[None, :], retained, ev)
+    return new_prep, tracker.result(certified=False, info=dict(result.info) | {"withheld_for_cross_version": len(withheld)})
+
+
+def _write_delta(con: Connector, schema: str, name: str, version: int, previous_version: int) -> None:
+    """``<name>__delta``: rows added (+) and removed (-) going from the previous version."""
+    d = con.dialect
+    delta = quote_table(schema, f"{name}__delta", d)
+    cur = quote_table(schema, f"{name}__v{version}", d)
+    prev = quote_table(schema, f"{name}__v{previous_version}", d)
+    con.execute(f"CREATE TABLE IF NOT EXISTS {delta} AS SELECT CAST(NULL AS INTEGER) AS version, CAST(NULL AS VARCHAR) AS op, c.* FROM {cur} AS c WHERE 1 = 0")
+    con.execute(f"INSERT INTO {delta} SELECT {int(version)}, '+', x.* FROM (SELECT * FROM {cur} EXCEPT SELECT * FROM {prev}) AS x")
+    con.execute(f"INSERT INTO {delta} SELECT {int(version)}, '-', x.* FROM (SELECT * FROM {prev} EXCEPT SELECT * FROM {cur}) AS x")
+
+
+def _record_failure(con: Connector, prep: Prepared, ctx: _RunContext, solution: dict, metrics: dict, exc: Exception) -> None:
     with con.transaction():
         catalog.ensure_schema(con)
-        rec = RunRecord(run_id, prep.spec.output_name, None, "failed", started, dt.datetime.now(dt.UTC).replace(tzinfo=None),
-                        prep.source_rows, prep.spec.raw, solution, metrics, {}, str(exc))
+        rec = RunRecord(ctx.run_id, prep.spec.output_name, None, "failed", ctx.started, _now(), prep.source_rows,
+                        prep.spec.raw, solution, metrics, {}, str(exc), ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
         catalog.insert_run(con, rec)
 
 

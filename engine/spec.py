@@ -17,6 +17,7 @@ from typing import Any
 from engine.errors import SpecError
 
 NULL_POLICIES = ("error", "suppress")
+DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
 HIERARCHY_TYPES = ("arx", "intervals", "masking", "dates", "flat")
 
 
@@ -70,6 +71,9 @@ class ReleaseSpec:
     seed: int = 0
     optimizer_params: tuple[tuple[str, Any], ...] = ()
     evaluator: str = "numba"
+    dynamic_policy: str = "stable-levels"
+    max_repair_fraction: float = 0.05
+    reader_roles: tuple[str, ...] = ()
     output_schema: str = "published"
     base_dir: str = "."
     raw: dict = field(default_factory=dict, compare=False, repr=False)
@@ -84,7 +88,9 @@ class ReleaseSpec:
 
 
 _SCHEMA: dict[str, set[str]] = {
-    "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output"},
+    "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access"},
+    "dynamic": {"policy", "max_repair_fraction"},
+    "access": {"roles"},
     "source": {"database", "table", "schema", "query", "key", "identifiers", "drop", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels"},
@@ -224,6 +230,17 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         raise SpecError(f"optimizer.budget must be >= 1 evaluation, got {budget}.")
     oparams = _typed(opt.get("params", {}), "optimizer.params", dict)
 
+    dyn = _typed(raw.get("dynamic", {}), "[dynamic]", dict)
+    _check_keys("dynamic", dyn, "[dynamic]")
+    policy = _typed(dyn.get("policy", "stable-levels"), "dynamic.policy", str)
+    if policy not in DYNAMIC_POLICIES:
+        raise SpecError(f"dynamic.policy must be one of {', '.join(DYNAMIC_POLICIES)}, got {policy!r}.")
+    repair = _typed(dyn.get("max_repair_fraction", 0.05), "dynamic.max_repair_fraction", (int, float))
+    if not 0 <= repair <= 1:
+        raise SpecError(f"dynamic.max_repair_fraction must be in [0, 1], got {repair}.")
+    access = _typed(raw.get("access", {}), "[access]", dict)
+    _check_keys("access", access, "[access]")
+
     out = _need(raw, "output", "the spec", dict)
     _check_keys("output", out, "[output]")
     out_name = _need(out, "name", "output", str)
@@ -244,6 +261,8 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         seed=_typed(opt.get("seed", 0), "optimizer.seed", int),
         optimizer_params=tuple(sorted(oparams.items())),
         evaluator=_typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str),
+        dynamic_policy=policy, max_repair_fraction=float(repair),
+        reader_roles=_names(access.get("roles", []), "access.roles"),
         output_schema=out_schema, output_name=out_name, base_dir=str(base_dir), raw=raw,
     )
     _check_columns_disjoint(spec)

@@ -18,6 +18,7 @@ from engine.errors import SpecError
 from sql.quoting import ident, quote_ident, quote_table, table_expr
 
 PRIVATE_SCHEMA = "_ppdp"
+ROW_ID = "ppdp_row_id"  # the release row id column of every published version
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,25 @@ class Source:
     table: str | None
     query: str | None
     dialect: str = "duckdb"
+    # Keys withheld from this release before optimization (cross-version repair): the name of
+    # a private table with one VARCHAR column ``key``, and the key column it refers to.
+    withheld: str | None = None
+    key: str | None = None
 
     def sql(self) -> str:
         """FROM-clause text of the relation, aliased ``src``."""
         if self.table is not None:
-            return f"{quote_table(self.schema, self.table, self.dialect)} AS src"
-        return f"({self.parsed_query().sql(dialect=self.dialect)}) AS src"
+            inner = quote_table(self.schema, self.table, self.dialect)
+            if self.withheld is None:
+                return f"{inner} AS src"
+            inner = f"SELECT * FROM {inner}"
+        else:
+            inner = self.parsed_query().sql(dialect=self.dialect)
+        if self.withheld is not None:
+            k = quote_ident(self.key, self.dialect)
+            inner = (f"SELECT * FROM ({inner}) AS w WHERE CAST(w.{k} AS VARCHAR) NOT IN "
+                     f"(SELECT key FROM {quote_table(PRIVATE_SCHEMA, self.withheld, self.dialect)})")
+        return f"({inner}) AS src"
 
     def parsed_query(self) -> exp.Expression:
         try:
@@ -101,6 +115,7 @@ def release_select(
     columns: list[str],
     levels: dict[str, int],
     key: str,
+    row_ids: bool = True,
 ) -> exp.Select:
     """SELECT of the released rows, ``columns`` in order: QIDs (those in ``levels``) generalized
     by joins to the stored hierarchies, other columns as they are, suppressed keys removed."""
@@ -128,6 +143,14 @@ def release_select(
         )
         select = select.join(table_expr(PRIVATE_SCHEMA, "hierarchies", alias=alias), on=cond)
         projections.append(exp.alias_(exp.column("value", alias, quoted=True), ident(col)))
+    if row_ids:
+        # Random surrogate per source key, stable across versions (never derived from the key).
+        cond = exp.and_(
+            exp.column("release", "rid", quoted=True).eq(exp.Literal.string(release)),
+            exp.column("key", "rid", quoted=True).eq(exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))),
+        )
+        select = select.join(table_expr(PRIVATE_SCHEMA, "row_ids", alias="rid"), on=cond)
+        projections.insert(0, exp.alias_(exp.column("row_id", "rid", quoted=True), ident(ROW_ID)))
     select = select.select(*projections)
     suppressed = (
         exp.select(exp.column("key", "s", quoted=True))
@@ -193,3 +216,82 @@ def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entr
         f"(SELECT {g}, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER (PARTITION BY {g}) AS p FROM {relation} GROUP BY {g}, {s}) AS x "
         f"GROUP BY {g}) AS c"
     )
+
+
+# --- dynamic publishing ----------------------------------------------------------------------
+
+
+def row_hash_expr(columns: list[str], d: str = "duckdb") -> str:
+    """md5 of a row's text, NULL-safe and unambiguous (a NUL separator, NULL as \\N)."""
+    parts = " || '|' || ".join(f"COALESCE(REPLACE({text(c, dialect=d)}, '|', '||'), '\\N')" for c in columns)
+    return f"MD5({parts})"
+
+
+def hex_prefix_bigint(expr: str, d: str = "duckdb") -> str:
+    """The first 12 hex digits of an md5 as a BIGINT (for an order-free sum fingerprint)."""
+    if d == "postgres":
+        return f"CAST(CAST(('x' || SUBSTR({expr}, 1, 12)) AS BIT(48)) AS BIGINT)"
+    return f"CAST(('0x' || SUBSTR({expr}, 1, 12)) AS BIGINT)"
+
+
+def fingerprint_query(source: Source, key: str, columns: list[str]) -> str:
+    """Row count and an order-independent sum of row hashes: changes when any row changes."""
+    d = source.dialect
+    h = row_hash_expr([key] + [c for c in columns if c != key], d)
+    return f"SELECT COUNT(*) AS n, SUM({hex_prefix_bigint(h, d)}) AS s FROM {source.sql()}"
+
+
+def row_state_select(source: Source, key: str, columns: list[str]) -> str:
+    """(key text, row hash) of every source row."""
+    d = source.dialect
+    return f"SELECT {text(key, dialect=d)} AS key, {row_hash_expr(columns, d)} AS row_hash FROM {source.sql()}"
+
+
+def new_row_ids_statement(source: Source) -> str:
+    """Give every source key without a release row id a random one (params: release, release)."""
+    d = source.dialect
+    k = text(source.key or "", dialect=d)
+    return (
+        f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} (release, key, row_id) "
+        f"SELECT ?, {k}, CAST(gen_random_uuid() AS VARCHAR) FROM {source.sql()} "
+        f"WHERE {k} NOT IN (SELECT key FROM {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} WHERE release = ?)"
+    )
+
+
+def changes_query(source: Source, key: str, columns: list[str]) -> str:
+    """Inserted, deleted and updated source rows since the last release (param: release)."""
+    d = source.dialect
+    return (
+        f"SELECT COALESCE(SUM(CASE WHEN o.key IS NULL THEN 1 ELSE 0 END), 0) AS inserted, "
+        f"COALESCE(SUM(CASE WHEN n.key IS NULL THEN 1 ELSE 0 END), 0) AS deleted, "
+        f"COALESCE(SUM(CASE WHEN o.key IS NOT NULL AND n.key IS NOT NULL AND o.row_hash <> n.row_hash THEN 1 ELSE 0 END), 0) AS updated "
+        f"FROM ({row_state_select(source, key, columns)}) AS n FULL OUTER JOIN "
+        f"(SELECT key, row_hash FROM {quote_table(PRIVATE_SCHEMA, 'row_state', d)} WHERE release = ?) AS o ON n.key = o.key"
+    )
+
+
+def joint_classes_relation(current: str, previous: list[str], qids: list[str], sensitive: list[str], d: str = "duckdb") -> str:
+    """Records of ``current`` that also appear in a previous version, with their generalized
+    QIDs in every version side by side (NULL where absent): the joint grouping an adversary who
+    holds all versions can form. Columns: row id, joint QID columns ``q__vI``, sensitive columns."""
+    rid = quote_ident(ROW_ID, d)
+    cols = [f"c.{rid} AS {rid}"] + [f"c.{quote_ident(q, d)} AS {quote_ident(q + '__now', d)}" for q in qids]
+    cols += [f"c.{quote_ident(s, d)} AS {quote_ident(s, d)}" for s in sensitive]
+    joins, present = [], []
+    for i, rel in enumerate(previous):
+        a = f"p{i}"
+        cols += [f"{a}.{quote_ident(q, d)} AS {quote_ident(f'{q}__v{i}', d)}" for q in qids]
+        joins.append(f"LEFT JOIN {rel} AS {a} ON {a}.{rid} = c.{rid}")
+        present.append(f"{a}.{rid} IS NOT NULL")
+    return f"(SELECT {', '.join(cols)} FROM {current} AS c {' '.join(joins)} WHERE {' OR '.join(present)}) AS joint"
+
+
+def joint_columns(qids: list[str], n_previous: int) -> list[str]:
+    return [q + "__now" for q in qids] + [f"{q}__v{i}" for i in range(n_previous) for q in qids]
+
+
+def small_joint_classes_query(joint: str, cols: list[str], k: int, d: str = "duckdb") -> str:
+    """Row ids in joint classes smaller than k (k is an int from a validated spec)."""
+    part = ", ".join(quote_ident(c, d) for c in cols)
+    rid = quote_ident(ROW_ID, d)
+    return f"SELECT {rid} AS row_id FROM (SELECT {rid}, COUNT(*) OVER (PARTITION BY {part}) AS n FROM {joint}) AS x WHERE n < {int(k)}"

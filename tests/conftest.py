@@ -73,3 +73,6 @@ def snapshot(db: Path) -> list[tuple]:
         return [tuple(schemas), tuple(rels), tuple(counts)]
     finally:
         con.close()
+
+
+from tests.conftest_pg import *  # noqa: F401,F403,E402

@@ -123,7 +123,7 @@ def test_names_that_need_quoting_work_end_to_end(tmp_path):
     still_there = con.execute("SELECT COUNT(*) FROM adult").fetchone()[0]
     mins = con.execute('SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM published."rel ""x""; --" GROUP BY "the age", "se""x", "from")').fetchone()[0]
     con.close()
-    assert cols == ["the age", 'se"x', "from", "salary class"]
+    assert cols == ["ppdp_row_id", "the age", 'se"x', "from", "salary class"]
     assert still_there == 800 and mins >= 3
 
 

@@ -92,14 +92,22 @@ def test_adult_t02_certified_verified_and_rechecked(adult_db, tmp_path):
 def test_k_and_t_together_and_versions(adult_db, tmp_path):
     spec = load_spec(write_spec(tmp_path / "kt.toml", db=adult_db, models=K5 + T02, output="adult_kt"))
     first = run_release(spec, progress=False)
+    same = run_release(spec, progress=False)  # same job, same source, same seed: nothing new
+    assert first.result.certified and same.run.status == "skipped" and same.run.version == 1
+    con = duckdb.connect(str(adult_db))
+    con.execute("DELETE FROM adult WHERE id % 50 = 0")
+    con.close()
     second = run_release(spec, progress=False)
-    assert first.result.certified and second.run.version == 2
+    assert second.run.status == "succeeded" and second.run.version == 2
+    assert second.run.changes == {"inserted": 0, "deleted": 603, "updated": 0}
+    assert second.run.solution["levels"] == first.run.solution["levels"]  # stable-levels policy
+    assert second.run.cross_version["passed"]
     con = duckdb.connect(str(adult_db), read_only=True)
     view_rows = con.execute('SELECT COUNT(*) FROM published."adult_kt"').fetchone()[0]
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'published'").fetchall()}
     con.close()
     assert {"adult_kt__v1", "adult_kt__v2", "adult_kt"} <= tables
-    assert view_rows == 30162 - second.run.metrics["suppressed"]
+    assert view_rows == 30162 - 603 - second.run.metrics["suppressed"]
     check = independent_check(adult_db, "adult_kt", 2, spec)
     assert check["min_class"] >= 5 and check["max_distance"] <= 0.2 + 1e-12
 

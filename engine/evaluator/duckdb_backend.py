@@ -29,7 +29,7 @@ from engine.models import PrivacyModel
 # the convention of the matching kernel).
 _AD_SQL = {
     "k-anonymity": "coalesce(CAST(i.\"k_ad\" AS DOUBLE), 'inf'::DOUBLE)",
-    "t-closeness": "coalesce(ti.\"t_ad\", 0.0)",
+    "t-closeness": "coalesce(i.\"t_ad\", 0.0)",
     "distinct-l-diversity": "coalesce(CAST(i.\"dl_ad\" AS DOUBLE), 'inf'::DOUBLE)",
     "entropy-l-diversity": "coalesce(i.\"el_ad\", 'inf'::DOUBLE)",
 }
@@ -42,7 +42,10 @@ def _ident(name: str) -> str:
 
 @EVALUATORS.register("duckdb")
 class DuckDBEvaluator:
-    """Evaluate batches in DuckDB; ``threads`` caps DuckDB's worker threads (default: all)."""
+    """Evaluate batches in DuckDB; ``threads`` caps DuckDB's worker threads (default: all).
+
+    Each instance owns one in-memory connection: use it from one thread at a time.
+    """
 
     name = "duckdb"
 
@@ -60,6 +63,9 @@ class DuckDBEvaluator:
         self.con = duckdb.connect()
         if threads is not None:
             self.con.execute(f"SET threads = {int(threads)}")
+        # The optimizer builds the S join's hash table on the big side (population x histogram)
+        # rather than on the small frame of changed rows; joining as written is ~1.5x faster.
+        self.con.execute("SET disabled_optimizers = 'build_side_probe_side'")
         nq = table.n_qids
         n_leaves = [len(h.rows) for h in table.hierarchies]
         # A class is identified by one BIGINT: the mixed-radix number of its generalized codes
@@ -68,7 +74,7 @@ class DuckDBEvaluator:
         radix = 1
         for n in n_leaves:
             radix *= n
-        self.single_key = radix * table.n_sa < 2**62
+        self.single_key = radix <= 2**62
         self._cls = ['"key"'] if self.single_key else [_ident(f"g{q}") for q in range(nq)]
         self._n_leaves = n_leaves
 
@@ -88,12 +94,14 @@ class DuckDBEvaluator:
             levels = np.repeat(np.arange(h.height + 1, dtype=np.int32), n)
             leaves = np.tile(np.arange(n, dtype=np.int32), h.height + 1)
             codes = gen[q, levels, leaves].astype(np.int64)
-            self._load(f"lk{q}", pl.DataFrame({
+            lookup = {
                 # Join key level * n_leaves + leaf: one integer column joins faster than two.
-                "key": levels * n + leaves, "leaf": leaves, "level": levels,
-                "gen": codes.astype(np.int32), "scaled": codes * stride if self.single_key else codes,
-                "w": weight[q, levels, leaves],
-            }))
+                "key": levels * n + leaves, "leaf": leaves, "level": levels, "gen": codes.astype(np.int32),
+                "w": weight[q, levels, leaves],  # 1/|v_g| (PAPER_NOTES §1)
+            }
+            if self.single_key:
+                lookup["scaled"] = codes * stride
+            self._load(f"lk{q}", pl.DataFrame(lookup))
 
         sa_q = np.asarray(table.sa_distribution, dtype=np.float64)
         self._load("qtab", pl.DataFrame({"sa": np.arange(sa_q.shape[0], dtype=np.int32), "q": sa_q}))
@@ -117,7 +125,7 @@ class DuckDBEvaluator:
             codes = ", " + (" + ".join(f'k{q}."scaled"' for q in range(nq)) or "0") + ' AS "key"'
         else:
             codes = "".join(f', k{q}."gen" AS {self._cls[q]}' for q in range(nq))
-        w = " + ".join(f'k{q}."w"' for q in range(nq)) or "0.0"
+        w = " + ".join(f'k{q}."w"' for q in range(nq)) or "CAST(0 AS DOUBLE)"
         joins = "".join(f'\n    JOIN "lk{q}" AS k{q} ON k{q}."key" = p."o{q}" + h."c{q}"' for q in range(nq))
         return f"""
     SELECT p."ind", h."row", h."sa", coalesce(r."ret", h."n") AS "n"{codes}, {w} AS "w"
@@ -128,20 +136,35 @@ class DuckDBEvaluator:
     def _batch_sql(self) -> str:
         g = ", ".join(['"ind"'] + self._cls)
         names = self.names
-        ctes = [f"\"gen\" AS ({self._gen_sql()}\n)"]
+        t_on = "t-closeness" in names
+        ctes = [f'"gen" AS ({self._gen_sql()}\n)']
         if self.needs_pairs:
-            # (individual, class, SA value) with its retained count; TD rides along.
-            ctes.append(f"""\"pairs\" AS (
-    SELECT {g}, "sa", sum("n") AS "n", sum("n" * "w") AS "td"
+            # (individual, class, SA value) with its retained count; TD rides along. For t, the
+            # class size comes with each pair (a window over the aggregate), so the distance is
+            # summed term by term in the next GROUP BY.
+            size = f', sum(sum("n")) OVER (PARTITION BY {g}) AS "size"' if t_on else ""
+            ctes.append(f""""pairs" AS (
+    SELECT {g}, "sa", sum("n") AS "n", sum("n" * "w") AS "td"{size}
     FROM "gen" WHERE "n" > 0 GROUP BY {g}, "sa"
 )""")
-            ctes.append(f"""\"classes\" AS (
-    SELECT {g}, sum("n") AS "size", sum("td") AS "td", count(*) AS "distinct",
-           sum("n" * ln("n")) AS "nlogn"
-    FROM "pairs" GROUP BY {g}
+            stats = ['sum(pr."n") AS "size"', 'sum(pr."td") AS "td"', 'count(*) AS "distinct"']
+            if "entropy-l-diversity" in names:
+                stats.append('sum(pr."n" * ln(pr."n")) AS "nlogn"')
+            source = '"pairs" AS pr'
+            if t_on:
+                # Euclidean distance to Q over every SA value: present values term by term;
+                # absent ones add q_v^2, exactly 0 when every value with q_v > 0 is present,
+                # else qq - (sum of q_v^2 over the present values).
+                stats += ['sum(power(CAST(pr."n" AS DOUBLE) / pr."size" - qt."q", 2)) AS "d2"',
+                          'sum(qt."q" * qt."q") AS "qp"', 'count(*) FILTER (WHERE qt."q" > 0) AS "npos"']
+                source += ' JOIN "qtab" AS qt ON qt."sa" = pr."sa"'
+            group = ", ".join(f"pr.{col}" for col in ['"ind"'] + self._cls)
+            ctes.append(f""""classes" AS (
+    SELECT {group}, {', '.join(stats)}
+    FROM {source} GROUP BY {group}
 )""")
         else:
-            ctes.append(f"""\"classes\" AS (
+            ctes.append(f""""classes" AS (
     SELECT {g}, sum("n") AS "size", sum("n" * "w") AS "td"
     FROM "gen" WHERE "n" > 0 GROUP BY {g}
 )""")
@@ -153,34 +176,17 @@ class DuckDBEvaluator:
         if "entropy-l-diversity" in names:
             # exp of the class entropy ln N - sum n ln n / N, as _kernels.ad_entropy_l.
             per_ind.append('min(exp(ln(c."size") - c."nlogn" / c."size")) AS "el_ad"')
-        ctes.append(f"""\"per_ind\" AS (
-    SELECT c."ind", {', '.join(per_ind)} FROM "classes" AS c GROUP BY c."ind"
+        if t_on:
+            per_ind.append('max(sqrt(c."d2" + CASE WHEN c."npos" = k."n_pos" THEN 0.0 '
+                           'ELSE greatest(k."qq" - c."qp", 0.0) END)) AS "t_ad"')
+        ctes.append(f""""per_ind" AS (
+    SELECT c."ind", {', '.join(per_ind)} FROM "classes" AS c CROSS JOIN "consts" AS k GROUP BY c."ind"
 )""")
-        t_join = ""
-        if "t-closeness" in names:
-            # Euclidean distance of the class's SA distribution to Q over every SA value:
-            # present values term by term; absent ones add q_v^2, which is exactly 0 when every
-            # value with q_v > 0 is present, else qq - sum of q_v^2 over the present values.
-            on = " AND ".join(f"c.{col} = pr.{col}" for col in ['"ind"'] + self._cls)
-            ctes.append(f"""\"t_class\" AS (
-    SELECT pr."ind",
-           sum(power(CAST(pr."n" AS DOUBLE) / c."size" - qt."q", 2)) AS "d2",
-           sum(qt."q" * qt."q") AS "qp",
-           count(*) FILTER (WHERE qt."q" > 0) AS "npos"
-    FROM "pairs" AS pr JOIN "classes" AS c ON {on} JOIN "qtab" AS qt ON qt."sa" = pr."sa"
-    GROUP BY {', '.join(f'pr.{col}' for col in ['"ind"'] + self._cls)}
-)""")
-            ctes.append("""\"t_ind\" AS (
-    SELECT t."ind", max(sqrt(greatest(t."d2" + CASE WHEN t."npos" = k."n_pos" THEN 0.0
-                                               ELSE greatest(k."qq" - t."qp", 0.0) END, 0.0))) AS "t_ad"
-    FROM "t_class" AS t CROSS JOIN "consts" AS k GROUP BY t."ind"
-)""")
-            t_join = '\nLEFT JOIN "t_ind" AS ti ON ti."ind" = p."ind"'
-        ads = ", ".join(f"{_AD_SQL[m.name]} AS \"ad{j}\"" for j, m in enumerate(self.models))
+        ads = "".join(f', {_AD_SQL[m.name]} AS "ad{j}"' for j, m in enumerate(self.models))
         return f"""WITH {', '.join(ctes)}
-SELECT p."ind", coalesce(i."td", 0.0) AS "td", k."n_records" - coalesce(i."kept", 0) AS "suppressed", {ads}
+SELECT p."ind", coalesce(i."td", 0.0) AS "td", k."n_records" - coalesce(i."kept", 0) AS "suppressed"{ads}
 FROM "pop" AS p CROSS JOIN "consts" AS k
-LEFT JOIN "per_ind" AS i ON i."ind" = p."ind"{t_join}
+LEFT JOIN "per_ind" AS i ON i."ind" = p."ind"
 ORDER BY p."ind\""""
 
     def _register_batch(self, G: np.ndarray, retained: np.ndarray) -> None:
@@ -209,7 +215,9 @@ ORDER BY p."ind\""""
             out = self.con.execute(self._sql).fetchnumpy()
         finally:
             self._unregister_batch()
-        ad = np.column_stack([np.asarray(out[f"ad{j}"], dtype=np.float64) for j in range(len(self.models))])
+        ad = np.zeros((G.shape[0], len(self.models)))
+        for j in range(len(self.models)):
+            ad[:, j] = np.asarray(out[f"ad{j}"], dtype=np.float64)
         return finish(self.models, ad, np.asarray(out["td"], dtype=np.float64), np.asarray(out["suppressed"]))
 
     def record_class_sizes(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:

@@ -1,0 +1,154 @@
+"""Evaluator throughput: the numba and duckdb backends on adult.
+
+    .venv/bin/python benchmarks/evaluator.py [--data DIR] [--seconds 2] [--batch 64 --batch 512]
+
+Datasets: the first 400 rows of adult, all 30,162 rows, and 1,000,000 rows drawn from adult with
+replacement (fixed seed). QIDs age, education, marital-status, native-country, occupation, race,
+sex, workclass (ARX hierarchies); SA salary-class. Models: k = 5, and k = 5 with t = 0.2.
+
+Batches of P random G (uniform over the lattice, fixed seed) are evaluated either with nothing
+suppressed ("G") or with a random S ("G+S": every record kept with probability 0.9, passed in
+the compressed form the backends take, retained per histogram row ~ Binomial(count, 0.9); the
+S -> retained conversion is not timed). Each backend first evaluates a small batch, so Numba's
+JIT compilation (or cache load) and DuckDB's first-query setup are excluded from the timings;
+each configuration then runs whole batches for at least ``--seconds``.
+
+Numba is single-threaded here (one core). DuckDB runs with threads=1 and threads=2.
+record*QID cells/s = evals/s x nR x nQID (the histogram makes the cost depend on the number of
+distinct QID+SA combinations H, not on nR). Results: a table on stdout and
+benchmarks/results/evaluator.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numba
+import numpy as np
+import polars as pl
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
+from engine.evaluator import make_evaluator  # noqa: E402
+from engine.evaluator.duckdb_backend import DuckDBEvaluator  # noqa: E402
+from engine.hierarchy import read_arx_csv  # noqa: E402
+from engine.models import build_model  # noqa: E402
+
+QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
+SA = "salary-class"
+MODEL_SETS = {
+    "k=5": [("k-anonymity", {"k": 5})],
+    "k=5,t=0.2": [("k-anonymity", {"k": 5}), ("t-closeness", {"t": 0.2})],
+}
+BACKENDS = ["numba", "duckdb/1", "duckdb/2"]  # duckdb/<threads>
+
+
+def load_tables(data: Path, *, big: int) -> dict[str, EncodedTable]:
+    arx = data / "arx"
+    hierarchies = [read_arx_csv(arx / f"adult_hierarchy_{q}.csv", q) for q in QIDS]
+    adult = pl.read_csv(arx / "adult.csv", separator=";", infer_schema=False)
+    rng = np.random.default_rng(20240601)
+    frames = {
+        "400": adult.head(400),
+        str(adult.height): adult,
+        f"{big // 1_000_000}M" if big % 1_000_000 == 0 else str(big): adult[rng.integers(0, adult.height, big)],
+    }
+    out = {}
+    for name, frame in frames.items():
+        hist = frame.group_by(QIDS + [SA]).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+        out[name] = encode_histogram(hist, QIDS, [SA], hierarchies)
+    return out
+
+
+def make_backend(name: str, table: EncodedTable, models):
+    if name.startswith("duckdb/"):
+        return DuckDBEvaluator(table, models, threads=int(name.split("/")[1]))
+    return make_evaluator(name, table, models)
+
+
+def throughput(evaluator, G: np.ndarray, retained: np.ndarray, seconds: float) -> float:
+    """Evaluations per second over whole batches, after a warm-up call."""
+    evaluator.evaluate(G[:2], retained[:2])
+    done = 0
+    start = time.perf_counter()
+    while True:
+        evaluator.evaluate(G, retained)
+        done += G.shape[0]
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return done / elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=Path(os.environ.get("PPDP_DATA", REPO.parent / "shared" / "data")),
+                        help="data directory holding arx/adult.csv (default: $PPDP_DATA or ../shared/data)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="minimum timed seconds per configuration")
+    parser.add_argument("--batch", type=int, action="append", help="batch sizes P (repeatable; default 64 and 512)")
+    parser.add_argument("--big", type=int, default=1_000_000, help="rows of the resampled dataset")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "evaluator.json")
+    args = parser.parse_args(argv)
+    batches = args.batch or [64, 512]
+
+    tables = load_tables(args.data, big=args.big)
+    rng = np.random.default_rng(7)
+    rows = []
+    header = (f"{'data':>6} {'nR':>9} {'H':>6} {'models':<10} {'batch':<4} {'P':>4} | "
+              + " ".join(f"{b + ' ev/s':>14}" for b in BACKENDS) + " | "
+              + " ".join(f"{b + ' Mcell/s':>17}" for b in BACKENDS))
+    print(header)
+    print("-" * len(header))
+    for data_name, table in tables.items():
+        for models_name, spec in MODEL_SETS.items():
+            models = [build_model(n, p) for n, p in spec]
+            backends = {b: make_backend(b, table, models) for b in BACKENDS}
+            for kind in ("G", "G+S"):
+                for P in batches:
+                    G = np.stack([rng.integers(0, table.heights + 1) for _ in range(P)])
+                    if kind == "G":
+                        retained = np.tile(table.counts, (P, 1))
+                    else:
+                        retained = rng.binomial(table.counts, 0.9, size=(P, table.n_rows)).astype(np.int64)
+                    rates = {b: throughput(ev, G, retained, args.seconds) for b, ev in backends.items()}
+                    cells = {b: r * table.n_records * table.n_qids for b, r in rates.items()}
+                    rows.append({
+                        "data": data_name, "n_records": table.n_records, "histogram_rows": table.n_rows,
+                        "n_qids": table.n_qids, "models": models_name, "batch": kind, "P": P,
+                        "evals_per_s": rates, "cells_per_s": cells,
+                    })
+                    print(f"{data_name:>6} {table.n_records:>9} {table.n_rows:>6} {models_name:<10} {kind:<4} {P:>4} | "
+                          + " ".join(f"{rates[b]:>14,.0f}" for b in BACKENDS) + " | "
+                          + " ".join(f"{cells[b] / 1e6:>17,.0f}" for b in BACKENDS), flush=True)
+            for ev in backends.values():
+                if isinstance(ev, DuckDBEvaluator):
+                    ev.con.close()
+
+    meta = {
+        "note": ("evals/s over whole batches after a warm-up call (JIT compilation / cache load and "
+                 "DuckDB's first query excluded); numba single-threaded; duckdb/<n> = DuckDB with "
+                 "threads=n; G+S: records kept with probability 0.9, given as retained per histogram row "
+                 "(conversion not timed); cells/s = evals/s x nR x nQID"),
+        "seconds_per_config": args.seconds,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_average_at_end": os.getloadavg()},
+        "versions": {"numpy": np.__version__, "numba": numba.__version__, "duckdb": duckdb.__version__,
+                     "polars": pl.__version__},
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,267 @@
+"""PostgreSQL over ADBC (``adbc-driver-postgresql``): Arrow both ways, libpq in the wheel.
+
+``postgresql://user[:password]@host:port/database``. The connection runs in autocommit mode, so
+a refused statement outside ``transaction()`` does not poison the next one; ``transaction()``
+sends BEGIN / COMMIT / ROLLBACK itself (bulk ingest joins the open transaction).
+
+ppdp's SQL writes parameters as ``?``; they are numbered ``$1, $2, ...`` here by a small scanner
+that leaves quoted strings, quoted identifiers, dollar-quoted strings and comments alone.
+
+Every statement sent is appended to ``statements`` and the Arrow bytes received / sent are
+summed in ``bytes_in`` / ``bytes_out``, so callers can see what ran where and what moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import polars as pl
+import pyarrow as pa
+
+from connectors.base import CONNECTORS
+from engine.errors import ConnectorError
+from sql.quoting import quote_table
+
+try:
+    import adbc_driver_manager
+    import adbc_driver_postgresql.dbapi as pg_dbapi
+except ImportError as exc:  # pragma: no cover - exercised only without the driver
+    raise ImportError(f"{exc}. Hint: pip install adbc-driver-postgresql") from None
+
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+
+
+def number_placeholders(sql: str) -> tuple[str, int]:
+    """Replace each ``?`` placeholder by ``$1, $2, ...``; return the new text and the count.
+
+    Left untouched: ``'strings'`` (``''`` escapes; ``E'...'`` also ``\\'``), ``"identifiers"``
+    (``""`` escapes), ``$tag$dollar quoted$tag$`` strings, ``-- line`` and ``/* nested */``
+    comments.
+
+    >>> number_placeholders("SELECT ?, '?', \\"a?\\" FROM t WHERE x = ?")
+    ('SELECT $1, \\'?\\', "a?" FROM t WHERE x = $2', 2)
+    """
+    out: list[str] = []
+    n = 0
+    i, end = 0, len(sql)
+    while i < end:
+        c = sql[i]
+        if c == "?":
+            n += 1
+            out.append(f"${n}")
+            i += 1
+            continue
+        start = i
+        if c == "'":
+            escapes = i > 0 and sql[i - 1] in "eE" and (i < 2 or sql[i - 2] not in _IDENT_CHARS)
+            i = _skip_quoted(sql, i, "'", backslash=escapes)
+        elif c == '"':
+            i = _skip_quoted(sql, i, '"', backslash=False)
+        elif c == "-" and sql.startswith("--", i):
+            nl = sql.find("\n", i)
+            i = end if nl < 0 else nl + 1
+        elif c == "/" and sql.startswith("/*", i):
+            i = _skip_block_comment(sql, i)
+        elif c == "$" and (i == 0 or sql[i - 1] not in _IDENT_CHARS):
+            i = _skip_dollar_quoted(sql, i)
+        else:
+            i += 1
+        out.append(sql[start:i])
+    return "".join(out), n
+
+
+def _skip_quoted(sql: str, i: int, quote: str, *, backslash: bool) -> int:
+    """Index just past the quoted run that starts at ``sql[i] == quote`` (end of text if open)."""
+    i += 1
+    while i < len(sql):
+        c = sql[i]
+        if backslash and c == "\\":
+            i += 2
+        elif c == quote:
+            if sql.startswith(quote, i + 1):  # doubled quote: an escaped quote, still inside
+                i += 2
+            else:
+                return i + 1
+        else:
+            i += 1
+    return len(sql)
+
+
+def _skip_block_comment(sql: str, i: int) -> int:
+    depth, i = 1, i + 2  # PostgreSQL block comments nest
+    while i < len(sql) and depth:
+        if sql.startswith("/*", i):
+            depth, i = depth + 1, i + 2
+        elif sql.startswith("*/", i):
+            depth, i = depth - 1, i + 2
+        else:
+            i += 1
+    return i
+
+
+def _skip_dollar_quoted(sql: str, i: int) -> int:
+    """Past ``$tag$...$tag$`` when ``sql[i]`` opens one; else past the lone ``$`` (e.g. ``$1``)."""
+    j = i + 1
+    while j < len(sql) and (sql[j].isalnum() or sql[j] == "_") and not (j == i + 1 and sql[j].isdigit()):
+        j += 1
+    if j < len(sql) and sql[j] == "$":
+        tag = sql[i : j + 1]
+        close = sql.find(tag, j + 1)
+        return len(sql) if close < 0 else close + len(tag)
+    return i + 1
+
+
+def redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def server_message(exc: Exception) -> str:
+    """The server's own words from an ADBC error: primary message, detail, hint, SQLSTATE."""
+    diag = {}
+    for key, value in getattr(exc, "details", None) or []:
+        k = key.decode() if isinstance(key, bytes) else str(key)
+        diag[k] = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    primary = diag.get("PG_DIAG_MESSAGE_PRIMARY")
+    if primary is None:  # not a server error (connection, driver): the driver's text
+        return str(exc).strip()
+    text = primary
+    if "PG_DIAG_MESSAGE_DETAIL" in diag:
+        text += f" ({diag['PG_DIAG_MESSAGE_DETAIL']})"
+    if "PG_DIAG_MESSAGE_HINT" in diag:
+        text += f" Hint: {diag['PG_DIAG_MESSAGE_HINT']}"
+    state = diag.get("PG_DIAG_SQLSTATE") or getattr(exc, "sqlstate", None)
+    return f"{text} [SQLSTATE {state}]" if state else text
+
+
+def _short(sql: str, limit: int = 300) -> str:
+    one_line = " ".join(sql.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
+
+
+def _plain_arrow(table: pa.Table) -> pa.Table:
+    """PostgreSQL types ADBC hands over as opaque extensions -> plain Arrow (numeric -> float64)."""
+    if not any(isinstance(f.type, pa.BaseExtensionType) for f in table.schema):
+        return table
+    columns, fields = [], []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        if isinstance(field.type, pa.BaseExtensionType):
+            col = pa.chunked_array([c.storage for c in col.chunks], type=field.type.storage_type)
+            if getattr(field.type, "type_name", None) == "numeric":
+                try:
+                    col = col.cast(pa.float64())
+                except pa.ArrowInvalid:  # e.g. numeric 'Infinity': keep the text
+                    pass
+            field = pa.field(field.name, col.type, field.nullable)
+        columns.append(col)
+        fields.append(field)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _ingestable(frame: pl.DataFrame) -> pa.Table:
+    """The frame as Arrow types the driver's COPY writer accepts."""
+    casts = [pl.col(n).cast(pl.String) for n, t in frame.schema.items() if t in (pl.Null, pl.Categorical) or isinstance(t, pl.Enum)]
+    return (frame.with_columns(casts) if casts else frame).to_arrow()
+
+
+@CONNECTORS.register("postgresql")
+class PostgresConnector:
+    dialect = "postgres"  # sqlglot's name
+    default_schema = "public"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.statements: list[str] = []
+        self.bytes_in = 0  # Arrow bytes of query results
+        self.bytes_out = 0  # Arrow bytes of ingested frames
+        self._in_tx = False
+        libpq_url = "postgresql://" + url.split("://", 1)[1] if "://" in url else url
+        try:
+            self.con = pg_dbapi.connect(libpq_url, autocommit=True)
+        except adbc_driver_manager.Error as exc:
+            raise ConnectorError(
+                f"Cannot connect to PostgreSQL at {redact(url)}: {server_message(exc)} "
+                "Hint: check host, port, database and credentials in the URL."
+            ) from None
+        self.cur = self.con.cursor()
+
+    # -- statements ------------------------------------------------------------------------
+
+    def _run(self, sql: str, params: list[Any] | None, *, fetch: bool) -> pa.Table | None:
+        text, n = number_placeholders(sql)
+        values = list(params or [])
+        if n != len(values):
+            raise ConnectorError(f"The statement has {n} placeholder(s) but {len(values)} parameter(s) were given: {_short(sql)}")
+        self.statements.append(text)
+        try:
+            self.cur.execute(text, tuple(values) if values else None)
+            if not fetch:
+                return None
+            table = self.cur.fetch_arrow_table()
+        except adbc_driver_manager.Error as exc:
+            what = "query" if fetch else "statement"
+            raise ConnectorError(f"PostgreSQL refused a {what}: {server_message(exc)}. Statement: {_short(text)}") from exc
+        self.bytes_in += table.nbytes
+        return table
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        table = self._run(sql, params, fetch=True)
+        frame = pl.from_arrow(_plain_arrow(table))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        self._run(sql, params, fetch=False)
+
+    def write_frame(self, schema: str, name: str, frame: pl.DataFrame) -> None:
+        table = _ingestable(frame)
+        self.statements.append(f"COPY {quote_table(schema, name, self.dialect)} FROM STDIN -- ADBC bulk ingest, {table.num_rows} rows")
+        try:
+            self.cur.adbc_ingest(name, table, mode="create", db_schema_name=schema)
+        except adbc_driver_manager.Error as exc:
+            raise ConnectorError(f"PostgreSQL refused to create {quote_table(schema, name, self.dialect)} from a frame: "
+                                 f"{server_message(exc)}") from exc
+        self.bytes_out += table.nbytes
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._in_tx:  # nested: join the outer transaction
+            yield
+            return
+        self.execute("BEGIN")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self.execute("ROLLBACK")
+            raise
+        else:
+            self.execute("COMMIT")
+        finally:
+            self._in_tx = False
+
+    def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
+        rows = self.query(
+            "SELECT CAST(column_name AS VARCHAR) AS name, CAST(data_type AS VARCHAR) AS type "
+            "FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+            [schema, name],
+        )
+        return [(r[0], r[1]) for r in rows.iter_rows()] or None
+
+    def close(self) -> None:
+        if self.con is None:
+            return
+        try:
+            self.cur.close()
+            self.con.close()
+        except adbc_driver_manager.Error:  # closing a broken connection: nothing left to do
+            pass
+        finally:
+            self.con = None  # type: ignore[assignment]

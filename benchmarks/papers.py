@@ -1,7 +1,7 @@
 """Reproduce the experiments of the ID-DGA and HAEF papers on rebuilt instances.
 
     python benchmarks/papers.py            # full: R = 25 runs, every instance, t in {0.1, 0.2, 0.3}
-    python benchmarks/papers.py --quick    # R = 3, t = 0.2 only, HAEF budgets x 0.25 (a few minutes)
+    python benchmarks/papers.py --quick    # R = 3, t = 0.2 only, HAEF budgets x 0.1, lattice 120k nodes (a few minutes)
 
 Instances (dataset, QIDs, rows, seed): see benchmarks/instances.py; data from ``--data`` or
 ``PPDP_DATA`` (default ../shared/data next to the repository).
@@ -42,7 +42,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -330,10 +330,19 @@ def aggregate(results: list[dict[str, Any]], families: list[str], runs: int) -> 
             ub = lat.get("upper_bound") if lat else None
             bound = max(best_known, ub) if ub is not None else float(inst.n_records * inst.n_qids)
         case["optimum"] = {"certified": opt is not None, "value": opt, "best_known": best_known, "bound": bound}
+        if fam == "haef" and inst.positive_share is not None:
+            # Binary SA with source share q: a class without positives is at distance q*sqrt(2)
+            # (HAEF eq. 2-4), so when q*sqrt(2) <= t suppressing every SA = 1 record and
+            # generalizing nothing is feasible, with TD = (nR - positives) * nQID.
+            q = inst.positive_share
+            case["trivial"] = {"feasible": q * math.sqrt(2.0) <= t + 1e-12,
+                               "td": (inst.n_records - round(q * inst.n_records)) * inst.n_qids}
         for a in case["algos"].values():
             if "mean" in a:
                 ref = opt if opt is not None else bound
                 a["gap"] = 100.0 * (ref - a["mean"]) / ref if ref > 0 else 0.0
+                # opt >= best known, so this is a lower bound of the gap (equal when certified)
+                a["gap_lower"] = 100.0 * (best_known - a["mean"]) / best_known if best_known > 0 else 0.0
         out.setdefault(fam, {})[key] = case
     return out
 
@@ -412,7 +421,7 @@ def _opt_table(fam: str, cases: list[dict]) -> str:
             if not a or "gap" not in a:
                 row.append("n/a")
             else:
-                row.append(f"{a['gap']:.1f}%" if o["certified"] else f"≤ {a['gap']:.1f}%")
+                row.append(f"{a['gap']:.1f}%" if o["certified"] else f"{a['gap_lower']:.1f}–{a['gap']:.1f}%")
         rows.append(row)
     return _md_table(header, rows)
 
@@ -453,11 +462,14 @@ def write_report(path: Path, agg: dict, meta: dict, figures: dict[str, list[str]
     w("- A run that ends without a feasible solution scores TD 0 (the empty release, always feasible).")
     w("- **bold** = best mean of the table; † = the best is significantly better than every other column "
       f"(two-sided Wilcoxon rank-sum, normal approximation with tie and continuity correction, α = {ALPHA}). "
-      + ("With R = 3 the smallest attainable p is about 0.08, so † cannot appear in quick mode." if meta["runs"] <= 3
-         else ""))
+      + (f"With R = {meta['runs']} the smallest attainable p is "
+         f"{rank_sum(range(meta['runs']), range(meta['runs'], 2 * meta['runs']))[1]:.3f}, so † cannot appear."
+         if rank_sum(range(meta['runs']), range(meta['runs'], 2 * meta['runs']))[1] >= ALPHA else ""))
     w("- Optimum: `run_optimizer(\"lattice\")` (best-first lattice search with the exact suppression oracle, "
-      f"budget {meta['lattice_budget']:,} nodes). Certified = proven maximal over all (G, S). When not certified "
-      "the gap is an upper bound, computed against max(best TD known, the search's remaining upper bound).")
+      f"budget {meta['lattice_budget']:,} nodes). Certified = proven maximal over all (G, S). Gap = 100·(optimum − "
+      "mean TD)/optimum. When not certified the gap is given as a range: from the gap to the best TD known (any "
+      "run of any algorithm, or the lattice search) to the gap to an upper bound, max(best known, the lattice "
+      "search's remaining no-suppression bound).")
     if meta["skipped"]:
         w("- Skipped (not registered in engine/optimizers): " + ", ".join(f"`{k}`" for k in sorted(meta["skipped"])) + ".")
     w("")
@@ -507,6 +519,11 @@ def write_report(path: Path, agg: dict, meta: dict, figures: dict[str, list[str]
                               if k != "HAEF" and v > 0) + ".\n")
             w(f"#### Optimum and gaps, t = {t}\n")
             w(_opt_table("haef", cases))
+            triv = [f"{c['instance']} (TD {c['trivial']['td']})" for c in cases if c.get("trivial", {}).get("feasible")]
+            if triv:
+                w(f"\nNear-trivial cases at t = {t}: with a binary SA of source share q, a class without SA = 1 records "
+                  f"is at distance q·√2 ≤ t, so suppressing every SA = 1 record and generalizing nothing is feasible: "
+                  + ", ".join(triv) + ". The paper's D15 (2.83E+03 of 3,000) shows the same effect.")
             w("\n" + _feasible_note("haef", cases) + "\n")
             w(f"#### Mean wall time per run (s), t = {t}\n")
             w(_time_table("haef", cases))
@@ -562,14 +579,20 @@ def plot_convergence(path: Path, fam: str, cases: list[dict], title: str) -> Non
         ax.grid(alpha=0.3)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
-    fig.supxlabel("fitness evaluations")
-    fig.supylabel("TD (mean over runs with a feasible solution)")
-    fig.suptitle(title)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), fontsize=9,
-               frameon=False)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    fig.supxlabel("fitness evaluations", fontsize=10)
+    fig.supylabel("TD, mean over runs (feasible ones)", fontsize=10)
+    _title_and_legend(fig, title, handles, rows)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _title_and_legend(fig, title: str, handles: dict, rows: int) -> None:
+    """Title on top, one-row legend under it, panels below (nothing overlaps the axis labels)."""
+    top = 1.0 - 0.55 / (3.3 * rows)  # leave ~0.55 inch for title and legend
+    fig.suptitle(title, y=0.995, fontsize=11)
+    fig.legend(list(handles.values()), list(handles), loc="upper center", bbox_to_anchor=(0.5, 1.0 - 0.3 / (3.3 * rows)),
+               ncol=len(handles), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, top - 0.01))
 
 
 def plot_diversity(path: Path, cases: list[dict], title: str) -> bool:
@@ -595,10 +618,8 @@ def plot_diversity(path: Path, cases: list[dict], title: str) -> bool:
             ax.tick_params(labelsize=7)
             ax.ticklabel_format(axis="x", style="sci", scilimits=(0, 3))
             ax.grid(alpha=0.3)
-    fig.supxlabel("fitness evaluations")
-    fig.suptitle(title)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=len(handles), frameon=False)
-    fig.tight_layout(rect=(0, 0.04, 1, 0.96))
+    fig.supxlabel("fitness evaluations", fontsize=10)
+    _title_and_legend(fig, title, handles, 2)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
@@ -609,13 +630,13 @@ def plot_diversity(path: Path, cases: list[dict], title: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="R = 3, t = 0.2 only, HAEF budgets x 0.25, lattice 120k nodes")
+    ap.add_argument("--quick", action="store_true", help="R = 3, t = 0.2 only, HAEF budgets x 0.1, lattice 120k nodes")
     ap.add_argument("--family", choices=["id-dga", "haef", "all"], default="all")
     ap.add_argument("--runs", type=int, help="runs per stochastic algorithm (default 25, quick 3)")
     ap.add_argument("--t", type=float, nargs="+", help="HAEF t values (default 0.1 0.2 0.3, quick 0.2)")
     ap.add_argument("--instances", nargs="+", help="only these instances, e.g. T1 T15 D4")
     ap.add_argument("--algorithms", nargs="+", help="only these table labels or registry names")
-    ap.add_argument("--budget-scale", type=float, help="factor on the HAEF budgets (default 1, quick 0.25)")
+    ap.add_argument("--budget-scale", type=float, help="factor on the HAEF budgets (default 1, quick 0.1)")
     ap.add_argument("--idga-budget-scale", type=float, default=1.0, help="factor on the ID-DGA budgets (default 1)")
     ap.add_argument("--lattice-budget", type=int, help="nodes for the certifying lattice search (default 1,100,000, "
                     "quick 120,000)")
@@ -627,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
     q = args.quick
     args.runs = args.runs or (3 if q else 25)
     args.t = args.t or ([0.2] if q else list(inst_mod.T_VALUES))
-    args.budget_scale = args.budget_scale if args.budget_scale is not None else (0.25 if q else 1.0)
+    args.budget_scale = args.budget_scale if args.budget_scale is not None else (0.1 if q else 1.0)
     args.lattice_budget = args.lattice_budget or (120_000 if q else 1_100_000)
     out = Path(args.out) if args.out else Path(__file__).resolve().parent / "results" / ("quick" if q else "")
     out.mkdir(parents=True, exist_ok=True)
@@ -686,7 +707,7 @@ def main(argv: list[str] | None = None) -> int:
                 figures["haef"].append(f)
     meta = {
         "mode": "quick" if q else "full", "command": "python benchmarks/papers.py " + " ".join(argv or sys.argv[1:]),
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "machine": platform.machine(),
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "jobs": args.jobs, "runs": args.runs, "t": args.t, "budget_scale": args.budget_scale,
         "idga_budget_scale": args.idga_budget_scale, "lattice_budget": args.lattice_budget, "seed": args.seed,

@@ -13,6 +13,7 @@ summed in ``bytes_in`` / ``bytes_out``, so callers can see what ran where and wh
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -112,6 +113,11 @@ def _skip_dollar_quoted(sql: str, i: int) -> int:
         close = sql.find(tag, j + 1)
         return len(sql) if close < 0 else close + len(tag)
     return i + 1
+
+
+def lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory lock key for ``name``."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
 
 
 def redact(url: str) -> str:
@@ -254,6 +260,13 @@ class PostgresConnector:
             [schema, name],
         )
         return [(r[0], r[1]) for r in rows.iter_rows()] or None
+
+    def try_lock(self, name: str) -> bool:
+        """A session-level advisory lock on a 64-bit hash of ``name`` (freed by ``unlock`` or on close)."""
+        return bool(self.query("SELECT pg_try_advisory_lock(?) AS ok", [lock_key(name)])["ok"][0])
+
+    def unlock(self, name: str) -> None:
+        self.query("SELECT pg_advisory_unlock(?) AS ok", [lock_key(name)])
 
     def close(self) -> None:
         if self.con is None:

@@ -93,6 +93,19 @@ def update_run(con: Connector, rec: RunRecord) -> None:
     insert_run(con, rec)
 
 
+def mark_abandoned(con: Connector, release: str) -> int:
+    """Runs left "running" by a process that died: the caller holds the run lock, so no live
+    run of this release exists. They become "failed" with a note."""
+    runs = con.query(f"SELECT COUNT(*) AS n FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE release = ? AND status = 'running'", [release])
+    n = int(runs["n"][0])
+    if n:
+        con.execute(
+            f"UPDATE {quote_table(PRIVATE_SCHEMA, 'runs')} SET status = 'failed', finished_at = CURRENT_TIMESTAMP, "
+            "error = 'abandoned: the process ended before the run finished; nothing was published' "
+            "WHERE release = ? AND status = 'running'", [release])
+    return n
+
+
 def list_runs(con: Connector, release: str | None = None) -> list[RunRecord]:
     if not has_catalog(con):
         return []

@@ -38,6 +38,29 @@ def _parser() -> argparse.ArgumentParser:
     ru.add_argument("name", nargs="?", help="only this release")
     ru.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
+    j = sub.add_parser("job", help="release jobs stored in the database: register, run, list, history, certificate")
+    jsub = j.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
+    jr = jsub.add_parser("register", help="validate a TOML spec and store it as a job in _ppdp.jobs")
+    jr.add_argument("spec")
+    jr.add_argument("--name", help="job name (default: output.name)")
+    jrun = jsub.add_parser("run", help="run a job; a run with the same key as the current release is skipped")
+    jrun.add_argument("name")
+    jrun.add_argument("--dry-run", action="store_true", help="print the SQL and the metrics; write only the run record")
+    jrun.add_argument("--no-progress", action="store_true")
+    jsub.add_parser("list", help="registered jobs")
+    jh = jsub.add_parser("history", help="runs of one job")
+    jh.add_argument("name")
+    jc = jsub.add_parser("certificate", help="audit record of the current release (JSON and Markdown)")
+    jc.add_argument("name")
+    jc.add_argument("--format", choices=["json", "markdown", "both"], default="both")
+    for sp in (jr, jrun, jh, jc, jsub.choices["list"]):
+        sp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
+    sq = sub.add_parser("sql", help="a self-contained SQL script that rebuilds a release's current version")
+    sq.add_argument("name")
+    sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, snowflake, bigquery or spark")
+    sq.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
     e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
@@ -129,6 +152,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         runs = catalog.list_runs(con, args.name)
     finally:
         con.close()
+    if getattr(args, "job", None):
+        runs = [r for r in runs if r.job == args.job]
     if not runs:
         print("no runs recorded")
         return 0
@@ -172,7 +197,61 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"demo": cmd_demo, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+def cmd_job(args: argparse.Namespace) -> int:
+    from engine import jobs
+
+    if args.job_command == "register":
+        name = jobs.register_job(args.db, args.spec, name=args.name)
+        print(f"registered job {name!r} in {args.db}")
+    elif args.job_command == "run":
+        outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
+        if outcome.run.status == "skipped":
+            print(f"skipped: the source and the job are unchanged since run {outcome.run.cross_version.get('note', '')[-32:]}; "
+                  f"current release {outcome.view} -> {outcome.table}")
+        elif args.dry_run:
+            for label, sql in (outcome.statements or {}).items():
+                print(f"-- {label}\n{sql};\n")
+            _print_run(outcome.run)
+            print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
+        else:
+            _print_run(outcome.run)
+            ch = outcome.run.changes or {}
+            if ch:
+                print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
+            cv = outcome.run.cross_version or {}
+            for c in cv.get("checks", []):
+                print(f"  cross-version  : {c['model']} on the joint grouping: AD = {c['joint_ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+            print(f"published: {outcome.view} -> {outcome.table}")
+    elif args.job_command == "list":
+        rows = jobs.list_jobs(args.db)
+        if not rows:
+            print("no jobs registered")
+        for r in rows:
+            print(f"{r['name']:<24} {'enabled' if r['enabled'] else 'disabled':<9} created {str(r['created_at'])[:19]}  updated {str(r['updated_at'])[:19]}")
+    elif args.job_command == "history":
+        return cmd_runs(argparse.Namespace(name=None, db=args.db, job=args.name))
+    elif args.job_command == "certificate":
+        cert = jobs.certificate(args.db, args.name)
+        if args.format in ("json", "both"):
+            print(json.dumps(cert, indent=2, default=str))
+        if args.format in ("markdown", "both"):
+            print(jobs.certificate_markdown(cert))
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from sql.dialects import rebuild_script
+
+    con = connect(args.db)
+    try:
+        print(rebuild_script(con, args.name, args.dialect))
+    finally:
+        con.close()
+    return 0
+
+
+COMMANDS = {"demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
 
 
 # --- printing ------------------------------------------------------------------------------

@@ -259,11 +259,20 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
             return ReleaseOutcome(rec, None, quote_table(spec.output_schema, f"{spec.output_name}__v{previous.version}", con.dialect),
                                   quote_table(spec.output_schema, spec.output_name, con.dialect))
         started = _now()
-        problem, result = choose_solution(prep, previous, progress=progress)
-        metrics = compute_metrics(prep, result)
-        solution = solution_record(prep, result)
         run_id = uuid.uuid4().hex
         ctx = _RunContext(run_id, started, job, key, fingerprint, previous)
+        with con.transaction():  # the run is visible as "running" while it optimizes
+            catalog.ensure_schema(con)
+            catalog.mark_abandoned(con, spec.output_name)
+            catalog.insert_run(con, RunRecord(run_id, spec.output_name, None, "running", started, None, prep.source_rows,
+                                              spec.raw, {}, {}, {}, None, job, key, fingerprint, {}, {}))
+        try:
+            problem, result = choose_solution(prep, previous, progress=progress)
+        except BaseException as exc:
+            _record_failure(con, prep, ctx, {}, {}, exc)
+            raise
+        metrics = compute_metrics(prep, result)
+        solution = solution_record(prep, result)
         if dry_run:
             return _dry_run(con, prep, result, metrics, solution, ctx)
         try:
@@ -328,8 +337,7 @@ def _dry_run(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
                     prep.spec.raw, solution | {"dry_run": True, "would_publish_version": version}, metrics,
                     {"dry_run": True, "statements": stmts}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
     with con.transaction():
-        catalog.ensure_schema(con)
-        catalog.insert_run(con, rec)
+        catalog.update_run(con, rec)
     return ReleaseOutcome(rec, result, None, None, stmts)
 
 
@@ -397,7 +405,7 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
              fail_before_switch: bool, on_phase: Any = None) -> ReleaseOutcome:
     spec, d = prep.spec, con.dialect
     name, schema = spec.output_name, spec.output_schema
-    phase = on_phase or (lambda _name: None)
+    phase = on_phase or _fault_hook()
     with con.transaction():
         catalog.ensure_schema(con)
         version = catalog.next_version(con, name)
@@ -461,7 +469,7 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         rec = RunRecord(ctx.run_id, name, version, "succeeded", ctx.started, _now(), prep.source_rows, spec.raw,
                         solution_record(prep, result), metrics, verification, None, ctx.job, ctx.run_key,
                         ctx.fingerprint, changes, cross)
-        catalog.insert_run(con, rec)
+        catalog.update_run(con, rec)
     return ReleaseOutcome(rec, result, relation, view)
 
 
@@ -493,12 +501,35 @@ def _write_delta(con: Connector, schema: str, name: str, version: int, previous_
     con.execute(f"INSERT INTO {delta} SELECT {int(version)}, '-', x.* FROM (SELECT * FROM {prev} EXCEPT SELECT * FROM {cur}) AS x")
 
 
+def _fault_hook():
+    """Fault injection for tests, from PPDP_FAULT: "pause-after-materialize:SECONDS" (announce on
+    stderr and sleep, so a test can kill the process or start a concurrent run) or
+    "exit-after-materialize" (the process dies inside the open transaction)."""
+    import os
+    import sys
+    import time
+
+    fault = os.environ.get("PPDP_FAULT", "")
+
+    def hook(phase: str) -> None:
+        if phase != "materialized" or not fault:
+            return
+        if fault.startswith("pause-after-materialize:"):
+            print("PPDP_FAULT: paused after materialize", file=sys.stderr, flush=True)
+            time.sleep(float(fault.split(":", 1)[1]))
+        elif fault == "exit-after-materialize":
+            os._exit(9)
+
+    return hook
+
+
 def _record_failure(con: Connector, prep: Prepared, ctx: _RunContext, solution: dict, metrics: dict, exc: Exception) -> None:
     with con.transaction():
         catalog.ensure_schema(con)
         rec = RunRecord(ctx.run_id, prep.spec.output_name, None, "failed", ctx.started, _now(), prep.source_rows,
-                        prep.spec.raw, solution, metrics, {}, str(exc), ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
-        catalog.insert_run(con, rec)
+                        prep.spec.raw, solution, metrics, {}, str(exc) or type(exc).__name__, ctx.job, ctx.run_key,
+                        ctx.fingerprint, {}, {})
+        catalog.update_run(con, rec)
 
 
 def reverify(con: Connector, name: str) -> dict[str, Any]:

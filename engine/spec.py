@@ -213,6 +213,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         _typed(m, where, dict)
         name = _need(m, "name", where, str)
         params = tuple(sorted((k, v) for k, v in m.items() if k != "name"))
+        from engine.models import build_model  # validates the name and the parameters now
+
+        build_model(name, dict(params))
         models.append(ModelSpec(name, params))
 
     util = raw.get("utility", {})

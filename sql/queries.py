@@ -116,6 +116,7 @@ def release_select(
     levels: dict[str, int],
     key: str,
     row_ids: bool = True,
+    private_schema: str = PRIVATE_SCHEMA,
 ) -> exp.Select:
     """SELECT of the released rows, ``columns`` in order: QIDs (those in ``levels``) generalized
     by joins to the stored hierarchies, other columns as they are, suppressed keys removed."""
@@ -141,7 +142,7 @@ def release_select(
                 exp.cast(exp.column(col, "src", quoted=True), exp.DataType.build("VARCHAR"))
             ),
         )
-        select = select.join(table_expr(PRIVATE_SCHEMA, "hierarchies", alias=alias), on=cond)
+        select = select.join(table_expr(private_schema, "hierarchies", alias=alias), on=cond)
         projections.append(exp.alias_(exp.column("value", alias, quoted=True), ident(col)))
     if row_ids:
         # Random surrogate per source key, stable across versions (never derived from the key).
@@ -149,12 +150,12 @@ def release_select(
             exp.column("release", "rid", quoted=True).eq(exp.Literal.string(release)),
             exp.column("key", "rid", quoted=True).eq(exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))),
         )
-        select = select.join(table_expr(PRIVATE_SCHEMA, "row_ids", alias="rid"), on=cond)
+        select = select.join(table_expr(private_schema, "row_ids", alias="rid"), on=cond)
         projections.insert(0, exp.alias_(exp.column("row_id", "rid", quoted=True), ident(ROW_ID)))
     select = select.select(*projections)
     suppressed = (
         exp.select(exp.column("key", "s", quoted=True))
-        .from_(table_expr(PRIVATE_SCHEMA, "suppressed", alias="s"))
+        .from_(table_expr(private_schema, "suppressed", alias="s"))
         .where(
             exp.and_(
                 exp.column("release", "s", quoted=True).eq(exp.Literal.string(release)),

@@ -183,6 +183,12 @@ class ConnectorSuite:
         con.execute(f"CREATE VIEW {view} AS SELECT {quote_ident('group', con.dialect)} FROM {rel}")
         assert self.count(con, view) == 2
 
+    def test_run_lock(self, con: Connector) -> None:
+        assert con.try_lock("ppdp:published.x")
+        con.unlock("ppdp:published.x")
+        assert con.try_lock("ppdp:published.x")
+        con.unlock("ppdp:published.x")
+
     # -- errors --------------------------------------------------------------------------------
 
     def test_statement_error_is_a_clear_connector_error(self, con: Connector) -> None:
@@ -222,6 +228,18 @@ class TestPostgres(ConnectorSuite):
         con.write_frame(schema, "t", frame)
         assert con.bytes_out - before >= 8000
         assert con.statements[-1].startswith(f'COPY "{schema}"."t" FROM STDIN')
+
+    def test_run_lock_excludes_other_sessions(self, con: Connector, url: str) -> None:
+        other = connect(url)
+        try:
+            assert con.try_lock("ppdp:published.adult")
+            assert not other.try_lock("ppdp:published.adult")
+            assert other.try_lock("ppdp:published.other")
+            con.unlock("ppdp:published.adult")
+            assert other.try_lock("ppdp:published.adult")
+        finally:
+            other.close()  # closing the session frees its locks
+        assert con.try_lock("ppdp:published.adult")
 
     def test_numeric_results_come_back_as_floats(self, con: Connector) -> None:
         df = con.query("SELECT COUNT(*) * 1.0 / 3 AS r, CAST(2.5 AS NUMERIC) AS n")

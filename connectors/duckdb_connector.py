@@ -17,6 +17,7 @@ from sql.quoting import quote_ident, quote_table
 def duckdb_path(url: str) -> str:
     """``duckdb:///abs/x.db`` -> ``/abs/x.db``; ``duckdb://rel/x.db`` or a bare path -> as is."""
     rest = url.split("://", 1)[1] if "://" in url else url
+    rest = rest.split("?", 1)[0]
     if rest in ("/:memory:", ":memory:", ""):
         return ":memory:"
     return rest
@@ -30,8 +31,13 @@ class DuckDBConnector:
     def __init__(self, url: str) -> None:
         self.url = url
         self.path = duckdb_path(url)
+        # URL options: duckdb:///x.db?memory_limit=3GB&threads=2
+        options = dict(p.split("=", 1) for p in url.partition("?")[2].split("&") if "=" in p)
+        unknown = set(options) - {"memory_limit", "threads"}
+        if unknown:
+            raise ConnectorError(f"Unknown DuckDB URL option(s) {sorted(unknown)}; known: memory_limit, threads.")
         try:
-            self.con = duckdb.connect(self.path)
+            self.con = duckdb.connect(self.path, config=options)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise ConnectorError(

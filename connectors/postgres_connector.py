@@ -29,6 +29,7 @@ from sql.quoting import quote_table
 try:
     import adbc_driver_manager
     import adbc_driver_postgresql.dbapi as pg_dbapi
+    from adbc_driver_postgresql import StatementOptions as pg_options
 except ImportError as exc:  # pragma: no cover - exercised only without the driver
     raise ImportError(f"{exc}. Hint: pip install adbc-driver-postgresql") from None
 
@@ -115,6 +116,28 @@ def _skip_dollar_quoted(sql: str, i: int) -> int:
     return i + 1
 
 
+_COPY_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES", "TABLE"})
+
+
+def first_keyword(sql: str) -> str:
+    """The statement's first word, upper-cased, past whitespace, comments and opening parens."""
+    i = 0
+    while i < len(sql):
+        if sql[i].isspace() or sql[i] == "(":
+            i += 1
+        elif sql.startswith("--", i):
+            nl = sql.find("\n", i)
+            i = len(sql) if nl < 0 else nl + 1
+        elif sql.startswith("/*", i):
+            i = _skip_block_comment(sql, i)
+        else:
+            break
+    j = i
+    while j < len(sql) and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    return sql[i:j].upper()
+
+
 def lock_key(name: str) -> int:
     """A stable signed 64-bit advisory lock key for ``name``."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
@@ -188,6 +211,7 @@ class PostgresConnector:
         self.bytes_in = 0  # Arrow bytes of query results
         self.bytes_out = 0  # Arrow bytes of ingested frames
         self._in_tx = False
+        self._use_copy = True  # the driver's default
         libpq_url = "postgresql://" + url.split("://", 1)[1] if "://" in url else url
         try:
             self.con = pg_dbapi.connect(libpq_url, autocommit=True)
@@ -207,6 +231,8 @@ class PostgresConnector:
             raise ConnectorError(f"The statement has {n} placeholder(s) but {len(values)} parameter(s) were given: {_short(sql)}")
         self.statements.append(text)
         try:
+            if fetch:
+                self._set_copy(first_keyword(text) in _COPY_KEYWORDS)
             self.cur.execute(text, tuple(values) if values else None)
             if not fetch:
                 return None
@@ -216,6 +242,13 @@ class PostgresConnector:
             raise ConnectorError(f"PostgreSQL refused a {what}: {server_message(exc)}. Statement: {_short(text)}") from exc
         self.bytes_in += table.nbytes
         return table
+
+    def _set_copy(self, on: bool) -> None:
+        """Results of parameterless queries stream through COPY ... TO STDOUT (fast), which only
+        wraps SELECT-like statements; EXPLAIN, SHOW and the like need the plain protocol."""
+        if on != self._use_copy:
+            self.cur.adbc_statement.set_options(**{pg_options.USE_COPY.value: "true" if on else "false"})
+            self._use_copy = on
 
     def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
         table = self._run(sql, params, fetch=True)

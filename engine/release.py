@@ -13,6 +13,7 @@ import datetime as dt
 import difflib
 import hashlib
 import math
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,8 +241,10 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     con = connect(database_url(spec, database))
     lock_name = f"ppdp:{spec.output_schema}.{spec.output_name}"
     locked = False
+    stages = _Stages()
     try:
         prep = prepare(spec, con)
+        stages.mark("histogram_and_validation")
         if spec.reader_roles and con.dialect == "duckdb":
             raise SpecError("access.roles needs a database with roles; DuckDB has none. Hint: share with 'ppdp export'.")
         if not con.try_lock(lock_name):
@@ -249,6 +252,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
         locked = True
         fingerprint = source_fingerprint(con, prep)
         key = run_key(spec, fingerprint)
+        stages.mark("fingerprint")
         previous = catalog.latest_success(con, spec.output_name) if catalog.has_catalog(con) else None
         if previous is not None and previous.run_key == key and not dry_run:
             rec = RunRecord(uuid.uuid4().hex, spec.output_name, previous.version, "skipped", _now(), _now(),
@@ -260,7 +264,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
                                   quote_table(spec.output_schema, spec.output_name, con.dialect))
         started = _now()
         run_id = uuid.uuid4().hex
-        ctx = _RunContext(run_id, started, job, key, fingerprint, previous)
+        ctx = _RunContext(run_id, started, job, key, fingerprint, previous, stages.seconds)
         with con.transaction():  # the run is visible as "running" while it optimizes
             catalog.ensure_schema(con)
             catalog.mark_abandoned(con, spec.output_name)
@@ -271,12 +275,14 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
         except BaseException as exc:
             _record_failure(con, prep, ctx, {}, {}, exc)
             raise
+        stages.mark("search")
         metrics = compute_metrics(prep, result)
         solution = solution_record(prep, result)
+        stages.mark("metrics")
         if dry_run:
             return _dry_run(con, prep, result, metrics, solution, ctx)
         try:
-            return _publish(con, prep, result, metrics, solution, ctx, fail_before_switch, on_phase)
+            return _publish(con, prep, result, metrics, solution, ctx, fail_before_switch, on_phase, stages)
         except PpdpError as exc:
             _record_failure(con, prep, ctx, solution, metrics, exc)
             raise
@@ -294,6 +300,20 @@ class _RunContext:
     run_key: str
     fingerprint: str
     previous: RunRecord | None
+    stages: dict[str, float]
+
+
+class _Stages:
+    """Wall time per stage of a run, for the run record and benchmarks/scale.py."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = round(self.seconds.get(name, 0.0) + now - self._t, 4)
+        self._t = now
 
 
 def choose_solution(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tuple[Problem, OptimizerResult]:
@@ -402,7 +422,7 @@ def _cross_version(con: Connector, prep: Prepared, relation: str, previous_table
 
 
 def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: dict, solution: dict, ctx: _RunContext,
-             fail_before_switch: bool, on_phase: Any = None) -> ReleaseOutcome:
+             fail_before_switch: bool, on_phase: Any = None, stages: _Stages | None = None) -> ReleaseOutcome:
     spec, d = prep.spec, con.dialect
     name, schema = spec.output_name, spec.output_schema
     phase = on_phase or _fault_hook()
@@ -411,9 +431,11 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         version = catalog.next_version(con, name)
         relation = quote_table(schema, f"{name}__v{version}", d)
         con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, d)}")
+        stages = stages or _Stages()
         _store_hierarchies(con, prep, name, version, ctx.run_id)
         full = Q.Source(spec.schema, spec.table, spec.query, d, key=spec.key)
         con.execute(Q.new_row_ids_statement(full), [name, name])
+        stages.mark("row_ids")
         changes = {}
         if ctx.previous is not None:
             row = con.query(Q.changes_query(full, spec.key, prep.columns), [name]).row(0, named=True)
@@ -424,8 +446,10 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         cross: dict[str, Any] = {}
         while True:
             _materialize(con, prep, result, version, ctx.run_id, relation)
+            stages.mark("materialization")
             phase("materialized")
             verification = verify(con, prep, relation, result)
+            stages.mark("verification")
             if not verification["passed"]:
                 failed = [c["model"] for c in verification["checks"] if not c["passed"]]
                 detail = f"models {failed} failed" if failed else f"{verification['rows']} rows materialized, {verification['expected_rows']} expected"
@@ -433,6 +457,7 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
             if not previous_tables:
                 break
             cross, violators = _cross_version(con, prep, relation, previous_tables)
+            stages.mark("cross_version_check")
             cross["withheld_for_cross_version"] = len(withheld)
             if cross["passed"]:
                 break
@@ -455,9 +480,11 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
             con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, f'withheld_{ctx.run_id}', d)}")
         if ctx.previous is not None:
             _write_delta(con, schema, name, version, ctx.previous.version)
+        stages.mark("delta")
         con.execute(f"DELETE FROM {quote_table(Q.PRIVATE_SCHEMA, 'row_state', d)} WHERE release = ?", [name])
         con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'row_state', d)} SELECT ?, key, row_hash FROM "
                     f"({Q.row_state_select(full, spec.key, prep.columns)}) AS s", [name])
+        stages.mark("row_state")
         if fail_before_switch:
             raise VerificationError("Injected failure before the view switch; nothing was published.")
         view = quote_table(schema, name, d)
@@ -466,10 +493,12 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
             con.execute(f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}")
             con.execute(f"GRANT SELECT ON {view} TO {quote_ident(role, d)}")
         phase("switched")
+        stages.mark("view_switch")
         rec = RunRecord(ctx.run_id, name, version, "succeeded", ctx.started, _now(), prep.source_rows, spec.raw,
-                        solution_record(prep, result), metrics, verification, None, ctx.job, ctx.run_key,
-                        ctx.fingerprint, changes, cross)
+                        solution_record(prep, result), metrics | {"stage_seconds": stages.seconds}, verification, None,
+                        ctx.job, ctx.run_key, ctx.fingerprint, changes, cross)
         catalog.update_run(con, rec)
+    stages.mark("commit")
     return ReleaseOutcome(rec, result, relation, view)
 
 

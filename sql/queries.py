@@ -86,6 +86,12 @@ def key_check_query(source: Source, key: str) -> str:
     return f"SELECT COUNT(*) AS n, COUNT(DISTINCT {k}) AS distinct_keys, COUNT(*) - COUNT({k}) AS null_keys FROM {source.sql()}"
 
 
+def null_safe_eq(a: str, b: str) -> str:
+    """``a IS NOT DISTINCT FROM b`` for two text expressions, written as equalities so that every
+    database can hash-join on it (PostgreSQL only nested-loops on IS NOT DISTINCT FROM)."""
+    return f"COALESCE({a}, '') = COALESCE({b}, '') AND ({a} IS NULL) = ({b} IS NULL)"
+
+
 def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: list[str], retained_table: str) -> str:
     """Keys of the rows to suppress, chosen per (QID, SA) combination by key order.
 
@@ -95,7 +101,7 @@ def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: 
     d = source.dialect
     cols = qids + sensitive
     part = ", ".join(text(c, dialect=d) for c in cols)
-    on = " AND ".join(f"r.{quote_ident(c, d)} IS NOT DISTINCT FROM ranked.{quote_ident('__t_' + c, d)}" for c in cols)
+    on = " AND ".join(null_safe_eq(f"r.{quote_ident(c, d)}", f"ranked.{quote_ident('__t_' + c, d)}") for c in cols)
     ranked_cols = ", ".join(f"{text(c, dialect=d)} AS {quote_ident('__t_' + c, d)}" for c in cols)
     k = quote_ident(key, d)
     return (

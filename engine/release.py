@@ -435,6 +435,8 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         _store_hierarchies(con, prep, name, version, ctx.run_id)
         full = Q.Source(spec.schema, spec.table, spec.query, d, key=spec.key)
         con.execute(Q.new_row_ids_statement(full), [name, name])
+        for private in ("hierarchies", "row_ids"):  # statistics for the joins below (PostgreSQL has none yet)
+            con.execute(f"ANALYZE {quote_table(Q.PRIVATE_SCHEMA, private, d)}")
         stages.mark("row_ids")
         changes = {}
         if ctx.previous is not None:

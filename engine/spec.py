@@ -91,7 +91,7 @@ _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
-    "source": {"database", "table", "schema", "query", "key", "identifiers", "drop", "null_policy"},
+    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels"},
     "sensitive": {"columns"},
@@ -170,8 +170,11 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     database = _need(src, "database", "source", str)
     table = src.get("table")
     query = src.get("query")
-    if (table is None) == (query is None):
-        raise SpecError("Give exactly one of source.table and source.query.")
+    file = src.get("file")
+    if sum(x is not None for x in (table, query, file)) != 1:
+        raise SpecError("Give exactly one of source.table, source.query and source.file.")
+    if file is not None:
+        query = _file_query(_typed(file, "source.file", str), Path(base_dir))
     if table is not None:
         _typed(table, "source.table", str)
     if query is not None:
@@ -270,6 +273,20 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     )
     _check_columns_disjoint(spec)
     return spec
+
+
+def _file_query(file: str, base: Path) -> str:
+    """A Parquet or CSV file as a source: a DuckDB reader over it (the path is an escaped literal)."""
+    from sqlglot import exp
+
+    path = Path(file) if Path(file).is_absolute() else base / file
+    if not path.exists():
+        raise SpecError(f"source.file {str(path)!r} does not exist.")
+    suffix = path.suffix.lower()
+    reader = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv"}.get(suffix)
+    if reader is None:
+        raise SpecError(f"source.file must be .parquet or .csv, got {path.name!r}.")
+    return f"SELECT * FROM {reader}({exp.Literal.string(str(path.resolve())).sql(dialect='duckdb')})"
 
 
 def _check_columns_disjoint(spec: ReleaseSpec) -> None:

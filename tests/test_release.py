@@ -164,3 +164,16 @@ def test_query_source_and_generated_hierarchies(adult_db, tmp_path):
     else:
         assert ages == {"*"}
     assert 0 < out.run.source_rows < 30162
+
+
+def test_parquet_and_csv_files_as_sources(adult_db, tmp_path):
+    """source.file reads a Parquet or CSV file through DuckDB; the release goes to the database."""
+    con = duckdb.connect(str(adult_db))
+    con.execute(f"COPY (SELECT * FROM adult LIMIT 3000) TO '{tmp_path / 'part.parquet'}' (FORMAT parquet)")
+    con.execute(f"COPY (SELECT * FROM adult LIMIT 3000) TO '{tmp_path / 'part.csv'}' (FORMAT csv, HEADER)")
+    con.close()
+    for name in ("part.parquet", "part.csv"):
+        p = write_spec(tmp_path / f"{name}.toml", db=adult_db, qids=["age", "sex", "race"], models=K5, output=name.replace(".", "_"))
+        p.write_text(p.read_text().replace('table = "adult"', f'file = "{name}"'))
+        out = run_release(load_spec(p), progress=False)
+        assert out.run.verification["passed"] and out.run.source_rows == 3000

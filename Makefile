@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,17 @@ lint: $(STAMP)
 
 bench-evaluator: $(STAMP)
 	$(BIN)/python benchmarks/evaluator.py
+
+bench-papers: $(STAMP)
+	$(BIN)/python benchmarks/papers.py
+	$(BIN)/python benchmarks/islands.py
+
+bench-papers-quick: $(STAMP)
+	$(BIN)/python benchmarks/papers.py --quick
+	$(BIN)/python benchmarks/islands.py --quick
+
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --rows 10000000
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

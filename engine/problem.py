@@ -12,6 +12,7 @@ import numpy as np
 
 from engine.encoding import EncodedTable
 from engine.evaluator import Evaluation, make_evaluator
+from engine.evaluator import _batch as B
 from engine.evaluator import _kernels as K
 from engine.models import OracleParams, PrivacyModel
 
@@ -61,8 +62,8 @@ class Problem:
     # -- S conversions -------------------------------------------------------------------
     def retained_from_s(self, S: np.ndarray) -> np.ndarray:
         """(P, nR) keep flags -> (P, H) retained counts."""
-        S = np.atleast_2d(np.asarray(S, dtype=np.bool_))
-        return np.stack([K.retained_from_records(s, self.table.offsets) for s in S])
+        S = np.ascontiguousarray(np.atleast_2d(np.asarray(S, dtype=np.bool_)))
+        return B.retained_batch(S, self.table.offsets)
 
     def s_from_retained(self, retained: np.ndarray) -> np.ndarray:
         """(H,) retained counts -> (nR,) keep flags (the first records of each row are kept)."""
@@ -80,8 +81,17 @@ class Problem:
         return self.evaluator.evaluate(G, np.atleast_2d(retained))
 
     def record_class_sizes(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
-        """Class size of each record for one (G, S); 0 for suppressed records."""
-        return self.evaluator.record_class_sizes(np.asarray(g, dtype=np.int64), self.retained_from_s(s)[0])
+        """Class size of each record for one (G, S); 0 for suppressed records.
+
+        Records of one histogram row share a class, so the size of the row's class is read at
+        the row's first record position of a compressed evaluation and spread to the records
+        that ``s`` actually keeps (not to the first ``retained[h]`` of the row).
+        """
+        s = np.asarray(s, dtype=np.bool_)
+        t = self.table
+        sizes = self.evaluator.record_class_sizes(np.asarray(g, dtype=np.int64), self.retained_from_s(s)[0])
+        # per row: the size at any kept record of that row (the evaluator keeps the first ones)
+        return np.where(s, sizes[t.offsets[:-1]][t.row_of_record], 0)
 
     def optimal_retained(self, g: np.ndarray) -> np.ndarray:
         """S*(G) as retained counts per histogram row (PAPER_NOTES §3)."""

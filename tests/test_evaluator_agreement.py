@@ -161,10 +161,6 @@ def test_duckdb_backend_rejects_a_model_it_has_no_sql_for() -> None:
         make_evaluator("duckdb", table, [odd])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Problem.record_class_sizes(g, s) goes through retained counts, so it reports the sizes of "
-    "the first retained[h] records of each row, not of the records s keeps (ID-DGA's improvement "
-    "then suppresses the wrong records). Remove this mark once it is fixed."))
 def test_problem_record_class_sizes_follow_s() -> None:
     from engine.problem import Problem
 

@@ -1,4 +1,9 @@
-"""In-memory evaluator: Numba kernels over the encoded histogram, one solution at a time."""
+"""In-memory evaluator: Numba kernels over the encoded histogram.
+
+With the built-in models (k-anonymity, Euclidean t-closeness, distinct / entropy l-diversity)
+a batch is evaluated by one fused call (engine/evaluator/_batch.py); any other model goes
+through the per-solution kernels of _kernels.py and its own ``ad``. Both give the same numbers.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import numpy as np
 
 from engine.encoding import EncodedTable
 from engine.evaluator import EVALUATORS, Evaluation, finish
+from engine.evaluator import _batch as B
 from engine.evaluator import _kernels as K
 from engine.models import ClassStats, PrivacyModel
 
@@ -20,6 +26,9 @@ class NumbaEvaluator:
         self.gen, self.weight, self.n_gen = table.lookup
         self.needs_pairs = any(m.needs_pairs for m in self.models)
         self.q = table.sa_distribution
+        # Fused batch path when every model has a kind code in _batch (else None).
+        kinds = [B.MODEL_KINDS.get(m.name) for m in self.models]
+        self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
 
     def class_stats(self, g: np.ndarray, retained: np.ndarray) -> tuple[np.ndarray, ClassStats, np.ndarray]:
         """Class id per histogram row, the class statistics, and the pair id per row."""
@@ -37,6 +46,18 @@ class NumbaEvaluator:
     def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
         G = np.atleast_2d(G)
         retained = np.atleast_2d(retained)
+        if self.kinds is not None:
+            t = self.table
+            ad, td, sup = B.evaluate_batch(np.ascontiguousarray(G, dtype=np.int64),
+                                           np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen,
+                                           self.n_gen, self.weight, t.sa, t.n_sa, self.q, self.kinds, t.n_records)
+            return finish(self.models, ad, td, sup)
+        return self.evaluate_per_solution(G, retained)
+
+    def evaluate_per_solution(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
+        """The general path: the kernels of _kernels.py and each model's ``ad``, one solution at a time."""
+        G = np.atleast_2d(G)
+        retained = np.atleast_2d(retained)
         P = G.shape[0]
         ad = np.zeros((P, len(self.models)))
         td = np.zeros(P)
@@ -51,6 +72,13 @@ class NumbaEvaluator:
         return finish(self.models, ad, td, sup)
 
     def record_class_sizes(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        t = self.table
+        return B.record_class_sizes(np.ascontiguousarray(g, dtype=np.int64),
+                                    np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen, self.n_gen,
+                                    t.offsets)
+
+    def record_class_sizes_per_solution(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        """``record_class_sizes`` through ``class_stats`` (the general path, kept for the tests)."""
         ret = np.ascontiguousarray(retained, dtype=np.int64)
         cls, stats, _ = self.class_stats(g, ret)
         # cls = -1 (nothing retained) picks the appended 0; there may be no class at all.

@@ -268,6 +268,9 @@ class PostgresConnector:
             raise ConnectorError(f"PostgreSQL refused to create {quote_table(schema, name, self.dialect)} from a frame: "
                                  f"{server_message(exc)}") from exc
         self.bytes_out += table.nbytes
+        # A fresh table has no statistics until autovacuum comes by; the planner would take it
+        # for a few rows and nest loops over it (ANALYZE also works inside a transaction).
+        self.execute(f"ANALYZE {quote_table(schema, name, self.dialect)}")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -279,7 +282,10 @@ class PostgresConnector:
         try:
             yield
         except BaseException:
-            self.execute("ROLLBACK")
+            try:
+                self.execute("ROLLBACK")
+            except ConnectorError:  # the session is gone (and its transaction with it): keep the cause
+                pass
             raise
         else:
             self.execute("COMMIT")

@@ -19,7 +19,10 @@ DDL = [
     f"CREATE SCHEMA IF NOT EXISTS {quote_ident(PRIVATE_SCHEMA)}",
     f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'hierarchies')} ("
     "release VARCHAR NOT NULL, version INTEGER NOT NULL, attribute VARCHAR NOT NULL, level INTEGER NOT NULL, "
-    "leaf VARCHAR NOT NULL, value VARCHAR NOT NULL, leaf_count BIGINT NOT NULL)",
+    "leaf VARCHAR NOT NULL, value VARCHAR NOT NULL, leaf_count BIGINT NOT NULL, "
+    # The key's index serves the release SELECT's one join per QID (PostgreSQL would otherwise
+    # nest loops over scans of this table) and forbids duplicate leaves (they would duplicate rows).
+    "PRIMARY KEY (release, version, attribute, level, leaf))",
     f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'suppressed')} ("
     "release VARCHAR NOT NULL, version INTEGER NOT NULL, key VARCHAR NOT NULL)",
     f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'runs')} ("
@@ -33,7 +36,7 @@ DDL = [
     "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, enabled BOOLEAN DEFAULT TRUE)",
     # Stable random release row ids per source key, and the row hash at the last release.
     f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'row_ids')} ("
-    "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_id VARCHAR NOT NULL)",
+    "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_id VARCHAR NOT NULL, PRIMARY KEY (release, key))",
     f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'row_state')} ("
     "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_hash VARCHAR NOT NULL)",
 ]

@@ -435,8 +435,6 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         _store_hierarchies(con, prep, name, version, ctx.run_id)
         full = Q.Source(spec.schema, spec.table, spec.query, d, key=spec.key)
         con.execute(Q.new_row_ids_statement(full), [name, name])
-        for private in ("hierarchies", "row_ids"):  # statistics for the joins below (PostgreSQL has none yet)
-            con.execute(f"ANALYZE {quote_table(Q.PRIVATE_SCHEMA, private, d)}")
         stages.mark("row_ids")
         changes = {}
         if ctx.previous is not None:
@@ -490,6 +488,9 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         if fail_before_switch:
             raise VerificationError("Injected failure before the view switch; nothing was published.")
         view = quote_table(schema, name, d)
+        current = con.relation_columns(schema, name)
+        if current is not None and current != con.relation_columns(schema, f"{name}__v{version}"):
+            con.execute(f"DROP VIEW {view}")  # PostgreSQL cannot replace a view whose columns changed
         con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT * FROM {relation}")
         for role in spec.reader_roles:  # exactly USAGE on the schema and SELECT on the view
             con.execute(f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}")

@@ -113,7 +113,10 @@ class PostgresServer:
         """initdb + pg_ctl start on a free port; PostgresUnavailable with the reason otherwise."""
         initdb, pg_ctl = find_bin("initdb"), find_bin("pg_ctl")
         user = server_user()
-        root = Path(tempfile.mkdtemp(prefix="ppdp-pg-"))
+        # The unprivileged user must be able to reach the directory: under root, $TMPDIR may be
+        # private, /tmp is world-traversable.
+        base = "/tmp" if user is not None and os.path.isdir("/tmp") else None
+        root = Path(tempfile.mkdtemp(prefix="ppdp-pg-", dir=base))
         try:
             (root / "sock").mkdir()
             if user is not None:

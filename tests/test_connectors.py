@@ -17,7 +17,7 @@ from polars.testing import assert_frame_equal
 
 from connectors import connect
 from connectors.base import Connector
-from connectors.postgres_connector import number_placeholders
+from connectors.postgres_connector import first_keyword, number_placeholders
 from engine.errors import ConnectorError
 from sql.quoting import quote_ident, quote_table
 
@@ -222,12 +222,19 @@ class TestPostgres(ConnectorSuite):
         assert con.statements[-1].endswith("CAST($1 AS BIGINT) AS c")
         assert con.bytes_in > 0
 
+    def test_statements_that_copy_cannot_wrap(self, con: Connector) -> None:
+        assert con.query("SHOW standard_conforming_strings").row(0) == ("on",)
+        plan = con.query("EXPLAIN SELECT 1")
+        assert plan.height >= 1
+        assert con.query("/* c */ (SELECT 2 AS two)")["two"][0] == 2  # and back to COPY
+
     def test_bytes_out_counts_ingested_frames(self, con: Connector, schema: str) -> None:
         before = con.bytes_out
         frame = pl.DataFrame({"x": list(range(1000))})
         con.write_frame(schema, "t", frame)
         assert con.bytes_out - before >= 8000
-        assert con.statements[-1].startswith(f'COPY "{schema}"."t" FROM STDIN')
+        assert con.statements[-2:] == [f'COPY "{schema}"."t" FROM STDIN -- ADBC bulk ingest, 1000 rows',
+                                       f'ANALYZE "{schema}"."t"']
 
     def test_run_lock_excludes_other_sessions(self, con: Connector, url: str) -> None:
         other = connect(url)
@@ -271,3 +278,11 @@ class TestPostgres(ConnectorSuite):
 ])
 def test_number_placeholders(sql: str, expected: str, n: int) -> None:
     assert number_placeholders(sql) == (expected, n)
+
+
+@pytest.mark.parametrize(("sql", "word"), [
+    ("SELECT 1", "SELECT"), ("  with x AS (SELECT 1) SELECT * FROM x", "WITH"), ("((select 1))", "SELECT"),
+    ("-- c\n/* d /* e */ */ EXPLAIN SELECT 1", "EXPLAIN"), ("show search_path", "SHOW"), ("", ""),
+])
+def test_first_keyword(sql: str, word: str) -> None:
+    assert first_keyword(sql) == word

@@ -19,7 +19,7 @@ import engine.release as release_module
 from connectors import connect
 from connectors.postgres_connector import PostgresConnector
 from engine.release import run_release
-from engine.spec import load_spec
+from engine.spec import ReleaseSpec, load_spec
 from sql import queries as Q
 from tests.conftest import ADULT, ADULT_QIDS, toml_str, write_spec
 
@@ -44,13 +44,13 @@ def adult_sources(postgres_server, tmp_path_factory) -> Iterator[tuple[str, Path
     admin.execute(f'CREATE DATABASE "{name}"')
     url = postgres_server.url_for(name)
     duck = tmp_path_factory.mktemp("pg_release") / "adult.duckdb"
-    for target, schema in ((url, "public"), (f"duckdb://{duck}", "main")):
-        con = connect(target)
-        try:
-            con.write_frame(schema, "adult", frame)
-        finally:
-            con.close()
     try:
+        for target, schema in ((url, "public"), (f"duckdb://{duck}", "main")):
+            con = connect(target)
+            try:
+                con.write_frame(schema, "adult", frame)
+            finally:
+                con.close()
         yield url, duck
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -71,20 +71,18 @@ def opened(monkeypatch) -> list:
     return seen
 
 
-def specs(tmp_path: Path, duck: Path, pg_url: str, models: str, output: str):
-    """The same release spec twice: on the DuckDB file and on the PostgreSQL database."""
-    duck_path = write_spec(tmp_path / f"{output}_duckdb.toml", db=duck, models=models, output=output,
-                           schema_line='schema = "main"')
-    text = duck_path.read_text()
-    pg_path = tmp_path / f"{output}_postgres.toml"
-    pg_path.write_text(text.replace(f"database = {toml_str('duckdb://' + str(duck))}", f"database = {toml_str(pg_url)}")
-                       .replace('schema = "main"', 'schema = "public"'))
-    assert pg_path.read_text() != text
-    return load_spec(duck_path), load_spec(pg_path)
+def spec_for(path: Path, url: str, schema: str, **kw) -> ReleaseSpec:
+    """A release spec like tests/conftest.py ``write_spec`` writes, for any database URL."""
+    placeholder = Path("/placeholder.duckdb")
+    write_spec(path, db=placeholder, schema_line=f"schema = {toml_str(schema)}", **kw)
+    text = path.read_text()
+    path.write_text(text.replace(f"database = {toml_str('duckdb://' + str(placeholder))}", f"database = {toml_str(url)}"))
+    assert path.read_text() != text
+    return load_spec(path)
 
 
 def published(con, release: str, version: int) -> tuple[pl.DataFrame, list[str]]:
-    view = con.query(f'SELECT * FROM published."{release}"')
+    view = con.query(f'SELECT * FROM published."{release}"').drop(Q.ROW_ID)  # random per database
     keys = con.query("SELECT key FROM _ppdp.suppressed WHERE release = ? AND version = ? ORDER BY key", [release, version])
     return view.sort(view.columns), keys["key"].to_list()
 
@@ -92,7 +90,8 @@ def published(con, release: str, version: int) -> tuple[pl.DataFrame, list[str]]
 @pytest.mark.parametrize(("models", "output"), [(K5, "adult_k5"), (T02, "adult_t02")], ids=["k5", "t0.2"])
 def test_adult_release_inside_postgres_matches_duckdb(adult_sources, opened, tmp_path, models, output, capsys):
     pg_url, duck = adult_sources
-    duck_spec, pg_spec = specs(tmp_path, duck, pg_url, models, output)
+    pg_spec = spec_for(tmp_path / "postgres.toml", pg_url, "public", models=models, output=output)
+    duck_spec = spec_for(tmp_path / "duckdb.toml", f"duckdb://{duck}", "main", models=models, output=output)
 
     pg_out = run_release(pg_spec, progress=False)
     pg_con = opened[-1]
@@ -131,3 +130,23 @@ def test_adult_release_inside_postgres_matches_duckdb(adult_sources, opened, tmp
     with capsys.disabled():
         print(f"\n[{output}] PostgreSQL: {len(log)} statements, {pg_con.bytes_in:,} Arrow bytes in, "
               f"{pg_con.bytes_out:,} Arrow bytes out; TD {pg_out.result.td:.4f}, {pg_rows.height} rows published")
+
+
+def test_view_switch_survives_a_renamed_source_column(postgres_database, tmp_path):
+    """PostgreSQL refuses CREATE OR REPLACE VIEW when a column's name changes: the switch must
+    drop and recreate the view then (inside the publishing transaction)."""
+    con = connect(postgres_database)
+    try:
+        con.write_frame("public", "adult", adult_frame().head(3000))
+        spec = spec_for(tmp_path / "small.toml", postgres_database, "public", qids=["age", "sex", "race"], models=K5,
+                        output="adult_small", hierarchies={"age": '{ type = "intervals", widths = [5, 10, 20] }'})
+        assert run_release(spec, progress=False).run.version == 1
+        con.execute('ALTER TABLE public.adult RENAME COLUMN "workclass" TO "work class"')
+        con.execute("UPDATE public.adult SET \"work class\" = 'changed' WHERE id = 7")
+        second = run_release(spec, progress=False)
+        assert second.run.status == "succeeded" and second.run.version == 2
+        cols = [c for c, _ in con.relation_columns("published", "adult_small")]
+        assert "work class" in cols and "workclass" not in cols
+        assert con.query('SELECT COUNT(*) AS n FROM published."adult_small"')["n"][0] == second.run.metrics["released_records"]
+    finally:
+        con.close()

@@ -94,10 +94,10 @@ def main() -> None:
         t0 = time.perf_counter()
         server = None
         if args.postgres:
-            from connectors.throwaway_postgres import ThrowawayPostgres
+            from connectors.throwaway_postgres import PostgresServer
 
-            server = ThrowawayPostgres(work / "pg")
-            url = server.start()
+            server = PostgresServer.start()
+            url = server.url
             gen = work / "gen.duckdb"
             generate_duckdb(gen, args.rows, csv)
             load_postgres(url, gen)

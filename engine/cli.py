@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     ru.add_argument("name", nargs="?", help="only this release")
     ru.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
+    ini = sub.add_parser("init", help="create ppdp's private schema _ppdp (then jobs can be registered with SQL INSERT)")
+    ini.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
     j = sub.add_parser("job", help="release jobs stored in the database: register, run, list, history, certificate")
     jsub = j.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
     jr = jsub.add_parser("register", help="validate a TOML spec and store it as a job in _ppdp.jobs")
@@ -239,6 +242,20 @@ def cmd_job(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from connectors import connect
+    from engine import catalog
+
+    con = connect(args.db)
+    try:
+        with con.transaction():
+            catalog.ensure_schema(con)
+    finally:
+        con.close()
+    print(f"created schema _ppdp (jobs, runs, hierarchies, suppressed, row_ids, row_state) in {args.db}")
+    return 0
+
+
 def cmd_sql(args: argparse.Namespace) -> int:
     from connectors import connect
     from sql.dialects import rebuild_script
@@ -251,7 +268,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+COMMANDS = {"init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
 
 
 # --- printing ------------------------------------------------------------------------------

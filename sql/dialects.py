@@ -34,8 +34,17 @@ _TABLES = {
 }
 
 
-def _create_table(name: str) -> exp.Create:
-    cols = [exp.ColumnDef(this=ident(c), kind=exp.DataType.build(t)) for c, t in _TABLES[name]]
+# Keys give PostgreSQL's planner the statistics it needs for the generalization joins (without
+# them the rebuild nested-loops for over a minute on adult); dialects that do not take keys in
+# CREATE TABLE (BigQuery, Spark) get none.
+_KEYS = {"hierarchies": ("release", "version", "attribute", "level", "leaf"), "row_ids": ("release", "key")}
+_KEYED_DIALECTS = ("duckdb", "postgres", "snowflake")
+
+
+def _create_table(name: str, dialect: str) -> exp.Create:
+    cols: list[exp.Expression] = [exp.ColumnDef(this=ident(c), kind=exp.DataType.build(t)) for c, t in _TABLES[name]]
+    if name in _KEYS and dialect in _KEYED_DIALECTS:
+        cols.append(exp.PrimaryKey(expressions=[ident(c) for c in _KEYS[name]]))
     return exp.Create(this=exp.Schema(this=table_expr(REBUILD_SCHEMA, name), expressions=cols), kind="TABLE")
 
 
@@ -57,7 +66,7 @@ def _inserts(name: str, rows: list[tuple]) -> list[exp.Insert]:
     return out
 
 
-def rebuild_statements(con: Connector, name: str) -> list[exp.Expression]:
+def rebuild_statements(con: Connector, name: str, dialect: str = "duckdb") -> list[exp.Expression]:
     """The statements, as expressions, that rebuild the current version of ``name``."""
     run = catalog.latest_success(con, name) if catalog.has_catalog(con) else None
     if run is None:
@@ -80,7 +89,7 @@ def rebuild_statements(con: Connector, name: str) -> list[exp.Expression]:
         exp.Create(this=ident(spec.output_schema), kind="SCHEMA", exists=True),
     ]
     for t, frame in (("hierarchies", hier), ("suppressed", sup), ("row_ids", rids)):
-        stmts.append(_create_table(t))
+        stmts.append(_create_table(t, dialect))
         stmts += _inserts(t, frame.rows())
     stmts.append(exp.Create(this=table, kind="TABLE", expression=select))
     stmts.append(exp.Create(this=view, kind="VIEW", replace=True,
@@ -97,7 +106,7 @@ def rebuild_script(con: Connector, name: str, dialect: str) -> str:
     """The rebuild script in ``dialect``; unsupported constructs raise instead of vanishing."""
     if dialect not in DIALECTS:
         raise SpecError(f"Unknown dialect {dialect!r}. Known: {', '.join(DIALECTS)}.")
-    stmts = rebuild_statements(con, name)
+    stmts = rebuild_statements(con, name, dialect)
     try:
         body = [s.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE) for s in stmts]
     except sqlglot.errors.UnsupportedError as exc:

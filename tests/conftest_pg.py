@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.pg import PostgresServer, PostgresUnavailable
+from connectors.throwaway_postgres import PostgresServer, PostgresUnavailable
 
 __all__ = ["postgres_server", "postgres_url", "postgres_database", "_postgres_marker"]
 

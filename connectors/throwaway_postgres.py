@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for tests: initdb into a temp dir, pg_ctl start, stop, remove.
+"""A throwaway PostgreSQL server (tests, examples, benchmarks): initdb into a temp dir, pg_ctl start, stop, remove.
 
 PostgreSQL refuses to run as root, so when the tests run as root every server command runs as an
 unprivileged user (``PPDP_PG_USER``, else ``postgres``, else ``ppdp`` — created with ``useradd``

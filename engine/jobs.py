@@ -100,10 +100,15 @@ def list_jobs(db: str) -> list[dict[str, Any]]:
 
 
 def certificate(db: str, name: str) -> dict[str, Any]:
-    """The audit record of a release's current version."""
+    """The audit record of the current version of job ``name``'s release (or of release ``name``)."""
     con = connect(db)
     try:
-        run = catalog.latest_success(con, name) if catalog.has_catalog(con) else None
+        release = name
+        if con.relation_columns(PRIVATE_SCHEMA, "jobs") is not None:
+            rows = con.query(f"SELECT spec FROM {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} WHERE name = ?", [name])
+            if rows.height:
+                release = json.loads(rows["spec"][0]).get("output", {}).get("name", name)
+        run = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
     finally:
         con.close()
     if run is None:

@@ -439,7 +439,7 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         changes = {}
         if ctx.previous is not None:
             row = con.query(Q.changes_query(full, spec.key, prep.columns), [name]).row(0, named=True)
-            changes = {k: int(v) for k, v in row.items()}
+            changes: dict[str, Any] = {k: int(v) for k, v in row.items()}
         previous_tables = [quote_table(schema, f"{name}__v{r.version}", d)
                            for r in catalog.list_runs(con, name) if r.status == "succeeded" and r.version is not None]
         withheld: list[str] = []
@@ -479,7 +479,7 @@ def _publish(con: Connector, prep: Prepared, result: OptimizerResult, metrics: d
         if withheld:
             con.execute(f"DROP TABLE {quote_table(Q.PRIVATE_SCHEMA, f'withheld_{ctx.run_id}', d)}")
         if ctx.previous is not None:
-            _write_delta(con, schema, name, version, ctx.previous.version)
+            changes["delta"] = _write_delta(con, schema, name, version, ctx.previous.version)
         stages.mark("delta")
         con.execute(f"DELETE FROM {quote_table(Q.PRIVATE_SCHEMA, 'row_state', d)} WHERE release = ?", [name])
         con.execute(f"INSERT INTO {quote_table(Q.PRIVATE_SCHEMA, 'row_state', d)} SELECT ?, key, row_hash FROM "
@@ -522,15 +522,26 @@ def _restrict(con: Connector, prep: Prepared, result: OptimizerResult, withheld:
     return new_prep, tracker.result(certified=False, info=dict(result.info) | {"withheld_for_cross_version": len(withheld)})
 
 
-def _write_delta(con: Connector, schema: str, name: str, version: int, previous_version: int) -> None:
-    """``<name>__delta``: rows added (+) and removed (-) going from the previous version."""
+def _write_delta(con: Connector, schema: str, name: str, version: int, previous_version: int) -> str:
+    """``<name>__delta``: rows added (+) and removed (-) going from the previous version.
+
+    Increments only make sense between versions with the same columns and types; when they
+    differ (a column added, dropped or retyped) no delta is written for this version and the
+    run record says why: consumers must reload the version table.
+    """
     d = con.dialect
+    cur_cols = con.relation_columns(schema, f"{name}__v{version}")
+    prev_cols = con.relation_columns(schema, f"{name}__v{previous_version}")
+    delta_cols = con.relation_columns(schema, f"{name}__delta")
+    if cur_cols != prev_cols or (delta_cols is not None and delta_cols[2:] != cur_cols):
+        return f"not written: the columns of v{version} differ from v{previous_version}; reload the version table"
     delta = quote_table(schema, f"{name}__delta", d)
     cur = quote_table(schema, f"{name}__v{version}", d)
     prev = quote_table(schema, f"{name}__v{previous_version}", d)
     con.execute(f"CREATE TABLE IF NOT EXISTS {delta} AS SELECT CAST(NULL AS INTEGER) AS version, CAST(NULL AS VARCHAR) AS op, c.* FROM {cur} AS c WHERE 1 = 0")
     con.execute(f"INSERT INTO {delta} SELECT {int(version)}, '+', x.* FROM (SELECT * FROM {cur} EXCEPT SELECT * FROM {prev}) AS x")
     con.execute(f"INSERT INTO {delta} SELECT {int(version)}, '-', x.* FROM (SELECT * FROM {prev} EXCEPT SELECT * FROM {cur}) AS x")
+    return "written"
 
 
 def _fault_hook():

@@ -44,7 +44,7 @@ def test_delta_applied_to_v1_gives_v2(tmp_path):
     mutate(db, inserts=1000, deletes=500, updates=200)
     v2 = run_release(spec, progress=False)
     assert v1.run.version == 1 and v2.run.version == 2 and v2.run.status == "succeeded"
-    assert v2.run.changes == {"inserted": 1000, "deleted": 500, "updated": 200}
+    assert v2.run.changes == {"inserted": 1000, "deleted": 500, "updated": 200, "delta": "written"}
     cross = v2.run.cross_version
     assert cross["passed"] and cross["versions_checked"] == 2 and cross["records_in_several_versions"] > 25000
     assert cross["checks"][0]["joint_ad"] >= 5
@@ -102,3 +102,14 @@ def test_independent_versions_do_not_share_state(tmp_path):
     assert ra.run.version == rb.run.version == 1
     ids = read(db, "SELECT release, COUNT(*) AS n FROM _ppdp.row_ids GROUP BY release ORDER BY release")
     assert ids.rows() == [("a", 2000), ("b", 2000)]
+
+
+def test_changed_column_type_skips_the_delta_and_says_so(tmp_path):
+    db = load_adult(tmp_path / "retype.duckdb", rows=2000)
+    spec = load_spec(write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex"], models=K5, output="r"))
+    run_release(spec, progress=False)
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE adult ADD COLUMN extra INTEGER DEFAULT 1")
+    con.close()
+    v2 = run_release(spec, progress=False)
+    assert v2.run.version == 2 and v2.run.changes["delta"].startswith("not written: the columns of v2 differ from v1")

@@ -99,7 +99,7 @@ def test_k_and_t_together_and_versions(adult_db, tmp_path):
     con.close()
     second = run_release(spec, progress=False)
     assert second.run.status == "succeeded" and second.run.version == 2
-    assert second.run.changes == {"inserted": 0, "deleted": 603, "updated": 0}
+    assert second.run.changes == {"inserted": 0, "deleted": 603, "updated": 0, "delta": "written"}
     assert second.run.solution["levels"] == first.run.solution["levels"]  # stable-levels policy
     assert second.run.cross_version["passed"]
     con = duckdb.connect(str(adult_db), read_only=True)

@@ -11,6 +11,7 @@ import subprocess
 import time
 import uuid
 
+import polars as pl
 import pytest
 import sqlglot
 
@@ -119,3 +120,36 @@ def test_sql_registered_job_on_postgres_with_analyst_access(warehouse, monkeypat
     finally:
         admin.execute(f'DROP DATABASE IF EXISTS "{fresh_name}" WITH (FORCE)')
         admin.close()
+
+
+def test_names_that_need_quoting_on_postgres(postgres_database, tmp_path):
+    """Spaces, quotes, keywords and an injection attempt as table/column/release names."""
+    from engine.release import run_release
+    from engine.spec import spec_from_dict
+
+    table = 'my "odd" table; DROP TABLE adult; --'
+    frame = adult_frame().head(800).select(
+        pl.col("id").alias("select"), pl.col("age").alias("the age"), pl.col("sex").alias('se"x'),
+        pl.col("race").alias("from"), pl.col("salary-class").alias("salary class"))
+    con = connect(postgres_database)
+    con.write_frame("public", "adult", adult_frame().head(10))
+    con.write_frame("public", table, frame)
+    con.close()
+    spec = spec_from_dict({
+        "source": {"database": postgres_database, "schema": "public", "table": table, "key": "select"},
+        "quasi_identifiers": [{"column": c, "hierarchy": {"type": "arx", "file": str(ADULT / f"adult_hierarchy_{h}.csv")}}
+                              for c, h in (("the age", "age"), ('se"x', "sex"), ("from", "race"))],
+        "sensitive": {"columns": ["salary class"]},
+        "privacy": {"models": [{"name": "k-anonymity", "k": 3}, {"name": "t-closeness", "t": 0.3}]},
+        "output": {"schema": "pub lished", "name": 'rel "x"; --'},
+    })
+    out = run_release(spec, progress=False)
+    assert out.run.verification["passed"]
+    con = connect(postgres_database)
+    cols = con.relation_columns("pub lished", 'rel "x"; --')
+    still_there = con.query("SELECT COUNT(*) AS n FROM public.adult")["n"][0]
+    smallest = con.query('SELECT MIN(n) AS m FROM (SELECT COUNT(*) AS n FROM "pub lished"."rel ""x""; --" '
+                         'GROUP BY "the age", "se""x", "from") AS c')["m"][0]
+    con.close()
+    assert [c for c, _ in cols] == ["ppdp_row_id", "the age", 'se"x', "from", "salary class"]  # key dropped
+    assert still_there == 10 and smallest >= 3

@@ -452,7 +452,7 @@ def _feasible_note(fam: str, cases: list[dict]) -> str:
         for c, a in case["algos"].items():
             if "feasible_runs" in a and a["feasible_runs"] < a["runs"]:
                 bad.append(f"{case['instance']} {c}: {a['feasible_runs']}/{a['runs']}")
-    return ("Runs without a feasible solution (scored 0): " + "; ".join(bad) + ".") if bad else \
+    return ("Algorithms with infeasible runs (feasible runs / R; an infeasible run scores 0): " + "; ".join(bad) + ".") if bad else \
         "Every run ended with a feasible solution."
 
 

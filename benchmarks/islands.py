@@ -1,24 +1,30 @@
 """Island speedup and communication cost of ID-DGA (ID-DGA §6.3-6.4, Fig. 7, Table 5).
 
-    python benchmarks/islands.py            # T1-T16, islands 1/2/4, 5 runs each
-    python benchmarks/islands.py --quick    # T1 T8 T16, 1 run each
+    python benchmarks/islands.py            # the 400-record instances, 5 runs, budgets x1 and x10
+    python benchmarks/islands.py --quick    # T8 T16, 3 runs, budget x1
 
-For each ID-DGA instance (benchmarks/instances.py) ID-DGA runs with 1, 2 and 4 islands (the
-``islands`` parameter; population 40 in total, MI = 5, budget nQID * nR, seeds 1000 * i + r).
-One island runs in this process (``executor = "local"``: the sequential ID-GA of Table 5); two
-and four islands run one worker process per island (``executor = "process"``, spawned). From
-the optimizer's ``info`` (engine/optimizers/islands.py):
+For each ID-DGA instance with nR = 400 (T3 T4 T7 T8 T11 T12 T15 T16, benchmarks/instances.py),
+ID-DGA runs with 1, 2 and 4 islands (population 40 in total, MI = 5, seeds 1000 * i + r, the
+same for every island count), at the paper's budget nQID * nR and at a larger one (x10,
+``--budget-scales``). One island runs in this process (``executor = "local"``: the sequential
+ID-GA of Table 5); two and four islands run one worker process per island.
 
-* RT  = ``run_seconds``: wall time of the run, including starting the worker processes;
-* RT-s = RT - ``startup_seconds``: the same without the start-up (the paper's islands are
-  long-lived processes on a compute node);
-* CT  = ``comm_seconds``: the master's wall time per epoch minus the islands' compute;
-* SR  = RT(1 island) / RT(n islands), also on RT-s; CR = CT / RT.
+Two run times, both medians over the runs (the runs of the island counts are interleaved so that
+the machine's other load hits them alike):
 
-The speedup can only reach the number of cores this machine gives the process (printed and
-written to the report); the paper's node had 16 cores. The ID-DGA budgets are tiny (0.05-0.3 s of
-compute), so process start-up dominates RT; ``--budget-scale`` multiplies the budgets to show
-the compute-bound regime. Output: islands.md and islands.json in benchmarks/results (quick:
+* RT  = ``algorithm_seconds``: the algorithm, without starting the workers. The workers come
+  from a persistent pool (``engine.optimizers.islands.worker_pool``: started once, warmed up by
+  one unmeasured run per island count) - the paper's islands are long-lived processes. SR and CR
+  use RT: SR = RT(1 island) / RT(n islands), CR = CT / RT.
+* RT+s = ``run_seconds`` of separate runs that start fresh worker processes (spawn, imports,
+  loading the Numba kernels) and stop them at the end; SR+s = RT(1 island) / RT+s.
+
+CT = ``comm_seconds``: the islands phase's wall time minus the compute time of the busiest island
+(messages, waiting for the ring predecessor, the master's bookkeeping on the islands' path).
+
+The speedup can only reach the number of cores this machine gives the process, less what other
+processes take (the load average before and after each instance is printed and written); the
+paper's node had 16 cores. Output: islands.md and islands.json in benchmarks/results (quick:
 benchmarks/results/quick).
 """
 
@@ -26,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
 import sys
 import time
@@ -39,8 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import instances as inst_mod  # noqa: E402
 
 from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from engine.optimizers.islands import worker_pool  # noqa: E402
 
 ISLANDS = (1, 2, 4)
+QUICK = ["T8", "T16"]
 
 
 def cores() -> tuple[int, int]:
@@ -48,86 +57,195 @@ def cores() -> tuple[int, int]:
     return os.cpu_count() or 1, usable
 
 
+def load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def _spin(n: int) -> float:
+    t = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i
+    return time.perf_counter() - t
+
+
+def _spin_worker(n: int, go, out) -> None:
+    go.wait()
+    out.put(_spin(n))
+
+
+def _spin_times(ctx, n: int, k: int) -> list[float]:
+    go, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_spin_worker, args=(n, go, out)) for _ in range(k)]
+    for p in procs:
+        p.start()
+    time.sleep(0.3)
+    go.set()
+    times = [out.get() for _ in range(k)]
+    for p in procs:
+        p.join()
+    return times
+
+
+def capacity(n: int = 2_000_000) -> float:
+    """How many cores' worth two CPU-bound processes get right now (2.0 = two free cores): the
+    time of a pure-Python loop in one process alone over the slower of two started together.
+    The machine is shared; this says how much parallelism was on offer around a measurement."""
+    ctx = mp.get_context("spawn")
+    alone = _spin_times(ctx, n, 1)[0]
+    return 2 * alone / max(_spin_times(ctx, n, 2))
+
+
+def run(inst, n: int, budget: int, seed: int) -> dict:
+    params = {"islands": n, "executor": "local" if n == 1 else "process"}
+    res = run_optimizer("id-dga", inst.problem(), budget=budget, seed=seed, params=params)
+    i = res.info
+    return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"],
+            "shutdown": i["shutdown_seconds"], "ct": i["comm_seconds"], "cr": i["comm_ratio"],
+            "compute": max(i["compute_seconds_per_island"]), "epochs": i["epochs"], "td": res.td,
+            "feasible": res.feasible, "pooled": i["worker_pool"]}
+
+
+def med(xs: list[float]) -> float:
+    return float(np.median(xs)) if xs else float("nan")
+
+
+def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
+    number = int(inst.name[1:])  # the same seeds as benchmarks/papers.py
+    warm: dict[int, list[dict]] = {n: [] for n in ISLANDS}
+    cold: dict[int, list[dict]] = {n: [] for n in ISLANDS if n > 1}
+    load_before, capacity_before = load(), capacity()
+    with worker_pool():
+        for n in ISLANDS:  # start and warm up the workers; not measured
+            run(inst, n, budget, seed=1000 * number + 999)
+        for r in range(runs):
+            for n in ISLANDS:
+                warm[n].append(run(inst, n, budget, seed=1000 * number + r))
+    for r in range(cold_runs):  # fresh worker processes: start-up and shut-down included
+        for n in cold:
+            cold[n].append(run(inst, n, budget, seed=1000 * number + r))
+    out = {"instance": inst.name, "nQID": inst.n_qids, "nR": inst.n_records, "budget": budget,
+           "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
+           "capacity_after": capacity(), "islands": {}}
+    rt1 = med([x["rt"] for x in warm[1]])
+    for n in ISLANDS:
+        w = warm[n]
+        cell = {k: med([x[k] for x in w]) for k in ("rt", "run", "startup", "shutdown", "ct", "cr", "compute",
+                                                    "epochs", "td")}
+        cell["sr"] = rt1 / cell["rt"]
+        cell["feasible"] = all(x["feasible"] for x in w)
+        if n in cold:
+            cell["rt_cold"] = med([x["run"] for x in cold[n]])
+            cell["startup_cold"] = med([x["startup"] for x in cold[n]])
+            cell["shutdown_cold"] = med([x["shutdown"] for x in cold[n]])
+            cell["sr_cold"] = rt1 / cell["rt_cold"]
+        cell["raw"] = w
+        if n in cold:
+            cell["raw_cold"] = cold[n]
+        out["islands"][n] = cell
+    return out
+
+
+def table5(rows: list[dict], n: int) -> list[str]:
+    L = ["| Test instance | ID-GA RT (ms) | ID-DGA RT (ms) | CT (ms) | SR | CR | ID-DGA RT+s (ms) | SR+s |",
+         "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        a, b = row["islands"][1], row["islands"][n]
+        L.append(f"| {row['instance']} | {1000 * a['rt']:.2f} | {1000 * b['rt']:.2f} | {1000 * b['ct']:.2f} | "
+                 f"{b['sr']:.2f} | {100 * b['cr']:.2f}% | {1000 * b['rt_cold']:.1f} | {b['sr_cold']:.2f} |")
+    srs = [row["islands"][n]["sr"] for row in rows]
+    crs = [row["islands"][n]["cr"] for row in rows]
+    srs_c = [row["islands"][n]["sr_cold"] for row in rows]
+    L.append(f"| median | | | | {med(srs):.2f} | {100 * med(crs):.2f}% | | {med(srs_c):.2f} |")
+    L.append(f"| min | | | | {min(srs):.2f} | | | {min(srs_c):.2f} |")
+    return L
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="instances T1 T8 T16, 1 run")
-    ap.add_argument("--runs", type=int, help="runs per (instance, islands) (default 5, quick 1)")
-    ap.add_argument("--instances", nargs="+", help="ID-DGA instances (default all; quick T1 T8 T16)")
-    ap.add_argument("--budget-scale", type=float, default=1.0, help="factor on nQID * nR (default 1)")
+    ap.add_argument("--quick", action="store_true", help="instances T8 T16, 3 runs, budget x1")
+    ap.add_argument("--runs", type=int, help="measured runs per (instance, islands) with warm workers (default 5, quick 3)")
+    ap.add_argument("--cold-runs", type=int, help="runs with fresh worker processes (default 3, quick 1)")
+    ap.add_argument("--instances", nargs="+", help="ID-DGA instances (default: the nR = 400 ones; quick T8 T16)")
+    ap.add_argument("--budget-scales", type=float, nargs="+", help="factors on nQID * nR (default 1 10; quick 1)")
     ap.add_argument("--data", help="data directory (default: $PPDP_DATA or ../shared/data)")
     ap.add_argument("--seed", type=int, default=inst_mod.DEFAULT_SEED, help="instance sampling seed")
     ap.add_argument("--out", help="output folder (default benchmarks/results, quick: benchmarks/results/quick)")
     args = ap.parse_args(argv)
-    runs = args.runs or (1 if args.quick else 5)
-    wanted = args.instances or (["T1", "T8", "T16"] if args.quick else None)
+    runs = args.runs or (3 if args.quick else 5)
+    cold_runs = args.cold_runs if args.cold_runs is not None else (1 if args.quick else 3)
+    scales = args.budget_scales or ([1.0] if args.quick else [1.0, 10.0])
     out = Path(args.out) if args.out else Path(__file__).resolve().parent / "results" / ("quick" if args.quick else "")
     out.mkdir(parents=True, exist_ok=True)
     n_cpu, usable = cores()
-    print(f"cores: {n_cpu} on the machine, {usable} usable by this process", flush=True)
+    print(f"cores: {n_cpu} on the machine, {usable} usable by this process; load average {load():.2f}; two "
+          f"CPU-bound processes get {capacity():.2f} cores' worth", flush=True)
     _load_builtin()
     if "id-dga" not in OPTIMIZERS:
         print("id-dga is not registered (engine/optimizers/id_dga.py missing): nothing to measure", flush=True)
         return 1
-    insts = [i for i in inst_mod.build("id-dga", inst_mod.data_dir(args.data), args.seed)
-             if wanted is None or i.name in wanted]
+    every = inst_mod.build("id-dga", inst_mod.data_dir(args.data), args.seed)
+    wanted = args.instances or (QUICK if args.quick else [i.name for i in every if i.n_records == 400])
+    insts = [i for i in every if i.name in wanted]
     t_start = time.perf_counter()
-    rows = []
-    for inst in insts:
-        number = int(inst.name[1:])  # the same seeds as benchmarks/papers.py
-        budget = max(int(round(inst.budget * args.budget_scale)), 1)
-        per: dict[int, dict] = {}
-        for n in ISLANDS:
-            rec = {"rt": [], "startup": [], "ct": [], "cr": [], "td": [], "feasible": []}
-            for r in range(runs):
-                params = {"islands": n, "executor": "local" if n == 1 else "process"}
-                res = run_optimizer("id-dga", inst.problem(), budget=budget, seed=1000 * number + r, params=params)
-                info = res.info
-                rec["rt"].append(info["run_seconds"])
-                rec["startup"].append(info.get("startup_seconds", 0.0))
-                rec["ct"].append(info["comm_seconds"])
-                rec["cr"].append(info["comm_ratio"])
-                rec["td"].append(res.td)
-                rec["feasible"].append(res.feasible)
-            per[n] = {k: float(np.mean(v)) for k, v in rec.items()} | {"raw": rec}
-            print(f"{inst.name} islands={n}: RT {1000 * per[n]['rt']:.1f} ms (start-up {1000 * per[n]['startup']:.1f}"
-                  f" ms), CT {1000 * per[n]['ct']:.1f} ms, CR {100 * per[n]['cr']:.2f}%, TD {per[n]['td']:.1f}",
-                  flush=True)
-        rows.append({"instance": inst.name, "nQID": inst.n_qids, "nR": inst.n_records, "budget": budget, "islands": per})
-
+    results: dict[str, list[dict]] = {}
+    for scale in scales:
+        key = f"x{scale:g}"
+        results[key] = []
+        for inst in insts:
+            budget = max(int(round(inst.budget * scale)), 1)
+            row = measure(inst, budget, runs, cold_runs)
+            results[key].append(row)
+            for n in ISLANDS:
+                c = row["islands"][n]
+                cold = (f", RT+s {1000 * c['rt_cold']:.0f} ms (start-up {1000 * c['startup_cold']:.0f}, shut-down "
+                        f"{1000 * c['shutdown_cold']:.0f}) SR+s {c['sr_cold']:.2f}") if n > 1 else ""
+                print(f"budget {key} {inst.name} islands={n}: RT {1000 * c['rt']:.1f} ms, CT {1000 * c['ct']:.1f} ms, "
+                      f"busiest island {1000 * c['compute']:.1f} ms, SR {c['sr']:.2f}, CR {100 * c['cr']:.1f}%{cold}, "
+                      f"TD {c['td']:.1f}", flush=True)
+            print(f"  (load average {row['load_before']:.2f} -> {row['load_after']:.2f}; two processes got "
+                  f"{row['capacity_before']:.2f} -> {row['capacity_after']:.2f} cores' worth)", flush=True)
     wall = time.perf_counter() - t_start
+
     L = [f"# ID-DGA island speedup and communication ({'quick' if args.quick else 'full'} mode)\n",
-         f"Generated by `python benchmarks/islands.py {' '.join(argv or sys.argv[1:])}`; machine with {n_cpu} cores, "
-         f"{usable} usable by this process (the paper: 16 cores). {runs} run(s) per cell, budget nQID·nR × "
-         f"{args.budget_scale}, population 40, MI = 5; 1 island in-process, 2 and 4 islands one spawned worker process "
-         f"each. Total {wall:.0f} s.\n",
-         "RT = run time incl. worker start-up; RT-s = RT minus start-up; CT = communication time (master wall time "
-         "per epoch minus island compute); SR = RT(1)/RT(n); CR = CT/RT. With more islands than usable cores the "
-         "islands time-share the cores, so SR is bounded by the usable core count.\n",
-         "## Table 5 layout (ID-GA = 1 island, ID-DGA = 4 islands)\n",
-         "| Test instance | ID-GA RT (ms) | ID-DGA RT (ms) | CT (ms) | SR | CR | SR on RT-s |",
-         "|---|---|---|---|---|---|---|"]
-    for row in rows:
-        a, b = row["islands"][1], row["islands"][4]
-        sr = a["rt"] / b["rt"] if b["rt"] > 0 else float("nan")
-        sr_s = (a["rt"] - a["startup"]) / max(b["rt"] - b["startup"], 1e-12)
-        L.append(f"| {row['instance']} | {1000 * a['rt']:.2f} | {1000 * b['rt']:.2f} | {1000 * b['ct']:.2f} | "
-                 f"{sr:.2f} | {100 * b['cr']:.2f}% | {sr_s:.2f} |")
-    L += ["", "## All island counts\n",
-          "| Test instance | nQID | nR | budget | islands | RT (ms) | start-up (ms) | RT-s (ms) | CT (ms) | SR | SR on RT-s | CR |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        base = row["islands"][1]
-        for n in ISLANDS:
-            c = row["islands"][n]
-            rts = c["rt"] - c["startup"]
-            L.append(f"| {row['instance']} | {row['nQID']} | {row['nR']} | {row['budget']} | {n} | {1000 * c['rt']:.2f} | "
-                     f"{1000 * c['startup']:.2f} | {1000 * rts:.2f} | {1000 * c['ct']:.2f} | {base['rt'] / c['rt']:.2f} | "
-                     f"{(base['rt'] - base['startup']) / max(rts, 1e-12):.2f} | {100 * c['cr']:.2f}% |")
-    (out / "islands.md").write_text("\n".join(L) + "\n", encoding="utf-8")
+         f"Generated by `python benchmarks/islands.py {' '.join(argv if argv is not None else sys.argv[1:])}`; "
+         f"machine with {n_cpu} cores, {usable} usable by this process (the paper: 16 cores), shared with other "
+         f"work: \"cores' worth\" is the parallelism two CPU-bound processes got around each instance's runs "
+         f"(the smaller of before and after; 2.00 = two free cores; load averages in islands.json). "
+         f"{runs} run(s) per cell with warm workers, "
+         f"{cold_runs} with fresh ones; medians. Population 40, MI = 5; 1 island in-process (ID-GA), 2 and 4 "
+         f"islands one worker process each. Total {wall:.0f} s.\n",
+         "RT = the algorithm's run time without worker start-up (workers from a persistent pool); SR = RT(1) / "
+         "RT(n) and CR = CT / RT use it. CT = islands phase wall time minus the busiest island's compute. "
+         "RT+s = run time with fresh worker processes (start-up and shut-down included); SR+s = RT(1) / RT+s. "
+         "With more islands than usable cores the islands time-share the cores.\n"]
+    for key, rows in results.items():
+        budget_note = "the paper's budget nQID·nR" if key == "x1" else f"budget nQID·nR {key.replace('x', '× ')}"
+        for n in ISLANDS[1:]:
+            L += [f"## Table 5 layout, {budget_note}, NSP = {n} (ID-GA = 1 island)\n"] + table5(rows, n) + [""]
+    L += ["## All island counts\n",
+          "| budget | Test instance | nQID | nR | budget (evals) | islands | RT (ms) | busiest island (ms) | CT (ms) | SR | CR "
+          "| RT+s (ms) | start-up (ms) | SR+s | epochs | TD | cores' worth |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key, rows in results.items():
+        for row in rows:
+            for n in ISLANDS:
+                c = row["islands"][n]
+                cold = (f"{1000 * c['rt_cold']:.1f} | {1000 * c['startup_cold']:.1f} | {c['sr_cold']:.2f}" if n > 1
+                        else "| | ")
+                L.append(f"| {key} | {row['instance']} | {row['nQID']} | {row['nR']} | {row['budget']} | {n} | "
+                         f"{1000 * c['rt']:.2f} | {1000 * c['compute']:.2f} | {1000 * c['ct']:.2f} | {c['sr']:.2f} | "
+                         f"{100 * c['cr']:.2f}% | {cold} | {c['epochs']:.0f} | {c['td']:.1f} | "
+                         f"{min(row['capacity_before'], row['capacity_after']):.2f} |")
+    text = "\n".join(L) + "\n"
+    print("\n" + text, flush=True)
+    (out / "islands.md").write_text(text, encoding="utf-8")
     (out / "islands.json").write_text(json.dumps({"cores": n_cpu, "usable_cores": usable, "runs": runs,
-                                                  "budget_scale": args.budget_scale, "rows": rows}, indent=1) + "\n",
+                                                  "cold_runs": cold_runs, "budget_scales": scales,
+                                                  "seconds": wall, "results": results}, indent=1) + "\n",
                                       encoding="utf-8")
-    print(f"cores: {n_cpu} on the machine, {usable} usable; wrote {out / 'islands.md'} in {wall:.0f} s", flush=True)
+    print(f"cores: {n_cpu} on the machine, {usable} usable; wrote {out / 'islands.md'} and islands.json in {wall:.0f} s",
+          flush=True)
     return 0
 
 

@@ -16,7 +16,8 @@ from engine.errors import SpecError
 from engine.hierarchy import read_arx_csv
 from engine.models import ClassStats, build_model
 from engine.optimizers import OPTIMIZERS, run_optimizer
-from engine.optimizers.id_dga import _class_ad, record_disclosure
+from engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, _class_ad, record_disclosure
+from engine.optimizers.islands import _RingSender, parse_params, run_islands, worker_pool
 from engine.optimizers.operators import imp_info_driven
 from engine.problem import Problem
 
@@ -126,6 +127,75 @@ def test_islands_in_processes_match_local_islands(k_problem: Problem, t_problem:
         assert info["epochs"] >= 2 and min(info["generations_per_island"]) >= info["migration_interval"]
         # Diversity covers the whole population of both islands: at the start, N individuals.
         assert info["diversity"][0][0] == sum(info["pop_sizes"])
+
+
+def same_run(a, b) -> bool:
+    return (a.td == b.td and np.array_equal(a.g, b.g) and np.array_equal(a.retained, b.retained)
+            and np.array_equal(a.history, b.history) and a.info["diversity"] == b.info["diversity"]
+            and a.info["evaluations_per_island"] == b.info["evaluations_per_island"])
+
+
+def test_worker_pool_reuses_workers_and_changes_nothing(k_problem: Problem, t_problem: Problem):
+    budget = 900
+    with worker_pool() as pool:
+        for name, problem, n, seed in (("id-dga", k_problem, 2, 5), ("id-dga", k_problem, 2, 6),
+                                       ("id-dga", k_problem, 3, 5), ("haef", t_problem, 2, 5)):
+            proc = run_optimizer(name, problem, budget=budget, seed=seed, params={"islands": n, "executor": "process"})
+            local = run_optimizer(name, problem, budget=budget, seed=seed, params={"islands": n, "executor": "local"})
+            assert proc.info["worker_pool"] and proc.info["executor"] == "process"
+            assert same_run(proc, local), (name, n, seed)
+            info = proc.info
+            assert 0 <= info["comm_seconds"] <= info["islands_seconds"] <= info["algorithm_seconds"] <= info["run_seconds"]
+        assert pool.started == 3 and len(pool.idle) == 3  # started once, reused by every run
+
+
+class FailingIsland(IDDGAIsland):
+    """Fails in its third generation (for the error path of the worker processes)."""
+
+    def generation(self) -> None:
+        if self.generations == 2 and self.index == 1:
+            raise ValueError("island 1 gives up")
+        super().generation()
+
+
+def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem):
+    config = parse_params("id-dga", {"islands": 2}, ID_DGA_DEFAULTS)
+    with worker_pool() as pool:
+        with pytest.raises(RuntimeError, match="island 1 gives up"):
+            run_islands(k_problem, FailingIsland, config, name="failing", budget=900, seed=1)
+        assert not pool.idle  # the failed run's workers are stopped, not reused
+
+        def stop(evaluations: int, td: float, feasible: bool) -> None:
+            if evaluations > 100:
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):  # the master stops early: the islands are told to stop
+            run_optimizer("id-dga", k_problem, budget=5000, seed=2, params={"islands": 2}, progress=stop)
+        assert len(pool.idle) == 2
+        again = run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"islands": 2})
+        assert same_run(again, run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"islands": 2,
+                                                                                             "executor": "local"}))
+        assert pool.started == 4
+
+
+def test_ring_sender_does_not_block_on_large_migrants():
+    """Migrants larger than a pipe's buffer go through a thread: the island never blocks
+    writing to a successor that is itself writing (no deadlock around the ring)."""
+    import multiprocessing as mp
+
+    reader, writer = mp.get_context("spawn").Pipe(duplex=False)
+    sender = _RingSender(writer)
+    sender.send(("small", 1))
+    big = [np.ones(200_000, dtype=bool) for _ in range(4)]  # 4 x 200 KB, nobody reading yet
+    for b in big:
+        sender.send((b, 2))
+    assert reader.recv() == ("small", 1)
+    for b in big:
+        got, chain = reader.recv()
+        assert chain == 2 and np.array_equal(got, b)
+    sender.close()
+    with pytest.raises(EOFError):
+        reader.recv()
 
 
 def test_id_dga_defaults_and_single_island(k_problem: Problem):

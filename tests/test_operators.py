@@ -25,6 +25,7 @@ from engine.optimizers.operators import (
     de_rand_1,
     de_rand_2,
     diversity_g,
+    diversity_g_many,
     diversity_s,
     diversity_s_from_counts,
     imp_info_driven,
@@ -276,3 +277,20 @@ def test_diversity_sums_over_pairs():
     brute = sum((S[i] != S[j]).sum() for i in range(3) for j in range(i + 1, 3))
     assert diversity_s(S) == brute == 1 + 2 + 3
     assert diversity_s_from_counts(S.sum(0), 3) == brute
+
+
+def test_diversity_of_integer_levels_is_the_direct_sum_bit_for_bit():
+    """The Gram-matrix form used for integer G (and for many populations at once) gives
+    exactly the numbers of the direct pairwise-difference form (squared distances are exact)."""
+    def direct(G):
+        F = np.asarray(G, dtype=np.float64)
+        return float(np.triu(np.sqrt(((F[:, None, :] - F[None, :, :]) ** 2).sum(-1)), 1).sum())
+
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        D, P, q, h = (int(x) for x in rng.integers([1, 1, 1, 1], [6, 45, 16, 12]))
+        G = rng.integers(0, h + 1, size=(D, P, q))
+        many = diversity_g_many(G.astype(np.uint8))
+        for k in range(D):
+            assert diversity_g(G[k]) == direct(G[k]) == many[k]
+    assert diversity_g(np.array([[0.5, 0.0], [0.0, 0.0]])) == 0.5  # real-valued G: the direct form

@@ -97,7 +97,17 @@ class Tracker:
                 self.best_retained = np.array(retained[i], dtype=np.int64)
                 self.best_eval = evaluation.row(i)
                 self.history.append((self.used, float(evaluation.td[i]), int(evaluation.feasible[i])))
-        if self.progress is not None:
+        self._report()
+
+    def count(self, n: int) -> None:
+        """Record ``n`` evaluated solutions known not to beat the best (e.g. an island's rows
+        that did not improve its own best, which the global best already dominates)."""
+        if n > 0:
+            self.used += int(n)
+            self._report()
+
+    def _report(self) -> None:
+        if self.progress is not None and self.best_eval is not None:
             now = time.perf_counter()
             if now - self._last_report > 0.1 or self.exhausted:
                 self._last_report = now

@@ -9,17 +9,36 @@ Pieces:
 
 * ``Island``: one sub-population and its budgeted evaluation. An algorithm subclasses it and
   writes ``generation()`` (one generation of GA, DE, ID-DGA, HAEF ...).
-* Executors run the islands behind a three-method interface (``start``, ``step``, ``close``):
-  ``LocalExecutor`` in this process, one after the other; ``ProcessExecutor`` one process per
-  island with a pipe each (``multiprocessing``, spawn context by default: Polars warns when a
-  process that started threads forks, so the workers are fresh interpreters that rebuild the
-  Problem from NumPy arrays). A distributed engine would be one more executor. Processes and
-  pipes live in this module only (STYLE.md).
-* ``run_islands``: the master of Algorithm 1. It steps every island MI generations, merges the
-  islands' evaluations into one ``Tracker`` (island by island within each epoch, so the
-  best-so-far history is per evaluation), performs the ring migration, records run time,
-  communication time and evaluations per island (ID-DGA Table 5) and the population diversity
-  of the whole population per generation (HAEF §6.1.4, Fig. 9).
+* Executors run the islands behind a three-method interface (``start``, ``epochs``, ``close``):
+  ``epochs(MI)`` yields, epoch after epoch, one ``EpochReport`` per island, the ring migration
+  happening between epochs. ``LocalExecutor`` runs the islands in this process, one after the
+  other, in lock step; ``ProcessExecutor`` one worker process per island (``multiprocessing``,
+  spawn context by default: Polars warns when a process that started threads forks, so the
+  workers are fresh interpreters that rebuild the Problem from NumPy arrays). A distributed
+  engine would be one more executor. Processes and pipes live in this module only (STYLE.md).
+* ``run_islands``: the master of Algorithm 1. It merges the islands' reports into one
+  ``Tracker`` (island by island within each epoch, so the best-so-far history is per
+  evaluation), records run time, start-up, communication time and evaluations per island
+  (ID-DGA Table 5) and the diversity of the whole population per generation (HAEF §6.1.4,
+  Fig. 9).
+
+Keeping the worker processes busy (the compute between two migrations is a millisecond or two
+on the ID-DGA instances; a message costs tens of microseconds, a process wake-up more):
+
+* The islands form a ring of pipes: after each epoch, island i sends its best straight to
+  island i + 1 and waits only for island i - 1's best, never for the master or for a barrier
+  over all islands (``_ring_epochs``). The master only collects reports. The worker ends its
+  run by itself once the ring knows that every island is exhausted (a counter travels with the
+  migrants), so an island may run a few cheap epochs (receive a migrant, nothing to evaluate)
+  past the last one the master uses: results are those of ``LocalExecutor``'s lock step.
+* A report is small: the number of evaluations, the island's new local bests only (the global
+  best dominates every other row, so the master's history is the one of merging every
+  evaluation), its best individual and, every ``diversity_every`` generations, the population's
+  G and per-record S counts. Reports travel in batches, sent while the island waits for its
+  predecessor. The pairwise G distances of the diversity are computed once, at the end.
+* Workers load the Numba kernels before reporting ready, so start-up (``startup_seconds``) is
+  apart from the algorithm's run time (``algorithm_seconds``). ``worker_pool()`` keeps workers
+  alive across runs (a benchmark starts them once); ``ProcessExecutor`` takes them from it.
 
 Reproducibility: island i draws from ``np.random.SeedSequence(seed).spawn(islands)[i]`` only,
 so a seed gives the same result with either executor and any scheduling.
@@ -31,9 +50,17 @@ population (``pop_size`` is the whole population, ID-DGA §5.2: N = 40 over NSP 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import queue
+import threading
 import time
 import traceback
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from multiprocessing.connection import wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -41,7 +68,7 @@ import numpy as np
 from engine.errors import SpecError
 from engine.evaluator import Evaluation
 from engine.optimizers import OptimizerResult, ProgressFn, Tracker
-from engine.optimizers.operators import diversity_g, diversity_s_from_counts, sel_two_dimension
+from engine.optimizers.operators import diversity_g_many, diversity_s_from_counts
 from engine.problem import Problem, fitness_key
 
 # ---------------------------------------------------------------------------------------
@@ -118,27 +145,50 @@ class Individual:
 
 @dataclass(eq=False)
 class EpochReport:
-    """What an island sends to the master after ``step``."""
+    """What an island sends to the master after an epoch (MI generations)."""
 
     index: int
-    evaluation: Evaluation | None  # every evaluation of the epoch, in order
-    improvements: list[tuple[int, np.ndarray, np.ndarray]]  # (position, g, retained) of new local bests
-    best: Individual | None
-    diversity: list[tuple[int, np.ndarray, np.ndarray]]  # (island evaluations, G population, S ones per record)
+    evaluated: int  # evaluations of the epoch
+    # The new local bests, in order: (position in the epoch (k,), G (k, nQ), retained (k, H),
+    # their evaluation (k rows)); None when there is none.
+    improvements: tuple[np.ndarray, np.ndarray, np.ndarray, Evaluation] | None
+    best: Individual | None  # the migrant of the ring (not sent to the master by worker processes)
+    # Snapshots every ``diversity_every`` generations: (island evaluations (d,), G (d, P, nQ),
+    # S ones per record (d, nR)), in small integer types; None when there is none.
+    diversity: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     pop_size: int
     used: int
     generations: int
     exhausted: bool
     compute_seconds: float
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)  # the island's extras, sent once it is exhausted
+    started: float = 0.0  # time.perf_counter() at the start and end of the epoch (a system-wide
+    finished: float = 0.0  # monotonic clock on Linux: comparable between the processes)
+
+
+def _small(a: np.ndarray) -> np.ndarray:
+    """Non-negative integers in the smallest of uint8 / uint16 that holds them (fewer bytes to
+    pickle), else unchanged."""
+    top = int(a.max()) if a.size else 0
+    if a.size and int(a.min()) < 0:
+        return a
+    return a.astype(np.uint8) if top < 256 else a.astype(np.uint16) if top < 65536 else a
+
+
+def _beats(fa: bool, va: float, ta: float, fb: bool, vb: float, tb: float) -> bool:
+    """``operators.sel_two_dimension`` on Python scalars: does a beat b? (strictly; ties keep b)"""
+    if fa:
+        return (not fb) or ta > tb
+    return (not fb) and va < vb
 
 
 class Island:
     """A sub-population (G: (P, nQ) levels, S: (P, nR) keep flags) with its fitness arrays.
 
     Subclasses set ``MIN_POP`` and write ``generation()``. ``evaluate`` is the only way to
-    spend budget: it evaluates at most the remaining budget (a batch may be cut short), logs
-    every evaluation for the master, and applies the oracle repair when ``oracle`` is on.
+    spend budget: it evaluates at most the remaining budget (a batch may be cut short), counts
+    every evaluation and logs the new local bests for the master, and applies the oracle repair
+    when ``oracle`` is on.
     """
 
     MIN_POP: ClassVar[int] = 2
@@ -197,13 +247,13 @@ class Island:
         else:
             retained = self.problem.retained_from_s(S)
             ev = self.problem.evaluate(G, retained=retained)
+        feas, viol, td = ev.feasible.tolist(), ev.violation.tolist(), ev.td.tolist()
         for i in range(m):
-            key = fitness_key(bool(ev.feasible[i]), float(ev.violation[i]), float(ev.td[i]))
+            key = fitness_key(feas[i], viol[i], td[i])
             if self._log_best is None or key > self._log_best:
                 self._log_best = key
-                self._improvements.append((self._logged + i, G[i].copy(), np.asarray(retained[i]).copy()))
+                self._improvements.append((self._logged + i, G[i].copy(), np.array(retained[i]), ev.row(i)))
         self._logged += m
-        self._evals.append(ev)
         self.used += m
         return ev, S
 
@@ -236,11 +286,13 @@ class Island:
 
     def beats(self, ev: Evaluation, j: int, i: int) -> bool:
         """Does row j of ``ev`` beat individual i under the two-dimension rule?"""
-        return bool(sel_two_dimension(ev.feasible[j], ev.violation[j], ev.td[j], self.feas[i], self.viol[i], self.td[i]))
+        return _beats(bool(ev.feasible[j]), float(ev.violation[j]), float(ev.td[j]),
+                      bool(self.feas[i]), float(self.viol[i]), float(self.td[i]))
 
     def worse_of(self, a: int, b: int) -> int:
         """The worse of two individuals (b on a tie)."""
-        return a if sel_two_dimension(self.feas[b], self.viol[b], self.td[b], self.feas[a], self.viol[a], self.td[a]) else b
+        return a if _beats(bool(self.feas[b]), float(self.viol[b]), float(self.td[b]),
+                           bool(self.feas[a]), float(self.viol[a]), float(self.td[a])) else b
 
     def best_index(self) -> int:
         """Index of the best individual (the first one on a tie)."""
@@ -273,14 +325,27 @@ class Island:
 
     # -- one epoch ----------------------------------------------------------------------
     def _reset_epoch(self) -> None:
-        self._evals: list[Evaluation] = []
-        self._improvements: list[tuple[int, np.ndarray, np.ndarray]] = []
+        self._improvements: list[tuple[int, np.ndarray, np.ndarray, Evaluation]] = []
         self._diversity: list[tuple[int, np.ndarray, np.ndarray]] = []
         self._logged = 0
 
     def _record_diversity(self) -> None:
         if self.diversity_every and self.generations % self.diversity_every == 0 and self.size:
-            self._diversity.append((self.used, self.G.copy(), self.S.sum(0).astype(np.int32)))
+            self._diversity.append((self.used, self.G.copy(), np.add.reduce(self.S, axis=0, dtype=np.int32)))
+
+    def _packed_improvements(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, Evaluation] | None:
+        imp = self._improvements
+        if not imp:
+            return None
+        return (np.array([x[0] for x in imp], dtype=np.int64), np.stack([x[1] for x in imp]),
+                np.stack([x[2] for x in imp]), Evaluation.concat([x[3] for x in imp]))
+
+    def _packed_diversity(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        div = self._diversity
+        if not div:
+            return None
+        return (np.array([x[0] for x in div], dtype=np.int64), _small(np.stack([x[1] for x in div])),
+                _small(np.stack([x[2] for x in div])))
 
     def run(self, generations: int, migrant: Individual | None) -> EpochReport:
         """Receive a migrant, then evolve up to ``generations`` generations (initializing the
@@ -302,12 +367,14 @@ class Island:
             self._record_diversity()
             if self.used == before and not self.exhausted:
                 raise RuntimeError(f"{type(self).__name__}: a generation evaluated nothing")
-        ev = Evaluation.concat(self._evals) if self._evals else None
+        exhausted = not self.can_evolve()
+        t1 = time.perf_counter()
         return EpochReport(
-            index=self.index, evaluation=ev, improvements=self._improvements,
+            index=self.index, evaluated=self._logged, improvements=self._packed_improvements(),
             best=self.individual(self.best_index()) if self.size else None,
-            diversity=self._diversity, pop_size=self.size, used=self.used, generations=self.generations,
-            exhausted=not self.can_evolve(), compute_seconds=time.perf_counter() - t0, extras=dict(self.extras),
+            diversity=self._packed_diversity(), pop_size=self.size, used=self.used, generations=self.generations,
+            exhausted=exhausted, compute_seconds=t1 - t0,
+            extras=dict(self.extras) if exhausted else {}, started=t0, finished=t1,
         )
 
 
@@ -333,17 +400,23 @@ class IslandSpec:
 
 
 class IslandExecutor(Protocol):
-    """Runs the islands. ``parallel`` says whether islands' compute overlaps in time."""
+    """Runs the islands. ``parallel`` says whether islands' compute overlaps in time.
+
+    ``epochs(generations)`` yields one list of reports (one per island, in island order) per
+    epoch: every island evolves ``generations`` generations, then island i + 1 receives island
+    i's best (ring migration, ID-DGA §4.1) before its next epoch. The caller stops iterating
+    when it is done (it closes the generator), then calls ``close``.
+    """
 
     parallel: bool
 
     def start(self, specs: list[IslandSpec]) -> None: ...
-    def step(self, generations: int, migrants: list[Individual | None]) -> list[EpochReport]: ...
+    def epochs(self, generations: int) -> Iterator[list[EpochReport]]: ...
     def close(self) -> None: ...
 
 
 class LocalExecutor:
-    """All islands in this process, one after the other."""
+    """All islands in this process, one after the other, in lock step."""
 
     parallel = False
 
@@ -354,8 +427,12 @@ class LocalExecutor:
     def start(self, specs: list[IslandSpec]) -> None:
         self.islands = [spec.build(self.problem) for spec in specs]
 
-    def step(self, generations: int, migrants: list[Individual | None]) -> list[EpochReport]:
-        return [isl.run(generations, m) for isl, m in zip(self.islands, migrants, strict=True)]
+    def epochs(self, generations: int) -> Iterator[list[EpochReport]]:
+        migrants: list[Individual | None] = [None] * len(self.islands)
+        while True:
+            reports = [isl.run(generations, m) for isl, m in zip(self.islands, migrants, strict=True)]
+            yield reports
+            migrants = mig_ring([r.best for r in reports])
 
     def close(self) -> None:
         self.islands = []
@@ -379,17 +456,163 @@ class ProblemSpec:
         return Problem(self.table, self.models, backend=self.backend)
 
 
-def _worker(conn: Any, pspec: ProblemSpec, spec: IslandSpec) -> None:
-    """Worker process: build the problem and the island, then serve ``step`` requests."""
+def warm_up(problem: Problem) -> None:
+    """Call once every kernel an island uses, so that a fresh process loads them from Numba's
+    on-disk cache now (tens to hundreds of ms) and not inside the first epoch. Touches neither
+    an island nor the problem's evaluation counter."""
+    g = np.zeros(problem.n_qids, dtype=np.int64)
+    s = np.ones(problem.n_records, dtype=bool)
+    retained = problem.retained_from_s(s[None])
+    problem.evaluator.evaluate(g[None], retained)
+    problem.record_class_sizes(g, s)
+    problem.optimal_retained(g)  # class statistics (and pairs) of the general path, oracle kernels
+
+
+# Largest pickled migrant written straight into the ring pipe (Linux pipes buffer 64 KiB). With
+# every message below half the buffer, islands blocked writing to their successor cannot close a
+# cycle (there are at most n unread migrants around a ring of n); a larger migrant (S of a very
+# large table) goes through a sender thread so that the island keeps reading its predecessor.
+_DIRECT_SEND_BYTES = 16 * 1024
+
+
+class _RingSender:
+    """The writing end of an island's ring pipe: migrants to the successor, in order."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.queue: queue.SimpleQueue | None = None
+        self.thread: threading.Thread | None = None
+
+    def send(self, obj: Any) -> None:
+        data = ForkingPickler.dumps(obj)
+        if self.thread is None and len(data) <= _DIRECT_SEND_BYTES:
+            self.conn.send_bytes(data)
+            return
+        if self.thread is None:
+            self.queue = queue.SimpleQueue()
+            self.thread = threading.Thread(target=self._loop, name="ppdp-ring-sender", daemon=True)
+            self.thread.start()
+        self.queue.put(data)
+
+    def _loop(self) -> None:
+        while (data := self.queue.get()) is not None:
+            try:
+                self.conn.send_bytes(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        """Send what is queued, then close: the successor reads end-of-file after the last migrant."""
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join()
+        self.conn.close()
+
+
+# Reports travel to the master in batches, sent while the island waits for its predecessor
+# (never between an epoch and the migrant it owes its successor) once this many seconds have
+# passed since the last batch, and at once when the island is exhausted. Every batch wakes the
+# master, which then takes a core from the islands; on the ID-DGA instances 5 ms and 50 ms
+# give the same run times within the noise, 50 ms the steadier hops.
+_REPORT_SECONDS = 0.05
+# How long an island polls for its predecessor's migrant before blocking in the kernel, when the
+# islands have a core each (waking a blocked process costs more than an epoch's messages).
+_SPIN_SECONDS = 0.0005
+
+
+def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, generations: int) -> None:
+    """One run of an island in its worker: epochs until the ring is done, without the master.
+
+    After each epoch the island sends its best to the next island, then waits for its
+    predecessor's best; its reports go to the master in batches while it waits (``_REPORT_SECONDS``).
+    Each migrant carries ``chain``: how many islands in a row along the ring, ending with the
+    sender, were exhausted at their epochs (the island's own epoch, its predecessor's previous
+    one, ...). Exhaustion is permanent, so ``chain >= n`` means that every island is exhausted:
+    the master, which stops at the first epoch where all are, has every report it needs, and
+    the island stops (at most n cheap epochs after that one). A message from the master during
+    the run asks it to stop early (``abort``).
+    """
+    sender = _RingSender(succ) if succ is not None else None
+    spin = _SPIN_SECONDS if n <= _usable_cores() else 0.0
+    migrant: Individual | None = None
+    chain = 0
+    reports: list[EpochReport] = []
+    flushed = time.perf_counter()
+    ok = False
     try:
-        island = spec.build(pspec.build())
-        conn.send(("ready", None))
+        while True:
+            report = island.run(generations, migrant)
+            chain = chain + 1 if report.exhausted else 0
+            if sender is not None:
+                sender.send((report.best, chain))
+            report.best = None  # the master does not need it
+            reports.append(report)
+            if chain >= n or conn.poll():  # done, or aborted
+                break
+            ready = pred is not None and pred.poll()
+            # An exhausted island's reports go at once: the master may be waiting for them.
+            if report.exhausted or (not ready and time.perf_counter() - flushed >= _REPORT_SECONDS):
+                conn.send(("ok", reports))
+                reports, flushed = [], time.perf_counter()
+            if pred is None:  # a ring of one island: nothing to wait for
+                chain = 0
+                continue
+            ready = ready or pred.poll()
+            if not ready and spin:
+                deadline = time.perf_counter() + spin
+                while not ready and time.perf_counter() < deadline:
+                    ready = pred.poll()
+            if not ready and conn in wait([pred, conn]):
+                break  # aborted
+            try:
+                migrant, chain = pred.recv()
+            except EOFError:  # the predecessor stopped: it was aborted, or the ring is done
+                break
+        ok = True
+    finally:
+        if sender is not None:
+            sender.close()
+        if pred is not None:
+            if ok:  # read the predecessor's last migrants until it closes its end
+                try:
+                    while True:
+                        pred.recv_bytes()
+                except (EOFError, OSError):
+                    pass
+            pred.close()
+    if conn.poll():
+        conn.recv()  # the abort, if any
+    conn.send(("ok", reports))
+    conn.send(("done", None))
+
+
+def _usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _worker(conn: Any) -> None:
+    """Worker process: serve ``setup`` (build the problem and an island, receive the ring pipe
+    ends) and ``run`` (the island's epochs, see ``_ring_epochs``) until told to stop (None).
+    The process outlives a run, so a ``worker_pool`` reuses it."""
+    island: Island | None = None
+    pred = succ = None
+    n = 1
+    try:
         while True:
             msg = conn.recv()
             if msg is None:
                 break
-            generations, migrant = msg
-            conn.send(("ok", island.run(generations, migrant)))
+            kind = msg[0]
+            if kind == "setup":
+                _, pspec, spec, pred, succ, n = msg
+                problem = pspec.build()
+                warm_up(problem)
+                island = spec.build(problem)
+                conn.send(("ready", None))
+            elif kind == "run":
+                _ring_epochs(conn, island, pred, succ, n, msg[1])
+                island, pred, succ = None, None, None
+            # anything else (an ``abort`` that arrived after the run ended) is ignored
     except (EOFError, KeyboardInterrupt):
         pass
     except BaseException:  # noqa: BLE001 - report everything to the master
@@ -401,58 +624,197 @@ def _worker(conn: Any, pspec: ProblemSpec, spec: IslandSpec) -> None:
         conn.close()
 
 
+class _Worker:
+    """One worker process and the master's end of its pipe."""
+
+    def __init__(self, ctx: Any, name: str) -> None:
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(child,), daemon=True, name=name)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def stop(self) -> None:
+        """Ask the process to exit and wait for it (terminate it if it does not)."""
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.proc.join(timeout=5)
+        self.kill()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(timeout=5)
+        self.conn.close()
+
+
+class WorkerPool:
+    """Island worker processes kept alive across runs (see ``worker_pool``).
+
+    A run takes as many idle workers as it has islands (starting new ones when needed) and
+    gives them back at the end; a worker whose run failed is stopped, not reused.
+    """
+
+    def __init__(self, start_method: str = "spawn") -> None:
+        self.start_method = start_method
+        self.ctx = mp.get_context(start_method)
+        self.idle: list[_Worker] = []
+        self.started = 0
+
+    def acquire(self, n: int) -> list[_Worker]:
+        out: list[_Worker] = []
+        while self.idle and len(out) < n:
+            w = self.idle.pop(0)
+            if w.proc.is_alive():
+                out.append(w)
+            else:
+                w.kill()
+        while len(out) < n:
+            out.append(_Worker(self.ctx, f"ppdp-island-pool-{self.started}"))
+            self.started += 1
+        return out
+
+    def release(self, workers: list[_Worker]) -> None:
+        self.idle.extend(workers)
+
+    def close(self) -> None:
+        for w in self.idle:
+            w.stop()
+        self.idle = []
+
+
+_POOLS: dict[str, WorkerPool] = {}
+
+
+@contextmanager
+def worker_pool(start_method: str = "spawn") -> Iterator[WorkerPool]:
+    """Within the ``with`` block, ``ProcessExecutor`` (any optimizer with islands in worker
+    processes and this start method) reuses long-lived workers instead of starting and stopping
+    processes for every run. Results do not change; only the start-up does."""
+    pool = WorkerPool(start_method)
+    previous = _POOLS.get(start_method)
+    _POOLS[start_method] = pool
+    try:
+        yield pool
+    finally:
+        if previous is None:
+            _POOLS.pop(start_method, None)
+        else:
+            _POOLS[start_method] = previous
+        pool.close()
+
+
 class ProcessExecutor:
-    """One worker process per island, each with its own pipe (ID-DGA's master/slave model)."""
+    """One worker process per island (ID-DGA's master/slave model), the islands joined in a ring
+    of pipes: island i sends its best straight to island i + 1 after each epoch, and its report
+    to the master, which only collects (see ``_ring_epochs``).
+
+    Workers come from the active ``worker_pool`` of the start method, else are started for the
+    run and stopped at ``close``.
+    """
 
     parallel = True
 
-    def __init__(self, problem: Problem, *, start_method: str = "spawn") -> None:
+    def __init__(self, problem: Problem, *, start_method: str = "spawn", pool: WorkerPool | None = None) -> None:
         self.problem = problem
         self.ctx = mp.get_context(start_method)
-        self.procs: list[Any] = []
-        self.conns: list[Any] = []
+        self.pool = pool if pool is not None else _POOLS.get(start_method)
+        self.workers: list[_Worker] = []
+        self.running: list[bool] = []  # ``run`` sent and ``done`` not yet received, per island
+        self.failed = False
 
-    def _recv(self, conn: Any, i: int) -> Any:
+    def _recv(self, i: int) -> tuple[str, Any]:
+        w = self.workers[i]
         try:
-            kind, payload = conn.recv()
-        except EOFError:
-            raise RuntimeError(f"island {i}: worker process died (exit code {self.procs[i].exitcode})") from None
+            kind, payload = w.conn.recv()
+        except (EOFError, OSError):
+            raise RuntimeError(f"island {i}: worker process died (exit code {w.proc.exitcode})") from None
         if kind == "error":
             raise RuntimeError(f"island {i} failed in its worker process:\n{payload}")
-        return payload
+        if kind == "done":
+            self.running[i] = False
+        return kind, payload
 
     def start(self, specs: list[IslandSpec]) -> None:
-        pspec = ProblemSpec.of(self.problem)
-        for spec in specs:
-            parent, child = self.ctx.Pipe()
-            proc = self.ctx.Process(target=_worker, args=(child, pspec, spec), daemon=True,
-                                    name=f"ppdp-island-{spec.index}")
-            proc.start()
-            child.close()
-            self.procs.append(proc)
-            self.conns.append(parent)
-        for i, conn in enumerate(self.conns):
-            self._recv(conn, i)
+        n = len(specs)
+        self.running = [False] * n
+        ring: list[tuple[Any, Any]] = []
+        try:
+            self.workers = (self.pool.acquire(n) if self.pool is not None
+                            else [_Worker(self.ctx, f"ppdp-island-{spec.index}") for spec in specs])
+            # (reader, writer) of the pipe i -> i + 1; made after the workers exist, so that a
+            # forked worker does not inherit (and keep open) the ends of the other islands' pipes.
+            ring = [self.ctx.Pipe(duplex=False) for _ in range(n)] if n > 1 else []
+            pspec = ProblemSpec.of(self.problem)
+            for i, spec in enumerate(specs):
+                pred, succ = (ring[i - 1][0], ring[i][1]) if n > 1 else (None, None)
+                self.workers[i].conn.send(("setup", pspec, spec, pred, succ, n))
+            for i in range(n):
+                self._recv(i)
+        except BaseException:
+            self.failed = True
+            raise
+        finally:
+            for reader, writer in ring:  # the workers hold their own copies now
+                reader.close()
+                writer.close()
 
-    def step(self, generations: int, migrants: list[Individual | None]) -> list[EpochReport]:
-        for conn, m in zip(self.conns, migrants, strict=True):
-            conn.send((generations, m))
-        return [self._recv(conn, i) for i, conn in enumerate(self.conns)]
+    def epochs(self, generations: int) -> Iterator[list[EpochReport]]:
+        n = len(self.workers)
+        index = {w.conn: i for i, w in enumerate(self.workers)}
+        pending: list[deque[EpochReport]] = [deque() for _ in range(n)]
+        try:
+            for i, w in enumerate(self.workers):
+                w.conn.send(("run", generations))
+                self.running[i] = True
+            while True:
+                live = [w.conn for i, w in enumerate(self.workers) if self.running[i]]
+                if not live:
+                    raise RuntimeError("the islands stopped before every island was exhausted")
+                for conn in wait(live):
+                    i = index[conn]
+                    kind, payload = self._recv(i)
+                    if kind == "ok":
+                        pending[i].extend(payload)
+                while all(pending):
+                    yield [q.popleft() for q in pending]
+        except GeneratorExit:
+            raise
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _finish_runs(self, timeout: float = 30.0) -> bool:
+        """Stop the islands' loops (they may be a few cheap epochs past the master's last one)
+        and read until each says ``done``. False when a worker does not answer or fails."""
+        try:
+            for i, w in enumerate(self.workers):
+                if self.running[i]:
+                    w.conn.send(("abort",))
+            for i, w in enumerate(self.workers):
+                while self.running[i]:
+                    if not w.conn.poll(timeout):
+                        return False
+                    self._recv(i)
+        except (RuntimeError, OSError, EOFError):
+            return False
+        return True
 
     def close(self) -> None:
-        for conn in self.conns:
-            try:
-                conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=5)
-        for conn in self.conns:
-            conn.close()
-        self.procs, self.conns = [], []
+        if not self.workers:
+            return
+        healthy = not self.failed and self._finish_runs()
+        workers, self.workers = self.workers, []
+        if self.pool is not None and healthy:
+            self.pool.release(workers)
+            return
+        for w in workers:
+            if healthy:
+                w.stop()
+            else:
+                w.kill()
 
 
 # ---------------------------------------------------------------------------------------
@@ -466,38 +828,21 @@ def mig_ring(bests: list[Individual | None]) -> list[Individual | None]:
     return [None] * n if n < 2 else [bests[(i - 1) % n] for i in range(n)]
 
 
-class _Merger:
-    """Feeds the islands' evaluations into the master's Tracker.
+def _merge(tracker: Tracker, r: EpochReport) -> None:
+    """Feed one island's epoch into the master's Tracker.
 
     Only the island's own improvements can become the global best (the global best is at least
-    as good as every island's), so islands send (g, retained) for those only; the rows in
-    between are offered with the island's current best as a payload that is never stored.
+    as good as every island's), so the other rows are only counted: the history is exactly the
+    one of offering every evaluation in order.
     """
-
-    def __init__(self, tracker: Tracker, n: int) -> None:
-        self.tracker = tracker
-        self.payload: list[tuple[np.ndarray, np.ndarray] | None] = [None] * n
-
-    def add(self, r: EpochReport) -> None:
-        ev = r.evaluation
-        if ev is None:
-            return
-        cuts = [(pos, g, ret) for pos, g, ret in r.improvements]
-        bounds = [pos for pos, _, _ in cuts] + [len(ev)]
-        start = 0
-        payload = self.payload[r.index]
-        for k in range(len(cuts) + 1):
-            stop = bounds[k]
-            if stop > start:
-                g, ret = payload
-                m = stop - start
-                sl = slice(start, stop)
-                self.tracker.offer(np.broadcast_to(g, (m, len(g))), np.broadcast_to(ret, (m, len(ret))),
-                                   Evaluation(ev.ad[sl], ev.td[sl], ev.feasible[sl], ev.violation[sl], ev.suppressed[sl]))
-            if k < len(cuts):
-                payload = (cuts[k][1], cuts[k][2])
-                start = stop
-        self.payload[r.index] = payload
+    done = 0
+    if r.improvements is not None:
+        pos, G, R, ev = r.improvements
+        for j, p in enumerate(pos.tolist()):
+            tracker.count(p - done)
+            tracker.offer(G[j : j + 1], R[j : j + 1], ev.row(j))
+            done = p + 1
+    tracker.count(r.evaluated - done)
 
 
 def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any], *, name: str, budget: int,
@@ -505,7 +850,14 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     """Run ``factory`` islands under Algorithm 1 of ID-DGA and return the master's result.
 
     ``config`` holds the parsed parameters (``pop_size``, ``islands``, ``migration_interval``,
-    ``executor``, ``start_method`` and the algorithm's own).
+    ``executor``, ``start_method`` and the algorithm's own). Timing in ``info`` (ID-DGA Table 5):
+    ``run_seconds`` (everything), ``startup_seconds`` (starting the workers, building the
+    problem and islands, loading the kernels), ``shutdown_seconds`` (stopping or returning the
+    workers), ``algorithm_seconds`` = run - start-up - shut-down (the paper's RT),
+    ``comm_seconds`` (CT) and ``comm_ratio`` = CT / algorithm_seconds (CR). With worker
+    processes CT is the islands phase's wall time minus the compute time of the busiest island
+    (messages, waiting for the ring predecessor, the master's bookkeeping on the islands' path);
+    in one process it is the epochs' wall time minus the islands' compute (about 0).
     """
     t_start = time.perf_counter()
     n = int(config["islands"])
@@ -522,49 +874,67 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     use_processes = n > 1 and config.get("executor", "process") == "process"
     executor: IslandExecutor = (ProcessExecutor(problem, start_method=config.get("start_method", "spawn"))
                                 if use_processes else LocalExecutor(problem))
+    pooled = use_processes and executor.pool is not None
     tracker = Tracker(problem, budget, name=name, progress=progress)
-    merger = _Merger(tracker, n)
     mi = int(config["migration_interval"]) if n > 1 else max(int(config["migration_interval"]), 50)
-    comm = 0.0
+    serial_comm = 0.0
+    compute = [0.0] * n
     epochs = 0
-    diversity: list[tuple[int, float, float]] = []
+    snapshots: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     last_div: list[tuple[int, np.ndarray, np.ndarray] | None] = [None] * n
     reports: list[EpochReport] = []
+    startup = shutdown = 0.0
+    t_ready = t_end = t_start
     try:
         executor.start(specs)
-        startup = time.perf_counter() - t_start
-        migrants: list[Individual | None] = [None] * n
-        while True:
-            t0 = time.perf_counter()
-            reports = executor.step(mi, migrants)
-            wall = time.perf_counter() - t0
-            compute = [r.compute_seconds for r in reports]
-            comm += max(wall - (max(compute) if executor.parallel else sum(compute)), 0.0)
-            epochs += 1
-            for r in reports:
-                merger.add(r)
-            _merge_diversity(reports, last_div, diversity)
-            if all(r.exhausted for r in reports):
-                break
-            if not any(r.evaluation is not None for r in reports):
-                raise RuntimeError(f"{name}: no island could evaluate anything although budget remains")
-            migrants = mig_ring([r.best for r in reports]) if n > 1 else [None] * n
+        t_ready = time.perf_counter()
+        startup = t_ready - t_start
+        stream = executor.epochs(mi)
+        try:
+            while True:
+                t0 = time.perf_counter()
+                reports = next(stream)
+                t_end = time.perf_counter()
+                epochs += 1
+                for r in reports:
+                    compute[r.index] += r.compute_seconds
+                if not executor.parallel:
+                    serial_comm += max(t_end - t0 - sum(r.compute_seconds for r in reports), 0.0)
+                for r in reports:
+                    _merge(tracker, r)
+                _merge_diversity(reports, last_div, snapshots)
+                if all(r.exhausted for r in reports):
+                    break
+                if not any(r.evaluated for r in reports):
+                    raise RuntimeError(f"{name}: no island could evaluate anything although budget remains")
+        finally:
+            stream.close()
+        div = diversity(snapshots)
     finally:
+        t_close = time.perf_counter()
         executor.close()
+        shutdown = time.perf_counter() - t_close
     run_seconds = time.perf_counter() - t_start
+    algorithm = max(run_seconds - startup - shutdown, 0.0)
+    comm = max(t_end - t_ready - max(compute), 0.0) if executor.parallel else serial_comm
     info: dict[str, Any] = {
         "islands": n,
         "executor": "process" if use_processes else "local",
+        "worker_pool": pooled,
         "migration_interval": int(config["migration_interval"]),
         "pop_sizes": pops,
         "epochs": epochs,
-        "run_seconds": run_seconds,  # RT (ID-DGA Table 5), includes starting the workers
+        "run_seconds": run_seconds,  # everything, start-up and shut-down included
         "startup_seconds": startup,
-        "comm_seconds": comm,  # CT: master's wall time per epoch minus the islands' compute
-        "comm_ratio": comm / run_seconds if run_seconds > 0 else 0.0,  # CR = CT / RT
+        "shutdown_seconds": shutdown,
+        "algorithm_seconds": algorithm,  # RT of ID-DGA Table 5
+        "islands_seconds": t_end - t_ready,  # from the first epoch to the last report the master needed
+        "compute_seconds_per_island": compute,
+        "comm_seconds": comm,  # CT
+        "comm_ratio": comm / algorithm if algorithm > 0 else 0.0,  # CR = CT / RT
         "evaluations_per_island": [r.used for r in reports],
         "generations_per_island": [r.generations for r in reports],
-        "diversity": diversity,
+        "diversity": div,
         "params": {k: v for k, v in config.items()},
     }
     extras = [r.extras for r in reports if r.extras]
@@ -573,24 +943,53 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     return tracker.result(info=info)
 
 
-def _merge_diversity(reports: list[EpochReport], last: list, out: list[tuple[int, float, float]]) -> None:
-    """Diversity of the whole population (all islands) after each generation of the epoch:
-    sum of pairwise Euclidean distances of G and of Hamming distances of S (HAEF Fig. 9).
-    The evaluation count is the total over islands at that generation."""
-    steps = max((len(r.diversity) for r in reports), default=0)
-    for j in range(steps):
-        cur = []
-        for i, r in enumerate(reports):
-            if r.diversity:
-                cur.append(r.diversity[min(j, len(r.diversity) - 1)])
-            elif last[i] is not None:
-                cur.append(last[i])
-        if not cur:
-            continue
-        G = np.concatenate([c[1] for c in cur])
-        ones = np.sum([c[2] for c in cur], axis=0)
-        used = sum(c[0] for c in cur)
-        out.append((int(used), diversity_g(G), diversity_s_from_counts(ones, G.shape[0])))
-    for i, r in enumerate(reports):
-        if r.diversity:
-            last[i] = r.diversity[-1]
+def _merge_diversity(reports: list[EpochReport], last: list, out: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+    """The whole population (all islands) after each generation of the epoch, for the diversity
+    of HAEF Fig. 9, as a block (evaluations (d,), G of every island (d, P, nQ), sum of pairwise
+    Hamming distances of S (d,)). The evaluation count is the total over islands at that
+    generation; an island without a snapshot at that generation contributes its latest one. The
+    G distances wait for ``diversity``."""
+    divs = [r.diversity for r in reports]
+    steps = max((len(d[0]) for d in divs if d is not None), default=0)
+    if steps and all(d is not None and len(d[0]) == steps for d in divs):  # the usual case, at once
+        used = np.sum([d[0] for d in divs], axis=0)
+        G = np.concatenate([d[1] for d in divs], axis=1)
+        ones = np.sum([d[2] for d in divs], axis=0, dtype=np.int64)
+        out.append((used, G, (ones * (G.shape[1] - ones)).sum(1).astype(np.float64)))
+    else:
+        for j in range(steps):
+            cur = []
+            for i, d in enumerate(divs):
+                if d is not None:
+                    k = min(j, len(d[0]) - 1)
+                    cur.append((int(d[0][k]), d[1][k], d[2][k]))
+                elif last[i] is not None:
+                    cur.append(last[i])
+            if not cur:
+                continue
+            G = np.concatenate([c[1] for c in cur])
+            ones = np.sum([c[2] for c in cur], axis=0, dtype=np.int64)
+            out.append((np.array([sum(c[0] for c in cur)]), G[None],
+                        np.array([diversity_s_from_counts(ones, G.shape[0])])))
+    for i, d in enumerate(divs):
+        if d is not None:
+            last[i] = (int(d[0][-1]), d[1][-1], d[2][-1])
+
+
+def diversity(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[tuple[int, float, float]]:
+    """(evaluations, sum of pairwise Euclidean distances of G, sum of pairwise Hamming distances
+    of S) of each snapshot (HAEF Fig. 9). The G part is computed once at the end of a run, in
+    batches of populations of the same size (``diversity_g_many``: the numbers of ``diversity_g``)."""
+    if not blocks:
+        return []
+    used = np.concatenate([b[0] for b in blocks])
+    s_div = np.concatenate([b[2] for b in blocks])
+    g_div = np.zeros(len(used))
+    by_size: dict[tuple[int, ...], list[int]] = {}
+    for k, b in enumerate(blocks):
+        by_size.setdefault(b[1].shape[1:], []).append(k)
+    starts = np.cumsum([0] + [len(b[0]) for b in blocks])
+    for ks in by_size.values():
+        rows = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in ks])
+        g_div[rows] = diversity_g_many(np.concatenate([blocks[k][1] for k in ks]))
+    return [(int(u), float(g), float(sd)) for u, g, sd in zip(used.tolist(), g_div.tolist(), s_div.tolist(), strict=True)]

@@ -26,6 +26,9 @@ def fitness_key(feasible: bool, violation: float, td: float) -> tuple[int, float
     return (1, td) if feasible else (0, -violation)
 
 
+ORACLE_CACHE_BYTES = 128 * 1024 * 1024
+
+
 class Problem:
     """Encoded table + privacy models + evaluator backend, with an evaluation counter."""
 
@@ -41,6 +44,10 @@ class Problem:
             oracle = oracle.merge(m.oracle())
         self.oracle_params = oracle
         self._numba = self.evaluator if backend == "numba" else make_evaluator("numba", table, self.models)
+        # S*(G) depends on G alone, and evolutionary runs revisit the same G many times (a
+        # converged population): remember it, up to ORACLE_CACHE_BYTES of retained counts.
+        self._oracle_cache: dict[bytes, np.ndarray] = {}
+        self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -66,10 +73,11 @@ class Problem:
         return B.retained_batch(S, self.table.offsets)
 
     def s_from_retained(self, retained: np.ndarray) -> np.ndarray:
-        """(H,) retained counts -> (nR,) keep flags (the first records of each row are kept)."""
+        """(H,) retained counts -> (nR,) keep flags (the first records of each row are kept);
+        a batch (P, H) gives (P, nR)."""
         t = self.table
         rank = np.arange(t.n_records) - t.offsets[t.row_of_record]
-        return rank < np.asarray(retained)[t.row_of_record]
+        return rank < np.asarray(retained)[..., t.row_of_record]
 
     # -- evaluation ----------------------------------------------------------------------
     def evaluate(self, G: np.ndarray, S: np.ndarray | None = None, *, retained: np.ndarray | None = None) -> Evaluation:
@@ -94,7 +102,19 @@ class Problem:
         return np.where(s, sizes[t.offsets[:-1]][t.row_of_record], 0)
 
     def optimal_retained(self, g: np.ndarray) -> np.ndarray:
-        """S*(G) as retained counts per histogram row (PAPER_NOTES §3)."""
+        """S*(G) as retained counts per histogram row (PAPER_NOTES §3). Remembered per G."""
+        g = np.asarray(g, dtype=np.int64)
+        key = g.tobytes()
+        hit = self._oracle_cache.get(key)
+        if hit is not None:
+            return hit.copy()
+        out = self._optimal_retained(g)
+        if len(self._oracle_cache) >= self._oracle_cache_max:
+            self._oracle_cache.pop(next(iter(self._oracle_cache)))  # the oldest entry
+        self._oracle_cache[key] = out.copy()
+        return out
+
+    def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
         o = self.oracle_params
         counts = t.counts

@@ -271,3 +271,37 @@ def test_improvement_operator_on_real_instance(k_problem: Problem, t_problem: Pr
                                  pn[pc == c], stats.q)) for c in range(m)]
     assert np.allclose(fast, naive, atol=1e-12)
     assert max(fast) == pytest.approx(p.evaluate(g, s[None]).ad[0, 0])
+
+
+def test_oracle_memory_returns_what_the_oracle_computes(t_problem: Problem):
+    rng = np.random.default_rng(11)
+    G = rng.integers(0, t_problem.heights + 1, size=(40, t_problem.n_qids))
+    G = np.concatenate([G, G[::-1]])  # every G twice: the second time from memory
+    first = [t_problem.optimal_retained(g) for g in G]
+    fresh = [t_problem._optimal_retained(np.asarray(g)) for g in G]
+    assert all(np.array_equal(a, b) for a, b in zip(first, fresh, strict=True))
+    first[0][:] = -1  # a caller changing its copy does not change the memory
+    assert np.array_equal(t_problem.optimal_retained(G[0]), fresh[0])
+
+
+def test_vectorized_selection_matches_pairwise_rule(k_problem: Problem):
+    from engine.optimizers.ga import GA_DEFAULTS, GAIsland
+    from engine.optimizers.islands import parse_params
+    from engine.optimizers.operators import pair_up
+
+    isl = GAIsland(k_problem, parse_params("ga", {}, GA_DEFAULTS), budget=10_000,
+                   seed=np.random.SeedSequence(3), index=0, pop_size=20)
+    isl.initialize()
+    pairs = pair_up(isl.size, rng=np.random.default_rng(1))
+    worse = isl.worse_of_pairs(pairs)
+    assert worse.tolist() == [isl.worse_of(int(a), int(b)) for a, b in pairs]
+    rng = np.random.default_rng(2)
+    G = rng.integers(0, k_problem.heights + 1, size=(len(pairs), k_problem.n_qids))
+    S = rng.random((len(pairs), k_problem.n_records)) < 0.9
+    ev, S = isl.evaluate(G, S)
+    expect = [isl.beats(ev, j, int(w)) for j, w in enumerate(worse)]
+    kept = isl.replace_if_better(worse, G, S, ev)
+    assert kept.tolist() == expect
+    for j, w in enumerate(worse.tolist()):
+        if kept[j]:
+            assert np.array_equal(isl.G[w], G[j]) and np.array_equal(isl.S[w], S[j]) and isl.td[w] == ev.td[j]

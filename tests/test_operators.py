@@ -149,6 +149,21 @@ def test_uniform_crossover_and_reset_flip_mutation():
     assert (g <= 4).all() and 100 < (g > 0).sum() < 220  # redrawn with rate 0.2 (4/5 land above 0)
 
 
+def test_batch_crossover_and_mutation_act_row_by_row():
+    # The GA generation makes all children at once: row j depends on parents' row j only.
+    rng = np.random.default_rng(5)
+    m, n = 400, 50
+    g1, g2 = np.zeros((m, 3), dtype=int), np.full((m, 3), 2)
+    s1, s2 = np.zeros((m, n), dtype=bool), np.ones((m, n), dtype=bool)
+    g, s = cx_uniform(g1, s1, g2, s2, cr=0.3, rng=rng)
+    assert g.shape == (m, 3) and s.shape == (m, n) and set(np.unique(g)) <= {0, 2}
+    assert 0.25 < s.mean() < 0.35 and 0.2 < (g == 2).mean() < 0.4
+    heights = np.array([0, 1, 4])
+    g, s = mut_reset_flip(np.zeros((m, 3), dtype=int), s1, heights, mr=0.5, rng=rng)
+    assert (g <= heights).all() and (g[:, 0] == 0).all() and (g[:, 2] > 0).any()
+    assert 0.45 < s.mean() < 0.55
+
+
 def test_pair_up_is_a_random_disjoint_pairing():
     pairs = pair_up(7, rng=np.random.default_rng(0))
     assert pairs.shape == (3, 2) and len(set(pairs.ravel())) == 6
@@ -184,6 +199,12 @@ def test_de_indices_distinct_and_not_the_target():
         assert len(set(r.tolist())) == 5 and i not in r and r.max() < 7
     with pytest.raises(ValueError):
         de_indices(5, 0, 5, rng=rng)
+    # One draw per target in a batch; every (target, index) combination occurs.
+    targets = np.arange(6).repeat(200)
+    r = de_indices(6, targets, 5, rng=rng)
+    assert r.shape == (1200, 5) and (r != targets[:, None]).all() and (r < 6).all()
+    assert all(len(set(row)) == 5 for row in r.tolist())
+    assert len({(t, x) for t, row in zip(targets.tolist(), r.tolist(), strict=True) for x in row}) == 6 * 5
 
 
 def test_boundary_rule_g():

@@ -48,7 +48,7 @@ def de_generation(isl: Island, probs: np.ndarray, *, f: float, cr: float) -> tup
     for d in np.unique(strat):
         fn, k = DE_STRATEGIES[DE_NAMES[d]]
         idx = np.flatnonzero(strat == d)
-        r = np.stack([de_indices(P, int(i), k, rng=rng) for i in idx])
+        r = de_indices(P, idx, k, rng=rng)
         VG[idx] = fn(XG, idx, best, r, f=f)
         VS[idx] = fn(XS, idx, best, r, f=f)
     UG = cx_binomial(isl.G, bound_g(VG, isl.heights, rng=rng), cr=cr, rng=rng)
@@ -59,12 +59,10 @@ def de_generation(isl: Island, probs: np.ndarray, *, f: float, cr: float) -> tup
     if out is None:
         return ns, nf
     ev, US = out
-    for i in range(len(ev)):
-        if isl.beats(ev, i, i):
-            isl.put(i, UG[i], US[i], ev, i)
-            ns[strat[i]] += 1
-        else:
-            nf[strat[i]] += 1
+    kept = isl.replace_if_better(np.arange(P), UG, US, ev)
+    m = len(ev)
+    ns = np.bincount(strat[:m][kept], minlength=len(DE_NAMES)).astype(np.int64)
+    nf = np.bincount(strat[:m][~kept], minlength=len(DE_NAMES)).astype(np.int64)
     return ns, nf
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
 from engine.optimizers.islands import COMMON_DEFAULTS, Island, parse_params, run_islands
 from engine.optimizers.operators import cx_uniform, mut_reset_flip, pair_up
@@ -23,23 +21,21 @@ GA_DEFAULTS: dict[str, Any] = {**COMMON_DEFAULTS, "pop_size": 40, "cr": 0.5, "mr
 
 
 def ga_generation(isl: Island, *, cr: float, mr: float) -> tuple[int, int]:
-    """One GA generation on an island (HAEF Algorithm 2) -> (children kept, children discarded)."""
+    """One GA generation on an island (HAEF Algorithm 2) -> (children kept, children discarded).
+
+    The children of all pairs are made at once (uniform crossover, then per-gene mutation) and
+    evaluated as one batch; each replaces the worse of its parents if it beats it."""
     pairs = pair_up(isl.size, rng=isl.rng)
-    kids = [mut_reset_flip(*cx_uniform(isl.G[a], isl.S[a], isl.G[b], isl.S[b], cr=cr, rng=isl.rng),
-                           isl.heights, mr=mr, rng=isl.rng) for a, b in pairs]
-    if not kids:
+    if not len(pairs):
         return 0, 0
-    G = np.stack([k[0] for k in kids])
-    out = isl.evaluate(G, np.stack([k[1] for k in kids]))
+    a, b = pairs[:, 0], pairs[:, 1]
+    G, S = cx_uniform(isl.G[a], isl.S[a], isl.G[b], isl.S[b], cr=cr, rng=isl.rng)
+    G, S = mut_reset_flip(G, S, isl.heights, mr=mr, rng=isl.rng)
+    out = isl.evaluate(G, S)
     if out is None:
         return 0, 0
     ev, S = out
-    kept = 0
-    for j in range(len(ev)):
-        worse = isl.worse_of(*pairs[j])
-        if isl.beats(ev, j, worse):
-            isl.put(worse, G[j], S[j], ev, j)
-            kept += 1
+    kept = int(isl.replace_if_better(isl.worse_of_pairs(pairs), G, S, ev).sum())
     return kept, len(ev) - kept
 
 

@@ -68,7 +68,7 @@ import numpy as np
 from engine.errors import SpecError
 from engine.evaluator import Evaluation
 from engine.optimizers import OptimizerResult, ProgressFn, Tracker
-from engine.optimizers.operators import diversity_g_many, diversity_s_from_counts
+from engine.optimizers.operators import diversity_g_many, diversity_s_from_counts, sel_two_dimension
 from engine.problem import Problem, fitness_key
 
 # ---------------------------------------------------------------------------------------
@@ -243,7 +243,7 @@ class Island:
         S = np.asarray(S[:m], dtype=bool)
         if self.oracle:
             retained, ev = self.problem.evaluate_optimal(G)
-            S = np.stack([self.problem.s_from_retained(r) for r in retained])
+            S = self.problem.s_from_retained(retained)
         else:
             retained = self.problem.retained_from_s(S)
             ev = self.problem.evaluate(G, retained=retained)
@@ -288,6 +288,24 @@ class Island:
         """Does row j of ``ev`` beat individual i under the two-dimension rule?"""
         return _beats(bool(ev.feasible[j]), float(ev.violation[j]), float(ev.td[j]),
                       bool(self.feas[i]), float(self.viol[i]), float(self.td[i]))
+
+    def replace_if_better(self, targets: np.ndarray, G: np.ndarray, S: np.ndarray, ev: Evaluation) -> np.ndarray:
+        """Row j of the evaluated batch replaces individual ``targets[j]`` if it beats it
+        (two-dimension rule, ID-DGA §4.6 / HAEF eq. 21); targets are distinct -> kept (bool)."""
+        t = np.asarray(targets[: len(ev)], dtype=np.int64)
+        kept = sel_two_dimension(ev.feasible, ev.violation, ev.td, self.feas[t], self.viol[t], self.td[t])
+        j = np.flatnonzero(kept)
+        i = t[j]
+        self.G[i], self.S[i] = G[j], S[j]
+        self.feas[i], self.viol[i], self.td[i] = ev.feasible[j], ev.violation[j], ev.td[j]
+        self.ad[i], self.sup[i] = ev.ad[j], ev.suppressed[j]
+        return kept
+
+    def worse_of_pairs(self, pairs: np.ndarray) -> np.ndarray:
+        """The worse individual of each pair (the second on a tie), as ``worse_of``."""
+        a, b = pairs[:, 0], pairs[:, 1]
+        b_beats_a = sel_two_dimension(self.feas[b], self.viol[b], self.td[b], self.feas[a], self.viol[a], self.td[a])
+        return np.where(b_beats_a, a, b)
 
     def worse_of(self, a: int, b: int) -> int:
         """The worse of two individuals (b on a tie)."""

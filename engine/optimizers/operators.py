@@ -102,22 +102,23 @@ def sel_two_dimension(feasible_a, violation_a, td_a, feasible_b, violation_b, td
 def cx_uniform(g1: np.ndarray, s1: np.ndarray, g2: np.ndarray, s2: np.ndarray, *, cr: float,
                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Uniform crossover: every gene of the child comes from parent 2 with probability ``cr``
-    (CR_ga, HAEF §6.1.1), from parent 1 otherwise; G and S alike."""
-    mg = rng.random(len(g1)) < cr
-    ms = rng.random(len(s1)) < cr
+    (CR_ga, HAEF §6.1.1), from parent 1 otherwise; G and S alike. Vectors are the last axis:
+    (m, n) parents make m children at once."""
+    mg = rng.random(np.shape(g1)) < cr
+    ms = rng.random(np.shape(s1)) < cr
     return np.where(mg, g2, g1), np.where(ms, s2, s1)
 
 
 def mut_reset_flip(g: np.ndarray, s: np.ndarray, heights: np.ndarray, *, mr: float,
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Per-gene mutation with rate ``mr`` (MR_ga): G gene redrawn uniformly in [0, height]
-    (random reset), S bit flipped (PAPER_NOTES §4-5)."""
+    (random reset), S bit flipped (PAPER_NOTES §4-5). Vectors are the last axis (one or a batch)."""
     g = np.array(g, copy=True)
     s = np.array(s, copy=True)
-    heights = np.asarray(heights)
-    gm = rng.random(len(g)) < mr
-    g[gm] = rng.integers(0, heights[gm] + 1)
-    sm = rng.random(len(s)) < mr
+    up = np.broadcast_to(np.asarray(heights), g.shape)
+    gm = rng.random(g.shape) < mr
+    g[gm] = rng.integers(0, up[gm] + 1)
+    sm = rng.random(s.shape) < mr
     s[sm] = ~s[sm]
     return g, s
 
@@ -186,12 +187,16 @@ DE_NAMES: tuple[str, ...] = tuple(DE_STRATEGIES)
 DE_RANDOM_BASED = np.array([True, False, True, False, True, False])
 
 
-def de_indices(n: int, i: int, k: int, *, rng: np.random.Generator) -> np.ndarray:
-    """``k`` mutually different random indices in [0, n), all different from ``i`` (eq. 14-19)."""
+def de_indices(n: int, i: int | np.ndarray, k: int, *, rng: np.random.Generator) -> np.ndarray:
+    """``k`` mutually different random indices in [0, n), all different from ``i`` (eq. 14-19).
+
+    ``i`` one target -> (k,); ``i`` of shape (m,) -> (m, k), one draw per target (a random
+    permutation of the n - 1 others, cut to k)."""
     if n - 1 < k:
         raise ValueError(f"DE needs {k} individuals besides the target, the population has {n}")
-    r = rng.choice(n - 1, size=k, replace=False)
-    return r + (r >= i)
+    i = np.asarray(i)
+    r = np.argsort(rng.random((*i.shape, n - 1)), axis=-1)[..., :k]
+    return r + (r >= i[..., None])
 
 
 def bound_g(v: np.ndarray, up: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:

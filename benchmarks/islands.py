@@ -7,7 +7,11 @@ For each ID-DGA instance with nR = 400 (T3 T4 T7 T8 T11 T12 T15 T16, benchmarks/
 ID-DGA runs with 1, 2 and 4 islands (population 40 in total, MI = 5, seeds 1000 * i + r, the
 same for every island count), at the paper's budget nQID * nR and at a larger one (x10,
 ``--budget-scales``). One island runs in this process (``executor = "local"``: the sequential
-ID-GA of Table 5); two and four islands run one worker process per island.
+ID-GA of Table 5); two and four islands run one worker process per island, each with the
+paper's synchronous migration (``migration_lag`` 0) and with a lag of one epoch (ours: an island
+takes its predecessor's best of one epoch earlier, so it need not wait for it; the run is still
+fixed by the seed). The population diversity is not recorded (``diversity_every`` 0, the
+default: it is an instrument for HAEF Fig. 9, not part of ID-DGA).
 
 Two run times, both medians over the runs (the runs of the island counts are interleaved so that
 the machine's other load hits them alike):
@@ -49,6 +53,13 @@ from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: 
 from engine.optimizers.islands import worker_pool  # noqa: E402
 
 ISLANDS = (1, 2, 4)
+LAGS = (0, 1)  # migration_lag: the paper's synchronous ring, and ours
+# (islands, migration_lag) measured; one island has no migration
+CONFIGS = [(1, 0)] + [(n, lag) for n in ISLANDS[1:] for lag in LAGS]
+
+
+def label(n: int, lag: int) -> str:
+    return f"{n}" if n == 1 else f"{n}/lag {lag}"
 QUICK = ["T8", "T16"]
 
 
@@ -96,8 +107,8 @@ def capacity(n: int = 2_000_000) -> float:
     return 2 * alone / max(_spin_times(ctx, n, 2))
 
 
-def run(inst, n: int, budget: int, seed: int) -> dict:
-    params = {"islands": n, "executor": "local" if n == 1 else "process"}
+def run(inst, n: int, lag: int, budget: int, seed: int) -> dict:
+    params = {"islands": n, "executor": "local" if n == 1 else "process", "migration_lag": lag}
     res = run_optimizer("id-dga", inst.problem(), budget=budget, seed=seed, params=params)
     i = res.info
     return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"],
@@ -112,50 +123,50 @@ def med(xs: list[float]) -> float:
 
 def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
     number = int(inst.name[1:])  # the same seeds as benchmarks/papers.py
-    warm: dict[int, list[dict]] = {n: [] for n in ISLANDS}
-    cold: dict[int, list[dict]] = {n: [] for n in ISLANDS if n > 1}
+    warm: dict[tuple[int, int], list[dict]] = {c: [] for c in CONFIGS}
+    cold: dict[tuple[int, int], list[dict]] = {c: [] for c in CONFIGS if c[0] > 1}
     load_before, capacity_before = load(), capacity()
     with worker_pool():
-        for n in ISLANDS:  # start and warm up the workers; not measured
-            run(inst, n, budget, seed=1000 * number + 999)
+        for n, lag in CONFIGS:  # start and warm up the workers; not measured
+            run(inst, n, lag, budget, seed=1000 * number + 999)
         for r in range(runs):
-            for n in ISLANDS:
-                warm[n].append(run(inst, n, budget, seed=1000 * number + r))
+            for n, lag in CONFIGS:
+                warm[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
     for r in range(cold_runs):  # fresh worker processes: start-up and shut-down included
-        for n in cold:
-            cold[n].append(run(inst, n, budget, seed=1000 * number + r))
+        for n, lag in cold:
+            cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
     out = {"instance": inst.name, "nQID": inst.n_qids, "nR": inst.n_records, "budget": budget,
            "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
            "capacity_after": capacity(), "islands": {}}
-    rt1 = med([x["rt"] for x in warm[1]])
-    for n in ISLANDS:
-        w = warm[n]
+    rt1 = med([x["rt"] for x in warm[1, 0]])
+    for c in CONFIGS:
+        w = warm[c]
         cell = {k: med([x[k] for x in w]) for k in ("rt", "run", "startup", "shutdown", "ct", "cr", "compute",
                                                     "epochs", "td")}
         cell["sr"] = rt1 / cell["rt"]
         cell["feasible"] = all(x["feasible"] for x in w)
-        if n in cold:
-            cell["rt_cold"] = med([x["run"] for x in cold[n]])
-            cell["startup_cold"] = med([x["startup"] for x in cold[n]])
-            cell["shutdown_cold"] = med([x["shutdown"] for x in cold[n]])
+        if c in cold:
+            cell["rt_cold"] = med([x["run"] for x in cold[c]])
+            cell["startup_cold"] = med([x["startup"] for x in cold[c]])
+            cell["shutdown_cold"] = med([x["shutdown"] for x in cold[c]])
             cell["sr_cold"] = rt1 / cell["rt_cold"]
         cell["raw"] = w
-        if n in cold:
-            cell["raw_cold"] = cold[n]
-        out["islands"][n] = cell
+        if c in cold:
+            cell["raw_cold"] = cold[c]
+        out["islands"][label(*c)] = cell
     return out
 
 
-def table5(rows: list[dict], n: int) -> list[str]:
+def table5(rows: list[dict], key: str) -> list[str]:
     L = ["| Test instance | ID-GA RT (ms) | ID-DGA RT (ms) | CT (ms) | SR | CR | ID-DGA RT+s (ms) | SR+s |",
          "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        a, b = row["islands"][1], row["islands"][n]
+        a, b = row["islands"]["1"], row["islands"][key]
         L.append(f"| {row['instance']} | {1000 * a['rt']:.2f} | {1000 * b['rt']:.2f} | {1000 * b['ct']:.2f} | "
                  f"{b['sr']:.2f} | {100 * b['cr']:.2f}% | {1000 * b['rt_cold']:.1f} | {b['sr_cold']:.2f} |")
-    srs = [row["islands"][n]["sr"] for row in rows]
-    crs = [row["islands"][n]["cr"] for row in rows]
-    srs_c = [row["islands"][n]["sr_cold"] for row in rows]
+    srs = [row["islands"][key]["sr"] for row in rows]
+    crs = [row["islands"][key]["cr"] for row in rows]
+    srs_c = [row["islands"][key]["sr_cold"] for row in rows]
     L.append(f"| median | | | | {med(srs):.2f} | {100 * med(crs):.2f}% | | {med(srs_c):.2f} |")
     L.append(f"| min | | | | {min(srs):.2f} | | | {min(srs_c):.2f} |")
     return L
@@ -196,11 +207,11 @@ def main(argv: list[str] | None = None) -> int:
             budget = max(int(round(inst.budget * scale)), 1)
             row = measure(inst, budget, runs, cold_runs)
             results[key].append(row)
-            for n in ISLANDS:
-                c = row["islands"][n]
+            for n, lag in CONFIGS:
+                c = row["islands"][label(n, lag)]
                 cold = (f", RT+s {1000 * c['rt_cold']:.0f} ms (start-up {1000 * c['startup_cold']:.0f}, shut-down "
                         f"{1000 * c['shutdown_cold']:.0f}) SR+s {c['sr_cold']:.2f}") if n > 1 else ""
-                print(f"budget {key} {inst.name} islands={n}: RT {1000 * c['rt']:.1f} ms, CT {1000 * c['ct']:.1f} ms, "
+                print(f"budget {key} {inst.name} islands={label(n, lag)}: RT {1000 * c['rt']:.1f} ms, CT {1000 * c['ct']:.1f} ms, "
                       f"busiest island {1000 * c['compute']:.1f} ms, SR {c['sr']:.2f}, CR {100 * c['cr']:.1f}%{cold}, "
                       f"TD {c['td']:.1f}", flush=True)
             print(f"  (load average {row['load_before']:.2f} -> {row['load_after']:.2f}; two processes got "
@@ -214,26 +225,30 @@ def main(argv: list[str] | None = None) -> int:
          f"(the smaller of before and after; 2.00 = two free cores; load averages in islands.json). "
          f"{runs} run(s) per cell with warm workers, "
          f"{cold_runs} with fresh ones; medians. Population 40, MI = 5; 1 island in-process (ID-GA), 2 and 4 "
-         f"islands one worker process each. Total {wall:.0f} s.\n",
+         f"islands one worker process each, with the paper's synchronous migration (lag 0) and with a migration "
+         f"lag of one epoch (lag 1, ours); diversity recording off. Total {wall:.0f} s.\n",
          "RT = the algorithm's run time without worker start-up (workers from a persistent pool); SR = RT(1) / "
          "RT(n) and CR = CT / RT use it. CT = islands phase wall time minus the busiest island's compute. "
          "RT+s = run time with fresh worker processes (start-up and shut-down included); SR+s = RT(1) / RT+s. "
          "With more islands than usable cores the islands time-share the cores.\n"]
     for key, rows in results.items():
         budget_note = "the paper's budget nQID·nR" if key == "x1" else f"budget nQID·nR {key.replace('x', '× ')}"
-        for n in ISLANDS[1:]:
-            L += [f"## Table 5 layout, {budget_note}, NSP = {n} (ID-GA = 1 island)\n"] + table5(rows, n) + [""]
+        for n, lag in CONFIGS[1:]:
+            how = "synchronous migration (the paper)" if lag == 0 else f"migration lag {lag} (ours)"
+            L += [f"## Table 5 layout, {budget_note}, NSP = {n}, {how} (ID-GA = 1 island)\n"]
+            L += table5(rows, label(n, lag)) + [""]
     L += ["## All island counts\n",
-          "| budget | Test instance | nQID | nR | budget (evals) | islands | RT (ms) | busiest island (ms) | CT (ms) | SR | CR "
+          "| budget | Test instance | nQID | nR | budget (evals) | islands/lag | RT (ms) | busiest island (ms) | CT (ms) | SR | CR "
           "| RT+s (ms) | start-up (ms) | SR+s | epochs | TD | cores' worth |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for key, rows in results.items():
         for row in rows:
-            for n in ISLANDS:
-                c = row["islands"][n]
+            for n, lag in CONFIGS:
+                c = row["islands"][label(n, lag)]
                 cold = (f"{1000 * c['rt_cold']:.1f} | {1000 * c['startup_cold']:.1f} | {c['sr_cold']:.2f}" if n > 1
                         else "| | ")
-                L.append(f"| {key} | {row['instance']} | {row['nQID']} | {row['nR']} | {row['budget']} | {n} | "
+                L.append(f"| {key} | {row['instance']} | {row['nQID']} | {row['nR']} | {row['budget']} | "
+                         f"{label(n, lag)} | "
                          f"{1000 * c['rt']:.2f} | {1000 * c['compute']:.2f} | {1000 * c['ct']:.2f} | {c['sr']:.2f} | "
                          f"{100 * c['cr']:.2f}% | {cold} | {c['epochs']:.0f} | {c['td']:.1f} | "
                          f"{min(row['capacity_before'], row['capacity_after']):.2f} |")

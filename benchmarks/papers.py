@@ -67,6 +67,7 @@ class Algo:
 
 
 LOCAL = {"executor": "local"}
+DIVERSITY = {"diversity_every": 1}  # record the population diversity each generation (HAEF Fig. 9)
 HAEF_IDDGA = {**LOCAL, "pop_size": 30, "mr": 0.2}  # HAEF §6.1.1: NP = 30, MR_ga = 0.2 for all EAs
 
 ALGOS: dict[str, list[Algo]] = {
@@ -84,9 +85,9 @@ ALGOS: dict[str, list[Algo]] = {
     ],
     "haef": [
         Algo("DFS", "dfs", {}, deterministic=True),
-        Algo("ID-DGA", "id-dga", HAEF_IDDGA),
-        Algo("TLEF", "tlef", LOCAL),
-        Algo("HAEF", "haef", LOCAL),
+        Algo("ID-DGA", "id-dga", {**HAEF_IDDGA, **DIVERSITY}),
+        Algo("TLEF", "tlef", {**LOCAL, **DIVERSITY}),
+        Algo("HAEF", "haef", {**LOCAL, **DIVERSITY}),
         Algo("Without priority strategy", "haef-without-priority", LOCAL),
         Algo("Without GA-DE adaptation", "haef-without-ga-de-adaptation", LOCAL),
         Algo("Without DEs adaptation", "haef-without-de-adaptation", LOCAL),

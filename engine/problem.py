@@ -69,8 +69,10 @@ class Problem:
     # -- S conversions -------------------------------------------------------------------
     def retained_from_s(self, S: np.ndarray) -> np.ndarray:
         """(P, nR) keep flags -> (P, H) retained counts."""
-        S = np.ascontiguousarray(np.atleast_2d(np.asarray(S, dtype=np.bool_)))
-        return B.retained_batch(S, self.table.offsets)
+        S = np.asarray(S, dtype=np.bool_)
+        if S.ndim != 2:
+            S = np.atleast_2d(S)
+        return B.retained_batch(np.ascontiguousarray(S), self.table.offsets)
 
     def s_from_retained(self, retained: np.ndarray) -> np.ndarray:
         """(H,) retained counts -> (nR,) keep flags (the first records of each row are kept);
@@ -82,11 +84,14 @@ class Problem:
     # -- evaluation ----------------------------------------------------------------------
     def evaluate(self, G: np.ndarray, S: np.ndarray | None = None, *, retained: np.ndarray | None = None) -> Evaluation:
         """Evaluate a batch; S (per record) or retained (per row); neither = keep everything."""
-        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        G = np.asarray(G, dtype=np.int64)
+        if G.ndim != 2:
+            G = np.atleast_2d(G)
         if retained is None:
             retained = np.tile(self.table.counts, (G.shape[0], 1)) if S is None else self.retained_from_s(S)
+        retained = np.asarray(retained)
         self.evaluations += G.shape[0]
-        return self.evaluator.evaluate(G, np.atleast_2d(retained))
+        return self.evaluator.evaluate(G, retained if retained.ndim == 2 else np.atleast_2d(retained))
 
     def record_class_sizes(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Class size of each record for one (G, S); 0 for suppressed records.

@@ -17,7 +17,17 @@ from engine.hierarchy import read_arx_csv
 from engine.models import ClassStats, build_model
 from engine.optimizers import OPTIMIZERS, run_optimizer
 from engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, _class_ad, record_disclosure
-from engine.optimizers.islands import _RingSender, parse_params, run_islands, worker_pool
+from engine.optimizers.islands import (
+    Individual,
+    _decode_migrant,
+    _direct_send_bytes,
+    _encode_migrant,
+    _RingSender,
+    _same_individual,
+    parse_params,
+    run_islands,
+    worker_pool,
+)
 from engine.optimizers.operators import imp_info_driven
 from engine.problem import Problem
 
@@ -60,7 +70,8 @@ def k_optimum(k_problem: Problem) -> float:
 
 
 def params_for(name: str) -> dict:
-    return dict(LOCAL) if name.startswith("id-dga") else {}
+    # diversity recording (HAEF Fig. 9) is off by default; check_result looks at it
+    return {**LOCAL, "diversity_every": 1} if name.startswith("id-dga") else {"diversity_every": 1}
 
 
 def check_result(problem: Problem, r, budget: int, optimum: float | None = None) -> None:
@@ -114,8 +125,8 @@ def test_reproducible_with_seed(name: str, k_problem: Problem):
 def test_islands_in_processes_match_local_islands(k_problem: Problem, t_problem: Problem):
     budget = 1200
     for name, problem in (("id-dga", k_problem), ("haef", t_problem)):
-        proc = run_optimizer(name, problem, budget=budget, seed=5, params={"islands": 2, "executor": "process"})
-        local = run_optimizer(name, problem, budget=budget, seed=5, params={"islands": 2, "executor": "local"})
+        proc = run_optimizer(name, problem, budget=budget, seed=5, params={"diversity_every": 1, "islands": 2, "executor": "process"})
+        local = run_optimizer(name, problem, budget=budget, seed=5, params={"diversity_every": 1, "islands": 2, "executor": "local"})
         check_result(problem, proc, budget)
         assert proc.info["executor"] == "process" and local.info["executor"] == "local"
         assert proc.td == local.td and np.array_equal(proc.g, local.g) and np.array_equal(proc.history, local.history)
@@ -129,6 +140,20 @@ def test_islands_in_processes_match_local_islands(k_problem: Problem, t_problem:
         assert info["diversity"][0][0] == sum(info["pop_sizes"])
 
 
+@pytest.mark.parametrize("islands,lag", [(2, 1), (3, 2), (4, 3)])
+def test_migration_lag_same_in_processes_and_locally(k_problem: Problem, islands: int, lag: int):
+    # A lagged ring lets islands run ahead of each other; the migrants (and so the run) are
+    # still fixed by the seed, whatever the scheduling of the processes.
+    params = {"islands": islands, "migration_lag": lag, "migration_interval": 2, "diversity_every": 1}
+    proc = run_optimizer("id-dga", k_problem, budget=1500, seed=8, params={**params, "executor": "process"})
+    local = run_optimizer("id-dga", k_problem, budget=1500, seed=8, params={**params, "executor": "local"})
+    sync = run_optimizer("id-dga", k_problem, budget=1500, seed=8,
+                         params={**params, "migration_lag": 0, "executor": "local"})
+    check_result(k_problem, proc, 1500)
+    assert same_run(proc, local) and proc.info["migration_lag"] == lag
+    assert not np.array_equal(local.history, sync.history) or local.info["diversity"] != sync.info["diversity"]
+
+
 def same_run(a, b) -> bool:
     return (a.td == b.td and np.array_equal(a.g, b.g) and np.array_equal(a.retained, b.retained)
             and np.array_equal(a.history, b.history) and a.info["diversity"] == b.info["diversity"]
@@ -140,8 +165,8 @@ def test_worker_pool_reuses_workers_and_changes_nothing(k_problem: Problem, t_pr
     with worker_pool() as pool:
         for name, problem, n, seed in (("id-dga", k_problem, 2, 5), ("id-dga", k_problem, 2, 6),
                                        ("id-dga", k_problem, 3, 5), ("haef", t_problem, 2, 5)):
-            proc = run_optimizer(name, problem, budget=budget, seed=seed, params={"islands": n, "executor": "process"})
-            local = run_optimizer(name, problem, budget=budget, seed=seed, params={"islands": n, "executor": "local"})
+            proc = run_optimizer(name, problem, budget=budget, seed=seed, params={"diversity_every": 1, "islands": n, "executor": "process"})
+            local = run_optimizer(name, problem, budget=budget, seed=seed, params={"diversity_every": 1, "islands": n, "executor": "local"})
             assert proc.info["worker_pool"] and proc.info["executor"] == "process"
             assert same_run(proc, local), (name, n, seed)
             info = proc.info
@@ -170,10 +195,10 @@ def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem)
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):  # the master stops early: the islands are told to stop
-            run_optimizer("id-dga", k_problem, budget=5000, seed=2, params={"islands": 2}, progress=stop)
+            run_optimizer("id-dga", k_problem, budget=5000, seed=2, params={"diversity_every": 1, "islands": 2}, progress=stop)
         assert len(pool.idle) == 2
-        again = run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"islands": 2})
-        assert same_run(again, run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"islands": 2,
+        again = run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"diversity_every": 1, "islands": 2})
+        assert same_run(again, run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"diversity_every": 1, "islands": 2,
                                                                                              "executor": "local"}))
         assert pool.started == 4
 
@@ -184,25 +209,58 @@ def test_ring_sender_does_not_block_on_large_migrants():
     import multiprocessing as mp
 
     reader, writer = mp.get_context("spawn").Pipe(duplex=False)
-    sender = _RingSender(writer)
-    sender.send(("small", 1))
-    big = [np.ones(200_000, dtype=bool) for _ in range(4)]  # 4 x 200 KB, nobody reading yet
+    sender = _RingSender(writer, _direct_send_bytes(2, 0))
+    small = Individual(np.array([1, 2]), np.array([True, False, True]), True, 0.0, 5.0, np.array([3.0]), 1)
+    sender.send(_encode_migrant(small, None, 1))
+    big = [Individual(np.arange(3), np.random.default_rng(i).random(2_000_000) < 0.5, False, 0.25, 0.0,
+                      np.array([1.0, 2.0]), 7) for i in range(4)]  # 4 x 250 KB, nobody reading yet
     for b in big:
-        sender.send((b, 2))
-    assert reader.recv() == ("small", 1)
+        sender.send(_encode_migrant(b, None, 2))
+    got, chain = _decode_migrant(reader.recv_bytes(), None)
+    assert chain == 1 and _same_individual(got, small) and got.suppressed == 1 and got.ad.tolist() == [3.0]
     for b in big:
-        got, chain = reader.recv()
-        assert chain == 2 and np.array_equal(got, b)
+        got, chain = _decode_migrant(reader.recv_bytes(), None)
+        assert chain == 2 and _same_individual(got, b) and got.violation == 0.25 and got.ad.tolist() == [1.0, 2.0]
     sender.close()
     with pytest.raises(EOFError):
-        reader.recv()
+        reader.recv_bytes()
+
+
+def test_migrant_messages_same_and_none():
+    ind = Individual(np.array([0, 3]), np.ones(9, dtype=bool), True, 0.0, 2.5, np.array([4.0]), 0)
+    copy = Individual(ind.g.copy(), ind.s.copy(), True, 0.0, 2.5, ind.ad.copy(), 0)
+    data = _encode_migrant(copy, ind, 3)  # unchanged best: a short message, the receiver reuses its last
+    assert len(data) < len(_encode_migrant(copy, None, 3))
+    assert _decode_migrant(data, ind) == (ind, 3)
+    assert _decode_migrant(_encode_migrant(None, ind, 4), ind) == (None, 4)
+
+
+def test_report_batches_pack_and_unpack(k_problem: Problem):
+    from engine.optimizers.islands import _pack_reports, _unpack_reports
+
+    isl = IDDGAIsland(k_problem, parse_params("id-dga", {"diversity_every": 1}, ID_DGA_DEFAULTS), budget=600,
+                      seed=np.random.SeedSequence(2), index=1, pop_size=10)
+    reports = [isl.run(3, None) for _ in range(40)]
+    assert reports[-1].exhausted and any(r.improvements is None for r in reports)
+    back = _unpack_reports(_pack_reports(reports))
+    assert len(back) == len(reports)
+    for a, b in zip(reports, back, strict=True):
+        for name in ("index", "evaluated", "pop_size", "used", "generations", "exhausted", "compute_seconds", "extras"):
+            assert getattr(a, name) == getattr(b, name)
+        assert (a.improvements is None) == (b.improvements is None) and (a.diversity is None) == (b.diversity is None)
+        if a.improvements is not None:
+            for x, y in zip(a.improvements[:3], b.improvements[:3], strict=True):
+                assert np.array_equal(x, y)
+            assert np.array_equal(a.improvements[3].td, b.improvements[3].td)
+        if a.diversity is not None:
+            assert all(np.array_equal(x, y) for x, y in zip(a.diversity, b.diversity, strict=True))
 
 
 def test_id_dga_defaults_and_single_island(k_problem: Problem):
     r = run_optimizer("id-dga", k_problem, budget=800, seed=1, params=LOCAL)
     assert r.info["islands"] == 4 and r.info["pop_sizes"] == [10, 10, 10, 10]
     assert r.info["migration_interval"] == 5 and r.info["params"]["mr"] == 0.1
-    one = run_optimizer("id-dga", k_problem, budget=800, seed=1, params={"islands": 1})
+    one = run_optimizer("id-dga", k_problem, budget=800, seed=1, params={"diversity_every": 1, "islands": 1})
     same = run_optimizer("id-ga", k_problem, budget=800, seed=1)
     assert one.feasible and one.info["islands"] == 1 and one.info["pop_sizes"] == [40]
     assert one.td == same.td and np.array_equal(one.history, same.history)

@@ -46,14 +46,15 @@ class Evaluation:
 def finish(models: list[PrivacyModel], ad: np.ndarray, td: np.ndarray, suppressed: np.ndarray) -> Evaluation:
     """Feasibility and violation from raw AD values; shared by every backend."""
     ad = np.asarray(ad, dtype=np.float64).reshape(len(td), len(models))
-    feasible = np.ones(len(td), dtype=bool)
-    violation = np.zeros(len(td))
+    feasible = [True] * len(td)
+    violation = [0.0] * len(td)
     for j, m in enumerate(models):
-        for p in range(len(td)):
-            if not m.feasible(ad[p, j]):
+        for p, a in enumerate(ad[:, j].tolist()):
+            if not m.feasible(a):
                 feasible[p] = False
-                violation[p] += m.violation(ad[p, j])
-    return Evaluation(ad, np.asarray(td, dtype=np.float64), feasible, violation, np.asarray(suppressed, dtype=np.int64))
+                violation[p] += m.violation(a)
+    return Evaluation(ad, np.asarray(td, dtype=np.float64), np.array(feasible, dtype=bool), np.array(violation),
+                      np.asarray(suppressed, dtype=np.int64))
 
 
 class EvaluatorBackend(Protocol):

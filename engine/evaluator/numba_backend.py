@@ -44,8 +44,12 @@ class NumbaEvaluator:
         return cls, ClassStats(size, pc, ps, pn, self.q), pid
 
     def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
-        G = np.atleast_2d(G)
-        retained = np.atleast_2d(retained)
+        # Called once or twice per generation of an optimizer, often with a few rows: the
+        # conversions below are no-ops (and cheap) for the int64 2-D arrays it passes.
+        if G.ndim != 2:
+            G = np.atleast_2d(G)
+        if retained.ndim != 2:
+            retained = np.atleast_2d(retained)
         if self.kinds is not None:
             t = self.table
             ad, td, sup = B.evaluate_batch(np.ascontiguousarray(G, dtype=np.int64),

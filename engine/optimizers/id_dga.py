@@ -119,12 +119,14 @@ class IDDGAIsland(Island):
     def generation(self) -> None:
         c = self.config
         pairs = pair_up(self.size, rng=self.rng)
-        kids = [self._mutate(*cx_info_driven(self.G[a], self.S[a], self.G[b], self.S[b], rng=self.rng, cr=c["cr"]))
-                for a, b in pairs]
-        if not kids:
+        if not len(pairs):
             return
-        G = np.stack([k[0] for k in kids])
-        out = self.evaluate(G, np.stack([k[1] for k in kids]))
+        G = np.empty((len(pairs), self.G.shape[1]), dtype=np.int64)
+        S = np.empty((len(pairs), self.S.shape[1]), dtype=bool)
+        for j, (a, b) in enumerate(pairs.tolist()):  # one child per pair, in pair order (same draws)
+            G[j], S[j] = self._mutate(*cx_info_driven(self.G[a], self.S[a], self.G[b], self.S[b], rng=self.rng,
+                                                      cr=c["cr"]))
+        out = self.evaluate(G, S)
         if out is None:
             return
         ev, S = out

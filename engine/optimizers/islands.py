@@ -52,6 +52,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import struct
 import threading
 import time
 import traceback
@@ -60,7 +61,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
-from multiprocessing.reduction import ForkingPickler
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -79,10 +79,16 @@ from engine.problem import Problem, fitness_key
 COMMON_DEFAULTS: dict[str, Any] = {
     "islands": 1,  # NSP; 4 for id-dga (ID-DGA §5.2)
     "migration_interval": 5,  # MI (ID-DGA §5.2)
+    # Ours: the migrant an island takes before epoch e + 1 left its predecessor after epoch
+    # e - lag. 0 = the paper's synchronous migration; lag >= 1 lets an island run up to ``lag``
+    # epochs ahead of its predecessor instead of waiting for it. Reproducible either way.
+    "migration_lag": 0,
     "executor": "process",  # "process" (one process per island) or "local" (same results, serial)
     "start_method": "spawn",  # multiprocessing start method of the worker processes
     "oracle": False,  # memetic repair S := S*(G) on every evaluated solution (PAPER_NOTES §3)
-    "diversity_every": 1,  # record the population diversity every n generations (0 = never)
+    # Record the population diversity every n generations for HAEF Fig. 9 (0 = never). Off by
+    # default: a release does not need it, and its snapshots are most of the islands' messages.
+    "diversity_every": 0,
 }
 
 
@@ -105,6 +111,8 @@ def parse_params(name: str, params: dict[str, Any], defaults: dict[str, Any]) ->
     for key in ("islands", "migration_interval", "pop_size"):
         if key in out and out[key] < 1:
             raise SpecError(f"{name} optimizer: {key} must be at least 1, got {out[key]}.")
+    if out.get("migration_lag", 0) < 0:
+        raise SpecError(f"{name} optimizer: migration_lag must be >= 0 (0 = synchronous migration).")
     if out.get("diversity_every", 0) < 0:
         raise SpecError(f"{name} optimizer: diversity_every must be >= 0 (0 = off).")
     for key in ("mr", "cr", "cr_ga", "mr_ga", "cr_de"):
@@ -355,8 +363,8 @@ class Island:
         imp = self._improvements
         if not imp:
             return None
-        return (np.array([x[0] for x in imp], dtype=np.int64), np.stack([x[1] for x in imp]),
-                np.stack([x[2] for x in imp]), Evaluation.concat([x[3] for x in imp]))
+        return (np.array([x[0] for x in imp], dtype=np.int64), _small(np.stack([x[1] for x in imp])),
+                _small(np.stack([x[2] for x in imp])), Evaluation.concat([x[3] for x in imp]))
 
     def _packed_diversity(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         div = self._diversity
@@ -420,16 +428,17 @@ class IslandSpec:
 class IslandExecutor(Protocol):
     """Runs the islands. ``parallel`` says whether islands' compute overlaps in time.
 
-    ``epochs(generations)`` yields one list of reports (one per island, in island order) per
-    epoch: every island evolves ``generations`` generations, then island i + 1 receives island
-    i's best (ring migration, ID-DGA §4.1) before its next epoch. The caller stops iterating
-    when it is done (it closes the generator), then calls ``close``.
+    ``epochs(generations, lag)`` yields one list of reports (one per island, in island order)
+    per epoch: every island evolves ``generations`` generations, then island i + 1 receives
+    island i's best (ring migration, ID-DGA §4.1) before its next epoch; with ``lag`` > 0 the
+    best island i had ``lag`` epochs earlier (none before epoch lag + 2). The caller stops
+    iterating when it is done (it closes the generator), then calls ``close``.
     """
 
     parallel: bool
 
     def start(self, specs: list[IslandSpec]) -> None: ...
-    def epochs(self, generations: int) -> Iterator[list[EpochReport]]: ...
+    def epochs(self, generations: int, lag: int = 0) -> Iterator[list[EpochReport]]: ...
     def close(self) -> None: ...
 
 
@@ -445,12 +454,15 @@ class LocalExecutor:
     def start(self, specs: list[IslandSpec]) -> None:
         self.islands = [spec.build(self.problem) for spec in specs]
 
-    def epochs(self, generations: int) -> Iterator[list[EpochReport]]:
-        migrants: list[Individual | None] = [None] * len(self.islands)
+    def epochs(self, generations: int, lag: int = 0) -> Iterator[list[EpochReport]]:
+        n = len(self.islands)
+        migrants: list[Individual | None] = [None] * n
+        bests: deque[list[Individual | None]] = deque(maxlen=lag + 1)  # the last lag + 1 epochs
         while True:
             reports = [isl.run(generations, m) for isl, m in zip(self.islands, migrants, strict=True)]
             yield reports
-            migrants = mig_ring([r.best for r in reports])
+            bests.append([r.best for r in reports])
+            migrants = mig_ring(bests[0]) if len(bests) == lag + 1 else [None] * n
 
     def close(self) -> None:
         self.islands = []
@@ -486,24 +498,30 @@ def warm_up(problem: Problem) -> None:
     problem.optimal_retained(g)  # class statistics (and pairs) of the general path, oracle kernels
 
 
-# Largest pickled migrant written straight into the ring pipe (Linux pipes buffer 64 KiB). With
-# every message below half the buffer, islands blocked writing to their successor cannot close a
-# cycle (there are at most n unread migrants around a ring of n); a larger migrant (S of a very
-# large table) goes through a sender thread so that the island keeps reading its predecessor.
-_DIRECT_SEND_BYTES = 16 * 1024
+# Largest pickled migrant written straight into the ring pipe (Linux pipes buffer 64 KiB). An
+# island runs at most lag epochs ahead of its predecessor, so at most (n - 1) * lag of them
+# ahead of its successor: a pipe holds at most n * lag + 2 unread migrants. With every message
+# below half the buffer divided by that, islands blocked writing to their successor cannot close
+# a cycle; a larger migrant (S of a very large table) goes through a sender thread so that the
+# island keeps reading its predecessor.
+_PIPE_BYTES = 64 * 1024
+
+
+def _direct_send_bytes(n: int, lag: int) -> int:
+    return _PIPE_BYTES // (2 * (n * lag + 2))
 
 
 class _RingSender:
     """The writing end of an island's ring pipe: migrants to the successor, in order."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, direct_bytes: int) -> None:
         self.conn = conn
+        self.direct_bytes = direct_bytes
         self.queue: queue.SimpleQueue | None = None
         self.thread: threading.Thread | None = None
 
-    def send(self, obj: Any) -> None:
-        data = ForkingPickler.dumps(obj)
-        if self.thread is None and len(data) <= _DIRECT_SEND_BYTES:
+    def send(self, data: bytes) -> None:
+        if self.thread is None and len(data) <= self.direct_bytes:
             self.conn.send_bytes(data)
             return
         if self.thread is None:
@@ -538,7 +556,96 @@ _REPORT_SECONDS = 0.05
 _SPIN_SECONDS = 0.0005
 
 
-def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, generations: int) -> None:
+# -- wire formats ------------------------------------------------------------------------
+# Messages on the critical path are packed by hand: a migrant every epoch (tens of them in a
+# 50 ms run) and the islands' reports. Pickling dataclasses of small arrays cost more than the
+# epochs' compute on the ID-DGA instances (benchmarks/islands.py).
+
+# kind: b"I" a migrant follows, b"S" the same migrant as last time, b"N" none (empty island);
+# chain; then for b"I": feasible, violation, td, suppressed, len(g), len(s), len(ad).
+_MIGRANT = struct.Struct("<cq?ddqIII")
+
+
+def _encode_migrant(best: Individual | None, last: Individual | None, chain: int) -> bytes:
+    if best is None:
+        return _MIGRANT.pack(b"N", chain, False, 0.0, 0.0, 0, 0, 0, 0)
+    if last is not None and _same_individual(best, last):
+        return _MIGRANT.pack(b"S", chain, False, 0.0, 0.0, 0, 0, 0, 0)
+    g = np.ascontiguousarray(best.g, dtype=np.int64)
+    ad = np.ascontiguousarray(best.ad, dtype=np.float64)
+    head = _MIGRANT.pack(b"I", chain, bool(best.feasible), float(best.violation), float(best.td),
+                         int(best.suppressed), len(g), len(best.s), len(ad))
+    return b"".join((head, g.tobytes(), np.packbits(best.s).tobytes(), ad.tobytes()))
+
+
+def _decode_migrant(data: bytes, last: Individual | None) -> tuple[Individual | None, int]:
+    kind, chain, feasible, violation, td, suppressed, nq, ns, nad = _MIGRANT.unpack_from(data)
+    if kind == b"N":
+        return None, chain
+    if kind == b"S":
+        return last, chain
+    o = _MIGRANT.size
+    g = np.frombuffer(data, np.int64, nq, o).copy()
+    o += 8 * nq
+    nbytes = (ns + 7) // 8
+    s = np.unpackbits(np.frombuffer(data, np.uint8, nbytes, o), count=ns).astype(bool)
+    ad = np.frombuffer(data, np.float64, nad, o + nbytes).copy()
+    return Individual(g, s, feasible, violation, td, ad, suppressed), chain
+
+
+def _same_individual(a: Individual, b: Individual) -> bool:
+    return (a.td == b.td and a.feasible == b.feasible and a.violation == b.violation
+            and np.array_equal(a.g, b.g) and np.array_equal(a.s, b.s))
+
+
+_REPORT_SCALARS = ("evaluated", "pop_size", "used", "generations", "exhausted", "compute_seconds", "started",
+                   "finished")
+
+
+def _pack_reports(reports: list[EpochReport]) -> dict[str, Any]:
+    """A batch of one island's reports as a few concatenated arrays (``_unpack_reports``)."""
+    out: dict[str, Any] = {"index": reports[0].index, "extras": [r.extras for r in reports]}
+    for name in _REPORT_SCALARS:
+        out[name] = np.array([getattr(r, name) for r in reports])
+    imp = [r.improvements for r in reports]
+    out["n_imp"] = np.array([0 if x is None else len(x[0]) for x in imp], dtype=np.int64)
+    have = [x for x in imp if x is not None]
+    out["imp"] = None if not have else (np.concatenate([x[0] for x in have]), np.concatenate([x[1] for x in have]),
+                                        np.concatenate([x[2] for x in have]), Evaluation.concat([x[3] for x in have]))
+    div = [r.diversity for r in reports]
+    have_d = [d for d in div if d is not None]
+    if len({d[1].shape[1:] for d in have_d} | {d[2].shape[1:] for d in have_d}) <= 2:
+        out["n_div"] = np.array([0 if d is None else len(d[0]) for d in div], dtype=np.int64)
+        out["div"] = None if not have_d else tuple(np.concatenate([d[j] for d in have_d]) for j in range(3))
+    else:  # the population size changed within the batch (rare): as they are
+        out["n_div"], out["div"] = None, div
+    return out
+
+
+def _unpack_reports(p: dict[str, Any]) -> list[EpochReport]:
+    k = len(p["evaluated"])
+    ends_i = np.cumsum(p["n_imp"]).tolist()
+    ends_d = np.cumsum(p["n_div"]).tolist() if p["n_div"] is not None else None
+    cols = {name: p[name].tolist() for name in _REPORT_SCALARS}
+    out = []
+    for j in range(k):
+        a, b = (ends_i[j - 1] if j else 0), ends_i[j]
+        imp = None
+        if b > a:
+            pos, G, R, ev = p["imp"]
+            imp = (pos[a:b], G[a:b], R[a:b], Evaluation(*(getattr(ev, f)[a:b] for f in
+                                                             ("ad", "td", "feasible", "violation", "suppressed"))))
+        if ends_d is None:
+            div = p["div"][j]
+        else:
+            c, d = (ends_d[j - 1] if j else 0), ends_d[j]
+            div = tuple(x[c:d] for x in p["div"]) if d > c else None
+        out.append(EpochReport(index=p["index"], improvements=imp, best=None, diversity=div, extras=p["extras"][j],
+                               **{name: cols[name][j] for name in _REPORT_SCALARS}))
+    return out
+
+
+def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, generations: int, lag: int = 0) -> None:
     """One run of an island in its worker: epochs until the ring is done, without the master.
 
     After each epoch the island sends its best to the next island, then waits for its
@@ -548,11 +655,16 @@ def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, genera
     one, ...). Exhaustion is permanent, so ``chain >= n`` means that every island is exhausted:
     the master, which stops at the first epoch where all are, has every report it needs, and
     the island stops (at most n cheap epochs after that one). A message from the master during
-    the run asks it to stop early (``abort``).
+    the run asks it to stop early (``abort``). With ``lag`` > 0 the island reads, after epoch e,
+    the migrant its predecessor sent after epoch e - lag (none for the first ``lag`` epochs), so
+    it waits only when it is ``lag`` epochs ahead.
     """
-    sender = _RingSender(succ) if succ is not None else None
+    sender = _RingSender(succ, _direct_send_bytes(n, lag)) if succ is not None else None
+    epoch = 0
     spin = _SPIN_SECONDS if n <= _usable_cores() else 0.0
     migrant: Individual | None = None
+    sent: Individual | None = None  # the last migrant sent, and received: an unchanged best
+    received: Individual | None = None  # travels as b"S" (no copy of S every epoch)
     chain = 0
     reports: list[EpochReport] = []
     flushed = time.perf_counter()
@@ -560,9 +672,11 @@ def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, genera
     try:
         while True:
             report = island.run(generations, migrant)
+            epoch += 1
             chain = chain + 1 if report.exhausted else 0
             if sender is not None:
-                sender.send((report.best, chain))
+                sender.send(_encode_migrant(report.best, sent, chain))
+                sent = report.best
             report.best = None  # the master does not need it
             reports.append(report)
             if chain >= n or conn.poll():  # done, or aborted
@@ -570,10 +684,10 @@ def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, genera
             ready = pred is not None and pred.poll()
             # An exhausted island's reports go at once: the master may be waiting for them.
             if report.exhausted or (not ready and time.perf_counter() - flushed >= _REPORT_SECONDS):
-                conn.send(("ok", reports))
+                conn.send(("ok", _pack_reports(reports)))
                 reports, flushed = [], time.perf_counter()
-            if pred is None:  # a ring of one island: nothing to wait for
-                chain = 0
+            if pred is None or epoch <= lag:  # one island, or no migrant due yet (lag)
+                migrant, chain = None, 0
                 continue
             ready = ready or pred.poll()
             if not ready and spin:
@@ -583,7 +697,8 @@ def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, genera
             if not ready and conn in wait([pred, conn]):
                 break  # aborted
             try:
-                migrant, chain = pred.recv()
+                migrant, chain = _decode_migrant(pred.recv_bytes(), received)
+                received = migrant
             except EOFError:  # the predecessor stopped: it was aborted, or the ring is done
                 break
         ok = True
@@ -600,7 +715,8 @@ def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, genera
             pred.close()
     if conn.poll():
         conn.recv()  # the abort, if any
-    conn.send(("ok", reports))
+    if reports:
+        conn.send(("ok", _pack_reports(reports)))
     conn.send(("done", None))
 
 
@@ -628,7 +744,7 @@ def _worker(conn: Any) -> None:
                 island = spec.build(problem)
                 conn.send(("ready", None))
             elif kind == "run":
-                _ring_epochs(conn, island, pred, succ, n, msg[1])
+                _ring_epochs(conn, island, pred, succ, n, msg[1], msg[2])
                 island, pred, succ = None, None, None
             # anything else (an ``abort`` that arrived after the run ended) is ignored
     except (EOFError, KeyboardInterrupt):
@@ -779,13 +895,13 @@ class ProcessExecutor:
                 reader.close()
                 writer.close()
 
-    def epochs(self, generations: int) -> Iterator[list[EpochReport]]:
+    def epochs(self, generations: int, lag: int = 0) -> Iterator[list[EpochReport]]:
         n = len(self.workers)
         index = {w.conn: i for i, w in enumerate(self.workers)}
         pending: list[deque[EpochReport]] = [deque() for _ in range(n)]
         try:
             for i, w in enumerate(self.workers):
-                w.conn.send(("run", generations))
+                w.conn.send(("run", generations, lag))
                 self.running[i] = True
             while True:
                 live = [w.conn for i, w in enumerate(self.workers) if self.running[i]]
@@ -795,7 +911,7 @@ class ProcessExecutor:
                     i = index[conn]
                     kind, payload = self._recv(i)
                     if kind == "ok":
-                        pending[i].extend(payload)
+                        pending[i].extend(_unpack_reports(payload))
                 while all(pending):
                     yield [q.popleft() for q in pending]
         except GeneratorExit:
@@ -907,7 +1023,7 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
         executor.start(specs)
         t_ready = time.perf_counter()
         startup = t_ready - t_start
-        stream = executor.epochs(mi)
+        stream = executor.epochs(mi, int(config.get("migration_lag", 0)))
         try:
             while True:
                 t0 = time.perf_counter()
@@ -940,6 +1056,7 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
         "executor": "process" if use_processes else "local",
         "worker_pool": pooled,
         "migration_interval": int(config["migration_interval"]),
+        "migration_lag": int(config.get("migration_lag", 0)),
         "pop_sizes": pops,
         "epochs": epochs,
         "run_seconds": run_seconds,  # everything, start-up and shut-down included

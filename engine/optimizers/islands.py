@@ -743,6 +743,11 @@ def _worker(conn: Any) -> None:
                 warm_up(problem)
                 island = spec.build(problem)
                 conn.send(("ready", None))
+                # The master sends "run" as soon as every island is ready: wait for it awake
+                # (a blocked process takes a while to wake; the run's clock is already going).
+                deadline = time.perf_counter() + _SPIN_SECONDS * 4
+                while not conn.poll() and time.perf_counter() < deadline:
+                    pass
             elif kind == "run":
                 _ring_epochs(conn, island, pred, succ, n, msg[1], msg[2])
                 island, pred, succ = None, None, None
@@ -972,7 +977,12 @@ def _merge(tracker: Tracker, r: EpochReport) -> None:
     done = 0
     if r.improvements is not None:
         pos, G, R, ev = r.improvements
+        feas, viol, td = ev.feasible.tolist(), ev.violation.tolist(), ev.td.tolist()
         for j, p in enumerate(pos.tolist()):
+            # offer() would keep only a row that beats the global best: skip the others here
+            # (counted with the rest), which spares the master most of the work at the end of a run.
+            if tracker.best_key is not None and fitness_key(feas[j], viol[j], td[j]) <= tracker.best_key:
+                continue
             tracker.count(p - done)
             tracker.offer(G[j : j + 1], R[j : j + 1], ev.row(j))
             done = p + 1

@@ -33,6 +33,7 @@ haef_diversity_t<t>.png (HAEF Fig. 9).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -764,11 +765,18 @@ def _task_key(task: dict[str, Any]) -> str:
 
 
 def _read_journal(path: Path) -> dict[str, dict[str, Any]]:
-    """runs.jsonl -> {task key: result}; a torn last line (the process was killed) is ignored."""
+    """runs.jsonl -> {task key: result}; a torn last line (the process was killed) is ignored.
+
+    A gzipped copy beside it (``runs.jsonl.gz``: a checkpoint committed by a session that ran out
+    of time before the benchmark finished) is read first; the live journal's runs come on top."""
     out: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
+    checkpoint = path.with_name(path.name + ".gz")
+    texts = []
+    if checkpoint.exists():
+        texts.append(gzip.decompress(checkpoint.read_bytes()).decode("utf-8"))
+    if path.exists():
+        texts.append(path.read_text(encoding="utf-8"))
+    for line in (line for text in texts for line in text.splitlines()):
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:

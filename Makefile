@@ -29,7 +29,8 @@ bench-evaluator: $(STAMP)
 	$(BIN)/python benchmarks/evaluator.py
 
 bench-papers: $(STAMP)
-	$(BIN)/python benchmarks/papers.py
+	$(BIN)/python benchmarks/papers.py --family id-dga
+	$(BIN)/python benchmarks/papers.py --family haef --jobs 2 --out benchmarks/results/haef
 	$(BIN)/python benchmarks/islands.py
 
 bench-papers-quick: $(STAMP)

@@ -111,13 +111,14 @@ def capacity(n: int = 2_000_000, probes: int = 3) -> float:
     return float(np.median(ratios))
 
 
-def run(inst, n: int, lag: int, budget: int, seed: int) -> dict:
-    params = {"islands": n, "executor": "local" if n == 1 else "process", "migration_lag": lag}
+def run(inst, n: int, lag: int, budget: int, seed: int, local: bool = False) -> dict:
+    params = {"islands": n, "executor": "local" if n == 1 or local else "process", "migration_lag": lag}
     res = run_optimizer("id-dga", inst.problem(), budget=budget, seed=seed, params=params)
     i = res.info
     return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"],
             "shutdown": i["shutdown_seconds"], "ct": i["comm_seconds"], "cr": i["comm_ratio"],
-            "compute": max(i["compute_seconds_per_island"]), "epochs": i["epochs"], "td": res.td,
+            "compute": max(i["compute_seconds_per_island"]), "compute_sum": sum(i["compute_seconds_per_island"]),
+            "epochs": i["epochs"], "td": res.td,
             "feasible": res.feasible, "pooled": i["worker_pool"]}
 
 
@@ -129,6 +130,9 @@ def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
     number = int(inst.name[1:])  # the same seeds as benchmarks/papers.py
     warm: dict[tuple[int, int], list[dict]] = {c: [] for c in CONFIGS}
     cold: dict[tuple[int, int], list[dict]] = {c: [] for c in CONFIGS if c[0] > 1}
+    # The same two islands (lag 0) one after the other in this process: their compute without
+    # communication or a second process, i.e. how far splitting the population alone lets SR go.
+    split: list[dict] = []
     load_before, capacity_before = load(), capacity()
     with worker_pool():
         for n, lag in CONFIGS:  # start and warm up the workers; not measured
@@ -136,6 +140,7 @@ def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
         for r in range(runs):
             for n, lag in CONFIGS:
                 warm[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
+            split.append(run(inst, 2, 0, budget, seed=1000 * number + r, local=True))
     for r in range(cold_runs):  # fresh worker processes: start-up and shut-down included
         for n, lag in cold:
             cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
@@ -143,11 +148,15 @@ def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
            "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
            "capacity_after": capacity(), "islands": {}}
     rt1 = med([x["rt"] for x in warm[1, 0]])
+    out["split"] = {"busiest": med([x["compute"] for x in split]), "sum": med([x["compute_sum"] for x in split]),
+                    "raw": split}
+    out["split"]["ceiling"] = rt1 / out["split"]["busiest"]
     for c in CONFIGS:
         w = warm[c]
         cell = {k: med([x[k] for x in w]) for k in ("rt", "run", "startup", "shutdown", "ct", "cr", "compute",
                                                     "epochs", "td")}
         cell["sr"] = rt1 / cell["rt"]
+        cell["sr_no_ct"] = rt1 / cell["compute"]  # SR had communication cost nothing
         cell["feasible"] = all(x["feasible"] for x in w)
         if c in cold:
             cell["rt_cold"] = med([x["run"] for x in cold[c]])
@@ -169,21 +178,26 @@ def cores_worth(row: dict) -> float:
 
 def table5(rows: list[dict], key: str) -> list[str]:
     L = ["| Test instance | ID-GA RT (ms) | ID-DGA RT (ms) | CT (ms) | SR | CR | ID-DGA RT+s (ms) | SR+s "
-         "| cores' worth | SR / cores' worth |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
+         "| cores' worth | SR / cores' worth | SR at CT = 0 | split ceiling |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         a, b = row["islands"]["1"], row["islands"][key]
+        ceiling = row["split"]["ceiling"] if key.startswith("2/") else float("nan")
         L.append(f"| {row['instance']} | {1000 * a['rt']:.2f} | {1000 * b['rt']:.2f} | {1000 * b['ct']:.2f} | "
                  f"{b['sr']:.2f} | {100 * b['cr']:.2f}% | {1000 * b['rt_cold']:.1f} | {b['sr_cold']:.2f} | "
-                 f"{cores_worth(row):.2f} | {b['sr'] / cores_worth(row):.2f} |")
+                 f"{cores_worth(row):.2f} | {b['sr'] / cores_worth(row):.2f} | {b['sr_no_ct']:.2f} | "
+                 + (f"{ceiling:.2f} |" if ceiling == ceiling else " |"))
     srs = [row["islands"][key]["sr"] for row in rows]
     crs = [row["islands"][key]["cr"] for row in rows]
     srs_c = [row["islands"][key]["sr_cold"] for row in rows]
     caps = [cores_worth(row) for row in rows]
     eff = [s / c for s, c in zip(srs, caps, strict=True)]
+    no_ct = [row["islands"][key]["sr_no_ct"] for row in rows]
+    ceil = [row["split"]["ceiling"] for row in rows] if key.startswith("2/") else []
     L.append(f"| median | | | | {med(srs):.2f} | {100 * med(crs):.2f}% | | {med(srs_c):.2f} | {med(caps):.2f} "
-             f"| {med(eff):.2f} |")
-    L.append(f"| min | | | | {min(srs):.2f} | | | {min(srs_c):.2f} | {min(caps):.2f} | {min(eff):.2f} |")
+             f"| {med(eff):.2f} | {med(no_ct):.2f} | " + (f"{med(ceil):.2f} |" if ceil else " |"))
+    L.append(f"| min | | | | {min(srs):.2f} | | | {min(srs_c):.2f} | {min(caps):.2f} | {min(eff):.2f} "
+             f"| {min(no_ct):.2f} | " + (f"{min(ceil):.2f} |" if ceil else " |"))
     return L
 
 
@@ -229,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"budget {key} {inst.name} islands={label(n, lag)}: RT {1000 * c['rt']:.1f} ms, CT {1000 * c['ct']:.1f} ms, "
                       f"busiest island {1000 * c['compute']:.1f} ms, SR {c['sr']:.2f}, CR {100 * c['cr']:.1f}%{cold}, "
                       f"TD {c['td']:.1f}", flush=True)
+            print(f"  two islands one after the other in this process: busiest {1000 * row['split']['busiest']:.1f} ms, "
+                  f"split ceiling {row['split']['ceiling']:.2f}", flush=True)
             print(f"  (load average {row['load_before']:.2f} -> {row['load_after']:.2f}; two processes got "
                   f"{row['capacity_before']:.2f} -> {row['capacity_after']:.2f} cores' worth)", flush=True)
     wall = time.perf_counter() - t_start
@@ -246,7 +262,12 @@ def main(argv: list[str] | None = None) -> int:
          "RT(n) and CR = CT / RT use it. CT = islands phase wall time minus the busiest island's compute. "
          "RT+s = run time with fresh worker processes (start-up and shut-down included); SR+s = RT(1) / RT+s. "
          "With more islands than usable cores the islands time-share the cores. \"SR / cores' worth\" is the "
-         "share of the parallelism on offer that two islands turned into speedup (1.00 = all of it).\n"]
+         "share of the parallelism on offer that two islands turned into speedup (1.00 = all of it). "
+         "\"SR at CT = 0\" = RT(1) / the busiest island's compute: the speedup had communication cost nothing. "
+         "\"split ceiling\" = RT(1) / the busier of the same two islands (lag 0) run one after the other in this "
+         "process: no messages and no second process, only the population split in two; it stays below 2 where a "
+         "generation's fixed costs (an evaluation call, the improvement step's second call, pairing, the epoch's "
+         "report) do not halve with the sub-population, and where the two halves evolve differently from the whole.\n"]
     for key, rows in results.items():
         budget_note = "the paper's budget nQID·nR" if key == "x1" else f"budget nQID·nR {key.replace('x', '× ')}"
         for n, lag in CONFIGS[1:]:

@@ -322,10 +322,15 @@ class Island:
 
     def best_index(self) -> int:
         """Index of the best individual (the first one on a tie)."""
-        sec = np.where(self.feas, self.td, -self.viol)
-        top = self.feas.max()
-        cand = np.flatnonzero(self.feas == top)
-        return int(cand[np.argmax(sec[cand])])
+        # A loop over Python floats: called twice an epoch on a few dozen individuals, where
+        # four NumPy calls on tiny arrays cost more than the whole comparison.
+        best, best_key = 0, None
+        for i, (feasible, td, violation) in enumerate(zip(self.feas.tolist(), self.td.tolist(), self.viol.tolist(),
+                                                          strict=True)):
+            k = (1, td) if feasible else (0, -violation)
+            if best_key is None or k > best_key:
+                best, best_key = i, k
+        return best
 
     def individual(self, i: int) -> Individual:
         return Individual(self.G[i].copy(), self.S[i].copy(), bool(self.feas[i]), float(self.viol[i]),

@@ -175,12 +175,12 @@ def test_worker_pool_reuses_workers_and_changes_nothing(k_problem: Problem, t_pr
 
 
 class FailingIsland(IDDGAIsland):
-    """Fails in its third generation (for the error path of the worker processes)."""
+    """Fails in its second epoch (for the error path of the worker processes)."""
 
-    def generation(self) -> None:
-        if self.generations == 2 and self.index == 1:
+    def evolve(self, generations: int) -> None:
+        if self.generations >= 2 and self.index == 1:
             raise ValueError("island 1 gives up")
-        super().generation()
+        super().evolve(generations)
 
 
 def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem):

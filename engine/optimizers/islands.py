@@ -255,6 +255,13 @@ class Island:
         else:
             retained = self.problem.retained_from_s(S)
             ev = self.problem.evaluate(G, retained=retained)
+        self.record_evaluations(G, retained, ev)
+        return ev, S
+
+    def record_evaluations(self, G: np.ndarray, retained: np.ndarray, ev: Evaluation) -> None:
+        """Count evaluated rows against the budget and log the new local bests for the master
+        (for an algorithm that evaluates by itself, e.g. in a fused kernel)."""
+        m = len(ev)
         feas, viol, td = ev.feasible.tolist(), ev.violation.tolist(), ev.td.tolist()
         for i in range(m):
             key = fitness_key(feas[i], viol[i], td[i])
@@ -263,7 +270,6 @@ class Island:
                 self._improvements.append((self._logged + i, G[i].copy(), np.array(retained[i]), ev.row(i)))
         self._logged += m
         self.used += m
-        return ev, S
 
     # -- population -------------------------------------------------------------------
     @property
@@ -351,6 +357,10 @@ class Island:
     def generation(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Load what ``generation`` compiles (a worker does it before reporting ready, so that
+        it is not timed as the algorithm's run). Must not touch the population or its draws."""
+
     def can_evolve(self) -> bool:
         return self.size >= self.MIN_POP and not self.exhausted
 
@@ -378,6 +388,18 @@ class Island:
         return (np.array([x[0] for x in div], dtype=np.int64), _small(np.stack([x[1] for x in div])),
                 _small(np.stack([x[2] for x in div])))
 
+    def evolve(self, generations: int) -> None:
+        """Up to ``generations`` generations, fewer when the budget runs out."""
+        done = 0
+        while done < generations and self.can_evolve():
+            before = self.used
+            self.generation()
+            self.generations += 1
+            done += 1
+            self._record_diversity()
+            if self.used == before and not self.exhausted:
+                raise RuntimeError(f"{type(self).__name__}: a generation evaluated nothing")
+
     def run(self, generations: int, migrant: Individual | None) -> EpochReport:
         """Receive a migrant, then evolve up to ``generations`` generations (initializing the
         population first on the first call)."""
@@ -389,15 +411,7 @@ class Island:
             self.initialized = True
             self.initialize()
             self._record_diversity()
-        done = 0
-        while done < generations and self.can_evolve():
-            before = self.used
-            self.generation()
-            self.generations += 1
-            done += 1
-            self._record_diversity()
-            if self.used == before and not self.exhausted:
-                raise RuntimeError(f"{type(self).__name__}: a generation evaluated nothing")
+        self.evolve(generations)
         exhausted = not self.can_evolve()
         t1 = time.perf_counter()
         return EpochReport(
@@ -747,6 +761,7 @@ def _worker(conn: Any) -> None:
                 problem = pspec.build()
                 warm_up(problem)
                 island = spec.build(problem)
+                island.warm_up()
                 conn.send(("ready", None))
                 # The master sends "run" as soon as every island is ready: wait for it awake
                 # (a blocked process takes a while to wake; the run's clock is already going).

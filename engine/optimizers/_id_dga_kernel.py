@@ -180,12 +180,32 @@ def _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remainin
 
 
 @njit(cache=True)
+def _new_best_rows(EF, EV, ET, E, has_best, best_feasible, best_second):
+    """Rows whose fitness key beats every earlier one and the island's logged best
+    (``problem.fitness_key``: feasible first, then TD, or closeness to feasibility)."""
+    out = np.empty(E, dtype=np.int64)
+    n = 0
+    for i in range(E):
+        f = EF[i]
+        second = ET[i] if f else -EV[i]
+        if (not has_best) or (f and not best_feasible) or (f == best_feasible and second > best_second):
+            has_best = True
+            best_feasible = f
+            best_second = second
+            out[n] = i
+            n += 1
+    return out[:n]
+
+
+@njit(cache=True)
 def epoch_k_anonymity(rng, generations, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remaining, improvement,
-                      codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, offsets, row_of_record):
+                      codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, offsets, row_of_record,
+                      has_best, best_feasible, best_second):
     """Up to ``generations`` generations (fewer when the budget ``remaining`` runs out), as
     ``Island.run`` calls ``generation``; one call, because handing a Generator to Numba costs
-    about 20 us. Returns the generations done and every evaluation in order: G (E, nQ),
-    retained (E, H), AD (E, 1), TD, suppressed, feasible, violation."""
+    about 20 us. Returns the generations done, every evaluation in order: G (E, nQ),
+    retained (E, H), AD (E, 1), TD, suppressed, feasible, violation, and the rows that are new
+    local bests after the island's logged best (``has_best``, ``best_feasible``, ``best_second``)."""
     C = G.shape[0] // 2
     cap = min(remaining, generations * 2 * C)
     EG = np.empty((cap, G.shape[1]), dtype=np.int64)
@@ -202,4 +222,5 @@ def epoch_k_anonymity(rng, generations, G, S, feas, viol, td, ad, sup, heights, 
                         codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, offsets, row_of_record,
                         EG, ER, EA, ET, ES, EF, EV, E)
         done += 1
-    return done, EG[:E], ER[:E], EA[:E], ET[:E], ES[:E], EF[:E], EV[:E]
+    best_rows = _new_best_rows(EF, EV, ET, E, has_best, best_feasible, best_second)
+    return done, EG[:E], ER[:E], EA[:E], ET[:E], ES[:E], EF[:E], EV[:E], best_rows

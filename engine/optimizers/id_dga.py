@@ -151,7 +151,7 @@ class IDDGAIsland(Island):
         nq, nr = self.G.shape[1], self.S.shape[1]
         kernel(np.random.default_rng(0), 0, np.zeros((2, nq), dtype=np.int64), np.zeros((2, nr), dtype=bool),
                np.zeros(2, dtype=bool), np.zeros(2), np.zeros(2), np.zeros((2, 1)), np.zeros(2, dtype=np.int64),
-               self.heights, 0.5, 0.1, k, 0, True, *tables)
+               self.heights, 0.5, 0.1, k, 0, True, *tables, False, False, 0.0)
 
     def evolve(self, generations: int) -> None:
         if self.fused is None or not self.can_evolve():
@@ -159,10 +159,12 @@ class IDDGAIsland(Island):
             return
         kernel, k, tables = self.fused
         c = self.config
-        done, EG, ER, EA, ET, ES, EF, EV = kernel(
+        logged = self._log_best
+        done, EG, ER, EA, ET, ES, EF, EV, best_rows = kernel(
             self.rng, generations, self.G, self.S, self.feas, self.viol, self.td, self.ad, self.sup, self.heights,
-            c["cr"], c["mr"], k, self.remaining, bool(c["improvement"]), *tables)
-        self.record_evaluations(EG, ER, Evaluation(EA, ET, EF, EV, ES))
+            c["cr"], c["mr"], k, self.remaining, bool(c["improvement"]), *tables,
+            logged is not None, bool(logged and logged[0]), float(logged[1]) if logged else 0.0)
+        self.record_evaluations(EG, ER, Evaluation(EA, ET, EF, EV, ES), best_rows=best_rows)
         self.generations += done
 
     def _mutate(self, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -258,16 +258,27 @@ class Island:
         self.record_evaluations(G, retained, ev)
         return ev, S
 
-    def record_evaluations(self, G: np.ndarray, retained: np.ndarray, ev: Evaluation) -> None:
+    def record_evaluations(self, G: np.ndarray, retained: np.ndarray, ev: Evaluation,
+                           best_rows: np.ndarray | None = None) -> None:
         """Count evaluated rows against the budget and log the new local bests for the master
-        (for an algorithm that evaluates by itself, e.g. in a fused kernel)."""
+        (for an algorithm that evaluates by itself, e.g. in a fused kernel, which may pass the
+        rows that are new local bests, ``best_rows``, already found)."""
         m = len(ev)
-        feas, viol, td = ev.feasible.tolist(), ev.violation.tolist(), ev.td.tolist()
-        for i in range(m):
-            key = fitness_key(feas[i], viol[i], td[i])
-            if self._log_best is None or key > self._log_best:
-                self._log_best = key
-                self._improvements.append((self._logged + i, G[i].copy(), np.array(retained[i]), ev.row(i)))
+        if best_rows is None:
+            feas, viol, td = ev.feasible.tolist(), ev.violation.tolist(), ev.td.tolist()
+            best_rows = []
+            for i in range(m):
+                key = fitness_key(feas[i], viol[i], td[i])
+                if self._log_best is None or key > self._log_best:
+                    self._log_best = key
+                    best_rows.append(i)
+        else:
+            best_rows = best_rows.tolist()
+            if best_rows:
+                i = best_rows[-1]
+                self._log_best = fitness_key(bool(ev.feasible[i]), float(ev.violation[i]), float(ev.td[i]))
+        for i in best_rows:
+            self._improvements.append((self._logged + i, G[i].copy(), np.array(retained[i]), ev.row(i)))
         self._logged += m
         self.used += m
 
@@ -613,8 +624,11 @@ def _decode_migrant(data: bytes, last: Individual | None) -> tuple[Individual | 
 
 
 def _same_individual(a: Individual, b: Individual) -> bool:
+    # Bytes of equal dtypes and shapes (both come from one island's arrays): cheaper than
+    # np.array_equal on every epoch's migrant.
     return (a.td == b.td and a.feasible == b.feasible and a.violation == b.violation
-            and np.array_equal(a.g, b.g) and np.array_equal(a.s, b.s))
+            and a.g.shape == b.g.shape and a.s.shape == b.s.shape and a.g.dtype == b.g.dtype
+            and a.s.dtype == b.s.dtype and a.g.tobytes() == b.g.tobytes() and a.s.tobytes() == b.s.tobytes())
 
 
 _REPORT_SCALARS = ("evaluated", "pop_size", "used", "generations", "exhausted", "compute_seconds", "started",

@@ -1,4 +1,4 @@
-"""The paper benchmark's run journal: what --resume reads back after an interrupted run."""
+"""The paper benchmark's helpers: the run journal --resume reads back, and the tally of the papers' claims."""
 
 from __future__ import annotations
 
@@ -52,3 +52,26 @@ def test_task_key_separates_runs(papers):
     assert papers._task_key(base) == papers._task_key(dict(base))
     assert papers._task_key(base) != papers._task_key({**base, "seed": 1002, "run": 2})
     assert papers._task_key(base) != papers._task_key({**base, "t": 0.2})
+
+
+def _case(**scores: list[float]) -> dict:
+    return {"algos": {k: {"mean": sum(v) / len(v), "scores": v} for k, v in scores.items()}}
+
+
+def test_claim_tally_splits_cases_by_side_and_significance(papers):
+    far_ahead = _case(A=[10.0 + i for i in range(10)], B=[1.0 + i / 10 for i in range(10)])
+    slightly_behind = _case(A=[5.0, 6.0, 7.0], B=[5.5, 6.0, 7.0])
+    tie = _case(A=[3.0, 3.0], B=[3.0, 3.0])
+    far_behind = _case(A=[1.0] * 10, B=[9.0] * 10)
+    missing = {"algos": {"A": {"mean": 1.0, "scores": [1.0]}}}  # rival not run: not counted
+    t = papers.claim_tally([far_ahead, slightly_behind, tie, far_behind, missing], "A", "B")
+    assert (t["cases"], t["ahead_sig"], t["ahead"], t["tie"], t["behind"], t["behind_sig"]) == (5 - 1, 1, 0, 1, 1, 1)
+    # 100 (mean A - mean B) / mean B per counted case
+    assert t["diff"][0] == pytest.approx(100 * (14.5 - 1.45) / 1.45)
+    assert t["diff"][2] == 0.0 and t["diff"][3] == pytest.approx(-100 * 8 / 9)
+    papers.CLAIMS["test"] = ("A", ["B"])
+    try:
+        rendered = papers._claims_table("test", [far_ahead, far_behind])
+    finally:
+        del papers.CLAIMS["test"]
+    assert "| A ahead of B | 2 | 1 | 0 | 0 | 0 | 1 |" in rendered and "does not hold" in rendered

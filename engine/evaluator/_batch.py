@@ -118,6 +118,17 @@ def evaluate_batch(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n
     t-closeness: largest class distance to ``q``, 0 when empty; 2 distinct l: fewest distinct
     SA values in a class; 3 entropy l: smallest exp(entropy) of a class).
     """
+    return evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
+                               np.empty((0, 0), dtype=np.int64))
+
+
+@njit(cache=True)
+def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, row_size):
+    """``evaluate_batch``, and, when ``row_size`` has P rows, the class size of every histogram
+    row into ``row_size[p]`` (0 where nothing is retained). That is what ID-DGA's improvement
+    (§4.5) needs of an infeasible child (``record_class_sizes`` at each row's first record); the
+    fused ID-DGA kernel takes it from the evaluation instead of classifying the child again.
+    """
     P = G.shape[0]
     n = codes.shape[0]
     nq = codes.shape[1]
@@ -164,6 +175,9 @@ def evaluate_batch(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n
             if cls[h] >= 0:
                 size[cls[h]] += ret[h]
         sup[p] = n_records - kept
+        if row_size.shape[0] > p:
+            for h in range(n):
+                row_size[p, h] = size[cls[h]] if cls[h] >= 0 else 0
         npairs = 0
         if needs_pairs:
             for h in range(n):

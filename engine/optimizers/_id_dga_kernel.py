@@ -105,7 +105,11 @@ def _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remainin
         return E
     # Evaluate the children (Island.evaluate).
     ret = B.retained_batch(CS[:m], offsets)
-    a1, t1, s1 = B.evaluate_batch(CG[:m], ret, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records)
+    # The children's class size per histogram row too: the improvement below needs them for the
+    # infeasible ones, which it would otherwise classify a second time (same numbers, tested).
+    row_size = np.empty((m, offsets.shape[0] - 1), dtype=np.int64) if improvement else np.empty((0, 0), dtype=np.int64)
+    a1, t1, s1 = B.evaluate_batch_into(CG[:m], ret, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
+                                       row_size)
     _feasibility(a1[:, 0], k, EF, EV, E)
     for j in range(m):
         EG[E + j] = CG[j]
@@ -134,15 +138,16 @@ def _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remainin
                     break
             if not any_kept:
                 continue  # nothing to suppress: unchanged
-            sizes = B.record_class_sizes(CG[j], ret[j], codes, gen, n_gen, offsets)
+            # record_class_sizes at a kept record = its row's class size (its row has ret > 0)
+            sizes = row_size[j]
             worst = np.inf
             for r in range(nr):
                 if s[r]:
-                    v = float(sizes[offsets[row_of_record[r]]])
+                    v = float(sizes[row_of_record[r]])
                     if v < worst:
                         worst = v
             for r in range(nr):
-                v = float(sizes[offsets[row_of_record[r]]]) if s[r] else 0.0
+                v = float(sizes[row_of_record[r]]) if s[r] else 0.0
                 NS[nc, r] = s[r] and not (v == worst)
             changed[nc] = j
             nc += 1

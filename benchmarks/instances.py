@@ -219,7 +219,20 @@ def haef_instances(root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
     return out
 
 
+class DataMissing(SystemExit):
+    """The benchmark data are not where the command looked (a clear message, no traceback)."""
+
+
+def _require(root: Path, relative: str) -> None:
+    if not (Path(root) / relative).exists():
+        raise DataMissing(f"benchmark data not found: {Path(root) / relative} does not exist. Hint: pass --data DIR "
+                          f"or set PPDP_DATA to the folder holding arx/ and sparcs/ (this project's shared data; "
+                          f"README, 'Data for benchmarks').")
+
+
 def build(family: str, root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
+    """The instances of ``family`` ('id-dga': T1-T16, 'haef': D1-D16) drawn from the data under ``root``."""
+    _require(root, MACH_FILE if family == "id-dga" else "sparcs")
     if family == "id-dga":
         return iddga_instances(root, seed)
     if family == "haef":

@@ -75,3 +75,13 @@ def test_claim_tally_splits_cases_by_side_and_significance(papers):
     finally:
         del papers.CLAIMS["test"]
     assert "| A ahead of B | 2 | 1 | 0 | 0 | 0 | 1 |" in rendered and "does not hold" in rendered
+
+
+@pytest.mark.parametrize("family", ["id-dga", "haef"])
+def test_missing_data_directory_is_a_clear_error(papers, tmp_path, family):
+    """Without the data the benchmarks stop with where they looked and how to point them at it."""
+    inst = sys.modules["instances"]
+    with pytest.raises(SystemExit) as err:
+        inst.build(family, tmp_path / "nowhere")
+    msg = str(err.value)
+    assert str(tmp_path / "nowhere") in msg and "--data" in msg and "PPDP_DATA" in msg

@@ -358,8 +358,10 @@ class Island:
         if self.size < 2:
             return
         best = self.best_index()
-        others = np.delete(np.arange(self.size), best)
-        i = int(others[self.rng.integers(len(others))])
+        # Uniform over the others: the j-th index that is not ``best`` (the same draw as
+        # indexing np.delete(arange(size), best), without building it every epoch).
+        j = int(self.rng.integers(self.size - 1))
+        i = j if j < best else j + 1
         self.G[i], self.S[i] = migrant.g, migrant.s
         self.feas[i], self.viol[i], self.td[i] = migrant.feasible, migrant.violation, migrant.td
         self.ad[i], self.sup[i] = migrant.ad, migrant.suppressed

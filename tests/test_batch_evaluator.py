@@ -31,14 +31,14 @@ def check_fused(table, models, G, keep) -> None:
     # The class size per histogram row that evaluate_batch_into writes for the fused ID-DGA
     # kernel's improvement step: the same AD and TD, and each row's record_class_sizes.
     row_size = np.full(retained.shape, -1, dtype=np.int64)
-    t = table
-    ad_i, td_i, sup_i = B.evaluate_batch_into(np.ascontiguousarray(G, dtype=np.int64), retained, t.codes, ev.gen,
-                                              ev.n_gen, ev.weight, t.sa, t.n_sa, ev.q, ev.kinds, t.n_records, row_size)
+    ad_i, td_i, sup_i = B.evaluate_batch_into(np.ascontiguousarray(G, dtype=np.int64), retained, table.codes, ev.gen,
+                                              ev.n_gen, ev.weight, table.sa, table.n_sa, ev.q, ev.kinds,
+                                              table.n_records, row_size)
     assert np.array_equal(td_i, fused.td) and np.array_equal(sup_i, fused.suppressed)
+    nonempty = np.diff(table.offsets) > 0  # histogram rows holding records, and their first record
+    first = table.offsets[:-1][nonempty]
     for p in range(G.shape[0]):
         got = ev.record_class_sizes(G[p], retained[p])
-        nonempty = np.diff(t.offsets) > 0
-        first = t.offsets[:-1][nonempty]
         assert np.array_equal(row_size[p][nonempty], np.where(retained[p][nonempty] > 0, got[first], 0))
         assert np.all(row_size[p][~nonempty] == 0)
         assert np.array_equal(got, ev.record_class_sizes_per_solution(G[p], retained[p]))

@@ -5,6 +5,7 @@ worker processes giving the same result as in-process islands."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -181,6 +182,38 @@ class FailingIsland(IDDGAIsland):
         if self.generations >= 2 and self.index == 1:
             raise ValueError("island 1 gives up")
         super().evolve(generations)
+
+
+class SlowToReportError(ValueError):
+    """An error whose message takes a while to format: its island has closed its ring pipes
+    well before the master hears of the failure."""
+
+    def __str__(self) -> str:
+        time.sleep(0.5)
+        return super().__str__()
+
+
+class FailingSlowlyIsland(IDDGAIsland):
+    """Island 1 fails in its second epoch and is slow to report it; island 0 is then still in
+    its epoch, so its next migrant meets the closed pipe of island 1."""
+
+    def evolve(self, generations: int) -> None:
+        if self.generations >= 2:
+            if self.index == 1:
+                raise SlowToReportError("island 1 gives up")
+            time.sleep(0.1)
+        super().evolve(generations)
+
+
+def test_a_failed_island_is_reported_not_the_broken_pipe_of_its_neighbour(k_problem: Problem):
+    """The successor's closed pipe stops an island quietly: the master reports the island that
+    failed (seen in CI: 'island 0 failed ... BrokenPipeError' hid 'island 1 gives up')."""
+    config = parse_params("id-dga", {"islands": 2}, ID_DGA_DEFAULTS)
+    with worker_pool() as pool:
+        with pytest.raises(RuntimeError, match="island 1 failed(?s:.*)island 1 gives up") as caught:
+            run_islands(k_problem, FailingSlowlyIsland, config, name="failing", budget=900, seed=1)
+        assert "BrokenPipeError" not in str(caught.value)
+        assert not pool.idle
 
 
 def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem):

@@ -551,10 +551,18 @@ class _RingSender:
         self.direct_bytes = direct_bytes
         self.queue: queue.SimpleQueue | None = None
         self.thread: threading.Thread | None = None
+        # The successor closed its end: it stopped (aborted, or failed and reports that itself
+        # to the master). Not this island's error: it stops too, without a second report.
+        self.broken = False
 
     def send(self, data: bytes) -> None:
+        if self.broken:
+            return
         if self.thread is None and len(data) <= self.direct_bytes:
-            self.conn.send_bytes(data)
+            try:
+                self.conn.send_bytes(data)
+            except OSError:  # BrokenPipeError, ConnectionResetError
+                self.broken = True
             return
         if self.thread is None:
             self.queue = queue.SimpleQueue()
@@ -567,6 +575,7 @@ class _RingSender:
             try:
                 self.conn.send_bytes(data)
             except OSError:
+                self.broken = True
                 return
 
     def close(self) -> None:
@@ -714,7 +723,7 @@ def _ring_epochs(conn: Any, island: Island, pred: Any, succ: Any, n: int, genera
                 sent = report.best
             report.best = None  # the master does not need it
             reports.append(report)
-            if chain >= n or conn.poll():  # done, or aborted
+            if chain >= n or conn.poll() or (sender is not None and sender.broken):  # done, aborted, or the successor stopped
                 break
             ready = pred is not None and pred.poll()
             # An exhausted island's reports go at once: the master may be waiting for them.

@@ -72,45 +72,6 @@ def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
-def _spin(n: int) -> float:
-    t = time.perf_counter()
-    x = 0
-    for i in range(n):
-        x += i
-    return time.perf_counter() - t
-
-
-def _spin_worker(n: int, go, out) -> None:
-    go.wait()
-    out.put(_spin(n))
-
-
-def _spin_times(ctx, n: int, k: int) -> list[float]:
-    go, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_spin_worker, args=(n, go, out)) for _ in range(k)]
-    for p in procs:
-        p.start()
-    time.sleep(0.3)
-    go.set()
-    times = [out.get() for _ in range(k)]
-    for p in procs:
-        p.join()
-    return times
-
-
-def capacity(n: int = 2_000_000, probes: int = 3) -> float:
-    """How many cores' worth two CPU-bound processes get right now (2.0 = two free cores): the
-    time of a pure-Python loop in one process alone over the slower of two started together,
-    median of ``probes`` probes. The machine is a shared virtual machine; this says how much
-    parallelism it offered around a measurement, i.e. the most that SR with two islands can reach."""
-    ctx = mp.get_context("spawn")
-    ratios = []
-    for _ in range(probes):
-        alone = _spin_times(ctx, n, 1)[0]
-        ratios.append(2 * alone / max(_spin_times(ctx, n, 2)))
-    return float(np.median(ratios))
-
-
 def _kernel_worker(conn, pspec, budget: int) -> None:
     """Runs ID-GA (one island, in this process) on the instance ``reps`` times when sent ``reps``
     and answers with the wall time; None stops it. The islands' own workload, for ``kernel_capacity``."""
@@ -128,8 +89,8 @@ def kernel_capacity(problem, budget: int, probes: int = 3, seconds: float = 0.3)
     """How many cores' worth two processes running the islands' own kernels get right now (2.0 =
     two full cores): ID-GA on the instance, repeated for about ``seconds``, in one process alone
     over the slower of two running at once, median of ``probes``. No messages: this is the most
-    that two islands' compute can gain on this machine. (A pure-Python loop, ``capacity``, gets
-    more out of two busy virtual CPUs than these Numba kernels do.)"""
+    that two islands' compute can gain on this machine (a pure-Python loop gets more out of two
+    busy virtual CPUs than these Numba kernels do, so the probe runs the kernels themselves)."""
     ctx = mp.get_context("spawn")
     pspec = ProblemSpec.of(problem)
     pipes = [ctx.Pipe() for _ in range(2)]
@@ -270,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else Path(__file__).resolve().parent / "results" / ("quick" if args.quick else "")
     out.mkdir(parents=True, exist_ok=True)
     n_cpu, usable = cores()
-    print(f"cores: {n_cpu} on the machine, {usable} usable by this process; load average {load():.2f}; two "
-          f"CPU-bound processes get {capacity():.2f} cores' worth", flush=True)
+    print(f"cores: {n_cpu} on the machine, {usable} usable by this process; load average {load():.2f} "
+          f"(cores' worth is probed around each instance's runs)", flush=True)
     _load_builtin()
     if "id-dga" not in OPTIMIZERS:
         print("id-dga is not registered (engine/optimizers/id_dga.py missing): nothing to measure", flush=True)

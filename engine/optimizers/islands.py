@@ -559,10 +559,7 @@ class _RingSender:
         if self.broken:
             return
         if self.thread is None and len(data) <= self.direct_bytes:
-            try:
-                self.conn.send_bytes(data)
-            except OSError:  # BrokenPipeError, ConnectionResetError
-                self.broken = True
+            self._write(data)
             return
         if self.thread is None:
             self.queue = queue.SimpleQueue()
@@ -570,12 +567,17 @@ class _RingSender:
             self.thread.start()
         self.queue.put(data)
 
+    def _write(self, data: bytes) -> bool:
+        try:
+            self.conn.send_bytes(data)
+            return True
+        except OSError:  # BrokenPipeError, ConnectionResetError: the successor stopped
+            self.broken = True
+            return False
+
     def _loop(self) -> None:
         while (data := self.queue.get()) is not None:
-            try:
-                self.conn.send_bytes(data)
-            except OSError:
-                self.broken = True
+            if not self._write(data):
                 return
 
     def close(self) -> None:

@@ -1,45 +1,33 @@
 """ppdp's private state in the database: schema ``_ppdp`` (never part of a published copy).
 
-Tables: ``hierarchies`` (every hierarchy of every release version, long format), ``suppressed``
-(keys withheld from each version), ``runs`` (one row per run, succeeded or failed), and
-per-run staging tables that are dropped after use.
+Tables (SQL in sql/catalog.py): ``releases`` (identity, output schema and name, row-hash salt),
+``hierarchies`` (every hierarchy of every version, long format), ``suppressed`` (keys withheld
+from each version), ``row_ids`` / ``row_state`` (random row ids per source key, salted row hashes
+at the last release), ``distributions`` (the source's sensitive distribution per version),
+``runs`` (one row per run) and ``jobs``.
+
+A release's identity is its output schema and name together (``release_id``): two releases
+with the same name in different schemas never share state.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from connectors.base import Connector
-from sql.queries import PRIVATE_SCHEMA
-from sql.quoting import quote_ident, quote_table
+from engine.errors import SpecError
+from sql import catalog as C
+from sql.quoting import quote_table
 
-DDL = [
-    f"CREATE SCHEMA IF NOT EXISTS {quote_ident(PRIVATE_SCHEMA)}",
-    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'hierarchies')} ("
-    "release VARCHAR NOT NULL, version INTEGER NOT NULL, attribute VARCHAR NOT NULL, level INTEGER NOT NULL, "
-    "leaf VARCHAR NOT NULL, value VARCHAR NOT NULL, leaf_count BIGINT NOT NULL, "
-    # The key's index serves the release SELECT's one join per QID (PostgreSQL would otherwise
-    # nest loops over scans of this table) and forbids duplicate leaves (they would duplicate rows).
-    "PRIMARY KEY (release, version, attribute, level, leaf))",
-    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'suppressed')} ("
-    "release VARCHAR NOT NULL, version INTEGER NOT NULL, key VARCHAR NOT NULL)",
-    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'runs')} ("
-    "run_id VARCHAR PRIMARY KEY, release VARCHAR NOT NULL, version INTEGER, status VARCHAR NOT NULL, "
-    "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, source_rows BIGINT, spec VARCHAR, solution VARCHAR, "
-    "metrics VARCHAR, verification VARCHAR, error VARCHAR, job VARCHAR, run_key VARCHAR, source_fingerprint VARCHAR, "
-    "changes VARCHAR, cross_version VARCHAR)",
-    # Release jobs registered in the database (README: "Release jobs"); spec is the JSON form.
-    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'jobs')} ("
-    "name VARCHAR PRIMARY KEY, spec VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
-    "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, enabled BOOLEAN DEFAULT TRUE)",
-    # Stable random release row ids per source key, and the row hash at the last release.
-    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'row_ids')} ("
-    "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_id VARCHAR NOT NULL, PRIMARY KEY (release, key))",
-    f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, 'row_state')} ("
-    "release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_hash VARCHAR NOT NULL)",
-]
+PRIVATE_SCHEMA = C.PRIVATE_SCHEMA
+
+
+def release_id(schema: str, name: str) -> str:
+    """The identity of the release published as ``schema.name`` (both quoted: unambiguous)."""
+    return quote_table(schema, name)
 
 
 @dataclass(frozen=True)
@@ -49,7 +37,7 @@ class RunRecord:
     run_id: str
     release: str
     version: int | None
-    status: str  # running, succeeded, failed
+    status: str  # running, succeeded, failed, skipped
     started_at: Any
     finished_at: Any
     source_rows: int | None
@@ -66,7 +54,7 @@ class RunRecord:
 
 
 def ensure_schema(con: Connector) -> None:
-    for stmt in DDL:
+    for stmt in C.ddl(con.dialect):
         con.execute(stmt)
 
 
@@ -75,45 +63,72 @@ def has_catalog(con: Connector) -> bool:
 
 
 def next_version(con: Connector, release: str) -> int:
-    rows = con.query(f"SELECT MAX(version) AS v FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE release = ? AND status = 'succeeded'", [release])
-    v = rows["v"][0]
+    v = con.query(C.max_version(con.dialect), [release])["v"][0]
     return 1 if v is None else int(v) + 1
 
 
+def release_salt(con: Connector, release: str, schema: str, name: str) -> str:
+    """The release's secret salt for source row hashes, created on first use."""
+    rows = con.query(C.select_release(con.dialect), [release])
+    if rows.height:
+        return str(rows["salt"][0])
+    salt = secrets.token_hex(16)
+    con.execute(C.insert_release(con.dialect), [release, schema, name, salt])
+    return salt
+
+
+def resolve_release(con: Connector, name: str) -> str:
+    """A release identity from what a user typed: ``schema.name``, the identity, or a bare name
+    that only one release uses. SpecError when none or several match."""
+    if not has_catalog(con) or con.relation_columns(PRIVATE_SCHEMA, "releases") is None:
+        raise SpecError(f"No published release named {name!r} in {con.url}.")
+    candidates = [name]
+    if "." in name and not name.startswith('"'):
+        schema, _, short = name.partition(".")
+        candidates.append(release_id(schema, short))
+    for c in candidates:
+        rows = con.query(C.select_release(con.dialect), [c])
+        if rows.height:
+            return c
+    rows = con.query(C.releases_named(con.dialect), [name, name])
+    found = rows["release"].to_list()
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SpecError(f"No published release named {name!r} in {con.url}. Hint: 'ppdp runs' lists the releases.")
+    raise SpecError(f"Several releases are named {name!r} ({', '.join(found)}). Hint: give it as schema.name.")
+
+
+def _row(rec: RunRecord) -> list[Any]:
+    return [rec.run_id, rec.release, rec.version, rec.status, rec.started_at, rec.finished_at, rec.source_rows,
+            json.dumps(rec.spec, default=str), json.dumps(rec.solution, default=str), json.dumps(rec.metrics, default=str),
+            json.dumps(rec.verification, default=str), rec.error, rec.job, rec.run_key, rec.source_fingerprint,
+            json.dumps(rec.changes or {}, default=str), json.dumps(rec.cross_version or {}, default=str)]
+
+
 def insert_run(con: Connector, rec: RunRecord) -> None:
-    con.execute(
-        f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'runs')} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [rec.run_id, rec.release, rec.version, rec.status, rec.started_at, rec.finished_at, rec.source_rows,
-         json.dumps(rec.spec, default=str), json.dumps(rec.solution, default=str), json.dumps(rec.metrics, default=str),
-         json.dumps(rec.verification, default=str), rec.error, rec.job, rec.run_key, rec.source_fingerprint,
-         json.dumps(rec.changes or {}, default=str), json.dumps(rec.cross_version or {}, default=str)],
-    )
+    con.execute(C.insert_run(con.dialect), _row(rec))
 
 
 def update_run(con: Connector, rec: RunRecord) -> None:
     """Replace a run's row (running -> succeeded/failed)."""
-    con.execute(f"DELETE FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE run_id = ?", [rec.run_id])
+    con.execute(C.delete_run(con.dialect), [rec.run_id])
     insert_run(con, rec)
 
 
 def mark_abandoned(con: Connector, release: str) -> int:
     """Runs left "running" by a process that died: the caller holds the run lock, so no live
     run of this release exists. They become "failed" with a note."""
-    runs = con.query(f"SELECT COUNT(*) AS n FROM {quote_table(PRIVATE_SCHEMA, 'runs')} WHERE release = ? AND status = 'running'", [release])
-    n = int(runs["n"][0])
+    n = int(con.query(C.count_running(con.dialect), [release])["n"][0])
     if n:
-        con.execute(
-            f"UPDATE {quote_table(PRIVATE_SCHEMA, 'runs')} SET status = 'failed', finished_at = CURRENT_TIMESTAMP, "
-            "error = 'abandoned: the process ended before the run finished; nothing was published' "
-            "WHERE release = ? AND status = 'running'", [release])
+        con.execute(C.mark_abandoned(con.dialect), [release])
     return n
 
 
 def list_runs(con: Connector, release: str | None = None) -> list[RunRecord]:
     if not has_catalog(con):
         return []
-    where, params = ("WHERE release = ?", [release]) if release else ("", [])
-    df = con.query(f"SELECT * FROM {quote_table(PRIVATE_SCHEMA, 'runs')} {where} ORDER BY started_at", params)
+    df = con.query(C.select_runs(con.dialect, by_release=release is not None), [release] if release else [])
     out = []
     for r in df.iter_rows(named=True):
         out.append(RunRecord(
@@ -127,7 +142,24 @@ def list_runs(con: Connector, release: str | None = None) -> list[RunRecord]:
     return out
 
 
+def published_runs(con: Connector, release: str) -> list[RunRecord]:
+    """The runs that published a version, oldest first."""
+    return sorted((r for r in list_runs(con, release) if r.status == "succeeded" and r.version is not None),
+                  key=lambda r: r.version)
+
+
 def latest_success(con: Connector, release: str) -> RunRecord | None:
     """The run that published the current version (dry runs publish nothing)."""
-    runs = [r for r in list_runs(con, release) if r.status == "succeeded" and r.version is not None]
-    return max(runs, key=lambda r: r.version) if runs else None
+    runs = published_runs(con, release)
+    return runs[-1] if runs else None
+
+
+def store_distribution(con: Connector, release: str, version: int, q: dict[str, float]) -> None:
+    """Q of version ``version``: sensitive-value key (see sql.history.sa_key) -> share."""
+    for key, share in q.items():
+        con.execute(C.insert_distribution(con.dialect), [release, version, key, float(share)])
+
+
+def stored_distribution(con: Connector, release: str, version: int) -> dict[str, float]:
+    rows = con.query(C.select_distribution(con.dialect), [release, version])
+    return dict(zip(rows["sa_key"].to_list(), rows["q"].to_list(), strict=True))

@@ -75,8 +75,15 @@ class ReleaseSpec:
     max_repair_fraction: float = 0.05
     reader_roles: tuple[str, ...] = ()
     output_schema: str = "published"
+    method: str = "generalization"
     base_dir: str = "."
     raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def holds_back_changes(self) -> bool:
+        """Whether a step that would single someone out across versions may be repaired by
+        holding records back (every policy but "strict", which refuses the step)."""
+        return self.dynamic_policy != "strict"
 
     @property
     def qid_columns(self) -> list[str]:

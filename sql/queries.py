@@ -228,10 +228,14 @@ def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entr
 # --- dynamic publishing ----------------------------------------------------------------------
 
 
+def row_text_expr(columns: list[str], d: str = "duckdb") -> str:
+    """A row's text, NULL-safe and unambiguous ('|' separators doubled inside values, NULL as \\N)."""
+    return " || '|' || ".join(f"COALESCE(REPLACE({text(c, dialect=d)}, '|', '||'), '\\N')" for c in columns)
+
+
 def row_hash_expr(columns: list[str], d: str = "duckdb") -> str:
-    """md5 of a row's text, NULL-safe and unambiguous (a NUL separator, NULL as \\N)."""
-    parts = " || '|' || ".join(f"COALESCE(REPLACE({text(c, dialect=d)}, '|', '||'), '\\N')" for c in columns)
-    return f"MD5({parts})"
+    """md5 of a row's text (``row_text_expr``)."""
+    return f"MD5({row_text_expr(columns, d)})"
 
 
 def hex_prefix_bigint(expr: str, d: str = "duckdb") -> str:

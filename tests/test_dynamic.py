@@ -46,8 +46,8 @@ def test_delta_applied_to_v1_gives_v2(tmp_path):
     assert v1.run.version == 1 and v2.run.version == 2 and v2.run.status == "succeeded"
     assert v2.run.changes == {"inserted": 1000, "deleted": 500, "updated": 200, "delta": "written"}
     cross = v2.run.cross_version
-    assert cross["passed"] and cross["versions_checked"] == 2 and cross["records_in_several_versions"] > 25000
-    assert cross["checks"][0]["joint_ad"] >= 5
+    assert cross["passed"] and cross["versions_checked"] == 2 and cross["rows_ever_published"] > 25000
+    assert cross["smallest_history_class"] >= 5 and cross["checks"]["failing_classes"] == {}
     # consumers apply the increment: v1 minus '-' rows plus '+' rows is exactly v2
     t1 = read(db, "SELECT * FROM published.adult__v1")
     t2 = read(db, "SELECT * FROM published.adult__v2")
@@ -78,7 +78,7 @@ def test_crafted_change_breaking_joint_k_is_refused(tmp_path):
     con.close()
     toml.write_text(toml.read_text() + '[dynamic]\npolicy = "strict"\n')
     strict = load_spec(toml)
-    with pytest.raises(VerificationError, match=r"Cross-version privacy check failed for 'small' v2: k-anonymity on the joint grouping of 2 versions: AD = 1.*policy 'strict'"):
+    with pytest.raises(VerificationError, match=r'Cross-version privacy check failed for release "published"."small" v2: .*k-anonymity .*history class\(es\) fail\); dynamic.policy "strict" publishes a step whole'):
         run_release(strict, progress=False)
     runs = read(db, "SELECT status, version FROM _ppdp.runs ORDER BY started_at")
     assert runs.rows() == [("succeeded", 1), ("failed", None)]
@@ -88,7 +88,8 @@ def test_crafted_change_breaking_joint_k_is_refused(tmp_path):
     repaired = load_spec(toml)
     out = run_release(repaired, progress=False)
     assert out.run.version == 2 and out.run.cross_version["passed"]
-    assert out.run.metrics["withheld_for_cross_version"] > 0
+    held = out.run.cross_version["held_back"]
+    assert held["changes_delayed"] > 0 and out.run.metrics["held_back"] == held
     joint = read(db, 'SELECT MIN(n) AS m FROM (SELECT COUNT(*) AS n FROM published.small__v2 c JOIN published.small__v1 p USING (ppdp_row_id) '
                      'GROUP BY c.age, c.sex, c.race, p.age, p.sex, p.race)')
     assert joint["m"][0] >= 5
@@ -101,7 +102,7 @@ def test_independent_versions_do_not_share_state(tmp_path):
     ra, rb = run_release(a, progress=False), run_release(b, progress=False)
     assert ra.run.version == rb.run.version == 1
     ids = read(db, "SELECT release, COUNT(*) AS n FROM _ppdp.row_ids GROUP BY release ORDER BY release")
-    assert ids.rows() == [("a", 2000), ("b", 2000)]
+    assert ids.rows() == [('"published"."a"', 2000), ('"published"."b"', 2000)]
 
 
 def test_changed_column_type_skips_the_delta_and_says_so(tmp_path):

@@ -83,7 +83,7 @@ def spec_for(path: Path, url: str, schema: str, **kw) -> ReleaseSpec:
 
 def published(con, release: str, version: int) -> tuple[pl.DataFrame, list[str]]:
     view = con.query(f'SELECT * FROM published."{release}"').drop(Q.ROW_ID)  # random per database
-    keys = con.query("SELECT key FROM _ppdp.suppressed WHERE release = ? AND version = ? ORDER BY key", [release, version])
+    keys = con.query("SELECT key FROM _ppdp.suppressed WHERE release = ? AND version = ? ORDER BY key", [f'"published"."{release}"', version])
     return view.sort(view.columns), keys["key"].to_list()
 
 

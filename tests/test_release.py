@@ -27,8 +27,9 @@ def independent_check(db, release: str, version: int, spec) -> dict:
     con = duckdb.connect(str(db), read_only=True)
     src = con.sql("SELECT * FROM main.adult").pl()
     pub = con.sql(f'SELECT * FROM published."{release}"').pl()
-    suppressed = {r[0] for r in con.execute("SELECT key FROM _ppdp.suppressed WHERE release = ? AND version = ?", [release, version]).fetchall()}
-    run = con.execute("SELECT solution FROM _ppdp.runs WHERE release = ? AND version = ?", [release, version]).fetchone()
+    identity = f'"published"."{release}"'  # a release is known by its schema and name
+    suppressed = {r[0] for r in con.execute("SELECT key FROM _ppdp.suppressed WHERE release = ? AND version = ?", [identity, version]).fetchall()}
+    run = con.execute("SELECT solution FROM _ppdp.runs WHERE release = ? AND version = ?", [identity, version]).fetchone()
     con.close()
     import json
 
@@ -68,7 +69,8 @@ def test_adult_k5_certified_verified_and_rechecked(adult_db, tmp_path):
     # the lattice search agrees with an exhaustive evaluation of every node
     from connectors import connect
     from engine.optimizers import run_optimizer
-    from engine.release import optimize, prepare
+    from engine.methods.generalization import optimize
+    from engine.stages.validate import prepare
 
     con = connect(f"duckdb://{adult_db}")
     prep = prepare(spec, con)

@@ -1,0 +1,56 @@
+"""Release methods, registered by name: how a release's published rows are chosen.
+
+A method turns a validated input (``Prepared``) into a ``ReleasePlan`` and knows how to write
+its private state and the SELECT of its candidate rows; everything after that (row ids, the
+version table, the cross-version check, verification, delta, view, grants, the run record) is
+shared by every method (engine/stages/). Adding a method is one new module that registers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine.catalog import RunRecord
+from engine.registry import Registry
+from engine.stages.context import RunContext
+from engine.stages.validate import Prepared
+
+
+@dataclass(frozen=True, eq=False)
+class ReleasePlan:
+    """What a method decided: the run record's solution and metrics, the rows it publishes, and
+    its own state for the stages it implements (``state``, read only by the method)."""
+
+    method: str
+    solution: dict[str, Any]
+    metrics: dict[str, Any]
+    released_rows: int
+    state: Any = None
+    notices: tuple[str, ...] = field(default=())
+
+
+class ReleaseMethod(Protocol):
+    name: str
+
+    def plan(self, prep: Prepared, previous: RunRecord | None, *, progress: bool) -> ReleasePlan:
+        """Choose the release (search, or reuse of the previous version's decisions)."""
+        ...
+
+    def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
+        """Store in ``_ppdp`` what the candidate SELECT and a later rebuild need."""
+        ...
+
+    def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
+        """SELECT of the candidate rows: ``ppdp_row_id`` then the released columns in order."""
+        ...
+
+    def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
+        """Whether a row of the previous version may stand unchanged in this one (held back)."""
+        ...
+
+
+METHODS: Registry[ReleaseMethod] = Registry("release method")
+
+# Register the built-in methods.
+from engine.methods import generalization  # noqa: E402,F401

@@ -1,0 +1,143 @@
+"""Full-domain generalization by hierarchy levels plus record suppression, (G, S).
+
+The plan is a level per QID and, per histogram row, how many records to keep (S*(G), PAPER_NOTES
+§3); the candidate rows are the source joined to the stored hierarchies at those levels, minus
+the suppressed keys. A later version keeps the previous levels unless the spec asks otherwise
+(dynamic.policy: "stable-levels" keeps them and recomputes S*; "reoptimize" searches again).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from engine.catalog import RunRecord
+from engine.encoding import COUNT_COLUMN
+from engine.methods import METHODS, ReleasePlan
+from engine.metrics import METRICS, class_size_summary, workload_error
+from engine.optimizers import OptimizerResult, Tracker, run_optimizer
+from engine.problem import Problem
+from engine.progress import ProgressBar
+from engine.stages.context import RunContext
+from engine.stages.validate import Prepared
+from sql import catalog as C
+from sql import queries as Q
+
+# Spec sections whose change means the previous levels are no longer a considered choice.
+_SEARCH_INPUTS = ("optimizer", "privacy", "quasi_identifiers", "utility")
+
+
+def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, OptimizerResult]:
+    """Search the lattice of levels with the spec's optimizer."""
+    spec = prep.spec
+    problem = Problem(prep.table, prep.models, backend=spec.evaluator)
+    bar = ProgressBar(spec.budget, label=spec.optimizer) if progress else None
+    try:
+        result = run_optimizer(spec.optimizer, problem, budget=spec.budget, seed=spec.seed,
+                               params=dict(spec.optimizer_params), progress=bar)
+    finally:
+        if bar:
+            bar.close()
+    return problem, result
+
+
+def compute_metrics(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
+    """The spec's utility report, class sizes and each model's achieved value."""
+    spec = prep.spec
+    out: dict[str, Any] = {}
+    for name in spec.report:
+        if name == "workload_error":
+            out[name] = workload_error(prep.table, result.g, result.retained, queries=spec.workload_queries, seed=spec.workload_seed)
+        else:
+            out[name] = METRICS.get(name)(prep.table, result.g, result.retained)
+    out["max_td"] = float(prep.table.n_records + prep.table.excluded_null_rows) * prep.table.n_qids
+    out["records"] = prep.source_rows
+    out["released_records"] = int(np.sum(result.retained))
+    out["class_sizes"] = class_size_summary(prep.table, result.g, result.retained)
+    for m, ad in zip(prep.models, result.ad, strict=True):
+        out[f"ad[{m.name}]"] = None if math.isinf(ad) else float(ad)
+    return out
+
+
+def solution_record(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
+    return {
+        "levels": {q: int(g) for q, g in zip(prep.spec.qid_columns, result.g, strict=True)},
+        "heights": {q: int(h) for q, h in zip(prep.spec.qid_columns, prep.table.heights, strict=True)},
+        "optimizer": result.optimizer, "budget": prep.spec.budget, "seed": prep.spec.seed,
+        "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": result.certified,
+        "feasible": result.feasible, "info": result.info,
+    }
+
+
+def _changed_sections(prep: Prepared, previous: RunRecord) -> list[str]:
+    raw, old = prep.spec.raw, previous.spec or {}
+    return [s for s in _SEARCH_INPUTS if json.dumps(raw.get(s), sort_keys=True, default=str) != json.dumps(old.get(s), sort_keys=True, default=str)]
+
+
+def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tuple[OptimizerResult, tuple[str, ...]]:
+    """The dynamic policy: keep the previous levels (recomputing S*) unless told to re-optimize,
+    or unless what the search optimizes has changed since (then search again, and say so)."""
+    spec = prep.spec
+    levels = (previous.solution or {}).get("levels", {}) if previous else {}
+    if previous is None or spec.dynamic_policy == "reoptimize":
+        return optimize(prep, progress=progress)[1], ()
+    changed = _changed_sections(prep, previous)
+    if changed or list(levels) != spec.qid_columns or any(int(levels[q]) > int(h) for q, h in zip(spec.qid_columns, prep.table.heights, strict=True)):
+        why = f"the spec's {', '.join(changed)} changed since v{previous.version}" if changed else \
+            f"the quasi-identifiers or hierarchies differ from v{previous.version}'s"
+        return optimize(prep, progress=progress)[1], (f"dynamic.policy {spec.dynamic_policy!r}: {why}, so the levels were searched again",)
+    problem = Problem(prep.table, prep.models, backend=spec.evaluator)
+    g = np.array([int(levels[q]) for q in spec.qid_columns], dtype=np.int64)
+    retained, ev = problem.evaluate_optimal(g[None, :])
+    tracker = Tracker(problem, 1, name=f"stable-levels(v{previous.version})")
+    tracker.offer(g[None, :], retained, ev)
+    return tracker.result(certified=False, info={"policy": spec.dynamic_policy, "levels_from_version": previous.version}), ()
+
+
+class Generalization:
+    name = "generalization"
+
+    def plan(self, prep: Prepared, previous: RunRecord | None, *, progress: bool) -> ReleasePlan:
+        result, notices = choose(prep, previous, progress=progress)
+        solution = solution_record(prep, result) | ({"notices": list(notices)} if notices else {})
+        return ReleasePlan("generalization", solution, compute_metrics(prep, result), int(np.sum(result.retained)),
+                           state=result, notices=notices)
+
+    def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
+        """The version's hierarchies and suppressed keys."""
+        d, release, version = ctx.dialect, ctx.release, ctx.version
+        con = ctx.con
+        rows = [(release, version, h.attribute, lvl, leaf, value, cnt) for h in prep.hierarchies for (lvl, leaf, value, cnt) in h.long_rows()]
+        frame = pl.DataFrame(rows, schema=["release", "version", "attribute", "level", "leaf", "value", "leaf_count"], orient="row")
+        frame = frame.with_columns(pl.col("version").cast(pl.Int32), pl.col("level").cast(pl.Int32), pl.col("leaf_count").cast(pl.Int64))
+        stage = f"hier_{ctx.run_id}"
+        con.write_frame(C.PRIVATE_SCHEMA, stage, frame)
+        con.execute(C.copy_staged("hierarchies", stage, d))
+        con.execute(C.drop_private(stage, d))
+        result: OptimizerResult = plan.state
+        stage = f"retained_{ctx.run_id}"
+        retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
+        con.write_frame(C.PRIVATE_SCHEMA, stage, retained)
+        keys_sql = Q.suppressed_keys_query(prep.source, prep.spec.key, prep.spec.qid_columns, list(prep.spec.sensitive), stage)
+        con.execute(C.insert_suppressed(keys_sql, d), [release, version])
+        con.execute(C.drop_private(stage, d))
+
+    def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
+        spec = prep.spec
+        result: OptimizerResult = plan.state
+        levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
+        full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
+        select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
+                                  levels=levels, key=spec.key)
+        return select.sql(dialect=ctx.dialect)
+
+    def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
+        """A previous row is valid in this version when the levels are the same."""
+        return (previous.solution or {}).get("levels") == plan.solution.get("levels")
+
+
+METHODS.register("generalization")(Generalization())

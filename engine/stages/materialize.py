@@ -1,0 +1,56 @@
+"""Stage 3: the candidate rows of the new version, written aside in ``_ppdp`` (never visible).
+
+Before the method's SELECT runs, every source key gets its random row id (stable across
+versions), the method stores its private state, and the source's sensitive distribution Q of
+this version is stored (t-closeness is verified against it, now and later).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import catalog
+from engine.methods import ReleaseMethod, ReleasePlan
+from engine.stages.context import RunContext
+from engine.stages.validate import Prepared
+from sql import catalog as C
+from sql import history as H
+from sql import publish as P
+from sql import queries as Q
+from sql.quoting import quote_table
+
+
+@dataclass(frozen=True)
+class Candidate:
+    relation: str  # quoted private table with ppdp_row_id + released columns
+    rows: int
+    columns: tuple[str, ...]
+    changes: dict  # inserted / deleted / updated source rows since the last release
+
+
+def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> Candidate:
+    con, d, spec = ctx.con, ctx.dialect, ctx.spec
+    catalog.ensure_schema(con)
+    ctx.version = catalog.next_version(con, ctx.release)
+    con.execute(P.create_schema(spec.output_schema, d))
+    salt = catalog.release_salt(con, ctx.release, spec.output_schema, spec.output_name)
+    full = Q.Source(spec.schema, spec.table, spec.query, d)
+    method.write_private_state(ctx, prep, plan)
+    con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
+    ctx.clock.mark("row_ids")
+    if spec.sensitive:
+        con.execute(H.distribution_insert(full.sql(), list(spec.sensitive), C.private("distributions", d), d), [ctx.release, ctx.version])
+    changes: dict = {}
+    state = C.salted_state_select(full.sql(), spec.key, prep.columns, d)
+    if ctx.previous is not None:
+        row = con.query(C.changes(state, d), [salt, ctx.release]).row(0, named=True)
+        changes = {k: int(v) for k, v in row.items()}
+    delete, insert = C.replace_row_state(state, d)
+    con.execute(delete, [ctx.release])
+    con.execute(insert, [ctx.release, salt])
+    relation = quote_table(C.PRIVATE_SCHEMA, f"cand_{ctx.run_id}", d)
+    con.execute(P.create_as(relation, method.candidate_select(ctx, prep, plan)))
+    rows = int(con.query(P.count_rows(relation))["n"][0])
+    cols = tuple(c for c, _ in con.relation_columns(C.PRIVATE_SCHEMA, f"cand_{ctx.run_id}") or [])
+    ctx.clock.mark("materialization")
+    return Candidate(relation, rows, cols, changes)

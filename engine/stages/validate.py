@@ -1,0 +1,108 @@
+"""Stage 1: read and check every input before anything is written or searched.
+
+The source's columns, key, hierarchies, histogram and the models' feasibility are checked here;
+any problem raises a PpdpError with one line, and the database is left as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from connectors.base import Connector
+from engine import hierarchy as hier
+from engine.encoding import EncodedTable, encode_histogram
+from engine.errors import DataError, SpecError
+from engine.models import PrivacyModel, build_model
+from engine.spec import ReleaseSpec
+from sql import inspect
+from sql import queries as Q
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """Everything read from the database and validated, before any write."""
+
+    spec: ReleaseSpec
+    source: Q.Source
+    columns: list[str]  # source columns in order
+    released_columns: list[str]  # what the release keeps, in source order
+    hierarchies: list[hier.Hierarchy]
+    table: EncodedTable
+    models: list[PrivacyModel]
+    source_rows: int
+
+
+def _closest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
+    if spec.table is not None:
+        schema = spec.schema or getattr(con, "default_schema", None)
+        cols = con.relation_columns(schema, spec.table)
+        if cols is None:
+            raise DataError(f"Source table {source.describe()} does not exist in {con.url}. Hint: check source.schema and source.table.")
+        return [c for c, _ in cols]
+    return con.query(inspect.empty_select(source.sql())).columns
+
+
+def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
+    """Read and validate the source, hierarchies and models. Writes nothing."""
+    source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
+    columns = source_columns(spec, con, source)
+    for role, names in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
+                        ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
+        for name in names:
+            if name not in columns:
+                raise DataError(f"The {role} column {name!r} is not in {source.describe()}.{_closest(name, columns)}")
+
+    check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
+    n_rows = int(check["n"])
+    if n_rows == 0:
+        raise DataError(f"Source {source.describe()} is empty: there is nothing to release.")
+    if check["null_keys"]:
+        raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
+    if check["distinct_keys"] != n_rows:
+        raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
+
+    hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
+    histogram = con.query(Q.histogram_query(source, spec.qid_columns, list(spec.sensitive)))
+    table = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), hierarchies, null_policy=spec.null_policy)
+
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    if any(m.needs_pairs for m in models) and not spec.sensitive:
+        raise SpecError("t-closeness and l-diversity need sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    for m in models:
+        k = getattr(m, "k", None)
+        if k is not None and k > table.n_records:
+            raise DataError(f"k = {k} is larger than the table ({table.n_records} rows): no release can be {k}-anonymous.")
+    dropped = {spec.key, *spec.identifiers, *spec.drop}
+    released = [c for c in columns if c not in dropped]
+    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows)
+
+
+def load_hierarchy(spec: ReleaseSpec, qid, source: Q.Source, con: Connector) -> hier.Hierarchy:
+    """A QID's hierarchy: its ARX file, or generated from the column's distinct values."""
+    h = qid.hierarchy
+    if h.type == "arx":
+        path = Path(h.file)
+        if not path.is_absolute():
+            path = Path(spec.base_dir) / path
+        return hier.read_arx_csv(path, qid.column)
+    values = con.query(Q.distinct_values_query(source, qid.column))["v"].to_list()
+    if not values:
+        raise DataError(f"Column {qid.column!r} has only NULL values; a hierarchy cannot be generated.")
+    if h.type == "intervals":
+        return hier.intervals(qid.column, values, widths=h.widths, levels=h.levels or 4)
+    if h.type == "masking":
+        return hier.masking(qid.column, values, levels=h.levels)
+    return hier.GENERATORS[h.type](qid.column, values)
+
+
+def source_fingerprint(con: Connector, source: Q.Source, key: str, columns: list[str]) -> str:
+    """Row count and an order-free sum of row hashes of the whole source (SQL, in the database)."""
+    row = con.query(Q.fingerprint_query(source, key, columns)).row(0, named=True)
+    return f"{row['n']}:{row['s']}"

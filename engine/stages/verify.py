@@ -1,0 +1,81 @@
+"""Stage 6: independent SQL checks of the written version, before the view may move.
+
+Each privacy model is checked on the version table by a query of its own (t-closeness against
+the Q stored for this version); the row count must be what the plan and the history stage
+decided; every history class over all versions must satisfy every model (the cross-version
+guarantee, re-checked from the published tables alone); and applying the delta to the previous
+version must give this one exactly. Any failure raises: the transaction rolls back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from connectors.base import Connector
+from engine.errors import VerificationError
+from engine.models import PrivacyModel
+from engine.spec import ReleaseSpec
+from engine.stages.context import RunContext
+from engine.stages.history import failing_classes, version_tables
+from engine.stages.validate import Prepared
+from sql import publish as P
+from sql import queries as Q
+from sql import verify as V
+from sql.quoting import quote_table
+
+
+def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str) -> str:
+    """The model's check as SQL over ``relation``."""
+    qids, sens = spec.qid_columns, list(spec.sensitive)
+    if m.name == "k-anonymity":
+        return Q.verify_k_query(relation, qids, d)
+    if m.name == "t-closeness":
+        return V.verify_t_stored(relation, qids, sens, V.stored_q(release, version, d), d)
+    if m.name in ("distinct-l-diversity", "entropy-l-diversity"):
+        return Q.verify_l_query(relation, qids, sens, entropy=m.name.startswith("entropy"), d=d)
+    raise VerificationError(f"No SQL verification exists for model {m.name!r}; refusing to publish.")
+
+
+def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str, release: str,
+                 version: int) -> list[dict[str, Any]]:
+    checks = []
+    for m in models:
+        sql = model_check_sql(spec, m, relation, release, version, con.dialect)
+        row = con.query(sql).row(0, named=True)
+        ad = row["ad"]
+        ad_value = (math.inf if m.higher_is_safer else 0.0) if ad is None else float(ad)
+        checks.append({"model": m.name, "params": m.params(), "ad": None if ad is None else float(ad),
+                       "classes": int(row["classes"]), "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
+    return checks
+
+
+def verify(ctx: RunContext, prep: Prepared, table: str, expected_rows: int, published: list[int], *,
+           delta_written: bool) -> dict[str, Any]:
+    con, spec = ctx.con, ctx.spec
+    checks = check_models(con, spec, prep.models, table, ctx.release, ctx.version)
+    rows = int(con.query(P.count_rows(table))["n"][0])
+    out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
+    problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
+    if rows != expected_rows:
+        problems.append(f"{rows} rows materialized, {expected_rows} expected")
+    if rows == 0:
+        problems.append("the version is empty")
+    if published:
+        versions = version_tables(ctx, published + [ctx.version])
+        failing = failing_classes(ctx, prep, versions, ctx.version)
+        out["cross_version"] = {"versions": len(versions), "failing_classes": {k: len(v) for k, v in failing.items()}}
+        problems += [f"{model} fails on {len(sigs)} history class(es) across versions" for model, sigs in failing.items()]
+        prev = quote_table(spec.output_schema, f"{spec.output_name}__v{published[-1]}", ctx.dialect)
+        delta = quote_table(spec.output_schema, f"{spec.output_name}__delta", ctx.dialect)
+        cols = [c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or []]
+        if delta_written:
+            m = con.query(P.delta_mismatch(delta, ctx.version, table, prev, cols, ctx.dialect)).row(0, named=True)
+            out["delta"] = {k: int(v) for k, v in m.items()}
+            if m["mismatch"] or m["applied_rows"] != m["current_rows"]:
+                problems.append(f"applying the delta to v{published[-1]} does not give v{ctx.version} ({m['mismatch']} rows differ)")
+    out["passed"] = not problems
+    ctx.clock.mark("verification")
+    if problems:
+        raise VerificationError(f"SQL verification of {table} failed ({'; '.join(problems)}); nothing was published.")
+    return out

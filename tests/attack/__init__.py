@@ -1,0 +1,1 @@
+"""Difference-attack harness for published release versions (see tests/attack/harness.py)."""

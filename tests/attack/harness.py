@@ -1,0 +1,517 @@
+"""The difference-attack harness: replay source changes through published versions and attack them.
+
+Threat model (what the attacker holds and knows; nothing else is used)
+-----------------------------------------------------------------------
+* Every published version V1..Vn of the release (``<schema>.<name>__v<N>``: ``ppdp_row_id``,
+  generalized QID labels, sensitive values, other released columns) and every ``__delta`` row.
+* For a target person t: t's raw QID values in the source of every version (the source key is
+  irrelevant: it is not published), whether t was in the source at each version (who joined, who
+  left), and whether t's sensitive value changed between two versions in which t was in the
+  source — but not the sensitive value itself. (The brief's "t's sensitive value changed at some
+  step in (p, j]" is read as "t's value at version j differs from its value at version p": the two
+  agree unless a value changes and changes back through refused steps, where only the second is
+  observable in the published data.)
+* The public generalization: for a raw value and a version, which label it maps to. For the
+  hierarchy release this is read from ``_ppdp.hierarchies`` and the run record's levels (treated
+  as public); other release methods plug in their own ``RowMatches`` predicate
+  (interval / set containment) through the ``ReleaseMethod`` adapter.
+
+Candidate set of t: the published row ids r whose whole observable history is consistent with t:
+  - for every version j in which t is NOT in the source: r is absent from Vj;
+  - for every version j in which t IS in the source: r is absent from Vj (suppressed / withheld) or
+    ``row_matches(j, labels of r in Vj, raw QIDs of t at j)``;
+  - r is present in at least one version;
+  - SA-change pattern: for every version j where r is present, with p = r's previous version where
+    present, r's sensitive value differs between Vp and Vj iff t's sensitive value differs
+    between the sources of p and j.
+For every version j in which t's own row (found through the harness's private knowledge of
+``_ppdp.row_ids``) is present, and every privacy model:
+  - k-anonymity: |candidates| >= k;
+  - distinct-l-diversity: distinct sensitive tuples among the candidates present in Vj >= l;
+  - entropy-l-diversity: exp(entropy) (natural log) of that distribution >= l;
+  - t-closeness: Euclidean distance (HAEF eq. 2-4, as sql/queries.verify_t_query) between the
+    candidates' SA distribution in Vj and the SA distribution of all source rows of version j <= t.
+t's own row missing from its candidate set is reported too (model ``own-row-consistent``): the
+published history contradicts the truth, so either the engine or the harness is wrong.
+
+A violation is (scenario, step, target, version, model, measured value). The harness also checks
+that applying version N's ``__delta`` rows to V(N-1) gives VN exactly (multiset over all columns).
+
+Layout: the pure, engine-independent part (``Observations``, ``candidate_mask``, ``attack``,
+``check_deltas``) works on plain Python data and is unit-tested on hand-made histories; the
+``Backend`` adapter says where the source lives (DuckDB file or PostgreSQL database) and the
+``ReleaseMethod`` adapter says how a version is published and what the public generalization is.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import polars as pl
+
+from connectors import connect
+from connectors.base import Connector
+from engine.errors import PpdpError
+from sql.quoting import quote_ident, quote_table
+
+TOLERANCE = 1e-9
+ROW_ID = "ppdp_row_id"
+
+Labels = tuple[Any, ...]
+RawQids = tuple[Any, ...]
+# (version, the QID labels of a published row, raw QID values) -> does the row cover those values?
+RowMatches = Callable[[int, Labels, RawQids], bool]
+
+
+# --- what the attacker holds -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishedVersion:
+    """One published version as the analyst reads it: row id -> (QID labels, sensitive tuple)."""
+
+    version: int
+    rows: dict[str, tuple[Labels, tuple[Any, ...]]]
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """The attacker's background knowledge of the source at one version: key -> raw QIDs and
+    key -> sensitive tuple (used only as "changed or not" per person and, aggregated over all
+    rows, as the t-closeness reference distribution)."""
+
+    version: int
+    qids: dict[str, RawQids]
+    sensitive: dict[str, tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """A privacy model of the release and its parameter (k, l or t)."""
+
+    name: str
+    param: float
+
+
+@dataclass(frozen=True)
+class Violation:
+    scenario: str
+    step: int
+    target: str
+    version: int
+    model: str
+    measured: float
+    required: float
+
+
+class Observations:
+    """Every published version laid out over the union of row ids, for vectorized candidate tests."""
+
+    def __init__(self, published: Sequence[PublishedVersion]) -> None:
+        self.versions = [p.version for p in published]
+        ids = sorted({r for p in published for r in p.rows})
+        self.row_ids = ids
+        self.index = {r: i for i, r in enumerate(ids)}
+        n = len(ids)
+        self.present: list[np.ndarray] = []
+        self.cls: list[np.ndarray] = []  # class code per row, -1 where absent
+        self.labels: list[list[Labels]] = []  # class code -> labels
+        self.sa: list[np.ndarray] = []  # global SA code per row, -1 where absent
+        self.sa_values: list[tuple[Any, ...]] = []
+        sa_code: dict[tuple[Any, ...], int] = {}
+        for p in published:
+            present = np.zeros(n, dtype=bool)
+            cls = np.full(n, -1, dtype=np.int64)
+            sa = np.full(n, -1, dtype=np.int64)
+            codes: dict[Labels, int] = {}
+            for rid, (lab, sens) in p.rows.items():
+                i = self.index[rid]
+                present[i] = True
+                cls[i] = codes.setdefault(lab, len(codes))
+                if sens not in sa_code:
+                    sa_code[sens] = len(sa_code)
+                    self.sa_values.append(sens)
+                sa[i] = sa_code[sens]
+            self.present.append(present)
+            self.cls.append(cls)
+            self.labels.append(list(codes))
+            self.sa.append(sa)
+        # previous version (position) where each row was present, and whether its SA differs
+        self.prev: list[np.ndarray] = []
+        last = np.full(n, -1, dtype=np.int64)
+        for j in range(len(published)):
+            self.prev.append(np.where(self.present[j], last, -1))
+            last = np.where(self.present[j], j, last)
+        self.sa_diff = [
+            np.where(self.prev[j] >= 0, self.sa[j] != self._sa_at(self.prev[j]), False) for j in range(len(published))
+        ]
+        self.any_present = np.any(self.present, axis=0) if published else np.zeros(0, dtype=bool)
+
+    def _sa_at(self, positions: np.ndarray) -> np.ndarray:
+        stacked = np.stack(self.sa) if self.sa else np.zeros((0, len(self.row_ids)), dtype=np.int64)
+        cols = np.arange(len(self.row_ids))
+        return np.where(positions >= 0, stacked[np.clip(positions, 0, None), cols], -1)
+
+
+def candidate_mask(obs: Observations, sources: dict[int, SourceState], key: str, row_matches: RowMatches,
+                   cache: dict | None = None) -> np.ndarray:
+    """Boolean mask over ``obs.row_ids``: the rows whose observable history is consistent with
+    person ``key`` (see the module docstring). ``cache`` memoizes row_matches per class."""
+    cache = {} if cache is None else cache
+    mask = obs.any_present.copy()
+    for j, version in enumerate(obs.versions):
+        src = sources[version]
+        raw = src.qids.get(key)
+        if raw is None:
+            mask &= ~obs.present[j]
+            continue
+        ck = (j, raw)
+        ok = cache.get(ck)
+        if ok is None:
+            ok = np.array([row_matches(version, lab, raw) for lab in obs.labels[j]] + [False], dtype=bool)
+            cache[ck] = ok
+        mask &= ~obs.present[j] | ok[obs.cls[j]]  # cls -1 indexes the trailing False
+    for j, version in enumerate(obs.versions):
+        sens_j = sources[version].sensitive.get(key)
+        for p in range(j):
+            sel = obs.present[j] & (obs.prev[j] == p)
+            if not sel.any():
+                continue
+            sens_p = sources[obs.versions[p]].sensitive.get(key)
+            if sens_j is None or sens_p is None:
+                mask &= ~sel  # t absent at p or j: already excluded above, kept explicit
+                continue
+            mask &= ~sel | (obs.sa_diff[j] == (sens_j != sens_p))
+    return mask
+
+
+def measure(model: ModelCheck, obs: Observations, j: int, mask: np.ndarray, reference: Counter) -> float:
+    """The model's measure on the candidate set (k over all candidates; l and t over those in Vj)."""
+    if model.name == "k-anonymity":
+        return float(mask.sum())
+    codes = obs.sa[j][mask & obs.present[j]]
+    counts = np.bincount(codes, minlength=len(obs.sa_values)).astype(float)
+    total = counts.sum()
+    if model.name == "distinct-l-diversity":
+        return float((counts > 0).sum())
+    if model.name == "entropy-l-diversity":
+        p = counts[counts > 0] / total
+        return float(math.exp(-(p * np.log(p)).sum()))
+    if model.name == "t-closeness":
+        n_ref = sum(reference.values())
+        dist = {v: c / n_ref for v, c in reference.items()}
+        for code in np.nonzero(counts)[0]:
+            v = obs.sa_values[code]
+            dist[v] = dist.get(v, 0.0) - counts[code] / total
+        return float(math.sqrt(sum(d * d for d in dist.values())))
+    raise ValueError(f"the harness has no measure for model {model.name!r}")
+
+
+def violates(model: ModelCheck, value: float) -> bool:
+    if model.name == "t-closeness":
+        return value > model.param + TOLERANCE
+    return value < model.param - TOLERANCE
+
+
+def attack(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str, str], targets: Sequence[str],
+           models: Sequence[ModelCheck], row_matches: RowMatches, *, scenario: str = "", step: int = 0,
+           k_only: Sequence[str] = ()) -> list[Violation]:
+    """Attack every target in every version where its own row is published. ``k_only`` targets
+    are checked for k-anonymity (and own-row consistency) only."""
+    out: list[Violation] = []
+    cache: dict = {}
+    refs = {v: Counter(sources[v].sensitive.values()) for v in obs.versions}
+    full = set(targets)
+    for key in list(targets) + [k for k in k_only if k not in full]:
+        own = obs.index.get(row_ids.get(key, ""), -1)
+        if own < 0:
+            continue  # never published: nothing to single out
+        mask = candidate_mask(obs, sources, key, row_matches, cache)
+        for j, version in enumerate(obs.versions):
+            if not obs.present[j][own]:
+                continue
+            if not mask[own]:
+                out.append(Violation(scenario, step, key, version, "own-row-consistent", 0.0, 1.0))
+            for m in models:
+                if key not in full and m.name != "k-anonymity":
+                    continue
+                value = measure(m, obs, j, mask, refs[version])
+                if violates(m, value):
+                    out.append(Violation(scenario, step, key, version, m.name, value, m.param))
+    return out
+
+
+def check_deltas(tables: dict[int, pl.DataFrame], delta: pl.DataFrame | None) -> list[str]:
+    """Problems with ``__delta``: for each version N whose predecessor N-1 is published, V(N-1)
+    minus its '-' rows plus its '+' rows must equal VN as multisets over all columns."""
+    problems = []
+    for n in sorted(tables):
+        if n - 1 not in tables:
+            continue
+        prev, cur = tables[n - 1], tables[n]
+        rows = delta.filter(pl.col("version") == n) if delta is not None else None
+        if rows is None:
+            problems.append(f"v{n}: no __delta table")
+            continue
+        cols = prev.columns
+        minus = Counter(rows.filter(pl.col("op") == "-").select(cols).rows())
+        plus = Counter(rows.filter(pl.col("op") == "+").select(cols).rows())
+        have = Counter(prev.rows())
+        if minus - have:
+            problems.append(f"v{n}: {sum((minus - have).values())} '-' rows are not in v{n - 1}")
+        applied = (have - minus) + plus
+        want = Counter(cur.select(cols).rows())
+        if applied != want:
+            problems.append(f"v{n}: delta applied to v{n - 1} differs from v{n} "
+                            f"({sum((applied - want).values())} extra, {sum((want - applied).values())} missing rows)")
+    return problems
+
+
+def violation_table(violations: Sequence[Violation], limit: int = 40) -> str:
+    """A compact, readable table of violations (first ``limit`` rows, then a count per model)."""
+    head = f"{'scenario':<28} {'step':>4} {'target':>10} {'ver':>3} {'model':<22} {'measured':>9} {'required':>8}"
+    lines = [head]
+    for v in violations[:limit]:
+        lines.append(f"{v.scenario:<28} {v.step:>4} {v.target:>10} {v.version:>3} {v.model:<22} {v.measured:>9.4g} {v.required:>8.4g}")
+    if len(violations) > limit:
+        lines.append(f"... {len(violations) - limit} more")
+    per = Counter((v.scenario, v.model) for v in violations)
+    lines.append("per scenario and model: " + ", ".join(f"{s}/{m}: {c}" for (s, m), c in sorted(per.items())))
+    return "\n".join(lines)
+
+
+# --- adapters: where the source lives, how a version is published ----------------------------
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where the source table lives: a database URL and the schema of the source table."""
+
+    name: str
+    url: str
+    source_schema: str
+
+    def connect(self) -> Connector:
+        return connect(self.url)
+
+
+def duckdb_backend(path: Path) -> Backend:
+    return Backend("duckdb", f"duckdb://{path}", "main")
+
+
+def postgres_backend(url: str) -> Backend:
+    return Backend("postgres", url, "public")
+
+
+class ReleaseMethod(Protocol):
+    """How a release method publishes and what its public generalization is."""
+
+    output_schema: str
+    output_name: str
+    qids: list[str]
+    sensitive: list[str]
+    models: list[ModelCheck]
+
+    def publish(self, backend: Backend) -> int | None:
+        """Publish a version of the current source; its number, or None when nothing new was
+        published (e.g. a skipped run). Raises engine.errors.PpdpError when refused."""
+        ...
+
+    def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:
+        """The public generalization of ``versions`` as a predicate."""
+        ...
+
+
+@dataclass(frozen=True)
+class SourceChange:
+    """One step's changes to the source: deleted keys, updated columns per key, inserted rows."""
+
+    deletes: tuple[int, ...] = ()
+    updates: tuple[tuple[int, tuple[tuple[str, Any], ...]], ...] = ()
+    inserts: tuple[dict[str, Any], ...] = ()
+
+    def changed_keys(self) -> set[int]:
+        return set(self.deletes) | {k for k, _ in self.updates} | {r["id"] for r in self.inserts}
+
+
+Step = Callable[[dict[int, dict[str, Any]], random.Random], SourceChange]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named sequence of source changes, each followed by a publication attempt."""
+
+    name: str
+    steps: tuple[Step, ...]
+    seed: int = 0
+    unchanged_sample: int = 200
+
+
+@dataclass
+class ScenarioReport:
+    scenario: str
+    backend: str
+    versions: list[int] = field(default_factory=list)
+    refusals: list[tuple[int, str]] = field(default_factory=list)  # (step, message)
+    skipped_steps: list[int] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    delta_problems: list[str] = field(default_factory=list)
+    targets: int = 0
+
+    def summary(self) -> str:
+        return (f"{self.scenario} on {self.backend}: versions {self.versions}, refused steps "
+                f"{[s for s, _ in self.refusals]}, targets {self.targets}, violations {len(self.violations)}, "
+                f"delta problems {len(self.delta_problems)}")
+
+
+SOURCE_TABLE = "adult"
+KEY = "id"
+
+
+def load_source(backend: Backend, frame: pl.DataFrame) -> None:
+    con = backend.connect()
+    try:
+        con.write_frame(backend.source_schema, SOURCE_TABLE, frame)
+    finally:
+        con.close()
+
+
+def apply_change(backend: Backend, frame_schema: dict[str, pl.DataType], change: SourceChange) -> None:
+    """Run the change as DML on the source (bound values, quoted names)."""
+    con = backend.connect()
+    d = con.dialect
+    table = quote_table(backend.source_schema, SOURCE_TABLE, d)
+    key = quote_ident(KEY, d)
+    try:
+        if change.deletes:
+            marks = ", ".join("?" for _ in change.deletes)
+            con.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", list(change.deletes))
+        for k, assignments in change.updates:
+            sets = ", ".join(f"{quote_ident(c, d)} = ?" for c, _ in assignments)
+            con.execute(f"UPDATE {table} SET {sets} WHERE {key} = ?", [v for _, v in assignments] + [k])
+        if change.inserts:
+            stage = "harness_new_rows"
+            frame = pl.DataFrame(list(change.inserts), schema=frame_schema, orient="row")
+            con.write_frame(backend.source_schema, stage, frame)
+            cols = ", ".join(quote_ident(c, d) for c in frame_schema)
+            con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {quote_table(backend.source_schema, stage, d)}")
+            con.execute(f"DROP TABLE {quote_table(backend.source_schema, stage, d)}")
+    finally:
+        con.close()
+
+
+def apply_to_state(state: dict[int, dict[str, Any]], change: SourceChange) -> None:
+    for k in change.deletes:
+        del state[k]
+    for k, assignments in change.updates:
+        state[k] = state[k] | dict(assignments)
+    for row in change.inserts:
+        assert row["id"] not in state, f"insert of existing key {row['id']}"
+        state[row["id"]] = dict(row)
+
+
+def snapshot_source(backend: Backend, qids: list[str], sensitive: list[str], version: int) -> SourceState:
+    """Read the source as text (the form the engine compares with hierarchy leaves)."""
+    con = backend.connect()
+    d = con.dialect
+    try:
+        cols = [KEY] + qids + sensitive
+        sel = ", ".join(f"CAST({quote_ident(c, d)} AS VARCHAR) AS {quote_ident(c, d)}" for c in cols)
+        frame = con.query(f"SELECT {sel} FROM {quote_table(backend.source_schema, SOURCE_TABLE, d)}")
+    finally:
+        con.close()
+    q = frame.select(qids).rows()
+    s = frame.select(sensitive).rows()
+    keys = frame[KEY].to_list()
+    return SourceState(version, dict(zip(keys, q, strict=True)), dict(zip(keys, s, strict=True)))
+
+
+def read_published(backend: Backend, method: ReleaseMethod, versions: Sequence[int]) -> tuple[dict[int, pl.DataFrame], pl.DataFrame | None]:
+    """Every published version table and the delta table, as an analyst reads them."""
+    con = backend.connect()
+    d = con.dialect
+    try:
+        tables = {v: con.query(f"SELECT * FROM {quote_table(method.output_schema, f'{method.output_name}__v{v}', d)}")
+                  for v in versions}
+        delta = None
+        if con.relation_columns(method.output_schema, f"{method.output_name}__delta") is not None:
+            delta = con.query(f"SELECT * FROM {quote_table(method.output_schema, f'{method.output_name}__delta', d)}")
+    finally:
+        con.close()
+    return tables, delta
+
+
+def published_version(version: int, table: pl.DataFrame, qids: list[str], sensitive: list[str]) -> PublishedVersion:
+    text = table.select(pl.col(ROW_ID).cast(pl.String), *[pl.col(c).cast(pl.String) for c in qids + sensitive])
+    rows = {r[0]: (tuple(r[1:1 + len(qids)]), tuple(r[1 + len(qids):])) for r in text.rows()}
+    return PublishedVersion(version, rows)
+
+
+def read_row_ids(backend: Backend, release: str) -> dict[str, str]:
+    """Private knowledge of the harness (not the attacker's): source key -> release row id."""
+    con = backend.connect()
+    try:
+        frame = con.query("SELECT key, row_id FROM _ppdp.row_ids WHERE release = ?", [release])
+    finally:
+        con.close()
+    return dict(frame.rows())
+
+
+def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, base: pl.DataFrame) -> ScenarioReport:
+    """Load ``base``, publish v1, then apply each step and publish again; attack after every
+    published step with everything published so far; check the deltas."""
+    rng = random.Random(scenario.seed)
+    report = ScenarioReport(scenario.name, backend.name)
+    load_source(backend, base)
+    schema = dict(base.schema)
+    state = {r["id"]: r for r in base.rows(named=True)}
+    sources: dict[int, SourceState] = {}
+    changed: set[str] = set()
+    attack_steps: list[tuple[int, int]] = []  # (step, number of versions published by then)
+    for step in range(len(scenario.steps) + 1):
+        if step > 0:
+            change = scenario.steps[step - 1](state, rng)
+            apply_to_state(state, change)
+            apply_change(backend, schema, change)
+            changed |= {str(k) for k in change.changed_keys()}
+        snap = snapshot_source(backend, method.qids, method.sensitive, version=-1)
+        try:
+            version = method.publish(backend)
+        except PpdpError as exc:
+            report.refusals.append((step, str(exc).splitlines()[0][:200]))
+            continue
+        if version is None:
+            report.skipped_steps.append(step)
+            continue
+        report.versions.append(version)
+        sources[version] = SourceState(version, snap.qids, snap.sensitive)
+        attack_steps.append((step, len(report.versions)))
+    if not report.versions:
+        return report
+    tables, delta = read_published(backend, method, report.versions)
+    report.delta_problems = check_deltas(tables, delta)
+    published = [published_version(v, tables[v], method.qids, method.sensitive) for v in report.versions]
+    row_ids = read_row_ids(backend, method.output_name)
+    con = backend.connect()
+    try:
+        matches = method.row_matches(con, report.versions)
+    finally:
+        con.close()
+    everyone = sorted({k for s in sources.values() for k in s.qids})
+    unchanged = [k for k in everyone if k not in changed]
+    sample = random.Random(scenario.seed + 1).sample(unchanged, min(scenario.unchanged_sample, len(unchanged)))
+    targets = sorted(changed)
+    report.targets = len(targets) + len(sample)
+    for step, n_versions in attack_steps:
+        obs = Observations(published[:n_versions])
+        known = {v: sources[v] for v in report.versions[:n_versions]}
+        report.violations += attack(obs, known, row_ids, targets, method.models, matches,
+                                    scenario=scenario.name, step=step, k_only=sample)
+    return report

@@ -1,0 +1,195 @@
+"""Scenarios for the attack harness, and the adapter for ppdp's hierarchy release.
+
+Crafted cases (finding 1: records that appear, disappear or change between versions can be
+singled out by differencing versions) and seeded random insert / delete / update sequences over a
+small adult sample with four QIDs.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from connectors.base import Connector
+from engine.catalog import list_runs
+from engine.release import run_release
+from engine.spec import ReleaseSpec, load_spec
+from tests.attack.harness import Backend, ModelCheck, RowMatches, Scenario, SourceChange, Step
+from tests.conftest import ADULT, toml_str, write_spec
+
+QIDS = ["age", "sex", "race", "marital-status"]
+SENSITIVE = ["salary-class"]
+SA_VALUES = ("<=50K", ">50K")
+K5 = (ModelCheck("k-anonymity", 5),)
+L2 = (ModelCheck("k-anonymity", 5), ModelCheck("distinct-l-diversity", 2))
+T = (ModelCheck("t-closeness", 0.4),)  # 0.2 and 0.3: every later version is refused, nothing to attack
+
+
+def adult_base(rows: int) -> pl.DataFrame:
+    """The first ``rows`` rows of adult with an Int64 key ``id`` (1..rows) in front."""
+    frame = pl.read_csv(ADULT / "adult.csv", separator=";", n_rows=rows)
+    return frame.with_row_index("id", offset=1).with_columns(pl.col("id").cast(pl.Int64))
+
+
+def _model_toml(models: Sequence[ModelCheck]) -> str:
+    out = []
+    for m in models:
+        name = {"k-anonymity": "k", "distinct-l-diversity": "l", "entropy-l-diversity": "l", "t-closeness": "t"}[m.name]
+        value = m.param if m.name == "t-closeness" else int(m.param)
+        out.append(f'[[privacy.models]]\nname = "{m.name}"\n{name} = {value}\n')
+    return "".join(out)
+
+
+@dataclass
+class GeneralizationRelease:
+    """ppdp's full-domain generalization release (run_release with the default dynamic policy).
+
+    The public generalization is the stored hierarchy (``_ppdp.hierarchies``) at the levels in
+    the run record: a row covers raw values when every raw value maps to the row's label."""
+
+    spec_dir: Path
+    models: list[ModelCheck]
+    qids: list[str]
+    sensitive: list[str]
+    output_schema: str = "published"
+    output_name: str = "attacked"
+
+    def spec_for(self, backend: Backend) -> ReleaseSpec:
+        path = self.spec_dir / f"{self.output_name}_{backend.name}.toml"
+        placeholder = Path("/placeholder.duckdb")
+        write_spec(path, db=placeholder, qids=self.qids, sensitive=self.sensitive, models=_model_toml(self.models),
+                   output=self.output_name, schema_line=f"schema = {toml_str(backend.source_schema)}")
+        text = path.read_text().replace(f"database = {toml_str('duckdb://' + str(placeholder))}",
+                                        f"database = {toml_str(backend.url)}")
+        path.write_text(text)
+        return load_spec(path)
+
+    def publish(self, backend: Backend) -> int | None:
+        out = run_release(self.spec_for(backend), progress=False)
+        return out.run.version if out.run.status == "succeeded" else None
+
+    def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:
+        levels = {r.version: r.solution["levels"] for r in list_runs(con, self.output_name)
+                  if r.status == "succeeded" and r.version in set(versions)}
+        frame = con.query("SELECT version, attribute, level, leaf, value FROM _ppdp.hierarchies WHERE release = ?",
+                          [self.output_name])
+        maps: dict[tuple[int, str], dict[str, str]] = {}
+        for version, attribute, level, leaf, value in frame.rows():
+            if version in levels and attribute in levels[version] and int(level) == int(levels[version][attribute]):
+                maps.setdefault((version, attribute), {})[leaf] = value
+        qids = list(self.qids)
+
+        def matches(version: int, labels: tuple[Any, ...], raw: tuple[Any, ...]) -> bool:
+            return all(raw_v is not None and maps[(version, q)].get(raw_v) == lab
+                       for q, lab, raw_v in zip(qids, labels, raw, strict=True))
+
+        return matches
+
+
+# --- crafted steps ---------------------------------------------------------------------------
+
+NEW_KEY = 10_000_000
+
+
+def _flip(sa: str) -> str:
+    return SA_VALUES[1] if sa == SA_VALUES[0] else SA_VALUES[0]
+
+
+def insert_copies(donor: int, n: int, first_key: int = NEW_KEY) -> Step:
+    """Insert ``n`` copies of the donor row under new keys (same QIDs, same everything)."""
+    def step(state: dict[int, dict[str, Any]], rng: random.Random) -> SourceChange:
+        return SourceChange(inserts=tuple(state[donor] | {"id": first_key + i} for i in range(n)))
+    return step
+
+
+def insert_random_qids(n: int, first_key: int = NEW_KEY) -> Step:
+    """Insert ``n`` persons whose QIDs are drawn independently from the current values."""
+    def step(state: dict[int, dict[str, Any]], rng: random.Random) -> SourceChange:
+        keys = sorted(state)
+        rows = []
+        for i in range(n):
+            row = dict(state[rng.choice(keys)]) | {"id": first_key + i}
+            for q in QIDS:
+                row[q] = state[rng.choice(keys)][q]
+            rows.append(row)
+        return SourceChange(inserts=tuple(rows))
+    return step
+
+
+def delete(key: int) -> Step:
+    return lambda state, rng: SourceChange(deletes=(key,))
+
+
+def flip_sensitive(key: int) -> Step:
+    return lambda state, rng: SourceChange(updates=((key, (("salary-class", _flip(state[key]["salary-class"])),)),))
+
+
+def move_class(key: int) -> Step:
+    """Change age by 30 years and marital status: a different generalized class at any level
+    below the hierarchy tops."""
+    def step(state: dict[int, dict[str, Any]], rng: random.Random) -> SourceChange:
+        row = state[key]
+        age = row["age"] + 30 if row["age"] <= 50 else row["age"] - 30
+        marital = "Divorced" if row["marital-status"] != "Divorced" else "Never-married"
+        return SourceChange(updates=((key, (("age", age), ("marital-status", marital))),))
+    return step
+
+
+def reinsert_flipped(key: int, original: dict[str, Any]) -> Step:
+    """Insert ``key`` again (after its deletion) with the other sensitive value."""
+    return lambda state, rng: SourceChange(inserts=(original | {"salary-class": _flip(original["salary-class"])},))
+
+
+def crafted_scenarios(base: pl.DataFrame) -> dict[str, Scenario]:
+    """Finding 1, case by case (k = 5). Keys 1..6 are the first rows of adult."""
+    row5 = base.filter(pl.col("id") == 5).row(0, named=True)
+    return {
+        "a-insert-one-copy": Scenario("a-insert-one-copy", (insert_copies(1, 1),)),
+        "b-insert-120-random": Scenario("b-insert-120-random", (insert_random_qids(120),), seed=11),
+        "c-delete-one": Scenario("c-delete-one", (delete(2),)),
+        "d-update-sa-only": Scenario("d-update-sa-only", (flip_sensitive(3),)),
+        "e-update-qid-class": Scenario("e-update-qid-class", (move_class(4),)),
+        "f-delete-reinsert-new-sa": Scenario("f-delete-reinsert-new-sa", (delete(5), reinsert_flipped(5, row5))),
+        "g-insert-k-minus-1": Scenario("g-insert-k-minus-1", (insert_copies(6, 4),)),
+    }
+
+
+# --- random sequences ------------------------------------------------------------------------
+
+
+def random_step(step_index: int, max_each: int = 30) -> Step:
+    """A random mix of inserts (new keys, QIDs drawn from existing rows), deletes, QID updates
+    and SA updates, 0..max_each of each."""
+    def step(state: dict[int, dict[str, Any]], rng: random.Random) -> SourceChange:
+        keys = sorted(state)
+        n_ins, n_del, n_qid, n_sa = (rng.randint(0, max_each) for _ in range(4))
+        deletes = rng.sample(keys, n_del)
+        gone = set(deletes)
+        remaining = [k for k in keys if k not in gone]
+        touched = rng.sample(remaining, n_qid + n_sa)
+        updates = []
+        for k in touched[:n_qid]:
+            q = rng.choice(QIDS)
+            updates.append((k, ((q, state[rng.choice(keys)][q]),)))
+        for k in touched[n_qid:]:
+            updates.append((k, (("salary-class", _flip(state[k]["salary-class"])),)))
+        inserts = []
+        for i in range(n_ins):
+            row = dict(state[rng.choice(keys)]) | {"id": NEW_KEY + 1000 * step_index + i}
+            row["salary-class"] = state[rng.choice(keys)]["salary-class"]
+            inserts.append(row)
+        return SourceChange(deletes=tuple(deletes), updates=tuple(updates), inserts=tuple(inserts))
+    return step
+
+
+def random_sequence(seed: int) -> tuple[Scenario, tuple[ModelCheck, ...]]:
+    """Seeded: 3 or 4 versions; models k=5 mostly, k+distinct-l=2 or t-closeness for some seeds."""
+    rng = random.Random(seed)
+    n_steps = rng.choice((2, 3))
+    models = L2 if seed % 5 == 3 else T if seed % 5 == 4 else K5
+    return Scenario(f"random-seed{seed}", tuple(random_step(i + 1) for i in range(n_steps)), seed=seed), models

@@ -1,0 +1,223 @@
+"""Difference attacks on published versions (tests/attack): the harness's own logic on a hand-made
+history with a known answer, then finding 1's crafted cases and seeded random change sequences
+replayed through run_release on DuckDB and on a throwaway PostgreSQL server.
+
+A failing scenario test prints the scenario (and seed), the refused steps and a table of the
+violations: (scenario, step, target key, version, model, measured value, required value).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tests.attack.harness import (
+    ModelCheck,
+    Observations,
+    PublishedVersion,
+    Scenario,
+    ScenarioReport,
+    SourceState,
+    attack,
+    candidate_mask,
+    check_deltas,
+    duckdb_backend,
+    measure,
+    postgres_backend,
+    run_scenario,
+    violation_table,
+)
+from tests.attack.scenarios import (
+    K5,
+    QIDS,
+    SENSITIVE,
+    GeneralizationRelease,
+    adult_base,
+    crafted_scenarios,
+    random_sequence,
+)
+
+BASE_ROWS = 2000
+RANDOM_SEQUENCES = 20
+
+
+# --- the harness on a hand-made history (no engine) ------------------------------------------
+#
+# One QID, age, published as decades "20-29" / "30-39"; SA in {x, y}. Persons a..f, row ids ra..rf.
+#   v1 source: a 25 x, b 27 x, c 23 y, d 35 x, e 36 y
+#   v2 source: a deleted, c's SA y -> x, d moved to 24, f inserted (28 y); b and e unchanged.
+
+
+def decade(version: int, labels: tuple, raw: tuple) -> bool:
+    """Interval containment: the pluggable predicate another release method would supply."""
+    lo, hi = (int(x) for x in labels[0].split("-"))
+    return lo <= int(raw[0]) <= hi
+
+
+def hand_history() -> tuple[Observations, dict[int, SourceState], dict[str, str]]:
+    v1 = PublishedVersion(1, {"ra": (("20-29",), ("x",)), "rb": (("20-29",), ("x",)), "rc": (("20-29",), ("y",)),
+                              "rd": (("30-39",), ("x",)), "re": (("30-39",), ("y",))})
+    v2 = PublishedVersion(2, {"rb": (("20-29",), ("x",)), "rc": (("20-29",), ("x",)), "rd": (("20-29",), ("x",)),
+                              "re": (("30-39",), ("y",)), "rf": (("20-29",), ("y",))})
+    s1 = SourceState(1, {"a": ("25",), "b": ("27",), "c": ("23",), "d": ("35",), "e": ("36",)},
+                     {"a": ("x",), "b": ("x",), "c": ("y",), "d": ("x",), "e": ("y",)})
+    s2 = SourceState(2, {"b": ("27",), "c": ("23",), "d": ("24",), "e": ("36",), "f": ("28",)},
+                     {"b": ("x",), "c": ("x",), "d": ("x",), "e": ("y",), "f": ("y",)})
+    row_ids = {p: f"r{p}" for p in "abcdef"}
+    return Observations([v1, v2]), {1: s1, 2: s2}, row_ids
+
+
+def candidates(obs: Observations, sources: dict[int, SourceState], key: str) -> set[str]:
+    mask = candidate_mask(obs, sources, key, decade)
+    return {r for r, m in zip(obs.row_ids, mask, strict=True) if m}
+
+
+def test_candidate_sets_of_a_hand_made_history():
+    obs, sources, _ = hand_history()
+    # a left at v2: only rows withdrawn at v2 from a's v1 class; rb, rc stayed
+    assert candidates(obs, sources, "a") == {"ra"}
+    # b unchanged: rc is out (its SA changed, b's did not); rf is new in b's v2 class
+    assert candidates(obs, sources, "b") == {"ra", "rb", "rf"}
+    # c's SA changed: rb is out (SA kept); ra (gone at v2) and rf (new) remain possible
+    assert candidates(obs, sources, "c") == {"ra", "rc", "rf"}
+    # d moved from 30-39 to 20-29: only rows with that path, or new in 20-29
+    assert candidates(obs, sources, "d") == {"rd", "rf"}
+    # e alone in 30-39 in both versions once rd moved away
+    assert candidates(obs, sources, "e") == {"re"}
+    # f was not in the v1 source: every row published in v1 is out
+    assert candidates(obs, sources, "f") == {"rf"}
+
+
+def test_attack_reports_exactly_the_violations_of_the_hand_made_history():
+    obs, sources, row_ids = hand_history()
+    models = [ModelCheck("k-anonymity", 2), ModelCheck("distinct-l-diversity", 2)]
+    found = attack(obs, sources, row_ids, list("abcdef"), models, decade, scenario="hand", step=1)
+    got = sorted((v.target, v.version, v.model, v.measured) for v in found)
+    assert got == sorted([
+        ("a", 1, "k-anonymity", 1.0), ("a", 1, "distinct-l-diversity", 1.0),
+        ("b", 1, "distinct-l-diversity", 1.0),  # ra and rb both x at v1
+        ("d", 1, "distinct-l-diversity", 1.0),  # only rd was published at v1
+        ("e", 1, "k-anonymity", 1.0), ("e", 1, "distinct-l-diversity", 1.0),
+        ("e", 2, "k-anonymity", 1.0), ("e", 2, "distinct-l-diversity", 1.0),
+        ("f", 2, "k-anonymity", 1.0), ("f", 2, "distinct-l-diversity", 1.0),
+    ])
+    # the table names every violation's target and model
+    table = violation_table(found)
+    assert "hand" in table and "distinct-l-diversity" in table and "hand/k-anonymity: 4" in table
+
+
+def test_k_only_targets_get_only_the_k_check():
+    obs, sources, row_ids = hand_history()
+    models = [ModelCheck("k-anonymity", 2), ModelCheck("distinct-l-diversity", 2)]
+    found = attack(obs, sources, row_ids, [], models, decade, k_only=["b", "e"])
+    assert sorted((v.target, v.version, v.model) for v in found) == [("e", 1, "k-anonymity"), ("e", 2, "k-anonymity")]
+
+
+def test_entropy_and_t_closeness_measures_on_the_hand_made_history():
+    obs, sources, _ = hand_history()
+    mask = candidate_mask(obs, sources, "c", decade)
+    ref = Counter(sources[1].sensitive.values())  # x: 3, y: 2
+    # c's candidates published in v1: ra (x) and rc (y): p = (1/2, 1/2), q = (3/5, 2/5)
+    assert measure(ModelCheck("entropy-l-diversity", 2), obs, 0, mask, ref) == pytest.approx(2.0)
+    assert measure(ModelCheck("t-closeness", 0.1), obs, 0, mask, ref) == pytest.approx(math.sqrt(0.01 + 0.01))
+    # in v2: rc (x) and rf (y) against the v2 source (x: 3, y: 2)
+    assert measure(ModelCheck("t-closeness", 0.1), obs, 1, mask, Counter(sources[2].sensitive.values())) == pytest.approx(math.sqrt(0.02))
+
+
+def test_a_published_row_contradicting_the_source_is_reported():
+    obs, sources, row_ids = hand_history()
+    # publish b as 30-39 in v2 although b is 27: b's own history is no longer consistent with b
+    v2_rows = _rows(obs, 1) | {"rb": (("30-39",), ("x",))}
+    bad = Observations([PublishedVersion(1, _rows(obs, 0)), PublishedVersion(2, v2_rows)])
+    found = attack(bad, sources, row_ids, ["b"], [ModelCheck("k-anonymity", 1)], decade)
+    assert {(v.target, v.model) for v in found} == {("b", "own-row-consistent")}
+
+
+def _rows(obs: Observations, j: int) -> dict[str, tuple]:
+    return {r: (obs.labels[j][obs.cls[j][i]], obs.sa_values[obs.sa[j][i]])
+            for i, r in enumerate(obs.row_ids) if obs.present[j][i]}
+
+
+def test_delta_check_accepts_an_exact_delta_and_rejects_a_wrong_one():
+    v1 = pl.DataFrame({"ppdp_row_id": ["r1", "r2", "r3"], "age": ["20-29", "20-29", "30-39"]})
+    v2 = pl.DataFrame({"ppdp_row_id": ["r1", "r3", "r4"], "age": ["20-29", "20-29", "30-39"]})
+    good = pl.DataFrame({"version": [2, 2, 2, 2], "op": ["-", "-", "+", "+"],
+                         "ppdp_row_id": ["r2", "r3", "r3", "r4"], "age": ["20-29", "30-39", "20-29", "30-39"]})
+    assert check_deltas({1: v1, 2: v2}, good) == []
+    missing_plus = good.filter(pl.col("ppdp_row_id") != "r4")
+    assert check_deltas({1: v1, 2: v2}, missing_plus) == ["v2: delta applied to v1 differs from v2 (0 extra, 1 missing rows)"]
+    assert check_deltas({1: v1, 2: v2}, None) == ["v2: no __delta table"]
+
+
+def test_observations_track_previous_presence_and_sa_changes():
+    obs, _, _ = hand_history()
+    i = obs.index
+    assert obs.prev[1][i["rc"]] == 0 and obs.prev[1][i["rf"]] == -1
+    assert obs.sa_diff[1][i["rc"]] and not obs.sa_diff[1][i["rb"]]
+    assert np.array_equal(obs.any_present, np.ones(6, dtype=bool))
+
+
+# --- scenarios through run_release -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def base() -> pl.DataFrame:
+    return adult_base(BASE_ROWS)
+
+
+def assert_no_leak(report: ScenarioReport, seed: int | None = None) -> None:
+    """The scenario published a first version and no target is singled out below the models."""
+    head = f"{report.summary()}" + (f" (seed {seed})" if seed is not None else "")
+    refused = "".join(f"\n  refused step {s}: {msg}" for s, msg in report.refusals)
+    assert report.versions, f"{head}: the first release was refused{refused}"
+    problems = []
+    if report.violations:
+        problems.append(violation_table(report.violations))
+    problems += [f"delta: {p}" for p in report.delta_problems]
+    assert not problems, f"{head}{refused}\n" + "\n".join(problems)
+
+
+CRAFTED = sorted(crafted_scenarios(adult_base(10)))
+
+
+def _crafted(base: pl.DataFrame, name: str) -> Scenario:
+    return crafted_scenarios(base)[name]
+
+
+def _run(scenario: Scenario, backend, models, tmp_path: Path) -> ScenarioReport:
+    method = GeneralizationRelease(tmp_path, list(models), QIDS, SENSITIVE)
+    return run_scenario(scenario, backend, method, adult_base(BASE_ROWS))
+
+
+@pytest.mark.parametrize("name", CRAFTED)
+def test_crafted_finding1_duckdb(name, tmp_path, base):
+    report = _run(_crafted(base, name), duckdb_backend(tmp_path / "attack.duckdb"), K5, tmp_path)
+    assert_no_leak(report)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("name", CRAFTED)
+def test_crafted_finding1_postgres(name, tmp_path, base, postgres_database):
+    report = _run(_crafted(base, name), postgres_backend(postgres_database), K5, tmp_path)
+    assert_no_leak(report)
+
+
+@pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))
+def test_random_sequence_duckdb(seed, tmp_path):
+    scenario, models = random_sequence(seed)
+    report = _run(scenario, duckdb_backend(tmp_path / "attack.duckdb"), models, tmp_path)
+    assert_no_leak(report, seed)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))
+def test_random_sequence_postgres(seed, tmp_path, postgres_database):
+    scenario, models = random_sequence(seed)
+    report = _run(scenario, postgres_backend(postgres_database), models, tmp_path)
+    assert_no_leak(report, seed)
+

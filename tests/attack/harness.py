@@ -16,14 +16,20 @@ Threat model (what the attacker holds and knows; nothing else is used)
   as public); other release methods plug in their own ``RowMatches`` predicate
   (interval / set containment) through the ``ReleaseMethod`` adapter.
 
+The attacker also knows ppdp's mechanism: a step may be held back, so a person's insertion can
+appear later, and after a deletion or a change the person's previous row can stand unchanged
+(a delayed deletion, a held-back change).
 Candidate set of t: the published row ids r whose whole observable history is consistent with t:
-  - for every version j in which t is NOT in the source: r is absent from Vj;
-  - for every version j in which t IS in the source: r is absent from Vj (suppressed / withheld) or
-    ``row_matches(j, labels of r in Vj, raw QIDs of t at j)``;
+  - for every version j in which t is NOT in the source: r is absent from Vj, or r's row in Vj is
+    identical (labels and sensitive value) to its previous presence;
+  - for every version j in which t IS in the source: r is absent from Vj (suppressed / withheld), or
+    ``row_matches(j, labels of r in Vj, raw QIDs of t at j)``, or r's row is identical to its
+    previous presence;
   - r is present in at least one version;
-  - SA-change pattern: for every version j where r is present, with p = r's previous version where
-    present, r's sensitive value differs between Vp and Vj iff t's sensitive value differs
-    between the sources of p and j.
+  - SA-change pattern: for every version j where r is present and its row is not a copy of its
+    previous presence, with f = the latest earlier version where r was present and not such a copy
+    (a row that is not a copy shows the source of its own version), r's sensitive value differs
+    between Vf and Vj iff t's sensitive value differs between the sources of f and j.
 For every version j in which t's own row (found through the harness's private knowledge of
 ``_ppdp.row_ids``) is present, and every privacy model:
   - k-anonymity: |candidates| >= k;
@@ -153,6 +159,23 @@ class Observations:
             np.where(self.prev[j] >= 0, self.sa[j] != self._sa_at(self.prev[j]), False) for j in range(len(published))
         ]
         self.any_present = np.any(self.present, axis=0) if published else np.zeros(0, dtype=bool)
+        # rows identical (labels and SA) to their previous presence: what a held-back change or
+        # a delayed deletion looks like from outside
+        self.same_row = []
+        for j in range(len(published)):
+            prev = self.prev[j]
+            same = np.zeros(n, dtype=bool)
+            for i in np.flatnonzero(self.present[j] & (prev >= 0)):
+                p = prev[i]
+                same[i] = (self.labels[j][self.cls[j][i]] == self.labels[p][self.cls[p][i]]) and self.sa[j][i] == self.sa[p][i]
+            self.same_row.append(same)
+        # the latest earlier version where each row was present and not a copy of its previous
+        # presence: a fresh row shows the person's source of that very version
+        self.last_fresh: list[np.ndarray] = []
+        fresh_at = np.full(n, -1, dtype=np.int64)
+        for j in range(len(published)):
+            self.last_fresh.append(np.where(self.present[j], fresh_at, -1))
+            fresh_at = np.where(self.present[j] & ~self.same_row[j], j, fresh_at)
 
     def _sa_at(self, positions: np.ndarray) -> np.ndarray:
         stacked = np.stack(self.sa) if self.sa else np.zeros((0, len(self.row_ids)), dtype=np.int64)
@@ -169,26 +192,29 @@ def candidate_mask(obs: Observations, sources: dict[int, SourceState], key: str,
     for j, version in enumerate(obs.versions):
         src = sources[version]
         raw = src.qids.get(key)
-        if raw is None:
-            mask &= ~obs.present[j]
+        if raw is None:  # t is not in the source: r is absent, or stands unchanged (a delayed deletion)
+            mask &= ~obs.present[j] | obs.same_row[j]
             continue
         ck = (j, raw)
         ok = cache.get(ck)
         if ok is None:
             ok = np.array([row_matches(version, lab, raw) for lab in obs.labels[j]] + [False], dtype=bool)
             cache[ck] = ok
-        mask &= ~obs.present[j] | ok[obs.cls[j]]  # cls -1 indexes the trailing False
+        # absent (suppressed / withheld), matching t's QIDs now, or unchanged (a held-back change)
+        mask &= ~obs.present[j] | ok[obs.cls[j]] | obs.same_row[j]  # cls -1 indexes the trailing False
     for j, version in enumerate(obs.versions):
         sens_j = sources[version].sensitive.get(key)
-        for p in range(j):
-            sel = obs.present[j] & (obs.prev[j] == p)
+        for f in range(j):
+            # rows fresh at j whose last fresh presence was f: their SA changed iff t's changed
+            # between the sources of f and j (a copy in between shows f's row unchanged)
+            sel = obs.present[j] & ~obs.same_row[j] & (obs.last_fresh[j] == f)
             if not sel.any():
                 continue
-            sens_p = sources[obs.versions[p]].sensitive.get(key)
-            if sens_j is None or sens_p is None:
-                mask &= ~sel  # t absent at p or j: already excluded above, kept explicit
+            sens_f = sources[obs.versions[f]].sensitive.get(key)
+            if sens_j is None or sens_f is None:  # t not in the source then: no fresh row of t
+                mask &= ~sel
                 continue
-            mask &= ~sel | (obs.sa_diff[j] == (sens_j != sens_p))
+            mask &= ~sel | (obs.sa_diff[j] == (sens_j != sens_f))
     return mask
 
 
@@ -315,6 +341,7 @@ class ReleaseMethod(Protocol):
 
     output_schema: str
     output_name: str
+    release_id: str  # the key of the release's private state (schema and name)
     qids: list[str]
     sensitive: list[str]
     models: list[ModelCheck]
@@ -498,7 +525,7 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
     tables, delta = read_published(backend, method, report.versions)
     report.delta_problems = check_deltas(tables, delta)
     published = [published_version(v, tables[v], method.qids, method.sensitive) for v in report.versions]
-    row_ids = read_row_ids(backend, method.output_name)
+    row_ids = read_row_ids(backend, method.release_id)
     con = backend.connect()
     try:
         matches = method.row_matches(con, report.versions)

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from connectors.base import Connector
-from engine.catalog import list_runs
+from engine.catalog import list_runs, release_id
 from engine.release import run_release
 from engine.spec import ReleaseSpec, load_spec
 from tests.attack.harness import Backend, ModelCheck, RowMatches, Scenario, SourceChange, Step
@@ -59,6 +59,11 @@ class GeneralizationRelease:
     output_schema: str = "published"
     output_name: str = "attacked"
 
+    @property
+    def release_id(self) -> str:
+        """ppdp's identity of the release (schema and name): the key of its private state."""
+        return release_id(self.output_schema, self.output_name)
+
     def spec_for(self, backend: Backend) -> ReleaseSpec:
         path = self.spec_dir / f"{self.output_name}_{backend.name}.toml"
         placeholder = Path("/placeholder.duckdb")
@@ -74,10 +79,10 @@ class GeneralizationRelease:
         return out.run.version if out.run.status == "succeeded" else None
 
     def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:
-        levels = {r.version: r.solution["levels"] for r in list_runs(con, self.output_name)
+        levels = {r.version: r.solution["levels"] for r in list_runs(con, self.release_id)
                   if r.status == "succeeded" and r.version in set(versions)}
         frame = con.query("SELECT version, attribute, level, leaf, value FROM _ppdp.hierarchies WHERE release = ?",
-                          [self.output_name])
+                          [self.release_id])
         maps: dict[tuple[int, str], dict[str, str]] = {}
         for version, attribute, level, leaf, value in frame.rows():
             if version in levels and attribute in levels[version] and int(level) == int(levels[version][attribute]):

@@ -91,7 +91,7 @@ def failing_t(values: str, q_relation: str, t: float) -> str:
     """Euclidean distance (HAEF eq. 2-4) to Q above t; ``q_relation`` has columns sa_key, q."""
     return (
         f"WITH cv AS (SELECT sig_now, s, n * 1.0 / SUM(n) OVER (PARTITION BY sig_now) AS p FROM ({values}) AS x), "
-        f"qq AS (SELECT SUM(q * q) AS s2 FROM {q_relation}), "
+        f"qq AS (SELECT SUM(qd.q * qd.q) AS s2 FROM {q_relation} AS qd), "
         f"part AS (SELECT cv.sig_now, SUM((cv.p - COALESCE(q.q, 0)) * (cv.p - COALESCE(q.q, 0)) - COALESCE(q.q, 0) * COALESCE(q.q, 0)) AS d "
         f"FROM cv LEFT JOIN {q_relation} AS q ON q.sa_key = cv.s GROUP BY cv.sig_now) "
         f"SELECT sig_now, SQRT(GREATEST(d + (SELECT s2 FROM qq), 0)) AS ad FROM part "

@@ -27,7 +27,7 @@ def verify_t_stored(relation: str, qids: list[str], sensitive: list[str], q_rela
         f"WITH p AS (SELECT {', '.join(f'r.{quote_ident(c, d)}' for c in qids)}, {key} AS s, COUNT(*) AS nv FROM {relation} AS r "
         f"GROUP BY {', '.join(f'r.{quote_ident(c, d)}' for c in qids)}, {key}), "
         f"c AS (SELECT {g}, s, nv * 1.0 / SUM(nv) OVER (PARTITION BY {g}) AS p FROM p), "
-        f"qq AS (SELECT SUM(q * q) AS s2 FROM {q_relation}), "
+        f"qq AS (SELECT SUM(qd.q * qd.q) AS s2 FROM {q_relation} AS qd), "
         f"dist AS (SELECT {', '.join(f'c.{quote_ident(x, d)}' for x in qids)}, "
         "SUM((c.p - COALESCE(q.q, 0)) * (c.p - COALESCE(q.q, 0)) - COALESCE(q.q, 0) * COALESCE(q.q, 0)) AS part "
         f"FROM c LEFT JOIN {q_relation} AS q ON q.sa_key = c.s GROUP BY {', '.join(f'c.{quote_ident(x, d)}' for x in qids)}) "

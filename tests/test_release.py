@@ -68,8 +68,8 @@ def test_adult_k5_certified_verified_and_rechecked(adult_db, tmp_path):
     assert check["rows"] == 30162 - out.run.metrics["suppressed"]
     # the lattice search agrees with an exhaustive evaluation of every node
     from connectors import connect
-    from engine.optimizers import run_optimizer
     from engine.methods.generalization import optimize
+    from engine.optimizers import run_optimizer
     from engine.stages.validate import prepare
 
     con = connect(f"duckdb://{adult_db}")

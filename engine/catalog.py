@@ -17,6 +17,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from connectors.base import Connector
 from engine.errors import SpecError
 from sql import catalog as C
@@ -154,12 +156,14 @@ def latest_success(con: Connector, release: str) -> RunRecord | None:
     return runs[-1] if runs else None
 
 
-def store_distribution(con: Connector, release: str, version: int, q: dict[str, float]) -> None:
-    """Q of version ``version``: sensitive-value key (see sql.history.sa_key) -> share."""
-    for key, share in q.items():
-        con.execute(C.insert_distribution(con.dialect), [release, version, key, float(share)])
+def store_distribution(con: Connector, release: str, version: int, distribution: pl.DataFrame, run_id: str) -> None:
+    """Q of version ``version``: a frame of sa_key, sa_value (JSON of the joint value), q."""
+    stage = f"q_{run_id}"
+    con.write_frame(PRIVATE_SCHEMA, stage, distribution.select("sa_key", "sa_value", "q"))
+    con.execute(C.insert_distribution(stage, con.dialect), [release, version])
+    con.execute(C.drop_private(stage, con.dialect))
 
 
-def stored_distribution(con: Connector, release: str, version: int) -> dict[str, float]:
-    rows = con.query(C.select_distribution(con.dialect), [release, version])
-    return dict(zip(rows["sa_key"].to_list(), rows["q"].to_list(), strict=True))
+def stored_distribution(con: Connector, release: str, version: int) -> pl.DataFrame:
+    """The (sa_key, sa_value, q) stored for a version (empty when none)."""
+    return con.query(C.select_distribution(con.dialect), [release, version])

@@ -39,6 +39,9 @@ class EncodedTable:
     counts: np.ndarray  # (H,) int64
     values: pl.DataFrame  # (H rows) original text of QIDs and SAs
     excluded_null_rows: int = 0  # rows left out by null_policy = "suppress"
+    # Q of t-closeness by SA code, when given (``encode_histogram(reference=...)``): the whole
+    # source's distribution, NULL-QID rows included, or a release's stored one.
+    reference_q: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -73,6 +76,8 @@ class EncodedTable:
     @cached_property
     def sa_distribution(self) -> np.ndarray:
         """Q of HAEF eq. 2-4: distribution of the joint SA over the whole source (§2)."""
+        if self.reference_q is not None:
+            return self.reference_q
         q = np.bincount(self.sa, weights=self.counts, minlength=self.n_sa)
         return q / q.sum()
 
@@ -117,11 +122,14 @@ def encode_histogram(
     hierarchies: list[Hierarchy],
     *,
     null_policy: str = "error",
+    reference: dict[tuple, float] | None = None,
 ) -> EncodedTable:
     """Turn ``histogram`` (text QID and SA columns + COUNT_COLUMN) into an EncodedTable.
 
     Raises HierarchyError naming the column, the value and the hierarchy's file when a value
-    is not a leaf, and DataError for NULL QIDs under ``null_policy = "error"``.
+    is not a leaf, and DataError for NULL QIDs under ``null_policy = "error"``. ``reference``
+    (joint SA text tuple -> share) is t-closeness's Q; its values get codes even when no
+    releasable row holds them, so the kernels and the SQL check measure the same distance.
     """
     excluded = 0
     if qids:
@@ -158,6 +166,9 @@ def encode_histogram(
         frame = histogram.with_columns(*code_cols, sa_struct)
         sa_keys = frame.select(pl.col("__sa").unique().sort()).to_series().to_list()
         sa_tuples = [tuple(d[c] for c in sensitive) for d in sa_keys]
+        if reference:
+            seen = set(sa_tuples)
+            sa_tuples += sorted((t for t in reference if t not in seen), key=lambda t: tuple("" if v is None else str(v) for v in t))
         sa_index = {t: i for i, t in enumerate(sa_tuples)}
         sa_codes = [sa_index[tuple(d[c] for c in sensitive)] for d in frame["__sa"].to_list()]
         frame = frame.with_columns(pl.Series("__sa_code", sa_codes, dtype=pl.Int32)).drop("__sa")
@@ -178,4 +189,5 @@ def encode_histogram(
         counts=frame[COUNT_COLUMN].to_numpy().astype(np.int64),
         values=frame.select(list(qids) + list(sensitive)),
         excluded_null_rows=excluded,
+        reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )

@@ -51,7 +51,8 @@ def ddl(d: str = "duckdb") -> list[str]:
         # The source's sensitive-value distribution Q at each version (t-closeness is checked
         # against what was true when the version was published, not against today's source).
         f"CREATE TABLE IF NOT EXISTS {p('distributions')} ("
-        "release VARCHAR NOT NULL, version INTEGER NOT NULL, sa_key VARCHAR NOT NULL, q DOUBLE PRECISION NOT NULL)",
+        "release VARCHAR NOT NULL, version INTEGER NOT NULL, sa_key VARCHAR NOT NULL, sa_value VARCHAR NOT NULL, "
+        "q DOUBLE PRECISION NOT NULL)",
     ]
 
 
@@ -96,12 +97,14 @@ def releases_named(d: str = "duckdb") -> str:
     return f"SELECT release FROM {private('releases', d)} WHERE output_name = ? OR release = ? ORDER BY release"
 
 
-def insert_distribution(d: str = "duckdb") -> str:
-    return f"INSERT INTO {private('distributions', d)} (release, version, sa_key, q) VALUES (?, ?, ?, ?)"
+def insert_distribution(stage: str, d: str = "duckdb") -> str:
+    """Copy a staged (sa_key, sa_value, q) frame as a version's Q (params: release, version)."""
+    return (f"INSERT INTO {private('distributions', d)} (release, version, sa_key, sa_value, q) "
+            f"SELECT ?, ?, s.sa_key, s.sa_value, s.q FROM {private(stage, d)} AS s")
 
 
 def select_distribution(d: str = "duckdb") -> str:
-    return f"SELECT sa_key, q FROM {private('distributions', d)} WHERE release = ? AND version = ?"
+    return f"SELECT sa_key, sa_value, q FROM {private('distributions', d)} WHERE release = ? AND version = ?"
 
 
 def delete_rows_of_release(table: str, d: str = "duckdb") -> str:
@@ -170,3 +173,11 @@ def insert_withheld(reverts: str, d: str = "duckdb") -> str:
     (params: release, version, release)."""
     return (f"INSERT INTO {private('suppressed', d)} SELECT ?, ?, i.key FROM {private('row_ids', d)} AS i "
             f"WHERE i.release = ? AND EXISTS (SELECT 1 FROM {reverts} AS r WHERE r.row_id = i.row_id AND r.action = 'withhold')")
+
+
+def unsuppress_carried(reverts: str, d: str = "duckdb") -> str:
+    """Keys whose previous row stands in this version are published, not suppressed (params:
+    release, version, release)."""
+    return (f"DELETE FROM {private('suppressed', d)} WHERE release = ? AND version = ? AND key IN "
+            f"(SELECT i.key FROM {private('row_ids', d)} AS i JOIN {reverts} AS r ON r.row_id = i.row_id "
+            "WHERE i.release = ? AND r.action IN ('carry', 'keep'))")

@@ -15,13 +15,15 @@ GROUP BY / window queries over it, so the database does the work.
 
 from __future__ import annotations
 
+from sql.queries import text
 from sql.quoting import quote_ident
 
 ROW_ID = "ppdp_row_id"
 
 
 def _text(col: str, alias: str, d: str) -> str:
-    return f"CAST({alias}.{quote_ident(col, d)} AS VARCHAR)"
+    """A value's text, as the histogram and the hierarchy leaves see it."""
+    return text(col, alias, d)
 
 
 def tuple_hash(cols: list[str], alias: str, d: str) -> str:
@@ -112,20 +114,21 @@ def class_count(sig: str) -> str:
             f"(SELECT sig_now, COUNT(*) AS n FROM ({sig}) AS sg GROUP BY sig_now) AS c")
 
 
-def distribution_insert(source_from: str, sensitive: list[str], private_table: str, d: str) -> str:
-    """INSERT the source's SA distribution Q (params: release, version) from ``source_from``
-    (a FROM-clause text aliased ``src``)."""
+def distribution_query(source_from: str, sensitive: list[str], d: str) -> str:
+    """The source's joint sensitive distribution: each column's text, sa_key and share q, over
+    every row of ``source_from`` (a FROM-clause text aliased ``src``), NULL QIDs included."""
     key = sa_key(sensitive, "src", d)
-    return (f"INSERT INTO {private_table} (release, version, sa_key, q) "
-            f"SELECT ?, ?, {key}, COUNT(*) * 1.0 / (SELECT COUNT(*) FROM {source_from}) FROM {source_from} GROUP BY {key}")
+    cols = ", ".join(f"{_text(c, 'src', d)} AS {quote_ident(c, d)}" for c in sensitive)
+    groups = ", ".join(_text(c, "src", d) for c in sensitive)
+    return (f"SELECT {cols}, {key} AS sa_key, COUNT(*) * 1.0 / (SELECT COUNT(*) FROM {source_from}) AS q "
+            f"FROM {source_from} GROUP BY {groups}")
 
 
 def fresh(sig: str, new_history: str) -> str:
     """The rows of ``sig`` in history classes this step reveals anew: classes with a record that
     appears or changes now, classes of records never published before, and the parts of a class
     of the previous version that this step splits. A class this step leaves whole and unchanged
-    shows nothing that earlier versions did not (it was checked then), so it is not re-checked
-    against this version's distribution (t-closeness would otherwise refuse on a drift of Q alone)."""
+    shows nothing that earlier versions did not (it was checked then), so it is not checked again."""
     lit = "'" + new_history.replace("'", "''") + "'"
     return (
         "SELECT x.rid, x.sig_prev, x.sig_now, x.present_now, x.present_prev, x.changed FROM (SELECT sg.*, "

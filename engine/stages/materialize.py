@@ -14,7 +14,6 @@ from engine.methods import ReleaseMethod, ReleasePlan
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
 from sql import catalog as C
-from sql import history as H
 from sql import publish as P
 from sql import queries as Q
 from sql.quoting import quote_table
@@ -38,8 +37,8 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     method.write_private_state(ctx, prep, plan)
     con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
     ctx.clock.mark("row_ids")
-    if spec.sensitive:
-        con.execute(H.distribution_insert(full.sql(), list(spec.sensitive), C.private("distributions", d), d), [ctx.release, ctx.version])
+    if prep.distribution is not None:
+        catalog.store_distribution(con, ctx.release, ctx.version, prep.distribution, ctx.run_id)
     changes: dict = {}
     state = C.salted_state_select(full.sql(), spec.key, prep.columns, d)
     if ctx.previous is not None:

@@ -33,6 +33,7 @@ def publish(ctx: RunContext, candidate: Candidate, history: HistoryOutcome, publ
     con.execute(P.create_as(table, P.final_version(candidate.relation, previous, history.reverts, d)))
     if history.reverts is not None:  # withheld rows are suppressed in this version (for rebuilds)
         con.execute(C.insert_withheld(history.reverts, d), [ctx.release, ctx.version, ctx.release])
+        con.execute(C.unsuppress_carried(history.reverts, d), [ctx.release, ctx.version, ctx.release])
         con.execute(P.drop_table(history.reverts))
     con.execute(P.drop_table(candidate.relation))
     rows = int(con.query(P.count_rows(table))["n"][0])

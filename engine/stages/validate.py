@@ -7,15 +7,20 @@ any problem raises a PpdpError with one line, and the database is left as it was
 from __future__ import annotations
 
 import difflib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from connectors.base import Connector
+from engine import catalog
 from engine import hierarchy as hier
 from engine.encoding import EncodedTable, encode_histogram
 from engine.errors import DataError, SpecError
 from engine.models import PrivacyModel, build_model
 from engine.spec import ReleaseSpec
+from sql import history as H
 from sql import inspect
 from sql import queries as Q
 
@@ -32,6 +37,7 @@ class Prepared:
     table: EncodedTable
     models: list[PrivacyModel]
     source_rows: int
+    distribution: pl.DataFrame | None = None  # t-closeness's Q: sa_key, sa_value (JSON), q
 
 
 def _closest(name: str, options: list[str]) -> str:
@@ -70,7 +76,11 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
 
     hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
     histogram = con.query(Q.histogram_query(source, spec.qid_columns, list(spec.sensitive)))
-    table = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), hierarchies, null_policy=spec.null_policy)
+    distribution = reference_distribution(spec, con, source)
+    reference = None if distribution is None else {
+        tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
+    table = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), hierarchies, null_policy=spec.null_policy,
+                             reference=reference)
 
     models = [build_model(m.name, m.param_dict()) for m in spec.models]
     if any(m.needs_pairs for m in models) and not spec.sensitive:
@@ -81,7 +91,25 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
             raise DataError(f"k = {k} is larger than the table ({table.n_records} rows): no release can be {k}-anonymous.")
     dropped = {spec.key, *spec.identifiers, *spec.drop}
     released = [c for c in columns if c not in dropped]
-    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows)
+    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)
+
+
+def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) -> pl.DataFrame | None:
+    """t-closeness's Q for this run: the distribution stored with the release's previous version
+    while its privacy models and sensitive columns are unchanged (a class that a version left
+    as it was must not start failing because the population drifted: the release would be stuck),
+    else the whole source's (NULL-QID rows included, as the SQL check counts them)."""
+    if not spec.sensitive:
+        return None
+    release = catalog.release_id(spec.output_schema, spec.output_name)
+    previous = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
+    if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
+        stored = catalog.stored_distribution(con, release, previous.version)
+        if stored.height:
+            return stored
+    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect))
+    values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
+    return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
 
 
 def load_hierarchy(spec: ReleaseSpec, qid, source: Q.Source, con: Connector) -> hier.Hierarchy:

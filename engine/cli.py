@@ -189,7 +189,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from connectors import connect
-    from engine.release import export_schema
+    from engine.export import export_schema
 
     con = connect(args.db)
     try:

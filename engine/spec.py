@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import SpecError
+from sql.queries import PRIVATE_SCHEMA
 
 NULL_POLICIES = ("error", "suppress")
 DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
@@ -61,6 +62,7 @@ class ReleaseSpec:
     identifiers: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
     null_policy: str = "error"
     objective: str = "td"
     report: tuple[str, ...] = ("td", "query_precision", "suppressed", "workload_error")
@@ -91,7 +93,7 @@ _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
-    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "null_policy"},
+    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels"},
     "sensitive": {"columns"},
@@ -100,6 +102,11 @@ _SCHEMA: dict[str, set[str]] = {
     "optimizer": {"name", "budget", "seed", "params", "evaluator"},
     "output": {"schema", "name"},
 }
+
+
+def is_private_schema(name: str) -> bool:
+    """Whether ``name`` is ppdp's private schema; DuckDB (and unquoted SQL) fold identifier case."""
+    return name.casefold() == PRIVATE_SCHEMA.casefold()
 
 
 def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
@@ -251,13 +258,15 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _check_keys("output", out, "[output]")
     out_name = _need(out, "name", "output", str)
     out_schema = _typed(out.get("schema", "published"), "output.schema", str)
-    if out_schema == "_ppdp":
-        raise SpecError("output.schema cannot be '_ppdp': that schema holds ppdp's private state.")
+    if is_private_schema(out_schema):
+        raise SpecError(f"output.schema cannot be {out_schema!r}: schema '_ppdp' (any letter case) holds ppdp's private state. "
+                        "Hint: schema = \"published\".")
 
     spec = ReleaseSpec(
         database=database, table=table, schema=schema, query=query, key=key,
         identifiers=_names(src.get("identifiers", []), "source.identifiers"),
         drop=_names(src.get("drop", []), "source.drop"),
+        keep=_names(src.get("keep", []), "source.keep"),
         null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
         objective=objective,
         report=_names(util.get("report", list(ReleaseSpec.report)), "utility.report"),
@@ -290,12 +299,16 @@ def _file_query(file: str, base: Path) -> str:
 
 
 def _check_columns_disjoint(spec: ReleaseSpec) -> None:
+    """Each column has one role; a column named twice would reach the SQL as a raw binder error."""
     seen: dict[str, str] = {}
     for role, cols in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
-                       ("sensitive attribute", spec.sensitive)):
+                       ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop),
+                       ("kept column", spec.keep)):
         for c in cols:
             if c in seen:
-                raise SpecError(f"Column {c!r} is both {seen[c]} and {role}. Hint: give each column one role.")
+                what = f"listed twice as {role}" if seen[c] == role else f"both {seen[c]} and {role}"
+                raise SpecError(f"Column {c!r} is {what}. Hint: give each column exactly one role "
+                                "(key, identifiers, quasi_identifiers, sensitive, drop or keep).")
             seen[c] = role
 
 

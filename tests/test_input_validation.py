@@ -16,7 +16,7 @@ import pytest
 from engine.errors import DataError, SpecError
 from engine.release import run_release
 from engine.spec import load_spec
-from tests.conftest import load_adult, snapshot, write_spec
+from tests.conftest import ADULT_COLUMNS, load_adult, snapshot, write_spec
 
 SMALL = ["age", "sex", "race"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,3 +52,160 @@ def test_tiny_t_is_satisfied_by_a_nonempty_release(small_db, tmp_path):
     assert out.run.verification["passed"]
     assert out.run.metrics["released_records"] > 0
     assert out.run.verification["checks"][0]["ad"] <= 1e-9
+
+
+# --- finding 4: the private schema, in any letter case ---------------------------------------
+
+
+def base_spec(**sections) -> dict:
+    """A valid spec as a dict (no database needed to validate it); ``sections`` replace parts."""
+    raw = {
+        "source": {"database": "duckdb://:memory:", "table": "adult", "key": "id",
+                   "keep": ["education", "marital-status", "native-country", "workclass", "occupation"]},
+        "quasi_identifiers": [{"column": "age", "hierarchy": "intervals"}, {"column": "sex", "hierarchy": "flat"},
+                              {"column": "race", "hierarchy": "flat"}],
+        "sensitive": {"columns": ["salary-class"]},
+        "privacy": {"models": [{"name": "k-anonymity", "k": 2}]},
+        "output": {"schema": "published", "name": "adult"},
+    }
+    for name, value in sections.items():
+        raw[name] = value
+    return raw
+
+
+@pytest.mark.parametrize("schema", ["_ppdp", "_PPDP", "_Ppdp"])
+def test_output_schema_private_in_any_case_is_refused(schema):
+    from engine.spec import spec_from_dict
+
+    with pytest.raises(SpecError, match=r"output.schema cannot be .*private state"):
+        spec_from_dict(base_spec(output={"schema": schema, "name": "adult"}))
+
+
+def test_cli_run_into_private_schema_upper_case_is_refused(small_db, tmp_path):
+    spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL)
+    spec.write_text(spec.read_text().replace('schema = "published"', 'schema = "_PPDP"'))
+    before = snapshot(small_db)
+    assert_one_line_error(cli("run", str(spec), "--no-progress"), "output.schema cannot be '_PPDP'")
+    assert snapshot(small_db) == before
+
+
+@pytest.fixture
+def published_db(tmp_path) -> Path:
+    """A DuckDB file with a 'published' schema (a table and a view on it) and a private _ppdp."""
+    db = tmp_path / "pub.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE SCHEMA published")
+    con.execute("CREATE SCHEMA _ppdp")
+    con.execute("CREATE TABLE published.r__v1 AS SELECT 1 AS a")
+    con.execute("CREATE VIEW published.r AS SELECT * FROM published.r__v1")
+    con.execute("CREATE TABLE _ppdp.suppressed AS SELECT 'secret' AS key")
+    con.execute("CREATE TABLE main.source AS SELECT 'raw' AS x")
+    con.close()
+    return db
+
+
+@pytest.mark.parametrize("schema", ["_ppdp", "_PPDP", "_pPdP"])
+def test_export_of_private_schema_in_any_case_is_refused(published_db, tmp_path, schema):
+    out = tmp_path / "share.duckdb"
+    assert_one_line_error(cli("export", str(out), "--db", f"duckdb://{published_db}", "--schema", schema), "private state")
+    assert not out.exists()
+
+
+def test_export_to_missing_directory_is_one_line(published_db, tmp_path):
+    out = tmp_path / "no" / "such" / "dir" / "share.duckdb"
+    assert_one_line_error(cli("export", str(out), "--db", f"duckdb://{published_db}"), "does not exist")
+    assert not out.parent.exists()
+
+
+def test_export_copies_the_published_relations_only(published_db, tmp_path):
+    from connectors import connect
+    from engine.export import export_schema
+
+    con = connect(f"duckdb://{published_db}")
+    try:
+        copied = export_schema(con, "published", str(tmp_path / "share.duckdb"))
+    finally:
+        con.close()
+    assert sorted(copied) == ["published.r (view)", "published.r__v1"]
+    share = duckdb.connect(str(tmp_path / "share.duckdb"), read_only=True)
+    schemas = {r[0] for r in share.execute("SELECT DISTINCT table_schema FROM information_schema.tables").fetchall()}
+    share.close()
+    assert schemas == {"published"}
+
+
+def test_export_refuses_a_view_reading_outside_its_schema(published_db, tmp_path):
+    from connectors import connect
+    from engine.export import export_schema
+
+    con = duckdb.connect(str(published_db))
+    con.execute("CREATE VIEW published.leak AS SELECT * FROM main.source")
+    con.close()
+    out = tmp_path / "share.duckdb"
+    con = connect(f"duckdb://{published_db}")
+    try:
+        with pytest.raises(SpecError, match=r"View published.leak reads relations outside schema 'published'"):
+            export_schema(con, "published", str(out))
+    finally:
+        con.close()
+    assert not out.exists()
+
+
+# --- finding 5: every source column must be declared -----------------------------------------
+
+
+
+def test_adult_columns_match_the_csv_header():
+    from tests.conftest import ADULT
+
+    header = (ADULT / "adult.csv").read_text().splitlines()[0].split(";")
+    assert ["id", *header] == ADULT_COLUMNS
+
+
+def test_undeclared_columns_are_listed_in_source_order():
+    from engine.columns import check_declared, undeclared_columns
+    from engine.spec import spec_from_dict
+
+    raw = base_spec()
+    raw["source"] = {"database": "duckdb://:memory:", "table": "adult", "key": "id", "drop": ["workclass"]}
+    spec = spec_from_dict(raw)
+    assert undeclared_columns(spec, ADULT_COLUMNS) == ["marital-status", "education", "native-country", "occupation"]
+    with pytest.raises(DataError) as err:
+        check_declared(spec, ADULT_COLUMNS)
+    msg = str(err.value)
+    assert "\n" not in msg and "4 source column(s) have no role" in msg
+    assert "'marital-status', 'education', 'native-country', 'occupation'" in msg
+    assert 'keep = ["marital-status", "education", "native-country", "occupation"]' in msg and "drop = [...]" in msg
+
+
+def test_fully_declared_spec_passes_and_keep_must_exist():
+    from engine.columns import check_declared, undeclared_columns
+    from engine.spec import spec_from_dict
+
+    spec = spec_from_dict(base_spec())
+    assert undeclared_columns(spec, ADULT_COLUMNS) == []
+    check_declared(spec, ADULT_COLUMNS)  # no error: every column has a role
+    with pytest.raises(DataError, match=r"kept column 'education' \(source.keep\) is not in the source. Did you mean 'educaton'"):
+        check_declared(spec, [c if c != "education" else "educaton" for c in ADULT_COLUMNS])
+
+
+@pytest.mark.parametrize(("field", "value", "pattern"), [
+    ("keep", ["age"], r"Column 'age' is both quasi-identifier and kept column"),
+    ("drop", ["age"], r"Column 'age' is both quasi-identifier and dropped column"),
+    ("drop", ["salary-class"], r"Column 'salary-class' is both sensitive attribute and dropped column"),
+    ("keep", ["education", "education"], r"Column 'education' is listed twice as kept column"),
+])
+def test_a_column_with_two_roles_is_a_spec_error(field, value, pattern):
+    from engine.spec import spec_from_dict
+
+    raw = base_spec()
+    raw["source"] = {"database": "duckdb://:memory:", "table": "adult", "key": "id", field: value}
+    with pytest.raises(SpecError, match=pattern):
+        spec_from_dict(raw)
+
+
+def test_qid_also_dropped_is_refused_before_any_write(small_db, tmp_path):
+    """Finding 16: a QID also in drop used to reach DuckDB as a raw binder error."""
+    spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL, drop=["age", "workclass"])
+    before = snapshot(small_db)
+    assert_one_line_error(cli("run", str(spec), "--no-progress"), "Column 'age' is both quasi-identifier and dropped column")
+    assert snapshot(small_db) == before

@@ -10,7 +10,9 @@ hierarchy covers a column exactly when its leaf strings equal the database's tex
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +80,15 @@ class Hierarchy:
     def leaf_weights(self) -> list[np.ndarray]:
         """Per level, 1/|v_g| of each *leaf's* generalized value: the TD contribution (§1)."""
         return [1.0 / self.leaf_counts[j][self.level_codes[j]] for j in range(self.height + 1)]
+
+    def digest(self) -> str:
+        """sha256 of the canonical content: attribute, number of levels, every leaf's path.
+
+        Independent of where the hierarchy came from (file path, CSV layout, row order), so an
+        edited ARX file changes the run key and a moved or reformatted one does not (finding 7).
+        """
+        canonical = {"attribute": self.attribute, "levels": self.height + 1, "paths": sorted(list(r) for r in self.rows)}
+        return hashlib.sha256(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
     def long_rows(self) -> list[tuple[int, str, str, int]]:
         """``(level, leaf, value, leaf_count)`` rows, the layout stored in the database."""

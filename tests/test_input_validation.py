@@ -209,3 +209,84 @@ def test_qid_also_dropped_is_refused_before_any_write(small_db, tmp_path):
     before = snapshot(small_db)
     assert_one_line_error(cli("run", str(spec), "--no-progress"), "Column 'age' is both quasi-identifier and dropped column")
     assert snapshot(small_db) == before
+
+
+# --- finding 7: the run key covers hierarchy contents and the ppdp version ---------------------
+
+
+def test_hierarchy_digest_follows_content_not_layout(tmp_path):
+    from engine import hierarchy as hier
+
+    rows = [["a", "x", "*"], ["b", "x", "*"], ["c", "y", "*"]]
+    base = hier.from_rows("q", rows, source="one.csv").digest()
+    assert hier.from_rows("q", list(reversed(rows)), source="other.csv").digest() == base  # order / origin: same
+    assert hier.from_rows("q", [["a", "x", "*"], ["b", "y", "*"], ["c", "y", "*"]]).digest() != base  # a leaf moved
+    assert hier.from_rows("r", rows).digest() != base  # another attribute
+    assert hier.from_rows("q", [["a", "x", "x", "*"], ["b", "x", "x", "*"], ["c", "y", "y", "*"]]).digest() != base  # a level added
+    assert len(base) == 64 and int(base, 16) >= 0
+
+
+def test_edited_arx_file_changes_the_digest(tmp_path):
+    from engine import hierarchy as hier
+    from tests.conftest import ADULT
+
+    original = ADULT / "adult_hierarchy_sex.csv"
+    edited = tmp_path / "sex.csv"
+    edited.write_text(original.read_text().replace("*", "any"))
+    assert hier.read_arx_csv(original, "sex").digest() != hier.read_arx_csv(edited, "sex").digest()
+
+
+def test_run_key_changes_with_each_input(monkeypatch):
+    from engine import runkey
+    from engine.spec import spec_from_dict
+
+    spec = spec_from_dict(base_spec())
+    key = runkey.run_key(spec, "500:123", ["d1", "d2"])
+    assert key == runkey.run_key(spec_from_dict(base_spec()), "500:123", ["d1", "d2"])  # deterministic
+    other_seed = spec_from_dict(base_spec(optimizer={"seed": 7}))
+    other_spec = spec_from_dict(base_spec(privacy={"models": [{"name": "k-anonymity", "k": 3}]}))
+    variants = [runkey.run_key(spec, "500:124", ["d1", "d2"]), runkey.run_key(spec, "500:123", ["d1", "d3"]),
+                runkey.run_key(spec, "500:123", ["d2", "d1"]), runkey.run_key(other_seed, "500:123", ["d1", "d2"]),
+                runkey.run_key(other_spec, "500:123", ["d1", "d2"])]
+    monkeypatch.setattr(runkey, "ppdp_version", lambda: "999.0")
+    variants.append(runkey.run_key(spec, "500:123", ["d1", "d2"]))
+    assert key not in variants and len(set(variants)) == len(variants)
+
+
+def test_ppdp_version_falls_back_to_dev(monkeypatch):
+    from importlib import metadata
+
+    from engine import runkey
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(runkey.metadata, "version", missing)
+    assert runkey.ppdp_version() == "dev"
+
+
+WIRING = "needs the lead's wiring into the release pipeline (see the H3 report); remove this marker then"
+
+
+@pytest.mark.xfail(reason=WIRING, strict=True)
+def test_edited_arx_hierarchy_is_not_skipped(small_db, tmp_path):
+    from tests.conftest import ADULT
+
+    sex = tmp_path / "sex.csv"
+    sex.write_text((ADULT / "adult_hierarchy_sex.csv").read_text())
+    spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL, hierarchies={"sex": str(sex)}, output="arx")
+    assert run_release(load_spec(spec), progress=False).run.version == 1
+    assert run_release(load_spec(spec), progress=False).run.status == "skipped"
+    sex.write_text(sex.read_text().replace("*", "any sex"))
+    again = run_release(load_spec(spec), progress=False)
+    assert again.run.status == "succeeded" and again.run.version == 2
+
+
+@pytest.mark.xfail(reason=WIRING, strict=True)
+def test_undeclared_columns_are_refused_before_any_write(small_db, tmp_path):
+    spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL, keep=["education"])
+    before = snapshot(small_db)
+    with pytest.raises(DataError, match=r"4 source column\(s\) have no role in the spec: 'marital-status', 'native-country', "
+                                        r"'workclass', 'occupation'"):
+        run_release(load_spec(spec), progress=False)
+    assert snapshot(small_db) == before

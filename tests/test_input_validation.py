@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 
 from engine.errors import DataError, SpecError
@@ -288,5 +289,103 @@ def test_undeclared_columns_are_refused_before_any_write(small_db, tmp_path):
     before = snapshot(small_db)
     with pytest.raises(DataError, match=r"4 source column\(s\) have no role in the spec: 'marital-status', 'native-country', "
                                         r"'workclass', 'occupation'"):
+        run_release(load_spec(spec), progress=False)
+    assert snapshot(small_db) == before
+
+
+# --- finding 10: impossible parameters ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "pattern"), [
+    ({"name": "entropy-l-diversity", "l": math.inf}, r"entropy-l-diversity needs a finite number l >= 1, got inf"),
+    ({"name": "entropy-l-diversity", "l": math.nan}, r"entropy-l-diversity needs a finite number l >= 1, got nan"),
+    ({"name": "distinct-l-diversity", "l": 2.5}, r"distinct-l-diversity needs an integer l >= 1"),
+    ({"name": "t-closeness", "t": math.nan}, r"t-closeness needs t in \(0, 1\], got nan"),
+    ({"name": "t-closeness", "t": math.inf}, r"t-closeness needs t in \(0, 1\], got inf"),
+    ({"name": "k-anonymity", "k": 0}, r"k-anonymity needs an integer k >= 1"),
+    ({"name": "k-anonymity", "k": 2.0}, r"k-anonymity needs an integer k >= 1"),
+])
+def test_model_parameters_must_be_finite_and_in_range(model, pattern):
+    from engine.spec import spec_from_dict
+
+    with pytest.raises(SpecError, match=pattern):
+        spec_from_dict(base_spec(privacy={"models": [model]}))
+
+
+def test_cli_l_inf_is_one_line(small_db, tmp_path):
+    spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL, models='[[privacy.models]]\nname = "entropy-l-diversity"\nl = inf\n')
+    before = snapshot(small_db)
+    assert_one_line_error(cli("run", str(spec), "--no-progress"), "needs a finite number l >= 1, got inf")
+    assert snapshot(small_db) == before
+
+
+def encoded(db: Path, tmp_path: Path, models: str):
+    """The encoded table and models of a spec over ``db`` (prepare reads, never writes)."""
+    from connectors import connect
+    from engine.release import prepare
+
+    spec = load_spec(write_spec(tmp_path / "enc.toml", db=db, qids=SMALL, models=models))
+    con = connect(spec.database)
+    try:
+        prep = prepare(spec, con)
+    finally:
+        con.close()
+    return prep.table, prep.models
+
+
+def test_impossible_reason_of_each_model(small_db, tmp_path):
+    """salary-class has 2 distinct values, the sample 500 rows."""
+    models = ('[[privacy.models]]\nname = "k-anonymity"\nk = 500\n'
+              '[[privacy.models]]\nname = "distinct-l-diversity"\nl = 2\n'
+              '[[privacy.models]]\nname = "entropy-l-diversity"\nl = 2\n'
+              '[[privacy.models]]\nname = "t-closeness"\nt = 1e-9\n')
+    table, possible = encoded(small_db, tmp_path, models)
+    assert [m.impossible_reason(table) for m in possible] == [None, None, None, None]
+    from engine.models import build_model
+
+    assert "k = 501 is larger than the table (500 rows)" in build_model("k-anonymity", {"k": 501}).impossible_reason(table)
+    assert "only 2 distinct value(s)" in build_model("distinct-l-diversity", {"l": 3}).impossible_reason(table)
+    assert "only 2 distinct value(s)" in build_model("entropy-l-diversity", {"l": 2.01}).impossible_reason(table)
+    assert build_model("t-closeness", {"t": 1e-12}).impossible_reason(table) is None
+
+
+def test_entropy_l_up_to_the_number_of_values_is_possible_through_suppression(small_db, tmp_path):
+    """The whole table's effective l is exp(H(0.77, 0.23)) ~ 1.7 < 2, yet l = 2 is met by
+    suppressing the surplus of the majority value, so impossible_reason must not refuse it."""
+    table, models = encoded(small_db, tmp_path, '[[privacy.models]]\nname = "entropy-l-diversity"\nl = 2\n')
+    q = table.sa_distribution
+    assert math.exp(-(q * np.log(q)).sum()) < 2
+    assert models[0].impossible_reason(table) is None
+    spec = write_spec(tmp_path / "e.toml", db=small_db, qids=SMALL, output="ent",
+                      models='[[privacy.models]]\nname = "entropy-l-diversity"\nl = 2\n')
+    out = run_release(load_spec(spec), progress=False)
+    assert out.run.verification["passed"] and out.run.metrics["released_records"] > 0
+
+
+def test_check_possible_and_check_not_empty():
+    from engine.models import build_model, check_not_empty
+
+    models = [build_model("k-anonymity", {"k": 5})]
+    check_not_empty(1, models)
+    with pytest.raises(DataError, match=r"keeps no rows .*k-anonymity \{'k': 5\}.*nothing was published. Hint"):
+        check_not_empty(0, models)
+
+
+def test_check_possible_raises_the_first_reason(small_db, tmp_path):
+    from engine.models import build_model, check_possible
+
+    table, models = encoded(small_db, tmp_path, '[[privacy.models]]\nname = "k-anonymity"\nk = 2\n')
+    check_possible(table, models)
+    with pytest.raises(DataError, match=r"No release can satisfy distinct-l-diversity: l = 3 but the sensitive attribute has only 2"):
+        check_possible(table, models + [build_model("distinct-l-diversity", {"l": 3})])
+
+
+@pytest.mark.xfail(reason=WIRING, strict=True)
+@pytest.mark.parametrize("models", ['[[privacy.models]]\nname = "distinct-l-diversity"\nl = 3\n',
+                                    '[[privacy.models]]\nname = "entropy-l-diversity"\nl = 2.5\n'])
+def test_impossible_l_is_refused_before_any_write(small_db, tmp_path, models):
+    spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL, models=models)
+    before = snapshot(small_db)
+    with pytest.raises(DataError, match=r"No release can satisfy .*only 2 distinct value"):
         run_release(load_spec(spec), progress=False)
     assert snapshot(small_db) == before

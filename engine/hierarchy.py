@@ -237,12 +237,17 @@ def intervals(
         nums = {v: float(v) for v in vals}
     except ValueError as exc:
         raise HierarchyError(f"Interval hierarchy for {attribute!r} needs numeric values: {exc}. Hint: use 'flat' or an ARX file.") from None
+    bad = [v for v, x in nums.items() if not math.isfinite(x)]
+    if bad:
+        raise HierarchyError(f"Interval hierarchy for {attribute!r} needs finite numbers, but the column has "
+                             f"{', '.join(repr(v) for v in bad[:5])}. Hint: set them to NULL (with null_policy = \"suppress\") "
+                             "or use an ARX file that lists them as leaves.")
     lo, hi = min(nums.values()), max(nums.values())
     if widths is None:
         base = _nice_width(hi - lo if hi > lo else 1.0, 16)
         widths = [base * 2**i for i in range(max(levels - 1, 1))]
     widths = [float(w) for w in widths]
-    if any(w <= 0 for w in widths):
+    if any(not math.isfinite(w) or w <= 0 for w in widths):
         raise HierarchyError(f"Interval widths for {attribute!r} must be positive, got {widths}.")
     for a, b in zip(widths, widths[1:], strict=False):
         if b < a or abs(b / a - round(b / a)) > 1e-9:

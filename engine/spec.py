@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import SpecError
+from engine.errors import SpecError, known_names
 from sql.queries import PRIVATE_SCHEMA
 
 NULL_POLICIES = ("error", "suppress")
@@ -110,11 +111,37 @@ def is_private_schema(name: str) -> bool:
 
 
 def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
+    known = _SCHEMA[section]
     for key in table:
-        if key not in _SCHEMA[section]:
-            close = difflib.get_close_matches(key, _SCHEMA[section], n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(sorted(_SCHEMA[section]))}."
+        if key not in known:
+            if not known:
+                raise SpecError(f"Unknown key {key!r} in {where}: no keys are allowed there.")
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else known_names(known)
             raise SpecError(f"Unknown key {key!r} in {where}.{hint}")
+
+
+def _registered(kind: str, name: str, where: str) -> str:
+    """``name`` if it is a registered optimizer / evaluator / metric; a SpecError otherwise."""
+    from engine.errors import UnknownNameError
+
+    try:
+        if kind == "optimizer":
+            from engine.optimizers import OPTIMIZERS, _load_builtin
+
+            _load_builtin()
+            OPTIMIZERS.get(name)
+        elif kind == "evaluator":
+            from engine.evaluator import EVALUATORS, duckdb_backend, numba_backend  # noqa: F401 (importing registers them)
+
+            EVALUATORS.get(name)
+        else:
+            from engine.metrics import METRICS
+
+            METRICS.get(name)
+    except UnknownNameError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    return name
 
 
 def _need(table: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -161,6 +188,8 @@ def _hierarchy(raw: Any, where: str) -> HierarchySpec:
         _typed(widths, f"{where}.widths", list)
         for w in widths:
             _typed(w, f"an entry of {where}.widths", (int, float))
+            if not math.isfinite(w) or w <= 0:
+                raise SpecError(f"{where}.widths must be positive finite numbers, got {w!r}. Hint: widths = [5, 10, 20].")
         widths = tuple(float(w) for w in widths)
     levels = raw.get("levels")
     if levels is not None and (_typed(levels, f"{where}.levels", int) < 1):
@@ -257,6 +286,16 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     out = _need(raw, "output", "the spec", dict)
     _check_keys("output", out, "[output]")
     out_name = _need(out, "name", "output", str)
+    if not out_name.strip():
+        raise SpecError(f"output.name is empty ({out_name!r}). Hint: name = \"patients_k5\" names the published view.")
+    report = _names(util.get("report", list(ReleaseSpec.report)), "utility.report")
+    for metric in report:
+        _registered("metric", metric, "utility.report")
+    workload_queries = _typed(util.get("workload_queries", 200), "utility.workload_queries", int)
+    if workload_queries < 1:
+        raise SpecError(f"utility.workload_queries must be >= 1, got {workload_queries}. Hint: workload_queries = 200.")
+    optimizer = _registered("optimizer", _typed(opt.get("name", "lattice"), "optimizer.name", str), "optimizer.name")
+    evaluator = _registered("evaluator", _typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str), "optimizer.evaluator")
     out_schema = _typed(out.get("schema", "published"), "output.schema", str)
     if is_private_schema(out_schema):
         raise SpecError(f"output.schema cannot be {out_schema!r}: schema '_ppdp' (any letter case) holds ppdp's private state. "
@@ -269,13 +308,12 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         keep=_names(src.get("keep", []), "source.keep"),
         null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
         objective=objective,
-        report=_names(util.get("report", list(ReleaseSpec.report)), "utility.report"),
-        workload_queries=_typed(util.get("workload_queries", 200), "utility.workload_queries", int),
+        report=report, workload_queries=workload_queries,
         workload_seed=_typed(util.get("workload_seed", 0), "utility.workload_seed", int),
-        optimizer=_typed(opt.get("name", "lattice"), "optimizer.name", str), budget=budget,
+        optimizer=optimizer, budget=budget,
         seed=_typed(opt.get("seed", 0), "optimizer.seed", int),
         optimizer_params=tuple(sorted(oparams.items())),
-        evaluator=_typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str),
+        evaluator=evaluator,
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
         output_schema=out_schema, output_name=out_name, base_dir=str(base_dir), raw=raw,
@@ -319,6 +357,13 @@ def load_spec(path: str | Path) -> ReleaseSpec:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"Spec file {str(path)!r} does not exist.") from None
+    except IsADirectoryError:
+        raise SpecError(f"Spec path {str(path)!r} is a directory. Hint: give the path of a .toml file.") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"Spec file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}). "
+                        "Hint: save it as UTF-8.") from None
+    except OSError as exc:
+        raise SpecError(f"Spec file {str(path)!r} cannot be read: {exc.strerror or exc}.") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

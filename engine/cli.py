@@ -76,7 +76,15 @@ def main(argv: list[str] | None = None) -> int:
     from engine.errors import PpdpError
 
     try:
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # `ppdp ... | head`: the reader left. Exit quietly like other CLIs (128 + SIGPIPE); point
+        # stdout at /dev/null so Python's own flush at exit does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except PpdpError as exc:
         print(f"ppdp: error: {exc}", file=sys.stderr)
         return 2
@@ -189,7 +197,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from connectors import connect
-    from engine.release import export_schema
+    from engine.export import export_schema
 
     con = connect(args.db)
     try:

@@ -30,3 +30,10 @@ class VerificationError(PpdpError):
 
 class ConnectorError(PpdpError):
     """The database could not be reached or refused a statement."""
+
+
+def known_names(names) -> str:
+    """The tail of an "unknown name" message: " Known: a, b." or, with nothing to choose from,
+    a sentence that says so (never "Known: .")."""
+    names = sorted(names)
+    return f" Known: {', '.join(names)}." if names else " Nothing is allowed here."

@@ -10,7 +10,9 @@ hierarchy covers a column exactly when its leaf strings equal the database's tex
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +80,15 @@ class Hierarchy:
     def leaf_weights(self) -> list[np.ndarray]:
         """Per level, 1/|v_g| of each *leaf's* generalized value: the TD contribution (§1)."""
         return [1.0 / self.leaf_counts[j][self.level_codes[j]] for j in range(self.height + 1)]
+
+    def digest(self) -> str:
+        """sha256 of the canonical content: attribute, number of levels, every leaf's path.
+
+        Independent of where the hierarchy came from (file path, CSV layout, row order), so an
+        edited ARX file changes the run key and a moved or reformatted one does not (finding 7).
+        """
+        canonical = {"attribute": self.attribute, "levels": self.height + 1, "paths": sorted(list(r) for r in self.rows)}
+        return hashlib.sha256(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
 
     def long_rows(self) -> list[tuple[int, str, str, int]]:
         """``(level, leaf, value, leaf_count)`` rows, the layout stored in the database."""
@@ -226,12 +237,17 @@ def intervals(
         nums = {v: float(v) for v in vals}
     except ValueError as exc:
         raise HierarchyError(f"Interval hierarchy for {attribute!r} needs numeric values: {exc}. Hint: use 'flat' or an ARX file.") from None
+    bad = [v for v, x in nums.items() if not math.isfinite(x)]
+    if bad:
+        raise HierarchyError(f"Interval hierarchy for {attribute!r} needs finite numbers, but the column has "
+                             f"{', '.join(repr(v) for v in bad[:5])}. Hint: set them to NULL (with null_policy = \"suppress\") "
+                             "or use an ARX file that lists them as leaves.")
     lo, hi = min(nums.values()), max(nums.values())
     if widths is None:
         base = _nice_width(hi - lo if hi > lo else 1.0, 16)
         widths = [base * 2**i for i in range(max(levels - 1, 1))]
     widths = [float(w) for w in widths]
-    if any(w <= 0 for w in widths):
+    if any(not math.isfinite(w) or w <= 0 for w in widths):
         raise HierarchyError(f"Interval widths for {attribute!r} must be positive, got {widths}.")
     for a, b in zip(widths, widths[1:], strict=False):
         if b < a or abs(b / a - round(b / a)) > 1e-9:

@@ -23,7 +23,7 @@ from sql.quoting import quote_table
 
 
 def _absolute_hierarchies(raw: dict[str, Any], base: Path) -> dict[str, Any]:
-    """Resolve ARX file paths against the spec's folder so the stored job runs from anywhere."""
+    """Resolve ARX and source.file paths against the spec's folder so the stored job runs from anywhere."""
     out = json.loads(json.dumps(raw))
     for q in out.get("quasi_identifiers", []):
         h = q.get("hierarchy")
@@ -31,7 +31,10 @@ def _absolute_hierarchies(raw: dict[str, Any], base: Path) -> dict[str, Any]:
             q["hierarchy"] = {"type": "arx", "file": str((base / h).resolve())}
         elif isinstance(h, dict) and h.get("type") == "arx" and "file" in h:
             h["file"] = str((base / h["file"]).resolve())
-    out.get("source", {}).pop("database", None)  # the job's database is the one storing it
+    src = out.get("source", {})
+    if isinstance(src.get("file"), str):  # like ARX files: the stored job must not depend on the cwd
+        src["file"] = str((base / src["file"]).resolve())
+    src.pop("database", None)  # the job's database is the one storing it
     return out
 
 

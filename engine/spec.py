@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import SpecError
+from engine.errors import SpecError, known_names
+from sql.queries import PRIVATE_SCHEMA
 
 NULL_POLICIES = ("error", "suppress")
 DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
@@ -61,6 +63,7 @@ class ReleaseSpec:
     identifiers: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
     null_policy: str = "error"
     objective: str = "td"
     report: tuple[str, ...] = ("td", "query_precision", "suppressed", "workload_error")
@@ -98,7 +101,7 @@ _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
-    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "null_policy"},
+    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels"},
     "sensitive": {"columns"},
@@ -109,12 +112,43 @@ _SCHEMA: dict[str, set[str]] = {
 }
 
 
+def is_private_schema(name: str) -> bool:
+    """Whether ``name`` is ppdp's private schema; DuckDB (and unquoted SQL) fold identifier case."""
+    return name.casefold() == PRIVATE_SCHEMA.casefold()
+
+
 def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
+    known = _SCHEMA[section]
     for key in table:
-        if key not in _SCHEMA[section]:
-            close = difflib.get_close_matches(key, _SCHEMA[section], n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else f" Known: {', '.join(sorted(_SCHEMA[section]))}."
+        if key not in known:
+            if not known:
+                raise SpecError(f"Unknown key {key!r} in {where}: no keys are allowed there.")
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else known_names(known)
             raise SpecError(f"Unknown key {key!r} in {where}.{hint}")
+
+
+def _registered(kind: str, name: str, where: str) -> str:
+    """``name`` if it is a registered optimizer / evaluator / metric; a SpecError otherwise."""
+    from engine.errors import UnknownNameError
+
+    try:
+        if kind == "optimizer":
+            from engine.optimizers import OPTIMIZERS, _load_builtin
+
+            _load_builtin()
+            OPTIMIZERS.get(name)
+        elif kind == "evaluator":
+            from engine.evaluator import EVALUATORS, duckdb_backend, numba_backend  # noqa: F401 (importing registers them)
+
+            EVALUATORS.get(name)
+        else:
+            from engine.metrics import METRICS
+
+            METRICS.get(name)
+    except UnknownNameError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    return name
 
 
 def _need(table: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -161,6 +195,8 @@ def _hierarchy(raw: Any, where: str) -> HierarchySpec:
         _typed(widths, f"{where}.widths", list)
         for w in widths:
             _typed(w, f"an entry of {where}.widths", (int, float))
+            if not math.isfinite(w) or w <= 0:
+                raise SpecError(f"{where}.widths must be positive finite numbers, got {w!r}. Hint: widths = [5, 10, 20].")
         widths = tuple(float(w) for w in widths)
     levels = raw.get("levels")
     if levels is not None and (_typed(levels, f"{where}.levels", int) < 1):
@@ -257,23 +293,34 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     out = _need(raw, "output", "the spec", dict)
     _check_keys("output", out, "[output]")
     out_name = _need(out, "name", "output", str)
+    if not out_name.strip():
+        raise SpecError(f"output.name is empty ({out_name!r}). Hint: name = \"patients_k5\" names the published view.")
+    report = _names(util.get("report", list(ReleaseSpec.report)), "utility.report")
+    for metric in report:
+        _registered("metric", metric, "utility.report")
+    workload_queries = _typed(util.get("workload_queries", 200), "utility.workload_queries", int)
+    if workload_queries < 1:
+        raise SpecError(f"utility.workload_queries must be >= 1, got {workload_queries}. Hint: workload_queries = 200.")
+    optimizer = _registered("optimizer", _typed(opt.get("name", "lattice"), "optimizer.name", str), "optimizer.name")
+    evaluator = _registered("evaluator", _typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str), "optimizer.evaluator")
     out_schema = _typed(out.get("schema", "published"), "output.schema", str)
-    if out_schema == "_ppdp":
-        raise SpecError("output.schema cannot be '_ppdp': that schema holds ppdp's private state.")
+    if is_private_schema(out_schema):
+        raise SpecError(f"output.schema cannot be {out_schema!r}: schema '_ppdp' (any letter case) holds ppdp's private state. "
+                        "Hint: schema = \"published\".")
 
     spec = ReleaseSpec(
         database=database, table=table, schema=schema, query=query, key=key,
         identifiers=_names(src.get("identifiers", []), "source.identifiers"),
         drop=_names(src.get("drop", []), "source.drop"),
+        keep=_names(src.get("keep", []), "source.keep"),
         null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
         objective=objective,
-        report=_names(util.get("report", list(ReleaseSpec.report)), "utility.report"),
-        workload_queries=_typed(util.get("workload_queries", 200), "utility.workload_queries", int),
+        report=report, workload_queries=workload_queries,
         workload_seed=_typed(util.get("workload_seed", 0), "utility.workload_seed", int),
-        optimizer=_typed(opt.get("name", "lattice"), "optimizer.name", str), budget=budget,
+        optimizer=optimizer, budget=budget,
         seed=_typed(opt.get("seed", 0), "optimizer.seed", int),
         optimizer_params=tuple(sorted(oparams.items())),
-        evaluator=_typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str),
+        evaluator=evaluator,
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
         output_schema=out_schema, output_name=out_name, base_dir=str(base_dir), raw=raw,
@@ -297,12 +344,16 @@ def _file_query(file: str, base: Path) -> str:
 
 
 def _check_columns_disjoint(spec: ReleaseSpec) -> None:
+    """Each column has one role; a column named twice would reach the SQL as a raw binder error."""
     seen: dict[str, str] = {}
     for role, cols in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
-                       ("sensitive attribute", spec.sensitive)):
+                       ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop),
+                       ("kept column", spec.keep)):
         for c in cols:
             if c in seen:
-                raise SpecError(f"Column {c!r} is both {seen[c]} and {role}. Hint: give each column one role.")
+                what = f"listed twice as {role}" if seen[c] == role else f"both {seen[c]} and {role}"
+                raise SpecError(f"Column {c!r} is {what}. Hint: give each column exactly one role "
+                                "(key, identifiers, quasi_identifiers, sensitive, drop or keep).")
             seen[c] = role
 
 
@@ -313,6 +364,13 @@ def load_spec(path: str | Path) -> ReleaseSpec:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"Spec file {str(path)!r} does not exist.") from None
+    except IsADirectoryError:
+        raise SpecError(f"Spec path {str(path)!r} is a directory. Hint: give the path of a .toml file.") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"Spec file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}). "
+                        "Hint: save it as UTF-8.") from None
+    except OSError as exc:
+        raise SpecError(f"Spec file {str(path)!r} cannot be read: {exc.strerror or exc}.") from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

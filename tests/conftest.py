@@ -9,6 +9,9 @@ import pytest
 
 ADULT = Path(__file__).resolve().parents[1] / "engine" / "data" / "adult"
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
+# Columns of main.adult as load_adult creates it: the id key, then adult.csv's header.
+ADULT_COLUMNS = ["id", "sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
+                 "salary-class"]
 
 
 def toml_str(s: str) -> str:
@@ -19,11 +22,22 @@ def toml_str(s: str) -> str:
 def write_spec(path: Path, *, db: Path, table: str = "adult", key: str = "id", qids: list[str] | None = None,
                hierarchies: dict[str, str] | None = None, sensitive: list[str] | None = None,
                models: str = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n', optimizer: str = "lattice",
-               budget: int = 10000, output: str = "adult", extra_source: str = "", schema_line: str = "") -> Path:
-    """Write a release spec for a table in ``db``; hierarchies default to adult's ARX files."""
+               budget: int = 10000, output: str = "adult", extra_source: str = "", schema_line: str = "",
+               keep: list[str] | None = None, drop: list[str] | None = None) -> Path:
+    """Write a release spec for a table in ``db``; hierarchies default to adult's ARX files.
+
+    Every source column needs a role (finding 5): by default ``keep`` lists adult's columns that
+    are not key, QID, sensitive or dropped. Pass ``keep=[]`` for a table with other columns.
+    """
     qids = ADULT_QIDS if qids is None else qids
     sensitive = ["salary-class"] if sensitive is None else sensitive
+    drop = drop or []
+    if keep is None:
+        keep = [c for c in ADULT_COLUMNS if c not in {key, *qids, *sensitive, *drop}]
     lines = ["[source]", f"database = {toml_str('duckdb://' + str(db))}", f"table = {toml_str(table)}", f"key = {toml_str(key)}"]
+    for name, cols in (("keep", keep), ("drop", drop)):
+        if cols:
+            lines.append(f"{name} = [" + ", ".join(toml_str(c) for c in cols) + "]")
     if schema_line:
         lines.append(schema_line)
     if extra_source:

@@ -114,7 +114,7 @@ def test_names_that_need_quoting_work_end_to_end(tmp_path):
     spec = write_spec(tmp_path / "w.toml", db=db, table=table, key="select", qids=["the age", 'se"x', "from"],
                       hierarchies={"the age": str(ADULT / "adult_hierarchy_age.csv"), 'se"x': str(ADULT / "adult_hierarchy_sex.csv"),
                                    "from": str(ADULT / "adult_hierarchy_race.csv")},
-                      sensitive=["salary class"], output='rel "x"; --',
+                      sensitive=["salary class"], output='rel "x"; --', keep=[],
                       models='[[privacy.models]]\nname = "k-anonymity"\nk = 3\n[[privacy.models]]\nname = "t-closeness"\nt = 0.3\n')
     out = run_release(load_spec(spec), progress=False)
     assert out.run.verification["passed"]

@@ -9,7 +9,7 @@ import pytest
 from engine.errors import VerificationError
 from engine.release import run_release
 from engine.spec import load_spec
-from tests.conftest import ADULT_QIDS, load_adult, write_spec
+from tests.conftest import ADULT_COLUMNS, ADULT_QIDS, load_adult, write_spec
 
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
 COLS = ["ppdp_row_id"] + ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation", "salary-class"]
@@ -112,5 +112,8 @@ def test_changed_column_type_skips_the_delta_and_says_so(tmp_path):
     con = duckdb.connect(str(db))
     con.execute("ALTER TABLE adult ADD COLUMN extra INTEGER DEFAULT 1")
     con.close()
+    # A new column must be given a role before it is released (finding 5): keep it.
+    keep = [c for c in ADULT_COLUMNS if c not in {"id", "age", "sex", "salary-class"}] + ["extra"]
+    spec = load_spec(write_spec(tmp_path / "s2.toml", db=db, qids=["age", "sex"], models=K5, output="r", keep=keep))
     v2 = run_release(spec, progress=False)
     assert v2.run.version == 2 and v2.run.changes["delta"].startswith("not written: the columns of v2 differ from v1")

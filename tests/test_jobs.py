@@ -16,7 +16,7 @@ from engine.errors import SpecError
 from tests.conftest import ADULT, load_adult
 
 SPEC = {
-    "source": {"table": "adult", "key": "id"},
+    "source": {"table": "adult", "key": "id", "keep": ["education", "native-country", "workclass", "occupation"]},
     "quasi_identifiers": [{"column": q, "hierarchy": {"type": "arx", "file": str(ADULT / f"adult_hierarchy_{q}.csv")}}
                           for q in ("age", "sex", "race", "marital-status")],
     "sensitive": {"columns": ["salary-class"]},

@@ -149,7 +149,7 @@ def test_failed_verification_publishes_nothing_and_is_recorded(adult_db, tmp_pat
 
 def test_export_holds_only_the_published_schema(adult_db, tmp_path):
     from connectors import connect
-    from engine.release import export_schema
+    from engine.export import export_schema
 
     spec = load_spec(write_spec(tmp_path / "k5.toml", db=adult_db, models=K5))
     run_release(spec, progress=False)

@@ -379,8 +379,11 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
     keep = np.zeros(npairs, dtype=np.int64)
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all = 0.0
+    n_pos_all = 0  # sensitive values with q > 0
     for v in range(q.shape[0]):
         qq_all += q[v] * q[v]
+        if q[v] > 0.0:
+            n_pos_all += 1
     cap_buf = np.empty(widest, dtype=np.int64)
     tq_buf = np.empty(widest)
     alloc_buf = np.zeros(widest, dtype=np.int64)
@@ -400,9 +403,18 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
         for i in range(nv):
             if cap[i] > 0:
                 distinct_all += 1
-        qq_out = qq_all  # sum of q^2 over sensitive values absent from the class
+        # Sum of q^2 over sensitive values absent from the class. Exactly 0 when every value
+        # with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves ~1e-17 there, whose
+        # square root (~3e-9) made a class distributed exactly like Q fail t = 1e-9, so the
+        # oracle suppressed everything (finding 10).
+        qq_out = qq_all
+        present = 0
         for i in range(nv):
             qq_out -= tq[i] * tq[i]
+            if tq[i] > 0.0:
+                present += 1
+        if present == n_pos_all or qq_out < 0.0:
+            qq_out = 0.0
         total_c = size[c]
         alloc = alloc_buf[:nv]
         chosen = 0

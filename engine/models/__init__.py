@@ -9,11 +9,15 @@ parameters for the exact suppression oracle (PAPER_NOTES §3).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from engine.errors import DataError
 from engine.registry import Registry
+
+if TYPE_CHECKING:
+    from engine.encoding import EncodedTable
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ class PrivacyModel(Protocol):
     def violation(self, ad: float) -> float: ...
     def oracle(self) -> OracleParams: ...
     def params(self) -> dict[str, Any]: ...
+    def impossible_reason(self, table: EncodedTable) -> str | None:
+        """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""
+        ...
 
 
 MODELS: Registry[type] = Registry("privacy model")
@@ -67,6 +74,36 @@ MODELS: Registry[type] = Registry("privacy model")
 def build_model(name: str, params: dict[str, Any]) -> PrivacyModel:
     """Instantiate a registered model from spec parameters (validated by the model)."""
     return MODELS.get(name).from_params(params)
+
+
+def distinct_sensitive_values(table: EncodedTable) -> int:
+    """Distinct (joint) sensitive values among the table's records."""
+    return int(np.count_nonzero(np.bincount(table.sa, weights=table.counts, minlength=table.n_sa)))
+
+
+def check_possible(table: EncodedTable, models: list[PrivacyModel]) -> None:
+    """Refuse, right after encoding and before the search, a model no non-empty release meets.
+
+    Without this the optimizer's best solution is the empty release (feasible by definition,
+    PAPER_NOTES §2), which was published with every check "PASS" (finding 10).
+    """
+    for m in models:
+        reason = m.impossible_reason(table)
+        if reason is not None:
+            raise DataError(f"No release can satisfy {m.name}: {reason}. Nothing was written.")
+
+
+def check_not_empty(released_rows: int, models: list[PrivacyModel]) -> None:
+    """Refuse to publish an optimizer result that releases no row at all.
+
+    check_possible rules out each model alone; models combined (say k-anonymity with a large k
+    and entropy l-diversity that needs suppression) or a too small budget can still leave only
+    the empty release, which satisfies every model vacuously and is useless.
+    """
+    if released_rows <= 0:
+        names = ", ".join(f"{m.name} {m.params()}" for m in models)
+        raise DataError(f"The best release found keeps no rows ({names} cannot be met together by any release found), "
+                        "so nothing was published. Hint: relax the model parameters, or raise optimizer.budget.")
 
 
 # Register the built-in models.

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import SpecError
 from engine.evaluator import _kernels as K
 from engine.models import MODELS, ClassStats, OracleParams
+
+if TYPE_CHECKING:
+    from engine.encoding import EncodedTable
 
 
 @MODELS.register("k-anonymity")
@@ -45,6 +48,12 @@ class KAnonymity:
 
     def params(self) -> dict[str, Any]:
         return {"k": self.k}
+
+    def impossible_reason(self, table: EncodedTable) -> str | None:
+        """Any non-empty release has a class of at most all the table's records."""
+        if self.k > table.n_records:
+            return f"k = {self.k} is larger than the table ({table.n_records} rows). Hint: choose k <= {table.n_records}"
+        return None
 
     def describe(self, ad: float) -> str:
         return f"k-anonymity: smallest class {'(empty release)' if math.isinf(ad) else int(ad)} (k = {self.k})"

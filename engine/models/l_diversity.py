@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import SpecError
 from engine.evaluator import _kernels as K
-from engine.models import MODELS, ClassStats, OracleParams
+from engine.models import MODELS, ClassStats, OracleParams, distinct_sensitive_values
+
+if TYPE_CHECKING:
+    from engine.encoding import EncodedTable
 
 TOLERANCE = 1e-12
 
@@ -19,8 +22,8 @@ def _read_l(name: str, params: dict[str, Any], *, integer: bool) -> float:
         raise SpecError(f"{name} takes only 'l', not {sorted(unknown)}.")
     value = params.get("l")
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
-    if isinstance(value, bool) or not ok or value < 1:
-        kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not ok or not math.isfinite(value) or value < 1:
+        kind = "an integer" if integer else "a finite number"
         raise SpecError(f"{name} needs {kind} l >= 1, got {value!r}. Hint: l = 2.")
     return value
 
@@ -53,6 +56,14 @@ class DistinctLDiversity:
 
     def params(self) -> dict[str, Any]:
         return {"l": self.l}
+
+    def impossible_reason(self, table: EncodedTable) -> str | None:
+        """Every class's values are among the table's; the root class has them all, so exact."""
+        d = distinct_sensitive_values(table)
+        if self.l > d:
+            return (f"l = {self.l} but the sensitive attribute has only {d} distinct value(s) in the table. "
+                    f"Hint: choose l <= {d}")
+        return None
 
     def describe(self, ad: float) -> str:
         return f"distinct l-diversity: fewest distinct values {'-' if math.isinf(ad) else int(ad)} (l = {self.l})"
@@ -87,6 +98,17 @@ class EntropyLDiversity:
 
     def params(self) -> dict[str, Any]:
         return {"l": self.l}
+
+    def impossible_reason(self, table: EncodedTable) -> str | None:
+        """exp(entropy) of a class is at most its number of distinct values, which is at most d
+        (the table's). Suppression reaches d: one record of each value is a class with entropy
+        log d, so l <= d is satisfiable (the whole table's own entropy may be lower) and l > d
+        is not, whatever is suppressed."""
+        d = distinct_sensitive_values(table)
+        if math.log(self.l) > math.log(d) + TOLERANCE:
+            return (f"l = {self.l:g} but the sensitive attribute has only {d} distinct value(s) in the table, so no class "
+                    f"has an effective l above {d}. Hint: choose l <= {d}")
+        return None
 
     def describe(self, ad: float) -> str:
         return f"entropy l-diversity: smallest effective l {ad:.3f} (l = {self.l})"

@@ -7,12 +7,16 @@ classes; feasible when AD <= t.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import SpecError
 from engine.evaluator import _kernels as K
 from engine.models import MODELS, ClassStats, OracleParams
+
+if TYPE_CHECKING:
+    from engine.encoding import EncodedTable
 
 # Distances are sums of squares of ratios; allow for rounding when a class sits exactly on t.
 TOLERANCE = 1e-12
@@ -34,7 +38,7 @@ class TCloseness:
         if params.get("distance", "euclidean") != "euclidean":
             raise SpecError(f"t-closeness distance {params['distance']!r} is not available. Hint: distance = \"euclidean\".")
         t = params.get("t")
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 < t <= 1:
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or not 0 < t <= 1:
             raise SpecError(f"t-closeness needs t in (0, 1], got {t!r}. Hint: t = 0.2.")
         return cls(float(t))
 
@@ -52,6 +56,10 @@ class TCloseness:
 
     def params(self) -> dict[str, Any]:
         return {"t": self.t, "distance": "euclidean"}
+
+    def impossible_reason(self, table: EncodedTable) -> str | None:
+        """Never: the root class with nothing suppressed is distributed exactly like Q (distance 0)."""
+        return None
 
     def describe(self, ad: float) -> str:
         return f"t-closeness: largest class distance {ad:.4f} (t = {self.t})"

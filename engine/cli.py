@@ -230,8 +230,11 @@ def cmd_job(args: argparse.Namespace) -> int:
             if ch:
                 print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
             cv = outcome.run.cross_version or {}
-            for c in cv.get("checks", []):
-                print(f"  cross-version  : {c['model']} on the joint grouping: AD = {c['joint_ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+            if cv.get("versions_checked"):
+                held = cv.get("held_back", {})
+                print(f"  cross-version  : {cv['history_classes']} history classes over {cv['versions_checked']} versions, "
+                      f"smallest {cv['smallest_history_class']} -> PASS; held back: {held.get('inserts_withheld', 0)} insertions, "
+                      f"{held.get('deletes_delayed', 0)} deletions, {held.get('changes_delayed', 0)} changes")
             print(f"published: {outcome.view} -> {outcome.table}")
     elif args.job_command == "list":
         rows = jobs.list_jobs(args.db)
@@ -291,7 +294,7 @@ def _print_frame(frame) -> None:
 
 def _print_run(run) -> None:
     m, s = run.metrics, run.solution
-    print(f"release {run.release!r} version {run.version}  [{run.status}]  run {run.run_id}")
+    print(f"release {run.release} version {run.version}  [{run.status}]  run {run.run_id}")
     if s:
         print(f"  optimizer      : {s.get('optimizer')} (budget {s.get('budget')}, seed {s.get('seed')}), "
               f"{s.get('evaluations')} evaluations in {s.get('seconds')} s, "

@@ -69,8 +69,8 @@ def load_job(con: Connector, name: str) -> dict[str, Any]:
     return {"name": row["name"], "spec": raw, "enabled": bool(row["enabled"])}
 
 
-def run_job(db: str, name: str, *, dry_run: bool = False, progress: bool = True) -> ReleaseOutcome:
-    """Run a stored job against the database that stores it."""
+def run_job(db: str, name: str, *, dry_run: bool = False, progress: bool = True, on_phase=None) -> ReleaseOutcome:
+    """Run a stored job against the database that stores it (``on_phase``: see run_release)."""
     con = connect(db)
     try:
         job = load_job(con, name)
@@ -89,7 +89,7 @@ def run_job(db: str, name: str, *, dry_run: bool = False, progress: bool = True)
         spec = spec_from_dict(raw, base_dir=Path.cwd())
     except SpecError as exc:
         raise SpecError(f"Job {name!r}: {exc}") from None
-    return run_release(spec, database=db, dry_run=dry_run, progress=progress, job=name)
+    return run_release(spec, database=db, dry_run=dry_run, progress=progress, job=name, on_phase=on_phase)
 
 
 def list_jobs(db: str) -> list[dict[str, Any]]:
@@ -106,11 +106,13 @@ def certificate(db: str, name: str) -> dict[str, Any]:
     """The audit record of the current version of job ``name``'s release (or of release ``name``)."""
     con = connect(db)
     try:
-        release = name
+        release = None
         if con.relation_columns(PRIVATE_SCHEMA, "jobs") is not None:
             rows = con.query(f"SELECT spec FROM {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} WHERE name = ?", [name])
             if rows.height:
-                release = json.loads(rows["spec"][0]).get("output", {}).get("name", name)
+                out = json.loads(rows["spec"][0]).get("output", {})
+                release = catalog.release_id(out.get("schema", "published"), out.get("name", name))
+        release = release or catalog.resolve_release(con, name)
         run = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
     finally:
         con.close()
@@ -127,8 +129,7 @@ def certificate(db: str, name: str) -> dict[str, Any]:
         "class_sizes": m.get("class_sizes"), "levels": s.get("levels"),
         "optimizer": {"name": s.get("optimizer"), "budget": s.get("budget"), "seed": s.get("seed"),
                       "evaluations": s.get("evaluations"), "certified_optimal": s.get("certified")},
-        "cross_version": {k: val for k, val in (run.cross_version or {}).items() if k != "checks"}
-        | {"checks": [{k: c[k] for k in ("model", "joint_ad", "passed")} for c in (run.cross_version or {}).get("checks", [])]},
+        "cross_version": dict(run.cross_version or {}),
         "verification_passed": v.get("passed"),
     }
 
@@ -145,9 +146,13 @@ def certificate_markdown(cert: dict[str, Any]) -> str:
     for mdl in cert["models"]:
         lines.append(f"| {mdl['model']} | {json.dumps(mdl['params'])} | {mdl['achieved']} | {'pass' if mdl['passed'] else 'FAIL'} |")
     lines += ["", "Utility: " + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in cert["utility"].items())]
-    if cert["cross_version"].get("checks"):
-        lines.append("Cross-version: " + ", ".join(f"{c['model']} joint AD = {c['joint_ad']} ({'pass' if c['passed'] else 'FAIL'})"
-                                                   for c in cert["cross_version"]["checks"]))
+    cv = cert["cross_version"]
+    if cv.get("versions_checked"):
+        held = cv.get("held_back", {})
+        lines.append(f"Cross-version: every history class over {cv['versions_checked']} versions meets the models "
+                     f"({cv.get('history_classes')} classes, smallest {cv.get('smallest_history_class')}); held back at this step: "
+                     f"{held.get('inserts_withheld', 0)} insertions, {held.get('deletes_delayed', 0)} deletions, "
+                     f"{held.get('changes_delayed', 0)} changes")
     lines += ["", "Verification queries:", ""]
     for mdl in cert["models"]:
         lines += [f"```sql\n-- {mdl['model']}\n{mdl['verification_query']}\n```"]

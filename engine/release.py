@@ -10,7 +10,6 @@ shared by all methods.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from connectors import connect
-from connectors.base import Connector
 from engine import catalog
 from engine.catalog import RunRecord
 from engine.errors import ConnectorError, PpdpError, SpecError
 from engine.methods import METHODS, ReleasePlan
+from engine.models import check_not_empty
+from engine.runkey import run_key
 from engine.spec import ReleaseSpec
 from engine.stages import access, history, materialize, publish, record, switch, validate
 from engine.stages import verify as verify_stage
@@ -30,7 +30,7 @@ from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
 from sql import publish as P
 from sql import queries as Q
-from sql.quoting import quote_ident, quote_table
+from sql.quoting import quote_table
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,18 +58,13 @@ def database_url(spec: ReleaseSpec, override: str | None = None) -> str:
     return url
 
 
-def run_key(spec: ReleaseSpec, fingerprint: str) -> str:
-    """Hash of the job definition, the source fingerprint and the seed."""
-    return hashlib.sha256(f"{spec.to_json()}|{fingerprint}|{spec.seed}".encode()).hexdigest()[:32]
-
-
 def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: bool = True, dry_run: bool = False,
                 job: str | None = None, on_phase: Callable[[str], None] | None = None) -> ReleaseOutcome:
     """Run one release of ``spec``. Bad input raises before anything is written.
 
     ``dry_run`` computes everything, writes only the run record, and returns the SQL it would
-    execute. ``on_phase(name)`` is called after "materialized" and "switched" (tests inject
-    faults there).
+    execute. ``on_phase(name)`` is called after "materialized", "verified" and "switched" (tests
+    inject faults there; the product has none).
     """
     con = connect(database_url(spec, database))
     release_name = catalog.release_id(spec.output_schema, spec.output_name)
@@ -82,7 +77,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
             raise ConnectorError(f"Another run of release {release_name} is in progress; try again when it has finished.")
         locked = True
         ctx.fingerprint = validate.source_fingerprint(con, prep.source, spec.key, prep.columns)
-        ctx.run_key = run_key(spec, ctx.fingerprint)
+        ctx.run_key = run_key(spec, ctx.fingerprint, [h.digest() for h in prep.hierarchies])
         ctx.previous = catalog.latest_success(con, release_name) if catalog.has_catalog(con) else None
         ctx.clock.mark("fingerprint")
         view = quote_table(spec.output_schema, spec.output_name, con.dialect)
@@ -95,6 +90,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
         try:
             plan = method.plan(prep, ctx.previous, progress=progress)
             ctx.clock.mark("search")
+            check_not_empty(plan.released_rows, prep.models)
             if dry_run:
                 return _dry_run(ctx, prep, method, plan)
             return _publish(ctx, prep, method, plan)
@@ -120,6 +116,7 @@ def _publish(ctx: RunContext, prep: Prepared, method, plan: ReleasePlan) -> Rele
         version = publish.publish(ctx, candidate, held, published)
         expected = candidate.rows - held.withheld + held.carried
         verification = verify_stage.verify(ctx, prep, version.table, expected, published, delta_written=version.delta == "written")
+        ctx.on_phase("verified")
         view = switch.switch_view(ctx, version.table)
         grants = access.grant(ctx, view)
         metrics = plan.metrics | {"released_records": version.rows, "held_back": held.record.get("held_back", {})}
@@ -136,8 +133,8 @@ def _statements(ctx: RunContext, prep: Prepared, method, plan: ReleasePlan, vers
     ctx.version = version
     out = {
         "histogram": Q.histogram_query(prep.source, spec.qid_columns, list(spec.sensitive)),
-        "candidate rows": method.candidate_select(ctx, prep, plan),
-        "switch_view": f"CREATE OR REPLACE VIEW {quote_table(spec.output_schema, spec.output_name, d)} AS SELECT * FROM {relation}",
+        "materialize": P.create_as(relation, P.final_version(f"({method.candidate_select(ctx, prep, plan)}) AS candidate", None, None, d)),
+        "switch_view": P.create_view(quote_table(spec.output_schema, spec.output_name, d), relation),
     }
     for m in prep.models:
         out[f"verify {m.name}"] = verify_stage.model_check_sql(spec, m, relation, ctx.release, version, d)
@@ -181,37 +178,3 @@ def reverify(con, name: str) -> dict[str, Any]:
         source_changed = None  # the source is gone or no longer valid
     return {"checks": checks, "rows": rows, "expected_rows": expected, "version": run.version, "release": release,
             "source_changed": source_changed, "passed": all(c["passed"] for c in checks) and rows == expected}
-
-
-def export_schema(con: Connector, schema: str, out: str) -> list[str]:
-    """Copy the tables and views of ``schema`` (only) into a new DuckDB file ``out``."""
-    import duckdb
-
-    if con.dialect != "duckdb":
-        raise SpecError("ppdp export copies from a DuckDB database; on a server, grant access to the published schema instead.")
-    if Path(out).exists():
-        raise SpecError(f"{out!r} already exists. Hint: choose a new file name; export never overwrites.")
-    rel = con.query("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = ? ORDER BY table_type, table_name", [schema])
-    if rel.height == 0:
-        raise SpecError(f"Schema {schema!r} has nothing to export.")
-    views = con.query("SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal", [schema])
-    target = duckdb.connect(out)
-    copied = []
-    try:
-        target.execute(f"CREATE SCHEMA {quote_ident(schema)}")
-        for name, kind in rel.iter_rows():
-            if kind == "BASE TABLE":
-                frame = con.query(f"SELECT * FROM {quote_table(schema, name)}")
-                target.register("__ppdp_export", frame.to_arrow())
-                target.execute(f"CREATE TABLE {quote_table(schema, name)} AS SELECT * FROM __ppdp_export")
-                target.unregister("__ppdp_export")
-                copied.append(f"{schema}.{name}")
-        for name, sql in views.iter_rows():
-            target.execute(sql)  # DuckDB's own stored definition of a view we created
-            copied.append(f"{schema}.{name} (view)")
-    except BaseException:
-        target.close()
-        Path(out).unlink(missing_ok=True)
-        raise
-    target.close()
-    return copied

@@ -86,12 +86,11 @@ def test_invalid_job_json_is_reported_at_run_time(tmp_path):
 
 
 def _start_paused_run(url: str, seconds: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "job", "run", "adult_job", "--db", url, "--no-progress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PPDP_FAULT": f"pause-after-materialize:{seconds}"})
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fault_runner", url, "adult_job", f"pause-after-materialize:{seconds}"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     for line in proc.stderr:
-        if "PPDP_FAULT: paused" in line:
+        if "FAULT: paused" in line:
             return proc
         if time.time() > deadline:
             break
@@ -131,7 +130,8 @@ def test_process_exit_inside_the_transaction_publishes_nothing(tmp_path):
     db = load_adult(tmp_path / "exit.duckdb", rows=3000)
     url = f"duckdb://{db}"
     register_by_sql(db, "adult_job", SPEC)
-    dead = ppdp("job", "run", "adult_job", "--db", url, "--no-progress", env={"PPDP_FAULT": "exit-after-materialize"})
+    dead = subprocess.run([sys.executable, "-m", "tests.fault_runner", url, "adult_job", "exit-after-materialize"],
+                          capture_output=True, text=True)
     assert dead.returncode == 9
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'published'").fetchone()[0] == 0

@@ -135,8 +135,12 @@ def test_k_and_t_together_and_versions(adult_db, tmp_path):
 def test_failed_verification_publishes_nothing_and_is_recorded(adult_db, tmp_path):
     spec = load_spec(write_spec(tmp_path / "k5.toml", db=adult_db, models=K5, output="adult_f"))
     before = snapshot(adult_db)
+    def fail_before_switch(phase: str) -> None:
+        if phase == "verified":
+            raise VerificationError("Injected failure before the view switch; nothing was published.")
+
     with pytest.raises(VerificationError, match="Injected failure"):
-        run_release(spec, progress=False, fail_before_switch=True)
+        run_release(spec, progress=False, on_phase=fail_before_switch)
     con = duckdb.connect(str(adult_db), read_only=True)
     rels = con.execute("SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = 'published'").fetchall()
     runs = con.execute("SELECT status, version, error FROM _ppdp.runs").fetchall()

@@ -16,9 +16,10 @@ import polars as pl
 from connectors.base import Connector
 from engine import catalog
 from engine import hierarchy as hier
+from engine.columns import check_declared
 from engine.encoding import EncodedTable, encode_histogram
 from engine.errors import DataError, SpecError
-from engine.models import PrivacyModel, build_model
+from engine.models import PrivacyModel, build_model, check_possible
 from engine.spec import ReleaseSpec
 from sql import history as H
 from sql import inspect
@@ -64,6 +65,7 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
         for name in names:
             if name not in columns:
                 raise DataError(f"The {role} column {name!r} is not in {source.describe()}.{_closest(name, columns)}")
+    check_declared(spec, columns)
 
     check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
     n_rows = int(check["n"])
@@ -85,10 +87,7 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     models = [build_model(m.name, m.param_dict()) for m in spec.models]
     if any(m.needs_pairs for m in models) and not spec.sensitive:
         raise SpecError("t-closeness and l-diversity need sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
-    for m in models:
-        k = getattr(m, "k", None)
-        if k is not None and k > table.n_records:
-            raise DataError(f"k = {k} is larger than the table ({table.n_records} rows): no release can be {k}-anonymous.")
+    check_possible(table, models)
     dropped = {spec.key, *spec.identifiers, *spec.drop}
     released = [c for c in columns if c not in dropped]
     return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)

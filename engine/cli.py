@@ -301,6 +301,8 @@ def _print_run(run) -> None:
               f"{'certified optimal' if s.get('certified') else 'NOT certified optimal'}")
         levels = ", ".join(f"{q}={lv}/{s['heights'][q]}" for q, lv in s.get("levels", {}).items())
         print(f"  levels (G)     : {levels}")
+        for note in s.get("notices", []):
+            print(f"  notice         : {note}")
     if m:
         print(f"  TD             : {m.get('td', float('nan')):,.2f} of {m.get('max_td', float('nan')):,.0f}  "
               f"(query precision {m.get('query_precision', float('nan')):.2f} %)")

@@ -28,7 +28,7 @@ from sql import catalog as C
 from sql import queries as Q
 
 # Spec sections whose change means the previous levels are no longer a considered choice.
-_SEARCH_INPUTS = ("optimizer", "privacy", "quasi_identifiers", "utility")
+_SEARCH_INPUTS = ("optimizer", "privacy", "utility")
 
 
 def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, OptimizerResult]:
@@ -79,23 +79,26 @@ def _changed_sections(prep: Prepared, previous: RunRecord) -> list[str]:
 
 
 def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tuple[OptimizerResult, tuple[str, ...]]:
-    """The dynamic policy: keep the previous levels (recomputing S*) unless told to re-optimize,
-    or unless what the search optimizes has changed since (then search again, and say so)."""
+    """The dynamic policy: keep the previous levels (recomputing S*) unless told to re-optimize
+    or the quasi-identifiers changed; say so when the spec's search settings changed but the
+    levels were kept (they were chosen by the earlier settings)."""
     spec = prep.spec
     levels = (previous.solution or {}).get("levels", {}) if previous else {}
     if previous is None or spec.dynamic_policy == "reoptimize":
         return optimize(prep, progress=progress)[1], ()
+    if list(levels) != spec.qid_columns or any(int(levels[q]) > int(h) for q, h in zip(spec.qid_columns, prep.table.heights, strict=True)):
+        return optimize(prep, progress=progress)[1], (
+            f"dynamic.policy {spec.dynamic_policy!r}: the quasi-identifiers or their hierarchies differ from "
+            f"v{previous.version}'s, so the levels were searched again",)
     changed = _changed_sections(prep, previous)
-    if changed or list(levels) != spec.qid_columns or any(int(levels[q]) > int(h) for q, h in zip(spec.qid_columns, prep.table.heights, strict=True)):
-        why = f"the spec's {', '.join(changed)} changed since v{previous.version}" if changed else \
-            f"the quasi-identifiers or hierarchies differ from v{previous.version}'s"
-        return optimize(prep, progress=progress)[1], (f"dynamic.policy {spec.dynamic_policy!r}: {why}, so the levels were searched again",)
+    notices = (f"dynamic.policy {spec.dynamic_policy!r} kept v{previous.version}'s levels although the spec's "
+               f"{', '.join(changed)} changed since; set dynamic.policy = \"reoptimize\" to search again",) if changed else ()
     problem = Problem(prep.table, prep.models, backend=spec.evaluator)
     g = np.array([int(levels[q]) for q in spec.qid_columns], dtype=np.int64)
     retained, ev = problem.evaluate_optimal(g[None, :])
     tracker = Tracker(problem, 1, name=f"stable-levels(v{previous.version})")
     tracker.offer(g[None, :], retained, ev)
-    return tracker.result(certified=False, info={"policy": spec.dynamic_policy, "levels_from_version": previous.version}), ()
+    return tracker.result(certified=False, info={"policy": spec.dynamic_policy, "levels_from_version": previous.version}), notices
 
 
 class Generalization:

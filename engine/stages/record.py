@@ -40,7 +40,8 @@ def record_failure(ctx: RunContext, prep: Prepared, solution: dict, metrics: dic
     with ctx.con.transaction():
         catalog.ensure_schema(ctx.con)
         catalog.update_run(ctx.con, RunRecord(ctx.run_id, ctx.release, None, "failed", ctx.started, now(), prep.source_rows,
-                                              ctx.spec.raw, solution, metrics, {}, str(exc) or type(exc).__name__, ctx.job,
+                                              ctx.spec.raw, solution, metrics, getattr(exc, "verification", {}),
+                                              str(exc) or type(exc).__name__, ctx.job,
                                               ctx.run_key, ctx.fingerprint, {}, {}))
 
 

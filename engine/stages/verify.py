@@ -77,5 +77,7 @@ def verify(ctx: RunContext, prep: Prepared, table: str, expected_rows: int, publ
     out["passed"] = not problems
     ctx.clock.mark("verification")
     if problems:
-        raise VerificationError(f"SQL verification of {table} failed ({'; '.join(problems)}); nothing was published.")
+        exc = VerificationError(f"SQL verification of {table} failed ({'; '.join(problems)}); nothing was published.")
+        exc.verification = out  # the failed run's record keeps what was checked and found
+        raise exc
     return out

@@ -173,7 +173,7 @@ def base() -> pl.DataFrame:
 
 
 def assert_no_leak(report: ScenarioReport, seed: int | None = None) -> None:
-    """The scenario published a first version and no target is singled out below the models."""
+    """The scenario published every step and no target is singled out below the models."""
     head = f"{report.summary()}" + (f" (seed {seed})" if seed is not None else "")
     refused = "".join(f"\n  refused step {s}: {msg}" for s, msg in report.refusals)
     assert report.versions, f"{head}: the first release was refused{refused}"
@@ -181,6 +181,9 @@ def assert_no_leak(report: ScenarioReport, seed: int | None = None) -> None:
     if report.violations:
         problems.append(violation_table(report.violations))
     problems += [f"delta: {p}" for p in report.delta_problems]
+    # a refused step publishes nothing and so cannot leak: the scenarios are sized so that
+    # holding records back suffices, and a refusal would hide what the attack tests
+    problems += [f"step {s} was refused" for s, _ in report.refusals]
     assert not problems, f"{head}{refused}\n" + "\n".join(problems)
 
 

@@ -98,7 +98,8 @@ class ReleaseSpec:
 
 
 _SCHEMA: dict[str, set[str]] = {
-    "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access"},
+    "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
+    "method": {"name"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
     "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
@@ -138,6 +139,10 @@ def _registered(kind: str, name: str, where: str) -> str:
 
             _load_builtin()
             OPTIMIZERS.get(name)
+        elif kind == "method":
+            from engine.methods import METHODS
+
+            METHODS.get(name)
         elif kind == "evaluator":
             from engine.evaluator import EVALUATORS, duckdb_backend, numba_backend  # noqa: F401 (importing registers them)
 
@@ -289,6 +294,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         raise SpecError(f"dynamic.max_repair_fraction must be in [0, 1], got {repair}.")
     access = _typed(raw.get("access", {}), "[access]", dict)
     _check_keys("access", access, "[access]")
+    method = _typed(raw.get("method", {}), "[method]", dict)
+    _check_keys("method", method, "[method]")
+    method_name = _registered("method", _typed(method.get("name", "generalization"), "method.name", str), "method.name")
 
     out = _need(raw, "output", "the spec", dict)
     _check_keys("output", out, "[output]")
@@ -323,7 +331,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         evaluator=evaluator,
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
-        output_schema=out_schema, output_name=out_name, base_dir=str(base_dir), raw=raw,
+        output_schema=out_schema, output_name=out_name, method=method_name, base_dir=str(base_dir), raw=raw,
     )
     _check_columns_disjoint(spec)
     return spec

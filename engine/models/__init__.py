@@ -8,6 +8,7 @@ parameters for the exact suppression oracle (PAPER_NOTES §3).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,6 +64,13 @@ class PrivacyModel(Protocol):
     def violation(self, ad: float) -> float: ...
     def oracle(self) -> OracleParams: ...
     def params(self) -> dict[str, Any]: ...
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+        """The independent SQL check of a version: one row (ad, classes)."""
+        ...
+    def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
+                         versions: list[int]) -> list[str]:
+        """Queries returning the ``sig_now`` of history classes that fail (sql/history.py)."""
+        ...
     def impossible_reason(self, table: EncodedTable) -> str | None:
         """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""
         ...

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import SpecError
 from engine.evaluator import _kernels as K
 from engine.models import MODELS, ClassStats, OracleParams
+from sql import history as H
+from sql import queries as Q
 
 if TYPE_CHECKING:
     from engine.encoding import EncodedTable
@@ -57,3 +59,11 @@ class KAnonymity:
 
     def describe(self, ad: float) -> str:
         return f"k-anonymity: smallest class {'(empty release)' if math.isinf(ad) else int(ad)} (k = {self.k})"
+
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+        """The independent SQL check of a version: (ad, classes) over ``relation``."""
+        return Q.verify_k_query(relation, qids, d)
+
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+        """Queries of the history classes (sig_now) that fail: fewer than k rows."""
+        return [H.small_classes_k(sig, self.k)]

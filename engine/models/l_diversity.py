@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import SpecError
 from engine.evaluator import _kernels as K
 from engine.models import MODELS, ClassStats, OracleParams, distinct_sensitive_values
+from sql import history as H
+from sql import queries as Q
 
 if TYPE_CHECKING:
     from engine.encoding import EncodedTable
@@ -68,6 +70,14 @@ class DistinctLDiversity:
     def describe(self, ad: float) -> str:
         return f"distinct l-diversity: fewest distinct values {'-' if math.isinf(ad) else int(ad)} (l = {self.l})"
 
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+        """The independent SQL check of a version: (ad, classes) over ``relation``."""
+        return Q.verify_l_query(relation, qids, sensitive, entropy=False, d=d)
+
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+        """Queries of the history classes (sig_now) with fewer than l values in some version."""
+        return [H.failing_distinct_l(values_at(v), self.l) for v in versions]
+
 
 @MODELS.register("entropy-l-diversity")
 @dataclass(frozen=True)
@@ -112,3 +122,11 @@ class EntropyLDiversity:
 
     def describe(self, ad: float) -> str:
         return f"entropy l-diversity: smallest effective l {ad:.3f} (l = {self.l})"
+
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+        """The independent SQL check of a version: (ad, classes) over ``relation``."""
+        return Q.verify_l_query(relation, qids, sensitive, entropy=True, d=d)
+
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+        """Queries of the history classes (sig_now) whose exp(entropy) is below l in some version."""
+        return [H.failing_entropy_l(values_at(v), self.l) for v in versions]

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import SpecError
 from engine.evaluator import _kernels as K
 from engine.models import MODELS, ClassStats, OracleParams
+from sql import history as H
+from sql import verify as V
 
 if TYPE_CHECKING:
     from engine.encoding import EncodedTable
@@ -63,3 +65,11 @@ class TCloseness:
 
     def describe(self, ad: float) -> str:
         return f"t-closeness: largest class distance {ad:.4f} (t = {self.t})"
+
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+        """The independent SQL check of a version: (ad, classes) against the stored Q."""
+        return V.verify_t_stored(relation, qids, sensitive, q_relation, d)
+
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+        """Queries of the history classes (sig_now) farther than t from Q in some version."""
+        return [H.failing_t(values_at(v), q_at(v), self.t) for v in versions]

@@ -77,25 +77,20 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
     if only_fresh:
         sig = H.fresh(sig, NEW_HISTORY)
     out: dict[str, list[str]] = {}
+    present = [v for v, _ in versions]
+
+    def values_at(v: int) -> str:
+        return H.class_values(sig, versions, qids, sens, v, d)
+
+    def q_at(v: int) -> str:
+        return V.stored_q(ctx.release, v, d)
+
     for m in prep.models:
-        label = f"{m.name} {m.params()}"
         bad: set[str] = set()
-        if m.name == "k-anonymity":
-            bad |= set(ctx.con.query(H.small_classes_k(sig, m.k))["sig_now"].to_list())
-        else:
-            for v, _ in versions:
-                values = H.class_values(sig, versions, qids, sens, v, d)
-                if m.name == "distinct-l-diversity":
-                    sql = H.failing_distinct_l(values, m.l)
-                elif m.name == "entropy-l-diversity":
-                    sql = H.failing_entropy_l(values, m.l)
-                elif m.name == "t-closeness":
-                    sql = H.failing_t(values, V.stored_q(ctx.release, v, d), m.t)
-                else:
-                    raise VerificationError(f"No cross-version check exists for model {m.name!r}; refusing to publish.")
-                bad |= set(ctx.con.query(sql)["sig_now"].to_list())
+        for sql in m.history_failures(sig, values_at, q_at, present):
+            bad |= set(ctx.con.query(sql)["sig_now"].to_list())
         if bad:
-            out[label] = sorted(bad)
+            out[f"{m.name} {m.params()}"] = sorted(bad)
     return out
 
 

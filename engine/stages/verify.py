@@ -20,21 +20,13 @@ from engine.stages.context import RunContext
 from engine.stages.history import failing_classes, version_tables
 from engine.stages.validate import Prepared
 from sql import publish as P
-from sql import queries as Q
 from sql import verify as V
 from sql.quoting import quote_table
 
 
 def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str) -> str:
-    """The model's check as SQL over ``relation``."""
-    qids, sens = spec.qid_columns, list(spec.sensitive)
-    if m.name == "k-anonymity":
-        return Q.verify_k_query(relation, qids, d)
-    if m.name == "t-closeness":
-        return V.verify_t_stored(relation, qids, sens, V.stored_q(release, version, d), d)
-    if m.name in ("distinct-l-diversity", "entropy-l-diversity"):
-        return Q.verify_l_query(relation, qids, sens, entropy=m.name.startswith("entropy"), d=d)
-    raise VerificationError(f"No SQL verification exists for model {m.name!r}; refusing to publish.")
+    """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``)."""
+    return m.version_sql(relation, spec.qid_columns, list(spec.sensitive), V.stored_q(release, version, d), d)
 
 
 def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str, release: str,

@@ -44,9 +44,11 @@ class Source:
         else:
             inner = self.parsed_query().sql(dialect=self.dialect)
         if self.withheld is not None:
-            k = quote_ident(self.key, self.dialect)
-            inner = (f"SELECT * FROM ({inner}) AS w WHERE CAST(w.{k} AS VARCHAR) NOT IN "
-                     f"(SELECT key FROM {quote_table(PRIVATE_SCHEMA, self.withheld, self.dialect)})")
+            # NOT EXISTS, not NOT IN: PostgreSQL plans NOT IN (subquery) as a per-row scan of the
+            # subquery (NULL semantics forbid a hash anti-join); NOT EXISTS becomes Hash Anti Join.
+            inner = (f"SELECT * FROM ({inner}) AS w WHERE NOT EXISTS (SELECT 1 FROM "
+                     f"{quote_table(PRIVATE_SCHEMA, self.withheld, self.dialect)} AS wk "
+                     f"WHERE wk.key = {text(self.key or '', 'w', self.dialect)})")
         return f"({inner}) AS src"
 
     def parsed_query(self) -> exp.Expression:
@@ -159,18 +161,21 @@ def release_select(
         select = select.join(table_expr(private_schema, "row_ids", alias="rid"), on=cond)
         projections.insert(0, exp.alias_(exp.column("row_id", "rid", quoted=True), ident(ROW_ID)))
     select = select.select(*projections)
+    # Suppressed keys leave by a correlated NOT EXISTS: PostgreSQL hash-anti-joins it, while
+    # NOT IN (subquery) is a per-row subplan there (its NULL semantics forbid the hash plan).
+    key_text = exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))
     suppressed = (
-        exp.select(exp.column("key", "s", quoted=True))
+        exp.select(exp.Literal.number(1))
         .from_(table_expr(private_schema, "suppressed", alias="s"))
         .where(
             exp.and_(
                 exp.column("release", "s", quoted=True).eq(exp.Literal.string(release)),
                 exp.column("version", "s", quoted=True).eq(exp.Literal.number(version)),
+                exp.column("key", "s", quoted=True).eq(key_text),
             )
         )
     )
-    key_text = exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))
-    return select.where(exp.not_(exp.In(this=key_text, query=exp.Subquery(this=suppressed))), dialect=d)
+    return select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
 
 
 # --- verification: independent checks of a materialized release ----------------------------
@@ -258,10 +263,13 @@ def new_row_ids_statement(source: Source) -> str:
     """Give every source key without a release row id a random one (params: release, release)."""
     d = source.dialect
     k = text(source.key or "", dialect=d)
+    # A correlated NOT EXISTS (hash anti-join on PostgreSQL); NOT IN (subquery) made a
+    # million-row rerun scan row_ids once per source row.
     return (
         f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} (release, key, row_id) "
         f"SELECT ?, {k}, CAST(gen_random_uuid() AS VARCHAR) FROM {source.sql()} "
-        f"WHERE {k} NOT IN (SELECT key FROM {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} WHERE release = ?)"
+        f"WHERE NOT EXISTS (SELECT 1 FROM {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS known "
+        f"WHERE known.release = ? AND known.key = {k})"
     )
 
 

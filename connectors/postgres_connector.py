@@ -7,6 +7,11 @@ sends BEGIN / COMMIT / ROLLBACK itself (bulk ingest joins the open transaction).
 ppdp's SQL writes parameters as ``?``; they are numbered ``$1, $2, ...`` here by a small scanner
 that leaves quoted strings, quoted identifiers, dollar-quoted strings and comments alone.
 
+After every ``INSERT ... SELECT`` the target table is ANALYZEd: a release fills ppdp's private
+tables inside one open transaction, where autovacuum cannot see the rows, and the planner would
+otherwise take them for empty and nest loops over them (a 20,000-row release spent 7 s in a
+Nested Loop Anti Join over ``_ppdp.suppressed``; ANALYZE works inside a transaction).
+
 Every statement sent is appended to ``statements`` and the Arrow bytes received / sent are
 summed in ``bytes_in`` / ``bytes_out``, so callers can see what ran where and what moved.
 """
@@ -14,6 +19,7 @@ summed in ``bytes_in`` / ``bytes_out``, so callers can see what ran where and wh
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -117,6 +123,22 @@ def _skip_dollar_quoted(sql: str, i: int) -> int:
 
 
 _COPY_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES", "TABLE"})
+
+_NAME = r'(?:"(?:[^"]|"")*"|[A-Za-z_][A-Za-z0-9_$]*)'
+_INSERT_SELECT = re.compile(rf"\s*INSERT\s+INTO\s+({_NAME}(?:\s*\.\s*{_NAME})?)\s*(?:\([^)]*\)\s*)?\(?\s*(?:SELECT|WITH)\b",
+                            re.IGNORECASE)
+
+
+def insert_select_target(sql: str) -> str | None:
+    """The (quoted) target of an ``INSERT INTO t [(cols)] SELECT/WITH ...``; None for anything else.
+
+    >>> insert_select_target('INSERT INTO "_ppdp"."row_ids" (release, key) SELECT 1')
+    '"_ppdp"."row_ids"'
+    >>> insert_select_target("INSERT INTO t VALUES (1)") is None
+    True
+    """
+    m = _INSERT_SELECT.match(sql)
+    return m.group(1) if m else None
 
 
 def first_keyword(sql: str) -> str:
@@ -235,6 +257,10 @@ class PostgresConnector:
                 self._set_copy(first_keyword(text) in _COPY_KEYWORDS)
             self.cur.execute(text, tuple(values) if values else None)
             if not fetch:
+                target = insert_select_target(text)
+                if target is not None:  # see the module docstring: statistics for the planner
+                    self.statements.append(f"ANALYZE {target}")
+                    self.cur.execute(f"ANALYZE {target}")
                 return None
             table = self.cur.fetch_arrow_table()
         except adbc_driver_manager.Error as exc:

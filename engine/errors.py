@@ -1,5 +1,7 @@
 """The exception tree of ppdp. Every message says what is wrong and ends with a hint."""
 
+import sql.errors as _sql_errors
+
 
 class PpdpError(Exception):
     """Base of every error ppdp raises on purpose (the CLI turns these into exit code 2)."""
@@ -30,3 +32,10 @@ class VerificationError(PpdpError):
 
 class ConnectorError(PpdpError):
     """The database could not be reached or refused a statement."""
+
+
+class SqlSpecError(SpecError, _sql_errors.SqlBuildError):
+    """SQL could not be built from the spec (raised by ``sql/``, which cannot import engine)."""
+
+
+_sql_errors.error_class = SqlSpecError

@@ -12,6 +12,16 @@ tables inside one open transaction, where autovacuum cannot see the rows, and th
 otherwise take them for empty and nest loops over them (a 20,000-row release spent 7 s in a
 Nested Loop Anti Join over ``_ppdp.suppressed``; ANALYZE works inside a transaction).
 
+Session safety (finding 13). URL options, removed before the URL reaches libpq:
+
+* ``statement_timeout`` (PostgreSQL duration, e.g. ``?statement_timeout=30min``): any statement
+  running longer is cancelled. Default: none (0), as PostgreSQL's own default: a 10M-row
+  materialization may legitimately take long, so a limit is the operator's choice.
+* ``client_connection_check_interval`` (PostgreSQL >= 14; default ``2s``): while a statement runs
+  the server checks that the client is still there, so a killed ppdp (kill -9, lost network) does
+  not leave its backend running a long statement. The run lock is a session-level advisory lock:
+  it dies with the backend, so another run can start a few seconds after the client died.
+
 Every statement sent is appended to ``statements`` and the Arrow bytes received / sent are
 summed in ``bytes_in`` / ``bytes_out``, so callers can see what ran where and what moved.
 """
@@ -28,7 +38,7 @@ from urllib.parse import urlsplit, urlunsplit
 import polars as pl
 import pyarrow as pa
 
-from connectors.base import CONNECTORS
+from connectors.base import ADVISORY_LOCKS, CONNECTORS, ROLES, STATEMENT_TIMEOUT, TRANSACTIONAL_DDL
 from engine.errors import ConnectorError
 from sql.quoting import quote_table
 
@@ -165,6 +175,30 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
 
 
+SESSION_OPTIONS = {"statement_timeout": "0", "client_connection_check_interval": "2s"}
+_DURATION = re.compile(r"\d+(\.\d+)?\s*(us|ms|s|min|h|d)?")
+
+
+def split_session_options(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without ppdp's session options, and those options (defaults filled in).
+
+    >>> split_session_options("postgresql://u@h:5/db?sslmode=disable&statement_timeout=5s")
+    ('postgresql://u@h:5/db?sslmode=disable', {'statement_timeout': '5s', 'client_connection_check_interval': '2s'})
+    """
+    parts = urlsplit(url)
+    options = dict(SESSION_OPTIONS)
+    kept = []
+    for item in parts.query.split("&") if parts.query else []:
+        key, _, value = item.partition("=")
+        if key in SESSION_OPTIONS:
+            if not _DURATION.fullmatch(value):
+                raise ConnectorError(f"URL option {key}={value!r} is not a duration. Hint: e.g. {key}=30s, 500ms or 10min (0: none).")
+            options[key] = value
+        else:
+            kept.append(item)
+    return urlunsplit(parts._replace(query="&".join(kept))), options
+
+
 def redact(url: str) -> str:
     """``url`` with any password replaced by ``***`` (for messages)."""
     parts = urlsplit(url)
@@ -226,15 +260,19 @@ def _ingestable(frame: pl.DataFrame) -> pa.Table:
 class PostgresConnector:
     dialect = "postgres"  # sqlglot's name
     default_schema = "public"
+    capabilities = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT})
+    max_identifier_length = 63  # NAMEDATALEN - 1 bytes; the server's own value replaces it on connect
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
+        self.read_only = read_only
         self.statements: list[str] = []
         self.bytes_in = 0  # Arrow bytes of query results
         self.bytes_out = 0  # Arrow bytes of ingested frames
         self._in_tx = False
         self._use_copy = True  # the driver's default
         libpq_url = "postgresql://" + url.split("://", 1)[1] if "://" in url else url
+        libpq_url, self.session_options = split_session_options(libpq_url)
         try:
             self.con = pg_dbapi.connect(libpq_url, autocommit=True)
         except adbc_driver_manager.Error as exc:
@@ -243,6 +281,21 @@ class PostgresConnector:
                 "Hint: check host, port, database and credentials in the URL."
             ) from None
         self.cur = self.con.cursor()
+        self._configure_session()
+
+    def _configure_session(self) -> None:
+        """Session settings (module docstring): timeouts, client checks, read-only; values bound."""
+        row = self.query("SELECT CAST(current_setting('server_version_num') AS INTEGER) AS v, "
+                         "CAST(current_setting('max_identifier_length') AS INTEGER) AS m").row(0, named=True)
+        self.server_version = int(row["v"])
+        self.max_identifier_length = int(row["m"])
+        settings = {"statement_timeout": self.session_options["statement_timeout"]}
+        if self.server_version >= 140000:
+            settings["client_connection_check_interval"] = self.session_options["client_connection_check_interval"]
+        if self.read_only:
+            settings["default_transaction_read_only"] = "on"
+        for name, value in settings.items():
+            self.query("SELECT set_config(?, ?, false) AS v", [name, value])
 
     # -- statements ------------------------------------------------------------------------
 

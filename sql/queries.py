@@ -119,35 +119,40 @@ def null_safe_eq(a: str, b: str) -> str:
     return f"COALESCE({a}, '') = COALESCE({b}, '') AND ({a} IS NULL) = ({b} IS NULL)"
 
 
+def combination_hash(columns: list[str], alias: str, d: str = "duckdb") -> str:
+    """md5 of the canonical texts of ``columns`` (of relation ``alias``): one join key per (QID,
+    SA) combination, unambiguous (each value length-prefixed, NULL as 'N')."""
+    parts = []
+    for c in columns:
+        t = text(c, alias, d)
+        parts.append(f"COALESCE(CAST(LENGTH({t}) AS VARCHAR) || ':' || {t}, 'N')")
+    return f"MD5({' || '.join(parts)})"
+
+
 def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: list[str], retained_table: str) -> str:
     """Keys of the rows to suppress, chosen per (QID, SA) combination by key order.
 
     ``retained_table`` (private schema) holds, per combination, how many rows to keep; rows
     beyond that rank — and rows of combinations not in it (NULL QIDs) — are suppressed.
 
-    Only combinations kept in part are ranked: ranking every row (ROW_NUMBER over the whole
-    source) is a sort of all rows by all QID and SA texts, which PostgreSQL spills to disk (18 s
-    of a 1M-row release); whole combinations kept or dropped need only hash joins.
+    Only combinations kept in part are ranked, and combinations are matched by one hash column:
+    ranking every row by all QID and SA texts, and joining on 2 conditions per column, made
+    PostgreSQL sort the whole source to disk several times (33 s of a 1M-row release).
     """
     d = source.dialect
     cols = qids + sensitive
-    t = {c: quote_ident("__t_" + c, d) for c in cols}
     k = quote_ident(key, d)
     n = quote_ident(COUNT_COLUMN, d)
-    texts = ", ".join(f"{text(c, dialect=d)} AS {t[c]}" for c in cols)
-    on_r = " AND ".join(null_safe_eq(f"r.{quote_ident(c, d)}", f"s.{t[c]}") for c in cols)
-    on_p = " AND ".join(null_safe_eq(f"p.{t[c]}", f"j.{t[c]}") for c in cols)
-    group = ", ".join(t.values())
-    part = ", ".join(f"j.{t[c]}" for c in cols)
     return (
-        f"WITH j AS (SELECT s.*, COALESCE(r.{n}, 0) AS keep FROM "
-        f"(SELECT src.{k} AS {k}, {texts} FROM {source.sql()}) AS s "
-        f"LEFT JOIN {quote_table(PRIVATE_SCHEMA, retained_table, d)} AS r ON {on_r}), "
-        f"p AS (SELECT {group}, MIN(keep) AS keep FROM j WHERE keep > 0 GROUP BY {group} HAVING COUNT(*) > MIN(keep)) "
+        f"WITH s AS (SELECT src.{k} AS {k}, {combination_hash(cols, 'src', d)} AS combo FROM {source.sql()}), "
+        f"r AS (SELECT {combination_hash(cols, 'rt', d)} AS combo, rt.{n} AS keep "
+        f"FROM {quote_table(PRIVATE_SCHEMA, retained_table, d)} AS rt), "
+        f"j AS (SELECT s.{k} AS {k}, s.combo AS combo, COALESCE(r.keep, 0) AS keep FROM s LEFT JOIN r ON r.combo = s.combo), "
+        f"p AS (SELECT combo, MIN(keep) AS keep FROM j WHERE keep > 0 GROUP BY combo HAVING COUNT(*) > MIN(keep)) "
         f"SELECT {text(key, 'j', d)} AS key FROM j WHERE keep = 0 "
         f"UNION ALL "
         f"SELECT {text(key, 'ranked', d)} AS key FROM (SELECT j.{k} AS {k}, p.keep AS keep, "
-        f"ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY j.{k}) AS rn FROM j JOIN p ON {on_p}) AS ranked "
+        f"ROW_NUMBER() OVER (PARTITION BY j.combo ORDER BY j.{k}) AS rn FROM j JOIN p ON p.combo = j.combo) AS ranked "
         f"WHERE ranked.rn > ranked.keep"
     )
 

@@ -6,9 +6,8 @@ then runs against that connector. Plus unit tests of the PostgreSQL placeholder 
 
 from __future__ import annotations
 
-import time
-
 import datetime as dt
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path

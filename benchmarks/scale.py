@@ -1,12 +1,16 @@
 """End-to-end release at scale: adult resampled to N rows, k = 5, 8 QIDs, lattice search.
 
-    python benchmarks/scale.py --rows 10000000            # DuckDB file (default)
-    python benchmarks/scale.py --rows 1000000 --postgres  # a throwaway PostgreSQL server
+    python benchmarks/scale.py --rows 1000000               # DuckDB and PostgreSQL, same data (default)
+    python benchmarks/scale.py --rows 10000000 --duckdb     # DuckDB file only
+    python benchmarks/scale.py --rows 1000000 --postgres    # a throwaway PostgreSQL server only
 
 Prints the time of each stage (histogram GROUP BY + validation, fingerprint, search, metrics,
 row ids, materialization, verification, view switch, commit) and the peak memory (max RSS) of
-the process that ran the release; writes benchmarks/results/scale[_postgres].json.
-The source table is generated first, in another process, so its memory is not counted.
+the process that ran the release; with both backends, one table side by side with the ratio
+PostgreSQL / DuckDB per stage (the target: materialization within 2x). Writes
+benchmarks/results/scale.json, scale_postgres.json or scale_compare.json (both).
+The source table is generated once, in another process, so its memory is not counted; both
+backends release the very same rows.
 Data: adult.csv from --data or $PPDP_DATA (default ../shared/data), or the copy in engine/data.
 """
 
@@ -77,63 +81,118 @@ def child(spec_path: str, out_json: str) -> None:
     }))
 
 
+def run_backend(work: Path, backend: str, gen: Path, memory_limit: str, server=None) -> dict:
+    """One release of the generated table on ``backend`` in a child process; its result record."""
+    if backend == "postgres":
+        url, schema = server.url, "public"
+    else:
+        url, schema = f"duckdb://{gen}?memory_limit={memory_limit}", None
+    spec = spec_file(work / backend, url, schema)
+    out = work / backend / "result.json"
+    t1 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    proc = subprocess.run([sys.executable, __file__, "--child", str(spec), str(out)])
+    wall = time.perf_counter() - t1
+    # ru_maxrss of children is the largest child so far: exact for the first run, an upper bound after
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if proc.returncode:
+        sys.exit(proc.returncode)
+    res = json.loads(out.read_text())
+    res.update(source=backend, wall_seconds_incl_startup=wall, peak_rss_mb=peak_mb,
+               peak_rss_exact=peak_mb > before or before == 0)
+    return res
+
+
+def print_one(res: dict, rows: int) -> None:
+    print(f"\nppdp end-to-end release, {rows:,} rows from {res['source']} ({os.cpu_count()} cores)")
+    print(f"{'stage':<28}{'seconds':>10}")
+    for k, v in res["stages"].items():
+        print(f"{k:<28}{v:>10.2f}")
+    print(f"{'total (run_release)':<28}{res['total_seconds']:>10.2f}")
+    print(f"{'wall incl. interpreter':<28}{res['wall_seconds_incl_startup']:>10.2f}")
+    print(f"peak memory of the release process: {res['peak_rss_mb']:,.0f} MB")
+    print(f"TD {res['td']:,.1f}, suppressed {res['suppressed']:,.0f} of {res['records']:,}, certified {res['certified']}, "
+          f"verification {'passed' if res['verification'] else 'FAILED'}")
+
+
+def compare(duck: dict, pg: dict, rows: int) -> dict:
+    """Side-by-side stage table and the PostgreSQL / DuckDB ratios; returns the ratios."""
+    print(f"\nsame {rows:,} rows, DuckDB vs PostgreSQL ({os.cpu_count()} cores)")
+    print(f"{'stage':<28}{'duckdb s':>10}{'postgres s':>12}{'pg/duckdb':>11}")
+    ratios = {}
+    for k in list(dict.fromkeys([*duck["stages"], *pg["stages"]])):
+        a, b = duck["stages"].get(k), pg["stages"].get(k)
+        r = (b / a) if a and b is not None else None
+        ratios[k] = r
+        fa = f"{a:>10.2f}" if a is not None else f"{'-':>10}"
+        fb = f"{b:>12.2f}" if b is not None else f"{'-':>12}"
+        fr = f"{r:>11.2f}" if r is not None else f"{'-':>11}"
+        print(f"{k:<28}{fa}{fb}{fr}")
+    tot = pg["total_seconds"] / duck["total_seconds"]
+    ratios["total"] = tot
+    print(f"{'total (run_release)':<28}{duck['total_seconds']:>10.2f}{pg['total_seconds']:>12.2f}{tot:>11.2f}")
+    same = duck["td"] == pg["td"] and duck["levels"] == pg["levels"] and duck["suppressed"] == pg["suppressed"]
+    print(f"same solution on both (TD, levels, suppressed): {same}")
+    m = ratios.get("materialization")
+    print(f"target: PostgreSQL materialization within 2x of DuckDB: "
+          f"{'MET' if m is not None and m <= 2 else 'NOT MET'} (ratio {m if m is None else round(m, 2)})")
+    return ratios | {"same_solution": same}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--data")
-    ap.add_argument("--postgres", action="store_true", help="source in a throwaway PostgreSQL server")
+    which = ap.add_mutually_exclusive_group()
+    which.add_argument("--postgres", action="store_true", help="only PostgreSQL (a throwaway server)")
+    which.add_argument("--duckdb", action="store_true", help="only DuckDB (a file)")
     ap.add_argument("--memory-limit", default="3GB", help="DuckDB memory_limit for the release (default 3GB)")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
+    backends = ["postgres"] if args.postgres else ["duckdb"] if args.duckdb else ["duckdb", "postgres"]
     csv = adult_csv(args.data)
+    results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="ppdp-scale-") as tmp:
         work = Path(tmp)
+        for b in backends:
+            (work / b).mkdir()
         t0 = time.perf_counter()
-        server = None
-        if args.postgres:
-            from connectors.throwaway_postgres import PostgresServer
-
-            server = PostgresServer.start()
-            url = server.url
-            gen = work / "gen.duckdb"
-            generate_duckdb(gen, args.rows, csv)
-            load_postgres(url, gen)
-            schema = "public"
-        else:
-            db = work / "scale.duckdb"
-            generate_duckdb(db, args.rows, csv)
-            url = f"duckdb://{db}?memory_limit={args.memory_limit}"
-            schema = None
+        gen = work / "scale.duckdb"
+        generate_duckdb(gen, args.rows, csv)
         gen_s = time.perf_counter() - t0
-        spec = spec_file(work, url, schema)
-        out = work / "result.json"
-        t1 = time.perf_counter()
-        proc = subprocess.run([sys.executable, __file__, "--child", str(spec), str(out)])
-        wall = time.perf_counter() - t1
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if server:
-            server.stop()
-        if proc.returncode:
-            sys.exit(proc.returncode)
-        res = json.loads(out.read_text())
-    res.update(rows=args.rows, source="postgres" if args.postgres else "duckdb", generate_seconds=gen_s,
-               wall_seconds_incl_startup=wall, peak_rss_mb=peak_mb, cores=os.cpu_count())
-    print(f"\nppdp end-to-end release, {args.rows:,} rows from {res['source']} ({os.cpu_count()} cores)")
-    print(f"{'stage':<28}{'seconds':>10}")
-    for k, v in res["stages"].items():
-        print(f"{k:<28}{v:>10.2f}")
-    print(f"{'total (run_release)':<28}{res['total_seconds']:>10.2f}")
-    print(f"{'wall incl. interpreter':<28}{wall:>10.2f}")
-    print(f"peak memory of the release process: {peak_mb:,.0f} MB")
-    print(f"TD {res['td']:,.1f}, suppressed {res['suppressed']:,.0f} of {res['records']:,}, certified {res['certified']}, "
-          f"verification {'passed' if res['verification'] else 'FAILED'}")
-    target = "<= 120 s and < 4 GB" if not args.postgres else "(1M rows from PostgreSQL)"
-    print(f"target {target}: {'MET' if res['total_seconds'] <= 120 and peak_mb < 4096 else 'NOT MET'}")
-    name = "scale_postgres.json" if args.postgres else "scale.json"
-    (ROOT / "benchmarks" / "results" / name).write_text(json.dumps(res, indent=2))
+        server = None
+        try:
+            if "postgres" in backends:
+                from connectors.throwaway_postgres import PostgresServer
+
+                server = PostgresServer.start()
+                t1 = time.perf_counter()
+                load_postgres(server.url, gen)
+                load_s = time.perf_counter() - t1
+            for b in backends:  # the DuckDB release writes into gen, so PostgreSQL was loaded first
+                results[b] = run_backend(work, b, gen, args.memory_limit, server)
+                results[b].update(rows=args.rows, generate_seconds=gen_s, cores=os.cpu_count())
+                if b == "postgres":
+                    results[b]["load_seconds"] = load_s
+                print_one(results[b], args.rows)
+        finally:
+            if server:
+                server.stop()
+    out_dir = ROOT / "benchmarks" / "results"
+    if len(backends) == 2:
+        ratios = compare(results["duckdb"], results["postgres"], args.rows)
+        (out_dir / "scale_compare.json").write_text(json.dumps(
+            {"rows": args.rows, "cores": os.cpu_count(), "duckdb": results["duckdb"], "postgres": results["postgres"],
+             "ratio_postgres_over_duckdb": ratios}, indent=2))
+        return
+    res = results[backends[0]]
+    if backends == ["duckdb"]:
+        ok = res["total_seconds"] <= 120 and res["peak_rss_mb"] < 4096
+        print(f"target <= 120 s and < 4 GB: {'MET' if ok else 'NOT MET'}")
+    (out_dir / ("scale_postgres.json" if backends == ["postgres"] else "scale.json")).write_text(json.dumps(res, indent=2))
 
 
 def load_postgres(url: str, gen: Path) -> None:

@@ -11,12 +11,23 @@ import polars as pl
 from engine.errors import ConnectorError
 from engine.registry import Registry
 
+# Optional features a connector declares in ``capabilities`` (callers test these, never the
+# dialect name): database roles and GRANT/REVOKE; run locks that exclude other sessions
+# (advisory locks); DDL that rolls back with its transaction; a per-session statement timeout.
+ROLES = "roles"
+ADVISORY_LOCKS = "advisory_locks"
+TRANSACTIONAL_DDL = "transactional_ddl"
+STATEMENT_TIMEOUT = "statement_timeout"
+CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT})
+
 
 class Connector(Protocol):
     """What ppdp needs from a database."""
 
     dialect: str  # sqlglot dialect name
     url: str
+    capabilities: frozenset[str]  # a subset of CAPABILITIES
+    max_identifier_length: int  # in UTF-8 bytes; longer names are truncated or refused by the database
 
     def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
         """Run a query and return its result as a Polars frame."""
@@ -50,8 +61,12 @@ class Connector(Protocol):
 CONNECTORS: Registry[type] = Registry("database connector")
 
 
-def connect(url: str) -> Connector:
-    """Open the database ``url`` names; the scheme picks the connector."""
+def connect(url: str, *, read_only: bool = False) -> Connector:
+    """Open the database ``url`` names; the scheme picks the connector.
+
+    ``read_only`` (``ppdp show``, ``verify``, ``runs``, ``certificate``): nothing can be written,
+    and a DuckDB file that does not exist is a ConnectorError instead of a new empty file.
+    """
     scheme, sep, _ = url.partition("://")
     if not sep:
         scheme = "duckdb"
@@ -63,7 +78,7 @@ def connect(url: str) -> Connector:
         except ImportError as exc:  # pragma: no cover - optional module
             raise ConnectorError(f"PostgreSQL support is not available: {exc}") from None
         scheme = "postgresql"
-    return CONNECTORS.get(scheme)(url)
+    return CONNECTORS.get(scheme)(url, read_only=read_only)
 
 
 def iter_batches(frame: pl.DataFrame, size: int) -> Iterator[pl.DataFrame]:

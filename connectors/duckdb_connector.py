@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import duckdb
 import polars as pl
 
-from connectors.base import CONNECTORS
+from connectors.base import CONNECTORS, TRANSACTIONAL_DDL
 from engine.errors import ConnectorError
 from sql.quoting import quote_ident, quote_table
 
@@ -27,17 +28,24 @@ def duckdb_path(url: str) -> str:
 class DuckDBConnector:
     dialect = "duckdb"
     default_schema = "main"
+    # No roles (share with ppdp export); one writing process per file instead of advisory locks.
+    capabilities = frozenset({TRANSACTIONAL_DDL})
+    max_identifier_length = 1 << 20  # DuckDB does not truncate names
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
         self.path = duckdb_path(url)
+        self.read_only = read_only and self.path != ":memory:"
+        if self.read_only and not Path(self.path).exists():
+            raise ConnectorError(f"DuckDB database {self.path!r} does not exist. "
+                                 "Hint: check the path (read-only commands never create a database).")
         # URL options: duckdb:///x.db?memory_limit=3GB&threads=2
         options = dict(p.split("=", 1) for p in url.partition("?")[2].split("&") if "=" in p)
         unknown = set(options) - {"memory_limit", "threads"}
         if unknown:
             raise ConnectorError(f"Unknown DuckDB URL option(s) {sorted(unknown)}; known: memory_limit, threads.")
         try:
-            self.con = duckdb.connect(self.path, config=options)
+            self.con = duckdb.connect(self.path, read_only=self.read_only, config=options)
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise ConnectorError(

@@ -269,7 +269,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     from connectors import connect
-    from sql.dialects import rebuild_script
+    from engine.rebuild import rebuild_script
 
     con = connect(args.db)
     try:

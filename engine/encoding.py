@@ -18,8 +18,7 @@ import polars as pl
 
 from engine.errors import DataError, HierarchyError
 from engine.hierarchy import Hierarchy
-
-COUNT_COLUMN = "__ppdp_n"
+from sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,5 +1,7 @@
 """The exception tree of ppdp. Every message says what is wrong and ends with a hint."""
 
+import sql.errors as _sql_errors
+
 
 class PpdpError(Exception):
     """Base of every error ppdp raises on purpose (the CLI turns these into exit code 2)."""
@@ -37,3 +39,10 @@ def known_names(names) -> str:
     a sentence that says so (never "Known: .")."""
     names = sorted(names)
     return f" Known: {', '.join(names)}." if names else " Nothing is allowed here."
+
+
+class SqlSpecError(SpecError, _sql_errors.SqlBuildError):
+    """SQL could not be built from the spec (raised by ``sql/``, which cannot import engine)."""
+
+
+_sql_errors.error_class = SqlSpecError

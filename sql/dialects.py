@@ -11,16 +11,16 @@ otherwise passes DuckDB-only syntax through or drops constructs it cannot expres
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
+from sqlglot.optimizer.qualify import qualify
 
-from connectors.base import Connector
-from engine import catalog
-from engine.errors import SpecError
-from engine.spec import spec_from_dict
 from sql import queries as Q
-from sql.quoting import ident, quote_table, table_expr
+from sql.errors import build_error
+from sql.quoting import ident, table_expr
 
 DIALECTS = ("duckdb", "postgres", "snowflake", "bigquery", "spark")
 REBUILD_SCHEMA = "ppdp_rebuild"
@@ -66,50 +66,77 @@ def _inserts(name: str, rows: list[tuple]) -> list[exp.Insert]:
     return out
 
 
-def rebuild_statements(con: Connector, name: str, dialect: str = "duckdb") -> list[exp.Expression]:
-    """The statements, as expressions, that rebuild the current version of ``name``."""
-    run = catalog.latest_success(con, name) if catalog.has_catalog(con) else None
-    if run is None:
-        raise SpecError(f"No published release named {name!r} in {con.url}.")
-    spec = spec_from_dict(run.spec)
-    version = run.version
-    private = lambda t: quote_table(Q.PRIVATE_SCHEMA, t, con.dialect)  # noqa: E731
-    hier = con.query(f"SELECT release, version, attribute, level, leaf, value, leaf_count FROM {private('hierarchies')} "
-                     "WHERE release = ? AND version = ? ORDER BY attribute, level, leaf", [name, version])
-    sup = con.query(f"SELECT release, version, key FROM {private('suppressed')} WHERE release = ? AND version = ? ORDER BY key", [name, version])
-    rids = con.query(f"SELECT release, key, row_id FROM {private('row_ids')} WHERE release = ? ORDER BY key", [name])
-    source = Q.Source(spec.schema, spec.table, spec.query, "duckdb")
-    select = Q.release_select(source, release=name, version=version, columns=_released_columns(con, spec, version),
-                              levels={q: int(g) for q, g in run.solution["levels"].items()}, key=spec.key,
-                              private_schema=REBUILD_SCHEMA)
-    table = table_expr(spec.output_schema, f"{name}__v{version}")
-    view = table_expr(spec.output_schema, name)
+@dataclass(frozen=True)
+class RebuildData:
+    """What a rebuild script needs, read from the catalog by engine.rebuild (plain values only)."""
+
+    name: str
+    version: int
+    output_schema: str
+    source_schema: str | None
+    source_table: str | None
+    source_query: str | None
+    source_dialect: str  # the dialect the release ran in (source.query is written in it)
+    key: str
+    columns: tuple[str, ...]  # released columns in order, without the row id
+    levels: dict[str, int]
+    hierarchies: tuple[tuple, ...]  # (release, version, attribute, level, leaf, value, leaf_count)
+    suppressed: tuple[tuple, ...]  # (release, version, key)
+    row_ids: tuple[tuple, ...]  # (release, key, row_id)
+    # {schema: {table: {column: type}}} of the tables source.query reads: ``* EXCLUDE`` (DuckDB)
+    # has no PostgreSQL form, so such stars are expanded to column lists with it.
+    query_tables: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+
+
+def portable_query(query: str, read: str, write: str, tables: dict[str, dict[str, dict[str, str]]]) -> str:
+    """``query`` with stars that exclude, replace or rename columns expanded to explicit columns
+    (sqlglot otherwise writes DuckDB's ``* EXCLUDE (c)`` as ``* EXCEPT (c)`` for PostgreSQL,
+    which PostgreSQL rejects); unchanged when it has none or ``write == read``."""
+    parsed = sqlglot.parse_one(query, read=read)
+    special = [s for s in parsed.find_all(exp.Star) if any(s.args.get(a) for a in ("except", "except_", "replace", "rename"))]
+    if not special or write == read:
+        return query
+    try:
+        expanded = qualify(parsed, schema=tables, dialect=read, quote_identifiers=True, validate_qualify_columns=True)
+    except (sqlglot.errors.OptimizeError, sqlglot.errors.SchemaError) as exc:
+        raise build_error(f"source.query cannot be written in {write}: {str(exc).splitlines()[0]}. "
+                          "Hint: list the columns instead of * EXCLUDE / REPLACE.") from None
+    return expanded.sql(dialect=read)
+
+
+def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.Expression]:
+    """The statements, as expressions, that rebuild version ``data.version`` of ``data.name``."""
+    query = data.source_query
+    if query is not None:
+        query = portable_query(query, data.source_dialect, dialect, data.query_tables)
+    # Built for the target dialect (the canonical text of values differs per dialect); the user
+    # query is read in the dialect it was written in.
+    source = Q.Source(data.source_schema, data.source_table, query, dialect, query_dialect=data.source_dialect)
+    select = Q.release_select(source, release=data.name, version=data.version, columns=list(data.columns),
+                              levels=dict(data.levels), key=data.key, private_schema=REBUILD_SCHEMA)
+    table = table_expr(data.output_schema, f"{data.name}__v{data.version}")
+    view = table_expr(data.output_schema, data.name)
     stmts: list[exp.Expression] = [
         exp.Create(this=table_expr(None, REBUILD_SCHEMA).this, kind="SCHEMA", exists=True),
-        exp.Create(this=ident(spec.output_schema), kind="SCHEMA", exists=True),
+        exp.Create(this=ident(data.output_schema), kind="SCHEMA", exists=True),
     ]
-    for t, frame in (("hierarchies", hier), ("suppressed", sup), ("row_ids", rids)):
+    for t, rows in (("hierarchies", data.hierarchies), ("suppressed", data.suppressed), ("row_ids", data.row_ids)):
         stmts.append(_create_table(t, dialect))
-        stmts += _inserts(t, frame.rows())
+        stmts += _inserts(t, list(rows))
     stmts.append(exp.Create(this=table, kind="TABLE", expression=select))
     stmts.append(exp.Create(this=view, kind="VIEW", replace=True,
-                            expression=exp.select(exp.Star()).from_(table_expr(spec.output_schema, f"{name}__v{version}"))))
+                            expression=exp.select(exp.Star()).from_(table_expr(data.output_schema, f"{data.name}__v{data.version}"))))
     return stmts
 
 
-def _released_columns(con: Connector, spec, version: int) -> list[str]:
-    cols = con.relation_columns(spec.output_schema, f"{spec.output_name}__v{version}") or []
-    return [c for c, _ in cols if c != Q.ROW_ID]
-
-
-def rebuild_script(con: Connector, name: str, dialect: str) -> str:
+def render_script(data: RebuildData, dialect: str) -> str:
     """The rebuild script in ``dialect``; unsupported constructs raise instead of vanishing."""
     if dialect not in DIALECTS:
-        raise SpecError(f"Unknown dialect {dialect!r}. Known: {', '.join(DIALECTS)}.")
-    stmts = rebuild_statements(con, name, dialect)
+        raise build_error(f"Unknown dialect {dialect!r}. Known: {', '.join(DIALECTS)}.")
+    stmts = rebuild_statements(data, dialect)
     try:
         body = [s.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE) for s in stmts]
     except sqlglot.errors.UnsupportedError as exc:
-        raise SpecError(f"The release cannot be expressed in {dialect}: {exc}") from None
-    header = f"-- ppdp: rebuild {name!r} (current version) in {dialect}; needs the source table under its own name\n"
+        raise build_error(f"The release cannot be expressed in {dialect}: {exc}") from None
+    header = f"-- ppdp: rebuild {data.name!r} (current version) in {dialect}; needs the source table under its own name\n"
     return header + ";\n".join(body) + ";\n"

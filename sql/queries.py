@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from engine.encoding import COUNT_COLUMN
-from engine.errors import SpecError
+from sql.errors import build_error
 from sql.quoting import ident, quote_ident, quote_table, table_expr
 
 PRIVATE_SCHEMA = "_ppdp"
+COUNT_COLUMN = "__ppdp_n"  # the row count column of the histogram (engine.encoding reads it)
 ROW_ID = "ppdp_row_id"  # the release row id column of every published version
 
 
@@ -33,6 +33,9 @@ class Source:
     # a private table with one VARCHAR column ``key``, and the key column it refers to.
     withheld: str | None = None
     key: str | None = None
+    # The dialect source.query is written in, when SQL for another dialect is generated from it
+    # (``ppdp sql``); None: ``dialect``.
+    query_dialect: str | None = None
 
     def sql(self) -> str:
         """FROM-clause text of the relation, aliased ``src``."""
@@ -44,27 +47,51 @@ class Source:
         else:
             inner = self.parsed_query().sql(dialect=self.dialect)
         if self.withheld is not None:
-            k = quote_ident(self.key, self.dialect)
-            inner = (f"SELECT * FROM ({inner}) AS w WHERE CAST(w.{k} AS VARCHAR) NOT IN "
-                     f"(SELECT key FROM {quote_table(PRIVATE_SCHEMA, self.withheld, self.dialect)})")
+            # NOT EXISTS, not NOT IN: PostgreSQL plans NOT IN (subquery) as a per-row scan of the
+            # subquery (NULL semantics forbid a hash anti-join); NOT EXISTS becomes Hash Anti Join.
+            inner = (f"SELECT * FROM ({inner}) AS w WHERE NOT EXISTS (SELECT 1 FROM "
+                     f"{quote_table(PRIVATE_SCHEMA, self.withheld, self.dialect)} AS wk "
+                     f"WHERE wk.key = {text(self.key or '', 'w', self.dialect)})")
         return f"({inner}) AS src"
 
     def parsed_query(self) -> exp.Expression:
         try:
-            parsed = sqlglot.parse(self.query or "", read=self.dialect)
+            parsed = sqlglot.parse(self.query or "", read=self.query_dialect or self.dialect)
         except sqlglot.errors.ParseError as exc:
-            raise SpecError(f"source.query is not valid SQL: {str(exc).splitlines()[0]}") from None
+            raise build_error(f"source.query is not valid SQL: {str(exc).splitlines()[0]}") from None
         if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
-            raise SpecError("source.query must be exactly one SELECT statement.")
+            raise build_error("source.query must be exactly one SELECT statement. Hint: one SELECT (or WITH ... SELECT), no trailing statements.")
         return parsed[0]
 
     def describe(self) -> str:
         return quote_table(self.schema, self.table, self.dialect) if self.table is not None else "source.query"
 
 
+# DuckDB writes an integral DOUBLE as '39.0', PostgreSQL (and Snowflake, BigQuery) as '39'.
+# Hierarchy leaves, suppressed keys and row ids are text, so a release published from one and
+# rebuilt on the other matched nothing. The canonical text of a floating value is PostgreSQL's
+# shortest round-trip form: integral values without '.0' (exact for |x| < 1e15, where neither
+# database switches to an exponent), all other values as both databases already agree ('39.5',
+# '1e+20'). DuckDB strips the '.0' only when the column's type is DOUBLE/FLOAT: typeof() of a
+# column is a constant, so other types keep a plain CAST at no cost.
+_FLOAT_TYPES = ("DOUBLE", "FLOAT")
+
+
+def text_expr(column: exp.Expression, dialect: str = "duckdb") -> exp.Expression:
+    """``column`` as canonical text (see above), as a sqlglot expression for ``dialect``."""
+    cast = exp.cast(column.copy(), exp.DataType.build("VARCHAR"))
+    if dialect != "duckdb":
+        return cast
+    is_float = exp.In(this=exp.Anonymous(this="typeof", expressions=[column.copy()]),
+                      expressions=[exp.Literal.string(t) for t in _FLOAT_TYPES])
+    stripped = exp.Anonymous(this="regexp_replace", expressions=[cast.copy(), exp.Literal.string("\\.0$"), exp.Literal.string("")])
+    return exp.Case(ifs=[exp.If(this=is_float, true=stripped)], default=cast)
+
+
 def text(col: str, alias: str = "src", dialect: str = "duckdb") -> str:
-    """A source column as text: the form in which it is compared with hierarchy leaves."""
-    return f"CAST({alias}.{quote_ident(col, dialect)} AS VARCHAR)"
+    """A source column as text: the form in which it is compared with hierarchy leaves and keys
+    (the same on every dialect, floating values included)."""
+    return text_expr(exp.column(col, alias, quoted=True), dialect).sql(dialect=dialect)
 
 
 def histogram_query(source: Source, qids: list[str], sensitive: list[str]) -> str:
@@ -92,24 +119,41 @@ def null_safe_eq(a: str, b: str) -> str:
     return f"COALESCE({a}, '') = COALESCE({b}, '') AND ({a} IS NULL) = ({b} IS NULL)"
 
 
+def combination_hash(columns: list[str], alias: str, d: str = "duckdb") -> str:
+    """md5 of the canonical texts of ``columns`` (of relation ``alias``): one join key per (QID,
+    SA) combination, unambiguous (each value length-prefixed, NULL as 'N')."""
+    parts = []
+    for c in columns:
+        t = text(c, alias, d)
+        parts.append(f"COALESCE(CAST(LENGTH({t}) AS VARCHAR) || ':' || {t}, 'N')")
+    return f"MD5({' || '.join(parts)})"
+
+
 def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: list[str], retained_table: str) -> str:
     """Keys of the rows to suppress, chosen per (QID, SA) combination by key order.
 
     ``retained_table`` (private schema) holds, per combination, how many rows to keep; rows
     beyond that rank — and rows of combinations not in it (NULL QIDs) — are suppressed.
+
+    Only combinations kept in part are ranked, and combinations are matched by one hash column:
+    ranking every row by all QID and SA texts, and joining on 2 conditions per column, made
+    PostgreSQL sort the whole source to disk several times (33 s of a 1M-row release).
     """
     d = source.dialect
     cols = qids + sensitive
-    part = ", ".join(text(c, dialect=d) for c in cols)
-    on = " AND ".join(null_safe_eq(f"r.{quote_ident(c, d)}", f"ranked.{quote_ident('__t_' + c, d)}") for c in cols)
-    ranked_cols = ", ".join(f"{text(c, dialect=d)} AS {quote_ident('__t_' + c, d)}" for c in cols)
     k = quote_ident(key, d)
+    n = quote_ident(COUNT_COLUMN, d)
     return (
-        f"SELECT CAST(ranked.{k} AS VARCHAR) AS key FROM ("
-        f"SELECT src.{k} AS {k}, {ranked_cols}, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY src.{k}) AS rn "
-        f"FROM {source.sql()}) AS ranked "
-        f"LEFT JOIN {quote_table(PRIVATE_SCHEMA, retained_table, d)} AS r ON {on} "
-        f"WHERE ranked.rn > COALESCE(r.{quote_ident(COUNT_COLUMN, d)}, 0)"
+        f"WITH s AS (SELECT src.{k} AS {k}, {combination_hash(cols, 'src', d)} AS combo FROM {source.sql()}), "
+        f"r AS (SELECT {combination_hash(cols, 'rt', d)} AS combo, rt.{n} AS keep "
+        f"FROM {quote_table(PRIVATE_SCHEMA, retained_table, d)} AS rt), "
+        f"j AS (SELECT s.{k} AS {k}, s.combo AS combo, COALESCE(r.keep, 0) AS keep FROM s LEFT JOIN r ON r.combo = s.combo), "
+        f"p AS (SELECT combo, MIN(keep) AS keep FROM j WHERE keep > 0 GROUP BY combo HAVING COUNT(*) > MIN(keep)) "
+        f"SELECT {text(key, 'j', d)} AS key FROM j WHERE keep = 0 "
+        f"UNION ALL "
+        f"SELECT {text(key, 'ranked', d)} AS key FROM (SELECT j.{k} AS {k}, p.keep AS keep, "
+        f"ROW_NUMBER() OVER (PARTITION BY j.combo ORDER BY j.{k}) AS rn FROM j JOIN p ON p.combo = j.combo) AS ranked "
+        f"WHERE ranked.rn > ranked.keep"
     )
 
 
@@ -144,33 +188,38 @@ def release_select(
             exp.column("version", alias, quoted=True).eq(exp.Literal.number(version)),
             exp.column("attribute", alias, quoted=True).eq(exp.Literal.string(col)),
             exp.column("level", alias, quoted=True).eq(exp.Literal.number(level)),
-            exp.column("leaf", alias, quoted=True).eq(
-                exp.cast(exp.column(col, "src", quoted=True), exp.DataType.build("VARCHAR"))
-            ),
+            exp.column("leaf", alias, quoted=True).eq(text_expr(exp.column(col, "src", quoted=True), d)),
         )
-        select = select.join(table_expr(private_schema, "hierarchies", alias=alias), on=cond)
+        # LEFT JOIN: PostgreSQL estimates each inner join on leaf from the leaf count of the
+        # whole hierarchies table, so after a few QIDs it expects 1 row and nests loops over the
+        # source (17 s for 1M rows); an outer join keeps the estimate at the source's size. Same
+        # rows: a row whose QID matches no leaf (NULL) is a suppressed key, removed below.
+        select = select.join(table_expr(private_schema, "hierarchies", alias=alias), on=cond, join_type="left")
         projections.append(exp.alias_(exp.column("value", alias, quoted=True), ident(col)))
     if row_ids:
         # Random surrogate per source key, stable across versions (never derived from the key).
         cond = exp.and_(
             exp.column("release", "rid", quoted=True).eq(exp.Literal.string(release)),
-            exp.column("key", "rid", quoted=True).eq(exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))),
+            exp.column("key", "rid", quoted=True).eq(text_expr(exp.column(key, "src", quoted=True), d)),
         )
         select = select.join(table_expr(private_schema, "row_ids", alias="rid"), on=cond)
         projections.insert(0, exp.alias_(exp.column("row_id", "rid", quoted=True), ident(ROW_ID)))
     select = select.select(*projections)
+    # Suppressed keys leave by a correlated NOT EXISTS: PostgreSQL hash-anti-joins it, while
+    # NOT IN (subquery) is a per-row subplan there (its NULL semantics forbid the hash plan).
+    key_text = text_expr(exp.column(key, "src", quoted=True), d)
     suppressed = (
-        exp.select(exp.column("key", "s", quoted=True))
+        exp.select(exp.Literal.number(1))
         .from_(table_expr(private_schema, "suppressed", alias="s"))
         .where(
             exp.and_(
                 exp.column("release", "s", quoted=True).eq(exp.Literal.string(release)),
                 exp.column("version", "s", quoted=True).eq(exp.Literal.number(version)),
+                exp.column("key", "s", quoted=True).eq(key_text),
             )
         )
     )
-    key_text = exp.cast(exp.column(key, "src", quoted=True), exp.DataType.build("VARCHAR"))
-    return select.where(exp.not_(exp.In(this=key_text, query=exp.Subquery(this=suppressed))), dialect=d)
+    return select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
 
 
 # --- verification: independent checks of a materialized release ----------------------------
@@ -192,7 +241,7 @@ def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: li
     sa_src = ", ".join(f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
     sa_g = ", ".join(str(i + 1) for i in range(len(sensitive)))
     sa_match = " AND ".join(
-        f"CAST(p.{quote_ident(c, d)} AS VARCHAR) IS NOT DISTINCT FROM q.{quote_ident(c, d)}" for c in sensitive
+        f"{text(c, 'p', d)} IS NOT DISTINCT FROM q.{quote_ident(c, d)}" for c in sensitive
     )
     cls_on = " AND ".join(f"p.{quote_ident(c, d)} = c.{quote_ident(c, d)}" for c in qids)
     g = _group(qids, d)
@@ -262,10 +311,13 @@ def new_row_ids_statement(source: Source) -> str:
     """Give every source key without a release row id a random one (params: release, release)."""
     d = source.dialect
     k = text(source.key or "", dialect=d)
+    # A correlated NOT EXISTS (hash anti-join on PostgreSQL); NOT IN (subquery) made a
+    # million-row rerun scan row_ids once per source row.
     return (
         f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} (release, key, row_id) "
         f"SELECT ?, {k}, CAST(gen_random_uuid() AS VARCHAR) FROM {source.sql()} "
-        f"WHERE {k} NOT IN (SELECT key FROM {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} WHERE release = ?)"
+        f"WHERE NOT EXISTS (SELECT 1 FROM {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS known "
+        f"WHERE known.release = ? AND known.key = {k})"
     )
 
 

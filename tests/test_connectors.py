@@ -7,6 +7,7 @@ then runs against that connector. Plus unit tests of the PostgreSQL placeholder 
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -245,8 +246,11 @@ class TestPostgres(ConnectorSuite):
             con.unlock("ppdp:published.adult")
             assert other.try_lock("ppdp:published.adult")
         finally:
-            other.close()  # closing the session frees its locks
-        assert con.try_lock("ppdp:published.adult")
+            other.close()  # closing the session frees its locks...
+        deadline = time.monotonic() + 5  # ...once its backend has exited, which the close does not wait for
+        while not con.try_lock("ppdp:published.adult"):
+            assert time.monotonic() < deadline, "the closed session's lock was never freed"
+            time.sleep(0.05)
 
     def test_numeric_results_come_back_as_floats(self, con: Connector) -> None:
         df = con.query("SELECT COUNT(*) * 1.0 / 3 AS r, CAST(2.5 AS NUMERIC) AS n")

@@ -19,7 +19,7 @@ import engine.release as release_module
 from connectors import connect
 from connectors.base import ConnectorError
 from engine import catalog, jobs
-from sql.dialects import rebuild_script
+from engine.rebuild import rebuild_script
 from tests.conftest import ADULT
 from tests.test_postgres_release import adult_frame
 

@@ -8,9 +8,9 @@ import pytest
 import sqlglot
 
 from connectors import connect
+from engine.rebuild import rebuild_script
 from engine.release import run_release
 from engine.spec import load_spec
-from sql.dialects import rebuild_script
 from tests.conftest import load_adult, write_spec
 
 T = '[[privacy.models]]\nname = "k-anonymity"\nk = 4\n[[privacy.models]]\nname = "t-closeness"\nt = 0.3\n'

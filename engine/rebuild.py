@@ -10,26 +10,33 @@ from connectors.base import Connector
 from engine import catalog
 from engine.errors import SpecError
 from engine.spec import spec_from_dict
+from sql import catalog as C
 from sql import queries as Q
 from sql.dialects import DIALECTS, RebuildData, render_script
-from sql.quoting import quote_table
 
 
 def rebuild_data(con: Connector, name: str) -> RebuildData:
     """Everything the rebuild script of ``name``'s current version needs, read from ``con``."""
-    run = catalog.latest_success(con, name) if catalog.has_catalog(con) else None
+    release = catalog.resolve_release(con, name)
+    run = catalog.latest_success(con, release)
     if run is None:
         raise SpecError(f"No published release named {name!r} in {con.url}. Hint: 'ppdp runs' lists the releases.")
     spec = spec_from_dict(run.spec)
     version = int(run.version)
-    private = lambda t: quote_table(Q.PRIVATE_SCHEMA, t, con.dialect)  # noqa: E731
-    hier = con.query(f"SELECT release, version, attribute, level, leaf, value, leaf_count FROM {private('hierarchies')} "
-                     "WHERE release = ? AND version = ? ORDER BY attribute, level, leaf", [name, version])
-    sup = con.query(f"SELECT release, version, key FROM {private('suppressed')} WHERE release = ? AND version = ? ORDER BY key", [name, version])
-    rids = con.query(f"SELECT release, key, row_id FROM {private('row_ids')} WHERE release = ? ORDER BY key", [name])
-    cols = con.relation_columns(spec.output_schema, f"{name}__v{version}") or []
+    held = (run.cross_version or {}).get("held_back", {})
+    standing = int(held.get("deletes_delayed", 0)) + int(held.get("changes_delayed", 0))
+    if standing:
+        raise SpecError(f"v{version} of {release} holds {standing} row(s) held back from v{version - 1} (delayed deletions or "
+                        "changes, for privacy across versions) that the source no longer has, so a script that rebuilds "
+                        "it from the source cannot reproduce them. Hint: copy the version table itself ('ppdp export'), "
+                        "or rebuild after a later version has published those changes.")
+    d = con.dialect
+    hier = con.query(C.version_hierarchies(d), [release, version])
+    sup = con.query(C.version_suppressed(d), [release, version])
+    rids = con.query(C.release_row_ids(d), [release])
+    cols = con.relation_columns(spec.output_schema, f"{spec.output_name}__v{version}") or []
     return RebuildData(
-        name=name, version=version, output_schema=spec.output_schema, source_schema=spec.schema, source_table=spec.table,
+        name=spec.output_name, release=release, version=version, output_schema=spec.output_schema, source_schema=spec.schema, source_table=spec.table,
         source_query=spec.query, source_dialect=con.dialect, key=spec.key,
         columns=tuple(c for c, _ in cols if c != Q.ROW_ID), levels={q: int(g) for q, g in run.solution["levels"].items()},
         hierarchies=tuple(hier.rows()), suppressed=tuple(sup.rows()), row_ids=tuple(rids.rows()),

@@ -181,3 +181,17 @@ def unsuppress_carried(reverts: str, d: str = "duckdb") -> str:
     return (f"DELETE FROM {private('suppressed', d)} WHERE release = ? AND version = ? AND key IN "
             f"(SELECT i.key FROM {private('row_ids', d)} AS i JOIN {reverts} AS r ON r.row_id = i.row_id "
             "WHERE i.release = ? AND r.action IN ('carry', 'keep'))")
+
+
+def version_hierarchies(d: str = "duckdb") -> str:
+    """A version's hierarchy rows (params: release, version)."""
+    return (f"SELECT release, version, attribute, level, leaf, value, leaf_count FROM {private('hierarchies', d)} "
+            "WHERE release = ? AND version = ? ORDER BY attribute, level, leaf")
+
+
+def version_suppressed(d: str = "duckdb") -> str:
+    return f"SELECT release, version, key FROM {private('suppressed', d)} WHERE release = ? AND version = ? ORDER BY key"
+
+
+def release_row_ids(d: str = "duckdb") -> str:
+    return f"SELECT release, key, row_id FROM {private('row_ids', d)} WHERE release = ? ORDER BY key"

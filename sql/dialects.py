@@ -70,7 +70,8 @@ def _inserts(name: str, rows: list[tuple]) -> list[exp.Insert]:
 class RebuildData:
     """What a rebuild script needs, read from the catalog by engine.rebuild (plain values only)."""
 
-    name: str
+    name: str  # output name: the version table and view are named after it
+    release: str  # the release's identity (schema and name), the key of its private rows
     version: int
     output_schema: str
     source_schema: str | None
@@ -112,7 +113,7 @@ def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.E
     # Built for the target dialect (the canonical text of values differs per dialect); the user
     # query is read in the dialect it was written in.
     source = Q.Source(data.source_schema, data.source_table, query, dialect, query_dialect=data.source_dialect)
-    select = Q.release_select(source, release=data.name, version=data.version, columns=list(data.columns),
+    select = Q.release_select(source, release=data.release, version=data.version, columns=list(data.columns),
                               levels=dict(data.levels), key=data.key, private_schema=REBUILD_SCHEMA)
     table = table_expr(data.output_schema, f"{data.name}__v{data.version}")
     view = table_expr(data.output_schema, data.name)

@@ -9,11 +9,6 @@ import sys
 from pathlib import Path
 
 DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
-DEMO_QUERY = (
-    "SELECT occupation, COUNT(*) AS people,\n"
-    "       ROUND(100.0 * AVG(CASE WHEN \"salary-class\" = '>50K' THEN 1 ELSE 0 END), 1) AS pct_over_50k\n"
-    "FROM published.adult\nGROUP BY occupation\nORDER BY people DESC\nLIMIT 8"
-)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -111,6 +106,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from connectors import connect
     from engine.release import run_release
     from engine.spec import load_spec
+    from sql import demo as demo_sql
 
     data = Path(__file__).parent / "data"
     db = str(Path(args.db).resolve())
@@ -118,8 +114,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         if con.relation_columns("main", "adult") is None:
             csv = str(data / "adult" / "adult.csv")
-            con.execute("CREATE TABLE adult AS SELECT CAST(row_number() OVER () AS BIGINT) AS id, * "
-                        "FROM read_csv(?, delim = ';', header = true, all_varchar = false)", [csv])
+            con.execute(demo_sql.load_csv_with_id("adult"), [csv])
             print(f"loaded adult (30,162 rows) into {db} as table main.adult")
     finally:
         con.close()
@@ -130,8 +125,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     con = connect(f"duckdb://{db}")
     try:
         print("An analyst's query on the published view:\n")
-        print("  " + DEMO_QUERY.replace("\n", "\n  ") + "\n")
-        _print_frame(con.query(DEMO_QUERY))
+        print("  " + demo_sql.ANALYST_QUERY.replace("\n", "\n  ") + "\n")
+        _print_frame(con.query(demo_sql.ANALYST_QUERY))
     finally:
         con.close()
     print(f"\nNext: ppdp show adult --db {db}   |   ppdp export adult_release.duckdb --db {db}")

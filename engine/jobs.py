@@ -18,8 +18,8 @@ from engine import catalog
 from engine.errors import SpecError
 from engine.release import ReleaseOutcome, run_release
 from engine.spec import load_spec, spec_from_dict
+from sql import catalog as catalog_sql
 from sql.queries import PRIVATE_SCHEMA
-from sql.quoting import quote_table
 
 
 def _absolute_hierarchies(raw: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -47,9 +47,8 @@ def register_job(db: str, spec_path: str | Path, *, name: str | None = None) -> 
     try:
         with con.transaction():
             catalog.ensure_schema(con)
-            con.execute(f"DELETE FROM {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} WHERE name = ?", [job])
-            con.execute(f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} (name, spec, enabled) VALUES (?, ?, TRUE)",
-                        [job, json.dumps(raw, sort_keys=True)])
+            con.execute(catalog_sql.delete_job(con.dialect), [job])
+            con.execute(catalog_sql.insert_job(con.dialect), [job, json.dumps(raw, sort_keys=True)])
     finally:
         con.close()
     return job
@@ -57,8 +56,7 @@ def register_job(db: str, spec_path: str | Path, *, name: str | None = None) -> 
 
 def load_job(con: Connector, name: str) -> dict[str, Any]:
     has_jobs = con.relation_columns(PRIVATE_SCHEMA, "jobs") is not None
-    rows = con.query(f"SELECT name, spec, enabled FROM {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} WHERE name = ?", [name]) \
-        if has_jobs else None
+    rows = con.query(catalog_sql.select_job(con.dialect), [name]) if has_jobs else None
     if rows is None or rows.height == 0:
         raise SpecError(f"No job named {name!r} in {con.url}. Hint: 'ppdp job list --db ...' shows the registered jobs.")
     row = rows.row(0, named=True)
@@ -97,7 +95,7 @@ def list_jobs(db: str) -> list[dict[str, Any]]:
     try:
         if con.relation_columns(PRIVATE_SCHEMA, "jobs") is None:
             return []
-        return con.query(f"SELECT name, enabled, created_at, updated_at FROM {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} ORDER BY name").to_dicts()
+        return con.query(catalog_sql.list_jobs(con.dialect)).to_dicts()
     finally:
         con.close()
 
@@ -108,7 +106,7 @@ def certificate(db: str, name: str) -> dict[str, Any]:
     try:
         release = None
         if con.relation_columns(PRIVATE_SCHEMA, "jobs") is not None:
-            rows = con.query(f"SELECT spec FROM {quote_table(PRIVATE_SCHEMA, 'jobs', con.dialect)} WHERE name = ?", [name])
+            rows = con.query(catalog_sql.select_job_spec(con.dialect), [name])
             if rows.height:
                 out = json.loads(rows["spec"][0]).get("output", {})
                 release = catalog.release_id(out.get("schema", "published"), out.get("name", name))

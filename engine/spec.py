@@ -339,7 +339,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
 
 def _file_query(file: str, base: Path) -> str:
     """A Parquet or CSV file as a source: a DuckDB reader over it (the path is an escaped literal)."""
-    from sqlglot import exp
+    from sql.files import file_query
 
     path = Path(file) if Path(file).is_absolute() else base / file
     if not path.exists():
@@ -348,7 +348,7 @@ def _file_query(file: str, base: Path) -> str:
     reader = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv"}.get(suffix)
     if reader is None:
         raise SpecError(f"source.file must be .parquet or .csv, got {path.name!r}.")
-    return f"SELECT * FROM {reader}({exp.Literal.string(str(path.resolve())).sql(dialect='duckdb')})"
+    return file_query(reader, str(path.resolve()))
 
 
 def _check_columns_disjoint(spec: ReleaseSpec) -> None:

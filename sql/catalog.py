@@ -195,3 +195,30 @@ def version_suppressed(d: str = "duckdb") -> str:
 
 def release_row_ids(d: str = "duckdb") -> str:
     return f"SELECT release, key, row_id FROM {private('row_ids', d)} WHERE release = ? ORDER BY key"
+
+
+# -- release jobs (engine/jobs.py): one row of _ppdp.jobs per job, keyed by name -------------------
+
+def delete_job(d: str = "duckdb") -> str:
+    """Remove the job named ``?`` (registering a job replaces one of the same name)."""
+    return f"DELETE FROM {private('jobs', d)} WHERE name = ?"
+
+
+def insert_job(d: str = "duckdb") -> str:
+    """Store an enabled job (params: name, spec JSON); the timestamps take their defaults."""
+    return f"INSERT INTO {private('jobs', d)} (name, spec, enabled) VALUES (?, ?, TRUE)"
+
+
+def select_job(d: str = "duckdb") -> str:
+    """name, spec and enabled of the job named ``?``."""
+    return f"SELECT name, spec, enabled FROM {private('jobs', d)} WHERE name = ?"
+
+
+def select_job_spec(d: str = "duckdb") -> str:
+    """The spec JSON of the job named ``?``."""
+    return f"SELECT spec FROM {private('jobs', d)} WHERE name = ?"
+
+
+def list_jobs(d: str = "duckdb") -> str:
+    """Every job with its state and timestamps, by name."""
+    return f"SELECT name, enabled, created_at, updated_at FROM {private('jobs', d)} ORDER BY name"

@@ -137,7 +137,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from connectors import connect
     from engine.release import reverify
 
-    con = connect(args.db)
+    con = connect(args.db, read_only=True)
     try:
         result = reverify(con, args.name)
     finally:
@@ -153,9 +153,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from connectors import connect
     from engine import catalog
 
-    con = connect(args.db)
+    con = connect(args.db, read_only=True)
     try:
-        runs = catalog.list_runs(con, args.name)
+        runs = catalog.list_runs(con, catalog.resolve_release(con, args.name) if args.name else None)
     finally:
         con.close()
     if getattr(args, "job", None):
@@ -179,9 +179,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from engine import catalog
     from engine.errors import SpecError
 
-    con = connect(args.db)
+    con = connect(args.db, read_only=True)
     try:
-        run = catalog.latest_success(con, args.name)
+        run = catalog.latest_success(con, catalog.resolve_release(con, args.name))
     finally:
         con.close()
     if run is None:
@@ -194,7 +194,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from connectors import connect
     from engine.export import export_schema
 
-    con = connect(args.db)
+    con = connect(args.db, read_only=True)
     try:
         copied = export_schema(con, args.schema, args.out)
     finally:
@@ -266,7 +266,7 @@ def cmd_sql(args: argparse.Namespace) -> int:
     from connectors import connect
     from engine.rebuild import rebuild_script
 
-    con = connect(args.db)
+    con = connect(args.db, read_only=True)
     try:
         print(rebuild_script(con, args.name, args.dialect))
     finally:

@@ -91,7 +91,7 @@ def run_job(db: str, name: str, *, dry_run: bool = False, progress: bool = True,
 
 
 def list_jobs(db: str) -> list[dict[str, Any]]:
-    con = connect(db)
+    con = connect(db, read_only=True)
     try:
         if con.relation_columns(PRIVATE_SCHEMA, "jobs") is None:
             return []
@@ -102,7 +102,7 @@ def list_jobs(db: str) -> list[dict[str, Any]]:
 
 def certificate(db: str, name: str) -> dict[str, Any]:
     """The audit record of the current version of job ``name``'s release (or of release ``name``)."""
-    con = connect(db)
+    con = connect(db, read_only=True)
     try:
         release = None
         if con.relation_columns(PRIVATE_SCHEMA, "jobs") is not None:

@@ -118,7 +118,7 @@ def _publish(ctx: RunContext, prep: Prepared, method, plan: ReleasePlan) -> Rele
         verification = verify_stage.verify(ctx, prep, version.table, expected, published, delta_written=version.delta == "written")
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, version.table)
-        grants = access.grant(ctx, view)
+        grants = access.grant(ctx)
         metrics = plan.metrics | {"released_records": version.rows, "held_back": held.record.get("held_back", {})}
         changes = candidate.changes | ({"delta": version.delta} if ctx.previous is not None else {})
         cross = held.record | ({"checks": verification.get("cross_version")} if "cross_version" in verification else {})

@@ -12,8 +12,6 @@ import ast
 import re
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 
 # A string that starts like a SQL statement (upper-case keyword, as ppdp writes SQL), or that

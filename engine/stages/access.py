@@ -1,14 +1,19 @@
-"""Stage 8: who may read the release: exactly USAGE on its schema and SELECT on its view."""
+"""Stage 8: who may read the release: exactly USAGE on its schema and SELECT on its view.
+
+Roles removed from ``[access] roles`` lose what ppdp granted them (engine/access.py); a database
+without roles (capability) takes no grants, and ``validate`` already refused roles there.
+"""
 
 from __future__ import annotations
 
+from connectors.base import ROLES
+from engine.access import apply_access
 from engine.stages.context import RunContext
-from sql import publish as P
 
 
-def grant(ctx: RunContext, view: str) -> dict:
-    spec, d = ctx.spec, ctx.dialect
-    for role in spec.reader_roles:
-        ctx.con.execute(P.grant_usage(spec.output_schema, role, d))
-        ctx.con.execute(P.grant_select(view, role, d))
-    return {"granted": list(spec.reader_roles)}
+def grant(ctx: RunContext) -> dict:
+    """Apply the spec's reader roles to the release's view (also when the list is empty)."""
+    spec = ctx.spec
+    if ROLES not in ctx.con.capabilities:
+        return {"granted": []}
+    return apply_access(ctx.con, spec.output_schema, spec.output_name, tuple(spec.reader_roles))

@@ -16,10 +16,12 @@ import polars as pl
 from connectors.base import Connector
 from engine import catalog
 from engine import hierarchy as hier
+from engine.access import missing_roles
 from engine.columns import check_declared
 from engine.encoding import EncodedTable, encode_histogram
 from engine.errors import DataError, SpecError
 from engine.models import PrivacyModel, build_model, check_possible
+from engine.naming import check_release_identifiers
 from engine.spec import ReleaseSpec
 from sql import history as H
 from sql import inspect
@@ -58,6 +60,11 @@ def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[
 
 def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     """Read and validate the source, hierarchies and models. Writes nothing."""
+    check_release_identifiers(con, spec.output_schema, spec.output_name)
+    missing = missing_roles(con, spec.reader_roles)
+    if missing:
+        raise SpecError(f"access.roles names role(s) that do not exist: {', '.join(missing)}. "
+                        "Hint: CREATE ROLE them or fix [access] roles.")
     source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
     columns = source_columns(spec, con, source)
     for role, names in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),

@@ -153,3 +153,69 @@ def test_names_that_need_quoting_on_postgres(postgres_database, tmp_path):
     con.close()
     assert [c for c, _ in cols] == ["ppdp_row_id", "the age", 'se"x', "from", "salary class"]  # key dropped
     assert still_there == 10 and smallest >= 3
+
+
+def _small_job(roles: list[str], name: str = "adult_small") -> dict:
+    job = json.loads(json.dumps(JOB))
+    job["quasi_identifiers"] = job["quasi_identifiers"][:3]
+    job["source"]["keep"] = ["native-country", "occupation", "race", "sex", "workclass"]
+    job["access"]["roles"] = roles
+    job["output"]["name"] = name
+    return job
+
+
+def test_a_role_removed_from_access_loses_the_view(warehouse):
+    """Finding 3: a role removed from [access] roles kept SELECT on the view."""
+    from engine.release import run_release
+    from engine.spec import spec_from_dict
+
+    server, url, dbname = warehouse
+    admin = connect(url)
+    admin.execute("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'auditor') THEN CREATE ROLE auditor LOGIN; END IF; END $$")
+    admin.execute("DELETE FROM public.adult WHERE id > 3000")
+    admin.close()
+    raw = _small_job(["analyst", "auditor"]) | {"source": _small_job([])["source"] | {"database": url}}
+    run_release(spec_from_dict(raw), progress=False)
+    auditor = connect(server.url_for(dbname).replace("postgres@", "auditor@"))
+    try:
+        assert auditor.query("SELECT COUNT(*) AS n FROM published.adult_small")["n"][0] > 2000
+    finally:
+        auditor.close()
+    admin = connect(url)
+    admin.execute("DELETE FROM public.adult WHERE id % 97 = 0")  # a change, so the rerun publishes v2
+    admin.close()
+    raw["access"]["roles"] = ["analyst"]
+    out = run_release(spec_from_dict(raw), progress=False)
+    assert out.run.version == 2 and out.run.solution["access"]["revoked_select"] == ["auditor"]
+    for role, allowed in (("analyst", True), ("auditor", False)):
+        reader = connect(server.url_for(dbname).replace("postgres@", f"{role}@"))
+        try:
+            if allowed:
+                assert reader.query("SELECT COUNT(*) AS n FROM published.adult_small")["n"][0] > 2000
+            else:
+                with pytest.raises(ConnectorError, match="permission denied"):
+                    reader.query("SELECT COUNT(*) AS n FROM published.adult_small")
+        finally:
+            reader.close()
+
+
+def test_missing_role_and_long_names_are_refused_before_any_write(warehouse):
+    """Findings 16 and 14: a missing role failed at GRANT after the search; a 62-byte output name
+    made __v1 and __v2 collide (PostgreSQL truncates identifiers at 63 bytes)."""
+    from engine.errors import SpecError
+    from engine.release import run_release
+    from engine.spec import spec_from_dict
+
+    _, url, _ = warehouse
+    for raw, message in (
+        (_small_job(["analyst", "nobody_here"]), "access.roles names role\\(s\\) that do not exist: nobody_here"),
+        (_small_job(["analyst"], name="x" * 62), "63"),
+    ):
+        raw["source"]["database"] = url
+        with pytest.raises(SpecError, match=message):
+            run_release(spec_from_dict(raw), progress=False)
+    con = connect(url)
+    try:
+        assert con.query("SELECT COUNT(*) AS n FROM information_schema.schemata WHERE schema_name IN ('_ppdp', 'published')")["n"][0] == 0
+    finally:
+        con.close()

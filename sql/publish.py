@@ -20,6 +20,15 @@ def drop_table(relation: str, *, if_exists: bool = True) -> str:
     return f"DROP TABLE {'IF EXISTS ' if if_exists else ''}{relation}"
 
 
+def shuffled(select_sql: str) -> str:
+    """``select_sql``'s rows in random order."""
+    return f"SELECT x.* FROM ({select_sql}) AS x ORDER BY random()"
+
+
+def select_all(relation: str) -> str:
+    return f"SELECT * FROM {relation}"
+
+
 def final_version(candidate: str, previous: str | None, reverts: str | None, d: str) -> str:
     """SELECT of the version's rows, shuffled: the candidate rows, minus reverted row ids, plus the
     previous version's row for each row id held back: 'carry' (it left: it stays) or 'keep'

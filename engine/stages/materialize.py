@@ -1,4 +1,4 @@
-"""Stage 3: the candidate rows of the new version, written aside in ``_ppdp`` (never visible).
+"""Stage 3: the candidate rows of the new version, written aside (not visible before the commit).
 
 Before the method's SELECT runs, every source key gets its random row id (stable across
 versions), the method stores its private state, and the source's sensitive distribution Q of
@@ -35,6 +35,7 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     salt = catalog.release_salt(con, ctx.release, spec.output_schema, spec.output_name)
     full = Q.Source(spec.schema, spec.table, spec.query, d)
     method.write_private_state(ctx, prep, plan)
+    ctx.clock.mark("private_state")
     con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
     ctx.clock.mark("row_ids")
     if prep.distribution is not None:
@@ -47,9 +48,14 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     delete, insert = C.replace_row_state(state, d)
     con.execute(delete, [ctx.release])
     con.execute(insert, [ctx.release, salt])
-    relation = quote_table(C.PRIVATE_SCHEMA, f"cand_{ctx.run_id}", d)
-    con.execute(P.create_as(relation, method.candidate_select(ctx, prep, plan)))
+    ctx.clock.mark("row_state")
+    # The candidate is written as the version table itself, shuffled, inside the run's
+    # transaction (invisible until the commit); it is rewritten only if the history stage holds
+    # records back, so a step without held-back records writes its rows once.
+    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.version}", d)
+    con.execute(P.drop_table(relation))
+    con.execute(P.create_as(relation, P.shuffled(method.candidate_select(ctx, prep, plan))))
     rows = int(con.query(P.count_rows(relation))["n"][0])
-    cols = tuple(c for c, _ in con.relation_columns(C.PRIVATE_SCHEMA, f"cand_{ctx.run_id}") or [])
+    cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or [])
     ctx.clock.mark("materialization")
     return Candidate(relation, rows, cols, changes)

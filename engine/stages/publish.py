@@ -27,15 +27,18 @@ class Published:
 def publish(ctx: RunContext, candidate: Candidate, history: HistoryOutcome, published: list[int]) -> Published:
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
     name, schema = spec.output_name, spec.output_schema
-    table = quote_table(schema, f"{name}__v{ctx.version}", d)
+    table = candidate.relation  # the version table, as the candidate was written
     previous = quote_table(schema, f"{name}__v{published[-1]}", d) if published else None
-    con.execute(P.drop_table(table))
-    con.execute(P.create_as(table, P.final_version(candidate.relation, previous, history.reverts, d)))
-    if history.reverts is not None:  # withheld rows are suppressed in this version (for rebuilds)
+    if history.reverts is not None:  # rewrite it with the held-back records, shuffled again
+        final = quote_table(C.PRIVATE_SCHEMA, f"final_{ctx.run_id}", d)
+        con.execute(P.create_as(final, P.final_version(table, previous, history.reverts, d)))
+        con.execute(P.drop_table(table))
+        con.execute(P.create_as(table, P.shuffled(P.select_all(final))))
+        con.execute(P.drop_table(final))
+        # withheld rows are suppressed in this version, standing rows are not (for rebuilds)
         con.execute(C.insert_withheld(history.reverts, d), [ctx.release, ctx.version, ctx.release])
         con.execute(C.unsuppress_carried(history.reverts, d), [ctx.release, ctx.version, ctx.release])
         con.execute(P.drop_table(history.reverts))
-    con.execute(P.drop_table(candidate.relation))
     rows = int(con.query(P.count_rows(table))["n"][0])
     ctx.clock.mark("version_table")
     delta = "first version"

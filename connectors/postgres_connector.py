@@ -24,7 +24,7 @@ Session safety (finding 13). URL options, removed before the URL reaches libpq:
 
 Planner settings for ppdp's analytical statements, also URL options:
 
-* ``work_mem`` (default ``64MB``, PostgreSQL's own is 4MB): with 4MB the 9-column joins and
+* ``work_mem`` (default ``256MB``, PostgreSQL's own is 4MB; a 1M-row version is shuffled by a sort): with 4MB the 9-column joins and
   groupings of a 1M-row release became sorts spilled to disk (hundreds of MB) instead of hash
   joins / hash aggregates.
 * ``jit`` (default ``off``): the release's wide generated expressions cost more to JIT-compile
@@ -183,7 +183,7 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
 
 
-SESSION_OPTIONS = {"statement_timeout": "0", "client_connection_check_interval": "2s", "work_mem": "64MB", "jit": "off"}
+SESSION_OPTIONS = {"statement_timeout": "0", "client_connection_check_interval": "2s", "work_mem": "256MB", "jit": "off"}
 _DURATION = re.compile(r"\d+(\.\d+)?\s*(us|ms|s|min|h|d)?")
 _OPTION_SYNTAX = {
     "statement_timeout": (_DURATION, "a duration, e.g. 30s, 500ms or 10min (0: none)"),

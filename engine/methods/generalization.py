@@ -122,6 +122,8 @@ class Generalization:
         con.execute(C.copy_staged("hierarchies", stage, d))
         con.execute(C.drop_private(stage, d))
         result: OptimizerResult = plan.state
+        if prep.table.excluded_null_rows == 0 and np.array_equal(result.retained, prep.table.counts):
+            return  # nothing is suppressed: no key to record, and no pass over the source to find none
         stage = f"retained_{ctx.run_id}"
         retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
         con.write_frame(C.PRIVATE_SCHEMA, stage, retained)

@@ -145,7 +145,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
     for c in result["checks"]:
         print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
     print(f"rows: {result['rows']} (expected {result['expected_rows']})")
-    print("verification passed" if result["passed"] else "verification FAILED")
+    print(f"{result['release']} v{result['version']}: " + ("verification passed" if result["passed"] else "verification FAILED")
+          + " (against what was published, t-closeness against the stored distribution)")
+    changed = {True: "the source has changed since this version was published (a new run would publish a new version)",
+               False: "the source is unchanged since this version was published",
+               None: "the source could not be read to compare"}[result["source_changed"]]
+    print(changed)
     return 0 if result["passed"] else 1
 
 

@@ -81,12 +81,12 @@ def child(spec_path: str, out_json: str) -> None:
     }))
 
 
-def run_backend(work: Path, backend: str, gen: Path, memory_limit: str, server=None) -> dict:
+def run_backend(work: Path, backend: str, gen: Path, memory_limit: str, server=None, threads: int | None = None) -> dict:
     """One release of the generated table on ``backend`` in a child process; its result record."""
     if backend == "postgres":
         url, schema = server.url, "public"
     else:
-        url, schema = f"duckdb://{gen}?memory_limit={memory_limit}", None
+        url, schema = f"duckdb://{gen}?memory_limit={memory_limit}" + (f"&threads={threads}" if threads else ""), None
     spec = spec_file(work / backend, url, schema)
     out = work / backend / "result.json"
     t1 = time.perf_counter()
@@ -156,6 +156,8 @@ def main() -> None:
     which.add_argument("--postgres", action="store_true", help="only PostgreSQL (a throwaway server)")
     which.add_argument("--duckdb", action="store_true", help="only DuckDB (a file)")
     ap.add_argument("--memory-limit", default="3GB", help="DuckDB memory_limit for the release (default 3GB)")
+    ap.add_argument("--duckdb-threads", type=int, help="DuckDB threads (default: all cores); 1 compares with "
+                    "PostgreSQL's single-threaded writes like for like")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -182,7 +184,7 @@ def main() -> None:
                 load_postgres(server.url, gen)
                 load_s = time.perf_counter() - t1
             for b in backends:  # the DuckDB release writes into gen, so PostgreSQL was loaded first
-                results[b] = run_backend(work, b, gen, args.memory_limit, server)
+                results[b] = run_backend(work, b, gen, args.memory_limit, server, args.duckdb_threads)
                 results[b].update(rows=args.rows, generate_seconds=gen_s, cores=os.cpu_count())
                 if b == "postgres":
                     results[b]["load_seconds"] = load_s
@@ -193,8 +195,10 @@ def main() -> None:
     out_dir = ROOT / "benchmarks" / "results"
     if len(backends) == 2:
         ratios = compare(results["duckdb"], results["postgres"], args.rows)
-        (out_dir / "scale_compare.json").write_text(json.dumps(
-            {"rows": args.rows, "cores": os.cpu_count(), "duckdb": results["duckdb"], "postgres": results["postgres"],
+        suffix = f"_duckdb{args.duckdb_threads}thread" if args.duckdb_threads else ""
+        (out_dir / f"scale_compare{suffix}.json").write_text(json.dumps(
+            {"rows": args.rows, "cores": os.cpu_count(), "duckdb_threads": args.duckdb_threads or "all",
+             "duckdb": results["duckdb"], "postgres": results["postgres"],
              "ratio_postgres_over_duckdb": ratios}, indent=2))
         return
     res = results[backends[0]]

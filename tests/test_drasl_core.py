@@ -319,3 +319,45 @@ def test_bad_kind_declarations_say_what_is_wrong():
         QidKind("age", "cont")
     with pytest.raises(DataError, match="outside its declared order"):
         fit_schema([QidKind("g", "ordinal", order=("a", "b"))], {"g": ["a", "c"]})
+
+
+# --- Alg. 1 first release -------------------------------------------------------------------
+
+
+def test_distances_to_rows_is_distances_to_many_on_a_subset():
+    rng = np.random.default_rng(5)
+    kinds, cols = _random_table(rng, 100)
+    enc = encode(fit_schema(kinds, cols), cols)
+    rows = np.array([7, 3, 99, 0, 42], dtype=np.int64)
+    a = 12
+    args = (enc.cont[a], enc.sem[a], enc.nom[a], enc.ordn[a], enc.cont, enc.sem, enc.nom, enc.ordn, enc.sem_table, enc.n_qids)
+    np.testing.assert_array_equal(_kernels.distances_to_rows(*args, rows), _kernels.distances_to_many(*args)[rows])
+
+
+@pytest.mark.parametrize(("n", "k", "seed"), [(40, 4, 1), (37, 5, 2), (23, 8, 3)])
+def test_first_release_matches_its_plain_twin(n, k, seed):
+    from engine.microaggregation.cluster import first_release, first_release_reference
+
+    rng = np.random.default_rng(seed)
+    kinds, cols = _random_table(rng, n)
+    schema = fit_schema(kinds, cols)
+    cat = builtin_catalogue("diseases32")
+    sa = rng.choice(cat.values, n).tolist()
+    fast = first_release(encode(schema, cols), cat.codes(sa), cat, k=k, seed=seed)
+    records = [{c: cols[c][i] for c in cols} for i in range(n)]
+    assert fast == first_release_reference(records, sa, schema, cat, k=k, seed=seed)
+    assert sorted(i for g in fast.groups for i in g) == list(range(n))  # a partition
+    assert len(fast.groups) == n // k and min(fast.sizes()) >= k and max(fast.sizes()) < 2 * k
+
+
+def test_first_release_avoids_synonymous_groups_when_qids_tie():
+    # Identical QIDs: only entropy and Pr decide, so each group of 4 should take one disease of
+    # each of the 4 categories (Tlink 0), which is what eq. 14's Pr term is for.
+    from engine.microaggregation.cluster import first_release
+
+    cat = builtin_catalogue("diseases32")
+    sa = ["anemia", "leukemia", "bronchitis", "pneumonia", "acne", "eczema", "gastritis", "colitis"]
+    kinds = [QidKind("age", "continuous"), QidKind("sex", "nominal")]
+    cols = {"age": [40] * 8, "sex": ["F"] * 8}
+    grouping = first_release(encode(fit_schema(kinds, cols), cols), cat.codes(sa), cat, k=4, seed=0)
+    assert [total_links([sa[i] for i in g], cat) for g in grouping.groups] == [0, 0]

@@ -40,3 +40,32 @@ def distances_to_many(a_cont, a_sem, a_nom, a_ord, cont, sem, nom, ordn, sem_tab
             total += abs(ordn[i, q] - a_ord[q])
         out[i] = total / n_qids
     return out
+
+
+@njit(cache=True)
+def distances_to_rows(a_cont, a_sem, a_nom, a_ord, cont, sem, nom, ordn, sem_table, n_qids, rows):
+    """``distances_to_many`` restricted to ``rows`` (int64 row indices), in that order: the
+    clustering loop asks for the still unassigned records only."""
+    m = rows.shape[0]
+    mc = cont.shape[1]
+    ms = sem.shape[1]
+    mn = nom.shape[1]
+    mo = ordn.shape[1]
+    out = np.empty(m, dtype=np.float64)
+    for t in range(m):
+        i = rows[t]
+        total = 0.0
+        for q in range(mc):
+            total += abs(cont[i, q] - a_cont[q])
+        for q in range(ms):
+            total += sem_table[q, sem[i, q], a_sem[q]]
+        if mn > 0:
+            mismatches = 0
+            for q in range(mn):
+                if nom[i, q] != a_nom[q]:
+                    mismatches += 1
+            total += mismatches / mn
+        for q in range(mo):
+            total += abs(ordn[i, q] - a_ord[q])
+        out[t] = total / n_qids
+    return out

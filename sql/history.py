@@ -136,3 +136,35 @@ def fresh(sig: str, new_history: str) -> str:
         "COUNT(*) OVER (PARTITION BY sg.sig_prev) AS n_prev, COUNT(*) OVER (PARTITION BY sg.sig_now) AS n_now "
         f"FROM ({sig}) AS sg) AS x WHERE x.sig_prev = {lit} OR x.ev = 1 OR x.n_prev <> x.n_now"
     )
+
+
+def prefix_select(previous: list[tuple[int, str]], qids: list[str], sensitive: list[str], last_version: int, d: str) -> str:
+    """Per row id ever published before this step: sig_prev (its history up to ``last_version``),
+    its labels hash and SA key at its last presence, and whether it is in ``last_version``.
+    Computed once per run; each round of the history stage then only joins the new version."""
+    return (
+        f"WITH st AS ({states(previous, qids, sensitive, d)}), "
+        "mk AS (SELECT rid, v, g, s, CASE WHEN LAG(s) OVER (PARTITION BY rid ORDER BY v) <> s THEN '*' ELSE '' END AS c, "
+        "ROW_NUMBER() OVER (PARTITION BY rid ORDER BY v DESC) AS back FROM st) "
+        "SELECT rid, md5(string_agg(CAST(v AS VARCHAR) || ':' || g || c, '|' ORDER BY v)) AS sig_prev, "
+        "MAX(CASE WHEN back = 1 THEN g END) AS last_g, MAX(CASE WHEN back = 1 THEN s END) AS last_s, "
+        f"MAX(CASE WHEN v = {int(last_version)} THEN 1 ELSE 0 END) AS present_prev FROM mk GROUP BY rid"
+    )
+
+
+def step_signatures(prefix_table: str, current: tuple[int, str], qids: list[str], sensitive: list[str],
+                    new_history: str, d: str) -> str:
+    """The same columns as ``signatures`` for this step, from the stored prefix and the new
+    version alone: sig_now extends sig_prev by the new version's entry (a hash chain: the same
+    partition into history classes as ``signatures``' hash of the whole history)."""
+    new = "'" + new_history.replace("'", "''") + "'"
+    cur = f"({states([current], qids, sensitive, d)})"
+    v = int(current[0])
+    return (
+        f"SELECT COALESCE(p.rid, e.rid) AS rid, COALESCE(p.sig_prev, {new}) AS sig_prev, "
+        f"CASE WHEN e.rid IS NULL THEN p.sig_prev ELSE md5(COALESCE(p.sig_prev, {new}) || '|{v}:' || e.g || "
+        "CASE WHEN p.last_s IS NOT NULL AND e.s <> p.last_s THEN '*' ELSE '' END) END AS sig_now, "
+        "CASE WHEN e.rid IS NULL THEN 0 ELSE 1 END AS present_now, COALESCE(p.present_prev, 0) AS present_prev, "
+        "CASE WHEN e.rid IS NOT NULL AND p.rid IS NOT NULL AND (p.last_g <> e.g OR p.last_s <> e.s) THEN 1 ELSE 0 END AS changed "
+        f"FROM {prefix_table} AS p FULL OUTER JOIN {cur} AS e ON e.rid = p.rid"
+    )

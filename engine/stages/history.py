@@ -66,14 +66,16 @@ def version_tables(ctx: RunContext, versions: list[int]) -> list[tuple[int, str]
     return [(v, quote_table(schema, f"{name}__v{v}", ctx.dialect)) for v in versions]
 
 
-def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, str]], current: int) -> dict[str, list[str]]:
+def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, str]], current: int,
+                    sig: str | None = None) -> dict[str, list[str]]:
     """History classes that fail a model, by model description -> list of sig_now. Only the
     classes this step reveals anew, unless the models changed since the previous version (then
-    every class must meet the new models)."""
+    every class must meet the new models). ``sig``: the row histories (default: computed from
+    every version, ``sql.history.signatures``)."""
     only_fresh = ctx.previous is not None and ctx.previous.spec.get("privacy") == ctx.spec.raw.get("privacy")
     d, spec = ctx.dialect, ctx.spec
     qids, sens = spec.qid_columns, list(spec.sensitive)
-    sig = H.signatures(versions, qids, sens, current, d)
+    sig = sig or H.signatures(versions, qids, sens, current, d)
     if only_fresh:
         sig = H.fresh(sig, NEW_HISTORY)
     out: dict[str, list[str]] = {}
@@ -109,17 +111,22 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     con.execute(C.reverts_table(name, d))
     effective = P.effective_version(candidate.relation, prev_rel if carry_ok else None, reverts, d)
     versions = previous + [(ctx.version, effective)]
+    # the histories up to the previous version, once; each round joins the new version to them
+    prefix_name = f"prefix_{ctx.run_id}"
+    prefix = quote_table(C.PRIVATE_SCHEMA, prefix_name, d)
+    con.execute(P.create_as(prefix, H.prefix_select(previous, spec.qid_columns, list(spec.sensitive), published[-1], d)))
+    sig = H.step_signatures(prefix, (ctx.version, effective), spec.qid_columns, list(spec.sensitive), NEW_HISTORY, d)
     actions: dict[str, str] = {}
     limit = int(spec.max_repair_fraction * prep.source_rows)
     failing: dict[str, list[str]] = {}
     for round_ in range(MAX_ROUNDS):
-        failing = failing_classes(ctx, prep, versions, ctx.version)
+        failing = failing_classes(ctx, prep, versions, ctx.version, sig)
         if not failing:
             break
         if not spec.holds_back_changes:
             _refuse(ctx, failing, "dynamic.policy \"strict\" publishes a step whole or not at all",
                     "use dynamic.policy = \"stable-levels\" to hold such records back until their class is large enough")
-        new = _actions(ctx, versions, failing, widen=round_ > 0, carry_ok=carry_ok, done=actions)
+        new = _actions(ctx, sig, failing, widen=round_ > 0, carry_ok=carry_ok, done=actions)
         if not new:
             _refuse(ctx, failing, _why_unrepairable(carry_ok),
                     "publish under a new output name (a fresh release), or keep the earlier levels and models")
@@ -134,19 +141,19 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     else:
         _refuse(ctx, failing, f"{MAX_ROUNDS} rounds of holding back did not make every class safe", "raise k's margin or publish less often")
     counts = {a: sum(1 for x in actions.values() if x == a) for a in ("withhold", "carry", "keep")}
-    size = con.query(H.class_count(H.signatures(versions, spec.qid_columns, list(spec.sensitive), ctx.version, d))).row(0, named=True)
+    size = con.query(H.class_count(sig)).row(0, named=True)
+    con.execute(C.drop_private(prefix_name, d))
     record = {"versions_checked": len(versions), "passed": True, "history_classes": int(size["classes"]),
               "rows_ever_published": int(size["rows_ever"]), "smallest_history_class": int(size["smallest"] or 0),
               "held_back": {"inserts_withheld": counts["withhold"], "deletes_delayed": counts["carry"], "changes_delayed": counts["keep"]}}
     return HistoryOutcome(reverts if actions else None, counts["withhold"], counts["carry"], record)
 
 
-def _actions(ctx: RunContext, versions, failing: dict[str, list[str]], *, widen: bool, carry_ok: bool,
+def _actions(ctx: RunContext, sig: str, failing: dict[str, list[str]], *, widen: bool, carry_ok: bool,
              done: dict[str, str]) -> dict[str, str]:
     """Row id -> 'withhold' (appears: not yet), 'carry' (leaves: its previous row stays) or 'keep'
     (changes: its previous row stays) for the records whose step is to be held back."""
-    con, d, spec = ctx.con, ctx.dialect, ctx.spec
-    sig = H.signatures(versions, spec.qid_columns, list(spec.sensitive), ctx.version, d)
+    con, d = ctx.con, ctx.dialect
     classes = sorted({s for sigs in failing.values() for s in sigs})
     stage = f"failing_{ctx.run_id}"
     con.execute(C.drop_private(stage, d, if_exists=True))

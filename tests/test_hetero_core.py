@@ -14,13 +14,17 @@ from engine.hetero.incremental import IncrementalState
 from engine.hetero.metrics import (
     QidTable,
     gcp,
+    hierarchy_levels,
     metric_scales,
     ncp_categorical,
     ncp_numeric,
     sil,
     tuple_ncp,
+    tuple_ncp_lca,
     tuple_sil_distance,
 )
+from engine.hierarchy import read_arx_csv
+from tests.conftest import ADULT
 
 # --- The paper's running example ---------------------------------------------------------------
 # Tables 1-3 are images missing from our text copy; this 9-tuple table is rebuilt from every
@@ -249,3 +253,26 @@ def test_k_equal_one_has_no_moves():
     state = IncrementalState(table, circulant_graph(9, 1))
     assert state.gcp() == 0 and state.sil() == 0
     assert not any(state.swap_is_valid(a, 0, b, 0) for a in range(9) for b in range(9))
+
+
+def test_lca_ncp_counts_the_leaves_under_the_lowest_common_ancestor():
+    """Adult's marital-status hierarchy (7 leaves; 'spouse present' over 2, 'spouse not present'
+    over 5; root *): a tuple covering Divorced and Never-married has LCA 'spouse not present'
+    (NCP (5-1)/(7-1)), one mixing both branches has LCA * (NCP 1), a single value NCP 0; eq. 2
+    gives 1/6 for two distinct values, which the LCA variant never undercuts."""
+    rows = read_arx_csv(ADULT / "adult_hierarchy_marital-status.csv", "marital-status").rows
+    categories = [r[0] for r in rows]
+    levels = hierarchy_levels(rows, categories)
+    divorced, never, married = (categories.index(c) for c in
+                                ("Divorced", "Never-married", "Married-civ-spouse"))
+    codes = np.array([divorced, never, married, divorced, divorced, divorced])
+    graph = KRegularGraph.from_edges(
+        [0, 1, 1, 2, 2, 0, 3, 4, 4, 5, 5, 3], [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5], n=6, k=2)
+    got = tuple_ncp_lca(codes, levels, graph)
+    # q'0 {Divorced, Never-married}, q'1 {Never-married, Married}, q'2 {Married, Divorced},
+    # q'3..q'5 {Divorced, Divorced}
+    assert got.tolist() == pytest.approx([4 / 6, 1, 1, 0, 0, 0])
+    table = QidTable(np.zeros((6, 0)), codes[:, None], (7,))
+    assert (got >= tuple_ncp(table, graph) - 1e-12).all()
+    with pytest.raises(DataError, match="hierarchy has no leaf 'Unknown'"):
+        hierarchy_levels(rows, categories + ["Unknown"])

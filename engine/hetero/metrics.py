@@ -189,6 +189,53 @@ def sil(table: QidTable, graph: KRegularGraph, scales: MetricScales | None = Non
     return float(tuple_sil_distance(table, graph, scales).sum() / (table.d * graph.n))
 
 
+def hierarchy_levels(rows, categories) -> np.ndarray:
+    """Ancestor codes of each category: ``levels[v, h]`` codes v's ancestor at level h.
+
+    ``rows`` are a hierarchy's rows ``(leaf, level1, ..., root)`` (engine.hierarchy.Hierarchy
+    .rows); ``categories[v]`` is the leaf string of code v. Column 0 is v itself.
+    """
+    by_leaf = {row[0]: row for row in rows}
+    missing = [c for c in categories if c not in by_leaf]
+    if missing:
+        raise DataError(
+            f"hierarchy has no leaf {missing[0]!r}; hint: the hierarchy must cover every category"
+        )
+    table = [by_leaf[c] for c in categories]
+    height = len(table[0]) if table else 1
+    levels = np.empty((len(categories), height), dtype=np.int64)
+    levels[:, 0] = np.arange(len(categories))
+    for h in range(1, height):
+        _, levels[:, h] = np.unique([row[h] for row in table], return_inverse=True)
+    return levels
+
+
+def tuple_ncp_lca(codes, levels: np.ndarray, graph: KRegularGraph) -> np.ndarray:
+    """Hierarchy variant of eq. 2 for one categorical QID, per anonymized tuple, shape (n,).
+
+    The paper has no hierarchies; where a QID has one, q'_t may publish the lowest common
+    ancestor (LCA) of its covered values (issue #16, point 1), and an analyst must then assume
+    every leaf under it. So NCP = (|leaves under the LCA| - 1) / (|domain| - 1): 0 for a single
+    value, 1 at the root, and never below eq. 2's set-size NCP. The incremental structures
+    (incremental.py) implement eq. 2 only.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    domain = levels.shape[0]
+    if domain <= 1:
+        return np.zeros(graph.n)
+    vals = codes[graph.cover]  # (n, k)
+    leaves = np.ones(graph.n)
+    done = np.zeros(graph.n, dtype=bool)
+    for h in range(levels.shape[1]):
+        anc = levels[vals, h]
+        same = (anc == anc[:, :1]).all(axis=1) & ~done
+        under = np.bincount(levels[:, h])  # leaves under each level-h value
+        leaves[same] = under[anc[same, 0]]
+        done |= same
+    leaves[~done] = domain  # no common ancestor below an absent root: the whole domain
+    return (leaves - 1) / (domain - 1)
+
+
 def _check_sizes(table: QidTable, graph: KRegularGraph) -> None:
     if table.n != graph.n:
         raise DataError(

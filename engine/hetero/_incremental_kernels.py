@@ -24,7 +24,8 @@ Mutable structures, per anonymized tuple t:
 
 A move (t1, s1, t2, s2) exchanges cover[t1, s1] and cover[t2, s2]: q'_t1 loses original a and
 gains c, q'_t2 loses c and gains a. Its delta needs only the two rows' structures: O(d), not
-O(n) (and not O(k): the second min/max and the count histogram avoid rescanning the row).
+O(n) (and not O(k): the second min/max and the count histogram avoid rescanning the row); the
+validity check scans the two rows, O(k).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ bench-papers-quick: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --rows 10000000
+
+bench-hetero-moves: $(STAMP)
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero_moves.py
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

@@ -1,0 +1,8 @@
+"""Heterogeneous k-anonymity (issue #16): the pure computational core, no database.
+
+graph.py        the k-regular bipartite graph (cover[t, s], self edge in slot 0) and validation
+metrics.py      NCP/GCP (eq. 1-4) and SIL (eq. 5-7), full NumPy recomputation
+incremental.py  §5's incremental structures: O(d) evaluation of a 2-opt move, Numba kernels
+                (_incremental_kernels.py) with a plain-Python twin (_incremental_py.py)
+Nothing here is registered as a release method yet; the pipeline integration comes later.
+"""

@@ -88,7 +88,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
         method = METHODS.get(spec.method)
         plan = None
         try:
-            plan = method.plan(prep, ctx.previous, progress=progress)
+            plan = method.plan(ctx, prep, progress=progress)
             ctx.clock.mark("search")
             check_not_empty(plan.released_rows, prep.models)
             if dry_run:
@@ -115,7 +115,8 @@ def _publish(ctx: RunContext, prep: Prepared, method, plan: ReleasePlan) -> Rele
         ctx.clock.mark("cross_version_check")
         version = publish.publish(ctx, candidate, held, published)
         expected = candidate.rows - held.withheld + held.carried
-        verification = verify_stage.verify(ctx, prep, version.table, expected, published, delta_written=version.delta == "written")
+        verification = verify_stage.verify(ctx, prep, version.table, expected, published, delta_written=version.delta == "written",
+                                           extra=method.extra_checks(ctx, prep, plan, version.table))
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, version.table)
         grants = access.grant(ctx)

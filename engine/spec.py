@@ -79,6 +79,7 @@ class ReleaseSpec:
     reader_roles: tuple[str, ...] = ()
     output_schema: str = "published"
     method: str = "generalization"
+    method_params: tuple[tuple[str, Any], ...] = ()  # the release method's own options ([method] params)
     base_dir: str = "."
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -99,7 +100,7 @@ class ReleaseSpec:
 
 _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
-    "method": {"name"},
+    "method": {"name", "params"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
     "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
@@ -297,6 +298,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     method = _typed(raw.get("method", {}), "[method]", dict)
     _check_keys("method", method, "[method]")
     method_name = _registered("method", _typed(method.get("name", "generalization"), "method.name", str), "method.name")
+    method_params = _typed(method.get("params", {}), "method.params", dict)
 
     out = _need(raw, "output", "the spec", dict)
     _check_keys("output", out, "[output]")
@@ -331,7 +333,8 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         evaluator=evaluator,
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
-        output_schema=out_schema, output_name=out_name, method=method_name, base_dir=str(base_dir), raw=raw,
+        output_schema=out_schema, output_name=out_name, method=method_name,
+        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), raw=raw,
     )
     _check_columns_disjoint(spec)
     return spec

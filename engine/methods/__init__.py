@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from engine.catalog import RunRecord
 from engine.registry import Registry
+from engine.spec import ReleaseSpec
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
 
@@ -33,8 +34,13 @@ class ReleasePlan:
 class ReleaseMethod(Protocol):
     name: str
 
-    def plan(self, prep: Prepared, previous: RunRecord | None, *, progress: bool) -> ReleasePlan:
-        """Choose the release (search, or reuse of the previous version's decisions)."""
+    def check_params(self, spec: ReleaseSpec) -> None:
+        """Refuse bad ``[method] params`` (SpecError), before anything is read or written."""
+        ...
+
+    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+        """Choose the release (search, or reuse of the previous version's decisions in
+        ``ctx.previous``); may read the source through ``ctx.con``, writes nothing."""
         ...
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
@@ -49,8 +55,13 @@ class ReleaseMethod(Protocol):
         """Whether a row of the previous version may stand unchanged in this one (held back)."""
         ...
 
+    def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
+        """The method's own independent SQL checks of the written version (each a dict with
+        ``check``, ``passed`` and what it found); [] when the model checks say everything."""
+        ...
+
 
 METHODS: Registry[ReleaseMethod] = Registry("release method")
 
 # Register the built-in methods.
-from engine.methods import generalization  # noqa: E402,F401
+from engine.methods import generalization, microaggregation  # noqa: E402,F401

@@ -17,6 +17,7 @@ import polars as pl
 
 from engine.catalog import RunRecord
 from engine.encoding import COUNT_COLUMN
+from engine.errors import SpecError
 from engine.methods import METHODS, ReleasePlan
 from engine.metrics import METRICS, class_size_summary, workload_error
 from engine.optimizers import OptimizerResult, Tracker, run_optimizer
@@ -104,8 +105,13 @@ def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tup
 class Generalization:
     name = "generalization"
 
-    def plan(self, prep: Prepared, previous: RunRecord | None, *, progress: bool) -> ReleasePlan:
-        result, notices = choose(prep, previous, progress=progress)
+    def check_params(self, spec) -> None:
+        if spec.method_params:
+            raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "
+                            "Hint: optimizer options go in [optimizer] params.")
+
+    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+        result, notices = choose(prep, ctx.previous, progress=progress)
         solution = solution_record(prep, result) | ({"notices": list(notices)} if notices else {})
         return ReleasePlan("generalization", solution, compute_metrics(prep, result), int(np.sum(result.retained)),
                            state=result, notices=notices)
@@ -143,6 +149,9 @@ class Generalization:
     def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
         """A previous row is valid in this version when the levels are the same."""
         return (previous.solution or {}).get("levels") == plan.solution.get("levels")
+
+    def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
+        return []  # the models' checks on the version table are the whole verification
 
 
 METHODS.register("generalization")(Generalization())

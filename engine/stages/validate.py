@@ -60,6 +60,9 @@ def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[
 
 def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     """Read and validate the source, hierarchies and models. Writes nothing."""
+    from engine.methods import METHODS  # a method module imports this one
+
+    METHODS.get(spec.method).check_params(spec)
     check_release_identifiers(con, spec.output_schema, spec.output_name)
     missing = missing_roles(con, spec.reader_roles)
     if missing:

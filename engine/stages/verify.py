@@ -43,12 +43,14 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
 
 
 def verify(ctx: RunContext, prep: Prepared, table: str, expected_rows: int, published: list[int], *,
-           delta_written: bool) -> dict[str, Any]:
+           delta_written: bool, extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     con, spec = ctx.con, ctx.spec
     checks = check_models(con, spec, prep.models, table, ctx.release, ctx.version)
     rows = int(con.query(P.count_rows(table))["n"][0])
     out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
+    out["method_checks"] = list(extra or [])
+    problems += [f"{c['check']} failed ({c.get('detail', '')})" for c in out["method_checks"] if not c["passed"]]
     if rows != expected_rows:
         problems.append(f"{rows} rows materialized, {expected_rows} expected")
     if rows == 0:

@@ -65,23 +65,48 @@ def spec_file(workdir: Path, url: str, schema: str | None) -> Path:
     return p
 
 
-def child(spec_path: str, out_json: str) -> None:
-    """Runs in its own process: the release, nothing else."""
+# A second version's changes (about 0.5 % deletions, 0.3 % SA updates, 0.25 % insertions), the
+# same statements on both backends: the cross-version check, the delta and held-back records.
+SECOND_VERSION = (
+    "DELETE FROM {t} WHERE id % 211 = 0",
+    "UPDATE {t} SET \"salary-class\" = CASE WHEN \"salary-class\" = '>50K' THEN '<=50K' ELSE '>50K' END WHERE id % 307 = 0",
+    "INSERT INTO {t} SELECT id + {n} AS id, {cols} FROM {t} WHERE id % 401 = 0",
+)
+
+
+def child(spec_path: str, out_json: str, second: str = "") -> None:
+    """Runs in its own process: the release (and, with ``second``, a second version), nothing else."""
+    from connectors import connect
     from engine.release import run_release
     from engine.spec import load_spec
 
+    spec = load_spec(spec_path)
     t0 = time.perf_counter()
-    outcome = run_release(load_spec(spec_path), progress=False)
+    outcome = run_release(spec, progress=False)
     total = time.perf_counter() - t0
     m = outcome.run.metrics
-    Path(out_json).write_text(json.dumps({
+    result = {
         "total_seconds": total, "stages": m["stage_seconds"], "td": m["td"], "suppressed": m["suppressed"],
         "records": m["records"], "certified": outcome.run.solution["certified"], "verification": outcome.run.verification["passed"],
         "levels": outcome.run.solution["levels"], "maxrss_mb_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }))
+    }
+    if second:
+        con = connect(spec.database)
+        t = f"{spec.schema}.adult" if spec.schema else "adult"
+        cols = ", ".join(f'"{c}"' for c, _ in con.relation_columns(spec.schema or "main", "adult") if c != "id")
+        for stmt in SECOND_VERSION:
+            con.execute(stmt.format(t=t, n=int(second) * 2, cols=cols))
+        con.close()
+        t1 = time.perf_counter()
+        v2 = run_release(spec, progress=False)
+        result["second_version"] = {"total_seconds": time.perf_counter() - t1, "stages": v2.run.metrics["stage_seconds"],
+                                    "changes": v2.run.changes, "held_back": v2.run.cross_version.get("held_back"),
+                                    "verification": v2.run.verification["passed"]}
+    Path(out_json).write_text(json.dumps(result))
 
 
-def run_backend(work: Path, backend: str, gen: Path, memory_limit: str, server=None, threads: int | None = None) -> dict:
+def run_backend(work: Path, backend: str, gen: Path, memory_limit: str, server=None, threads: int | None = None,
+                second: int = 0) -> dict:
     """One release of the generated table on ``backend`` in a child process; its result record."""
     if backend == "postgres":
         url, schema = server.url, "public"
@@ -91,7 +116,7 @@ def run_backend(work: Path, backend: str, gen: Path, memory_limit: str, server=N
     out = work / backend / "result.json"
     t1 = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    proc = subprocess.run([sys.executable, __file__, "--child", str(spec), str(out)])
+    proc = subprocess.run([sys.executable, __file__, "--child", str(spec), str(out)] + (["--second", str(second)] if second else []))
     wall = time.perf_counter() - t1
     # ru_maxrss of children is the largest child so far: exact for the first run, an upper bound after
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -113,6 +138,13 @@ def print_one(res: dict, rows: int) -> None:
     print(f"peak memory of the release process: {res['peak_rss_mb']:,.0f} MB")
     print(f"TD {res['td']:,.1f}, suppressed {res['suppressed']:,.0f} of {res['records']:,}, certified {res['certified']}, "
           f"verification {'passed' if res['verification'] else 'FAILED'}")
+    sv = res.get("second_version")
+    if sv:
+        print(f"second version ({sv['changes']}; held back {sv['held_back']}):")
+        for k, v in sv["stages"].items():
+            if v >= 0.01:
+                print(f"  {k:<26}{v:>10.2f}")
+        print(f"  {'total (run_release)':<26}{sv['total_seconds']:>10.2f}   verification {'passed' if sv['verification'] else 'FAILED'}")
 
 
 def compare(duck: dict, pg: dict, rows: int) -> dict:
@@ -158,10 +190,13 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="3GB", help="DuckDB memory_limit for the release (default 3GB)")
     ap.add_argument("--duckdb-threads", type=int, help="DuckDB threads (default: all cores); 1 compares with "
                     "PostgreSQL's single-threaded writes like for like")
+    ap.add_argument("--second-version", action="store_true", help="then change ~1%% of the rows and publish v2 "
+                    "(cross-version check, delta, held-back records), timed stage by stage")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--second", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(*args.child)
+        child(*args.child, second=args.second)
         return
     backends = ["postgres"] if args.postgres else ["duckdb"] if args.duckdb else ["duckdb", "postgres"]
     csv = adult_csv(args.data)
@@ -184,7 +219,8 @@ def main() -> None:
                 load_postgres(server.url, gen)
                 load_s = time.perf_counter() - t1
             for b in backends:  # the DuckDB release writes into gen, so PostgreSQL was loaded first
-                results[b] = run_backend(work, b, gen, args.memory_limit, server, args.duckdb_threads)
+                results[b] = run_backend(work, b, gen, args.memory_limit, server, args.duckdb_threads,
+                                         args.rows if args.second_version else 0)
                 results[b].update(rows=args.rows, generate_seconds=gen_s, cores=os.cpu_count())
                 if b == "postgres":
                     results[b]["load_seconds"] = load_s
@@ -195,7 +231,7 @@ def main() -> None:
     out_dir = ROOT / "benchmarks" / "results"
     if len(backends) == 2:
         ratios = compare(results["duckdb"], results["postgres"], args.rows)
-        suffix = f"_duckdb{args.duckdb_threads}thread" if args.duckdb_threads else ""
+        suffix = (f"_duckdb{args.duckdb_threads}thread" if args.duckdb_threads else "") + ("_v2" if args.second_version else "")
         (out_dir / f"scale_compare{suffix}.json").write_text(json.dumps(
             {"rows": args.rows, "cores": os.cpu_count(), "duckdb_threads": args.duckdb_threads or "all",
              "duckdb": results["duckdb"], "postgres": results["postgres"],

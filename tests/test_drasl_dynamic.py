@@ -325,3 +325,28 @@ def test_vectorized_group_scores_match_the_plain_python_twin():
         plain = np.array(dyn.group_scores_reference(state, qids, sa))
         assert np.allclose(fast, plain, atol=1e-12)
         assert dyn._best(fast) == dyn._best(plain)
+
+
+def test_group_left_with_only_its_forged_record_is_dissolved_not_refused():
+    """K = 1: after its real records are deleted a group would hold only a forged row, which
+    stands for nobody; it dissolves like any group below K (it used to raise DataError)."""
+    state, schema = _age_state([20, 60], ["anemia", "acne"], [[0], [1]], k=1)
+    state = dyn.insert(state, dyn.NewRecord(100, _age_row(schema, 21), CAT.code("epilepsy")))
+    assert state.groups[0].size == 3  # 20, 21 and a forged record
+    state = dyn.delete(state, 0)
+    state = dyn.delete(state, 100)
+    assert [g.gid for g in state.groups] == [1] and state.forged_count == 0 and state.real_count == 1
+
+
+def test_new_record_with_wrong_shape_or_unknown_leaf_is_refused():
+    state, schema = _two_groups()
+    bad = _age_row(schema, 30)
+    with pytest.raises(DataError, match="shape"):
+        dyn.insert(state, dyn.NewRecord(200, replace(bad, cont=np.array([0.1, 0.2])), 0))
+    rng = np.random.default_rng(0)
+    cols = _random_table(rng, 10)
+    enc = encode(fit_schema(KINDS, cols), cols)
+    sstate = dyn.from_grouping(enc, rng.integers(0, 32, 10), range(10), [list(range(10))], CAT, k=5)
+    row = dyn.EncodedRow.of(enc, 0)
+    with pytest.raises(DataError, match="outside its hierarchy"):
+        dyn.insert(sstate, dyn.NewRecord(50, replace(row, sem=np.array([len(ZIP.rows)], dtype=np.int32)), 0))

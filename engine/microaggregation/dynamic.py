@@ -467,8 +467,23 @@ def _check_sa(state: DynamicState, sa: int) -> int:
     return sa
 
 
+def _check_qids(state: DynamicState, qids: EncodedRow) -> None:
+    pool = state.pool
+    for name, width in (("cont", pool.cont.shape[1]), ("sem", pool.sem.shape[1]), ("nom", pool.nom.shape[1]),
+                        ("ordn", pool.ordn.shape[1])):
+        if np.asarray(getattr(qids, name)).shape != (width,):
+            raise DataError(f"The new record's {name!r} QIDs have shape {np.asarray(getattr(qids, name)).shape}, "
+                            f"the release has {width}. Hint: encode new records with the release's schema.")
+    sem = np.asarray(qids.sem)
+    # Semantic codes index the eq. 2 table in the Numba kernel, which does not bounds-check.
+    if sem.size and (sem.min() < 0 or np.any(sem >= pool.sem_table.shape[1])):
+        raise DataError("The new record has a semantic QID code outside its hierarchy. "
+                        "Hint: encode new records with the release's schema (hierarchy leaf codes).")
+
+
 def _insert(w: _Work, record: NewRecord) -> None:
     sa = _check_sa(w.s, record.sa)
+    _check_qids(w.s, record.qids)
     if int(record.id) in w.real_row:
         raise DataError(f"Record id {record.id} is already in the release. Hint: use modify() to change it.")
     if not w.groups:
@@ -491,7 +506,8 @@ def _delete(w: _Work, record_id: int) -> None:
     w.groups[i] = dataclasses.replace(g, real=tuple(r for r in g.real if r != row))
     sa_r = int(w.sa[row])
     k = w.s.k
-    if w.groups[i].size >= k or len(w.groups) == 1:
+    keeps = w.groups[i].size >= k and bool(w.groups[i].real)  # a group of forged rows only stands for nobody
+    if keeps or len(w.groups) == 1:
         if not w.groups[i].real:
             raise DataError(f"Deleting record {record_id} would leave the release without records. "
                             "Hint: a release needs at least K records.")

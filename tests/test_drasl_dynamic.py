@@ -350,3 +350,32 @@ def test_new_record_with_wrong_shape_or_unknown_leaf_is_refused():
     row = dyn.EncodedRow.of(enc, 0)
     with pytest.raises(DataError, match="outside its hierarchy"):
         dyn.insert(sstate, dyn.NewRecord(50, replace(row, sem=np.array([len(ZIP.rows)], dtype=np.int32)), 0))
+
+
+def test_encode_record_matches_the_first_release_encoding_and_extends_nominal_domains():
+    rng = np.random.default_rng(5)
+    cols = _random_table(rng, 40)
+    schema = fit_schema(KINDS, cols)
+    enc = encode(schema, cols)
+    sa = rng.integers(0, len(CAT.values), 40)
+    state = dyn.from_grouping(enc, sa, range(40), first_release(enc, sa, CAT, k=5).groups, CAT, k=5)
+    for i in (0, 17, 39):
+        same, row = dyn.encode_record(state, schema, {c: cols[c][i] for c in cols})
+        assert same is state
+        ref = dyn.EncodedRow.of(enc, i)
+        for name in ("cont", "sem", "nom", "ordn"):
+            assert np.allclose(getattr(row, name), getattr(ref, name)), name
+    values = {c: cols[c][0] for c in cols} | {"race": "unseen", "age": 120}
+    new_state, row = dyn.encode_record(state, schema, values)
+    race = [k.column for k in KINDS if k.kind == "nominal"].index("race")
+    assert new_state.pool.nom_values[race][-1] == "unseen" and row.nom[race] == len(state.pool.nom_values[race])
+    lo, hi = schema.ranges["age"]
+    assert row.cont[0] == pytest.approx((120 - lo) / (hi - lo)) and row.cont[0] > 1
+    inserted = dyn.insert(new_state, dyn.NewRecord(99, row, 0))
+    assert inserted.real_count == 41 and all(g.size >= 5 for g in inserted.groups)
+    with pytest.raises(DataError, match="not a leaf"):
+        dyn.encode_record(state, schema, values | {"zip": "99999"})
+    with pytest.raises(DataError, match="outside its order"):
+        dyn.encode_record(state, schema, values | {"education": "kindergarten"})
+    with pytest.raises(DataError, match="no value for QID 'sex'"):
+        dyn.encode_record(state, schema, {c: v for c, v in values.items() if c != "sex"})

@@ -63,14 +63,15 @@ copy of the state; ``group_scores_reference`` is its plain-Python twin, checked 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from engine.errors import DataError
 from engine.microaggregation import _kernels
-from engine.microaggregation.distances import EncodedQids, encoded_centroid
+from engine.microaggregation.distances import EncodedQids, QidSchema, encoded_centroid, ordinal_phi
 from engine.microaggregation.entropy import ALPHA, BETA, entropy
 from engine.microaggregation.linkage import SensitiveCatalogue, linkage_probability
 
@@ -457,6 +458,52 @@ class _Work:
 
 
 # --- the operations -----------------------------------------------------------------------
+
+
+def encode_record(state: DynamicState, schema: QidSchema, values: Mapping[str, Any]) -> tuple[DynamicState, EncodedRow]:
+    """One new record's raw QID values (column -> value) in the units of the state's pool, with
+    the first release's ``schema`` (``fit_schema``): continuous values scaled by the first
+    release's range (values outside it give coordinates outside [0, 1], which eq. 1 allows),
+    semantic values by leaf code, ordinal values by phi. A nominal value the release has not
+    seen gets the next free code; the returned state records it in ``pool.nom_values``."""
+    missing = [c for c in schema.columns if c not in values]
+    if missing:
+        raise DataError(f"The new record has no value for QID {missing[0]!r}. Hint: give every QID column.")
+    cont = []
+    for k in schema.of_kind("continuous"):
+        lo, hi = schema.ranges[k.column]
+        try:
+            x = float(values[k.column])
+        except (TypeError, ValueError):
+            raise DataError(f"Continuous QID {k.column!r} has the value {values[k.column]!r}. Hint: give a number.") from None
+        if not np.isfinite(x):
+            raise DataError(f"Continuous QID {k.column!r} has the value {x}. Hint: remove missing values first.")
+        cont.append(0.0 if hi <= lo else (x - lo) / (hi - lo))
+    sem = []
+    for k in schema.of_kind("semantic"):
+        code = k.hierarchy.leaf_code.get(str(values[k.column]))
+        if code is None:
+            raise DataError(f"Value {values[k.column]!r} of {k.column!r} is not a leaf of its hierarchy ({k.hierarchy.source}). "
+                            "Hint: add it to the hierarchy file.")
+        sem.append(code)
+    nom, domains = [], list(state.pool.nom_values)
+    for i, k in enumerate(schema.of_kind("nominal")):
+        v = values[k.column]
+        if v not in domains[i]:
+            domains[i] = domains[i] + (v,)
+        nom.append(domains[i].index(v))
+    ordn = []
+    for k in schema.of_kind("ordinal"):
+        order = schema.orders[k.column]
+        if values[k.column] not in order:
+            raise DataError(f"Ordinal QID {k.column!r} has the value {values[k.column]!r}, outside its order. "
+                            "Hint: list every value in 'order'.")
+        ordn.append(ordinal_phi(order.index(values[k.column]) + 1, len(order)))
+    row = EncodedRow(np.array(cont, dtype=np.float64), np.array(sem, dtype=np.int32), np.array(nom, dtype=np.int32),
+                     np.array(ordn, dtype=np.float64))
+    if tuple(domains) != state.pool.nom_values:
+        state = dataclasses.replace(state, pool=dataclasses.replace(state.pool, nom_values=tuple(domains)))
+    return state, row
 
 
 def _check_sa(state: DynamicState, sa: int) -> int:

@@ -379,3 +379,61 @@ def test_encode_record_matches_the_first_release_encoding_and_extends_nominal_do
         dyn.encode_record(state, schema, values | {"education": "kindergarten"})
     with pytest.raises(DataError, match="no value for QID 'sex'"):
         dyn.encode_record(state, schema, {c: v for c, v in values.items() if c != "sex"})
+
+
+def _store_and_restore(state):
+    """What a caller stores after a version (real rows, groups by id, forged records, counters),
+    and the state rebuilt from it."""
+    order = sorted(state.real_row)
+    rows = np.array([state.real_row[i] for i in order])
+    pool = state.pool
+    enc = replace(pool, cont=pool.cont[rows], sem=pool.sem[rows], nom=pool.nom[rows], ordn=pool.ordn[rows])
+    position = {i: p for p, i in enumerate(order)}
+    groups = [[position[int(state.row_ids[r])] for r in g.real] for g in state.groups]
+    return dyn.restore(enc, state.sa[rows], order, groups, CAT, k=state.k, gids=[g.gid for g in state.groups],
+                       forged=state.forged_records(), seed=state.seed, step=state.step,
+                       forged_created=state.forged_created, forged_rewrites=state.forged_rewrites)
+
+
+def _published(state):
+    """Per group id: sorted real ids and sorted forged SA codes (what a version publishes)."""
+    return {g.gid: (sorted(int(state.row_ids[r]) for r in g.real), sorted(int(state.sa[r]) for r in g.forged))
+            for g in state.groups}
+
+
+def test_restored_state_continues_exactly_like_the_stored_one():
+    state, live = _random_run(6, ops=30)
+    assert state.forged_count > 0
+    restored = _store_and_restore(state)
+    assert _published(restored) == _published(state)
+    assert {(f.id, f.gid, f.sa, f.template) for f in restored.forged_records()} == \
+        {(f.id, f.gid, f.sa, f.template) for f in state.forged_records()}
+    _check_invariants(restored, live, (restored.groups, restored.counts, restored.forged_created))
+    victim = sorted(live)[3]
+    changed = sorted(live)[10]
+    for s in (state, restored):
+        assert np.allclose(dyn.group_scores(s, dyn.EncodedRow.of(state.pool, 0), 5),
+                           dyn.group_scores(state, dyn.EncodedRow.of(state.pool, 0), 5))
+    runs = []
+    for s in (state, restored):
+        s = dyn.insert(s, dyn.NewRecord(77_777, dyn.EncodedRow.of(state.pool, 0), 5))
+        s = dyn.delete(s, victim)
+        s = dyn.modify(s, changed, dyn.Modification(sa=9))
+        runs.append(s)
+    assert _published(runs[0]) == _published(runs[1])
+    assert runs[0].forged_created == runs[1].forged_created
+
+
+def test_restore_refuses_groups_below_k_counting_forged_rows():
+    state, schema = _two_groups()
+    state = dyn.insert(state, dyn.NewRecord(100, _age_row(schema, 61), CAT.code("bronchitis")))
+    forged = state.forged_records()
+    # B stored with three real members: 3 + its forged row = K is accepted, 3 alone is refused.
+    enc = replace(state.pool, cont=state.pool.cont[:8], sem=state.pool.sem[:8], nom=state.pool.nom[:8],
+                  ordn=state.pool.ordn[:8])
+    ok = dyn.restore(enc, state.sa[:8], range(8), [[0, 1, 2, 3], [4, 5, 6]], CAT, k=4, forged=forged)
+    assert [g.size for g in ok.groups] == [4, 4] and ok.forged_count == 1
+    with pytest.raises(DataError, match="fewer than K = 4"):
+        dyn.restore(enc, state.sa[:8], range(8), [[0, 1, 2, 3], [4, 5, 6]], CAT, k=4)
+    with pytest.raises(DataError, match="not among the groups"):
+        dyn.restore(enc, state.sa[:8], range(8), [[0, 1, 2, 3], [4, 5, 6, 7]], CAT, k=4, gids=[0, 2], forged=forged)

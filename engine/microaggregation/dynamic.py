@@ -221,28 +221,63 @@ def from_grouping(enc: EncodedQids, sa_codes: np.ndarray, ids: Sequence[int], gr
                   catalogue: SensitiveCatalogue, *, k: int, alpha: float = ALPHA, beta: float = BETA,
                   seed: int = 0) -> DynamicState:
     """The state after a first release: ``groups`` are row indices of ``enc`` (``Grouping.groups``
-    of ``cluster.first_release``), ``ids`` the records' ids (one per row), no forged records."""
+    of ``cluster.first_release``), ``ids`` the records' ids (one per row), no forged records.
+    Group ids (``Group.gid``) are the groups' positions."""
+    return restore(enc, sa_codes, ids, groups, catalogue, k=k, alpha=alpha, beta=beta, seed=seed)
+
+
+def restore(enc: EncodedQids, sa_codes: np.ndarray, ids: Sequence[int], groups: Sequence[Sequence[int]],
+            catalogue: SensitiveCatalogue, *, k: int, gids: Sequence[int] | None = None,
+            forged: Sequence[ForgedRecord] = (), alpha: float = ALPHA, beta: float = BETA, seed: int = 0,
+            step: int = 0, forged_created: int = 0, forged_rewrites: int = 0) -> DynamicState:
+    """A state rebuilt from what a caller stored after an earlier version: the current real
+    records (``enc`` rows, ``sa_codes``, ``ids``), ``groups`` as row indices with their ``gids``,
+    the forged records (``DynamicState.forged_records()``, matched to groups by gid) and the
+    counters (``step`` continues the random stream, so a restored state makes the same draws as
+    the state it was stored from)."""
     if k < 1:
         raise DataError(f"K must be at least 1, got {k}. Hint: K is the minimum group size.")
     ids = [int(i) for i in ids]
     if len(ids) != enc.n or len(set(ids)) != len(ids):
         raise DataError(f"Expected {enc.n} distinct record ids, got {len(ids)} ({len(set(ids))} distinct). "
                         "Hint: give one unique id per encoded row.")
-    small = [len(g) for g in groups if len(g) < k]
-    if small:
-        raise DataError(f"A first-release group has {small[0]} records, fewer than K = {k}. "
-                        "Hint: pass the groups of first_release with the same K.")
+    gids = list(range(len(groups))) if gids is None else [int(g) for g in gids]
+    if len(gids) != len(groups) or len(set(gids)) != len(gids):
+        raise DataError(f"Expected {len(groups)} distinct group ids, got {len(gids)}. Hint: give one id per group.")
     sa_codes = np.asarray(sa_codes, dtype=np.int64)
     placed = [r for g in groups for r in g]
     if len(set(placed)) != len(placed):
-        raise DataError("A record is in two first-release groups. Hint: pass the groups of first_release unchanged.")
-    group_list = tuple(Group(gid, tuple(int(r) for r in g)) for gid, g in enumerate(groups))
+        raise DataError("A record is in two groups. Hint: pass each record's group once.")
+    forged_of: dict[int, list[ForgedRecord]] = {g: [] for g in gids}
+    for f in forged:
+        if f.gid not in forged_of:
+            raise DataError(f"Forged record {f.id} belongs to group {f.gid}, which is not among the groups. "
+                            "Hint: store forged records with the groups they belong to.")
+        forged_of[f.gid].append(f)
+    small = [(gid, len(g) + len(forged_of[gid])) for gid, g in zip(gids, groups, strict=True)
+             if len(g) + len(forged_of[gid]) < k]
+    if small:
+        raise DataError(f"Group {small[0][0]} has {small[0][1]} rows, fewer than K = {k}. "
+                        "Hint: pass the groups of first_release (or of a stored state) with the same K.")
     state = DynamicState(
         pool=enc, sa=sa_codes.copy(), row_ids=np.asarray(ids, dtype=np.int64),
-        real_row={ids[r]: int(r) for r in placed}, groups=group_list,
+        real_row={ids[r]: int(r) for r in placed}, groups=(),
         centroids=_empty_centroids(enc, 0), counts=np.zeros((0, len(catalogue.values)), dtype=np.int64),
         stats=_stats(np.zeros((0, len(catalogue.values)), dtype=np.int64), catalogue),
-        forged_template={}, catalogue=catalogue, k=k, alpha=alpha, beta=beta, seed=seed)
+        forged_template={}, catalogue=catalogue, k=k, alpha=alpha, beta=beta, seed=seed, step=step,
+        next_forged_id=max((f.id + 1 for f in forged), default=0), forged_created=forged_created,
+        forged_rewrites=forged_rewrites)
+    w = _Work(state)
+    group_list = []
+    for gid, g in zip(gids, groups, strict=True):
+        rows = []
+        for f in forged_of[gid]:
+            rows.append(w.add_row(f.qids, _check_sa(state, f.sa), f.id))
+            w.forged_template[rows[-1]] = int(f.template)
+        group_list.append(Group(gid, tuple(int(r) for r in g), tuple(rows)))
+    extra = np.asarray(w.extra_ids, dtype=np.int64)
+    state = dataclasses.replace(state, pool=w.pool, sa=w.sa, row_ids=np.concatenate([state.row_ids, extra]),
+                                groups=tuple(group_list), forged_template=w.forged_template)
     return _rebuild_group_arrays(state)
 
 

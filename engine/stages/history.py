@@ -115,11 +115,16 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     prefix_name = f"prefix_{ctx.run_id}"
     prefix = quote_table(C.PRIVATE_SCHEMA, prefix_name, d)
     con.execute(P.create_as(prefix, H.prefix_select(previous, spec.qid_columns, list(spec.sensitive), published[-1], d)))
-    sig = H.step_signatures(prefix, (ctx.version, effective), spec.qid_columns, list(spec.sensitive), NEW_HISTORY, d)
+    step = H.step_signatures(prefix, (ctx.version, effective), spec.qid_columns, list(spec.sensitive), NEW_HISTORY, d)
+    sig_name = f"sig_{ctx.run_id}"
+    sig_table = quote_table(C.PRIVATE_SCHEMA, sig_name, d)
+    sig = P.select_all(sig_table)  # each round's histories, written once and read by every query of the round
     actions: dict[str, str] = {}
     limit = int(spec.max_repair_fraction * prep.source_rows)
     failing: dict[str, list[str]] = {}
     for round_ in range(MAX_ROUNDS):
+        con.execute(C.drop_private(sig_name, d, if_exists=True))
+        con.execute(P.create_as(sig_table, step))
         failing = failing_classes(ctx, prep, versions, ctx.version, sig)
         if not failing:
             break
@@ -143,6 +148,7 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     counts = {a: sum(1 for x in actions.values() if x == a) for a in ("withhold", "carry", "keep")}
     size = con.query(H.class_count(sig)).row(0, named=True)
     con.execute(C.drop_private(prefix_name, d))
+    con.execute(C.drop_private(sig_name, d))
     record = {"versions_checked": len(versions), "passed": True, "history_classes": int(size["classes"]),
               "rows_ever_published": int(size["rows_ever"]), "smallest_history_class": int(size["smallest"] or 0),
               "held_back": {"inserts_withheld": counts["withhold"], "deletes_delayed": counts["carry"], "changes_delayed": counts["keep"]}}

@@ -197,3 +197,20 @@ def test_finding12_stable_levels_says_when_the_optimizer_changed(tmp_path):
     assert out.run.solution["levels"] == first_levels(db)
     assert notes == ["dynamic.policy 'stable-levels' kept v1's levels although the spec's optimizer changed since; "
                      'set dynamic.policy = "reoptimize" to search again']
+
+
+def test_a_version_with_delayed_rows_is_not_rebuilt_from_the_source(tmp_path):
+    """ppdp sql rebuilds a version from the source; a delayed deletion's row is not in the source
+    any more, so the rebuild is refused with the reason instead of producing a different table."""
+    from engine.errors import SpecError
+    from engine.rebuild import rebuild_script
+
+    db, path = _two_versions(tmp_path, K5, "DELETE FROM adult WHERE id = 17")
+    out = run_release(load_spec(path), progress=False)
+    assert out.run.cross_version["held_back"]["deletes_delayed"] == 1
+    con = connect(f"duckdb://{db}", read_only=True)
+    try:
+        with pytest.raises(SpecError, match="holds 1 row\\(s\\) held back from v1 .* Hint: copy the version table itself"):
+            rebuild_script(con, "dyn", "duckdb")
+    finally:
+        con.close()

@@ -116,7 +116,8 @@ def _publish(ctx: RunContext, prep: Prepared, method, plan: ReleasePlan) -> Rele
         version = publish.publish(ctx, candidate, held, published)
         expected = candidate.rows - held.withheld + held.carried
         verification = verify_stage.verify(ctx, prep, version.table, expected, published, delta_written=version.delta == "written",
-                                           extra=method.extra_checks(ctx, prep, plan, version.table))
+                                           extra=method.extra_checks(ctx, prep, plan, version.table),
+                                           classes=method.publishes_classes)
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, version.table)
         grants = access.grant(ctx)

@@ -33,6 +33,9 @@ class ReleasePlan:
 
 class ReleaseMethod(Protocol):
     name: str
+    # True when the published rows fall into equivalence classes (equal QID values), so the
+    # privacy models' class-based SQL checks and the history classes apply to them.
+    publishes_classes: bool
 
     def check_params(self, spec: ReleaseSpec) -> None:
         """Refuse bad ``[method] params`` (SpecError), before anything is read or written."""
@@ -64,4 +67,4 @@ class ReleaseMethod(Protocol):
 METHODS: Registry[ReleaseMethod] = Registry("release method")
 
 # Register the built-in methods.
-from engine.methods import generalization, microaggregation  # noqa: E402,F401
+from engine.methods import generalization, heterogeneous, microaggregation  # noqa: E402,F401

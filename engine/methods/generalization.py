@@ -104,6 +104,7 @@ def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tup
 
 class Generalization:
     name = "generalization"
+    publishes_classes = True
 
     def check_params(self, spec) -> None:
         if spec.method_params:

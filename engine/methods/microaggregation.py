@@ -131,6 +131,7 @@ def _number(x: float) -> str:
 
 class Microaggregation:
     name = "microaggregation"
+    publishes_classes = True
 
     def check_params(self, spec) -> None:
         """The parameters and the catalogue (it must load) before anything is read or written."""

@@ -30,11 +30,17 @@ class Hierarchy:
 
     ``rows[i][j]`` is the value of leaf ``i`` at level ``j``; ``rows[i][0]`` is the leaf.
     ``source`` says where it came from (a file path or a generator description) for errors.
+    ``repeated_rows`` counts the rows of an ARX file dropped because they repeated a leaf (identical
+    repeats, or conflicting ones resolved by the ``duplicates`` option); ``conflicting_leaves``
+    counts the leaves among them whose repeats disagreed. Both are 0 for generated hierarchies
+    and are kept for the run record: they do not enter ``digest`` (the content does).
     """
 
     attribute: str
     rows: tuple[tuple[str, ...], ...]
     source: str = "<inline>"
+    repeated_rows: int = 0
+    conflicting_leaves: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -145,17 +151,77 @@ def from_rows(attribute: str, rows: Iterable[Sequence[str]], source: str = "<inl
     return validate(Hierarchy(attribute, tuple(tuple(str(c) for c in r) for r in rows), source))
 
 
-def read_arx_csv(path: str | Path, attribute: str) -> Hierarchy:
-    """Read an ARX hierarchy file: one row per leaf, one column per level, separator ``;``."""
+# What to do when an ARX file gives one leaf several rows. Identical repeats are always merged;
+# these choose between rows that disagree. ARX itself silently keeps the last row (its
+# GeneralizationHierarchy overwrites a leaf's mapping row by row), so "keep-last" is ARX's result.
+ARX_DUPLICATE_POLICIES = ("error", "keep-last", "keep-first")
+
+
+def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error") -> Hierarchy:
+    """Read an ARX hierarchy file: one row per leaf, one column per level, separator ``;``.
+
+    A leaf given on several identical rows is kept once. A leaf given on rows that differ is an
+    error unless ``duplicates`` is "keep-last" (ARX's behaviour) or "keep-first"; the kept row
+    stands where the leaf first appeared. The resolved rows are then validated like any other.
+    """
+    if duplicates not in ARX_DUPLICATE_POLICIES:
+        raise HierarchyError(f"duplicates = {duplicates!r} is not one of {', '.join(ARX_DUPLICATE_POLICIES)}.")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} does not exist. Hint: paths are relative to the spec file.") from None
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=";") if r and any(c.strip() for c in r)]
-    # Trailing empty cells come from a trailing ';' in some exports.
-    rows = [r[:-1] if r and r[-1] == "" and len(r) > 1 else r for r in rows]
-    return from_rows(attribute, rows, source=str(path))
+    reader = csv.reader(io.StringIO(text), delimiter=";")
+    numbered: list[tuple[int, list[str]]] = []  # (line number in the file, row)
+    for r in reader:
+        if not r or not any(c.strip() for c in r):
+            continue
+        # Trailing empty cells come from a trailing ';' in some exports.
+        if r[-1] == "" and len(r) > 1:
+            r = r[:-1]
+        numbered.append((reader.line_num, r))
+    rows, repeated, conflicts = _resolve_repeated_leaves(numbered, duplicates)
+    if conflicts and duplicates == "error":
+        shown = "; ".join(f"leaf {leaf!r} on lines {', '.join(str(n) for n in lines)}" for leaf, lines in conflicts[:3])
+        more = f" and {len(conflicts) - 3} more" if len(conflicts) > 3 else ""
+        raise HierarchyError(
+            f"Hierarchy file {str(path)!r} for {attribute!r} gives {len(conflicts)} leaves several rows that differ "
+            f"({shown}{more}). Hint: ARX keeps the last row of each; to do the same, write "
+            f'hierarchy = {{ type = "arx", file = "...", duplicates = "keep-last" }} (or "keep-first"), or fix the file.'
+        )
+    h = Hierarchy(attribute, tuple(tuple(r) for r in rows), str(path), repeated, len(conflicts))
+    try:
+        return validate(h)
+    except HierarchyError as exc:
+        if not conflicts:
+            raise
+        raise HierarchyError(
+            f"After keeping the {duplicates.removeprefix('keep-')} row of each of {len(conflicts)} repeated leaves, "
+            f"the hierarchy is still inconsistent: {exc} (ARX does not check this; ppdp needs a tree.)"
+        ) from None
+
+
+def _resolve_repeated_leaves(
+    numbered: list[tuple[int, list[str]]], duplicates: str
+) -> tuple[list[list[str]], int, list[tuple[str, list[int]]]]:
+    """One row per leaf: ``(rows, repeated rows dropped, [(leaf, its line numbers)] for leaves whose rows differ)``."""
+    kept: dict[str, list[str]] = {}
+    lines: dict[str, list[int]] = {}
+    differ: dict[str, None] = {}  # leaves with differing rows, in order of their first line
+    for line, r in numbered:
+        leaf = r[0]
+        if leaf not in kept:
+            kept[leaf] = r
+            lines[leaf] = [line]
+            continue
+        lines[leaf].append(line)
+        if r != kept[leaf]:
+            differ.setdefault(leaf, None)
+            if duplicates == "keep-last":
+                kept[leaf] = r
+        # (identical repeat, or "keep-first"/"error": the kept row stays)
+    conflicts = [(leaf, lines[leaf]) for leaf in differ]
+    return list(kept.values()), len(numbered) - len(kept), conflicts
 
 
 def to_arx_csv(h: Hierarchy) -> str:

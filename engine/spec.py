@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import SpecError, known_names
+from engine.hierarchy import ARX_DUPLICATE_POLICIES
 from sql.queries import PRIVATE_SCHEMA
 
 NULL_POLICIES = ("error", "suppress")
@@ -31,6 +32,7 @@ class HierarchySpec:
     file: str | None = None  # arx: path, relative to the spec file
     widths: tuple[float, ...] | None = None  # intervals
     levels: int | None = None  # intervals (auto widths), masking
+    duplicates: str = "error"  # arx: a leaf on several differing rows -> "error", "keep-last" (ARX), "keep-first"
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ _SCHEMA: dict[str, set[str]] = {
     "access": {"roles"},
     "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
-    "hierarchy": {"type", "file", "widths", "levels"},
+    "hierarchy": {"type", "file", "widths", "levels", "duplicates"},
     "sensitive": {"columns"},
     "privacy": {"models"},
     "utility": {"objective", "report", "workload_queries", "workload_seed"},
@@ -207,7 +209,15 @@ def _hierarchy(raw: Any, where: str) -> HierarchySpec:
     levels = raw.get("levels")
     if levels is not None and (_typed(levels, f"{where}.levels", int) < 1):
         raise SpecError(f"{where}.levels must be >= 1, got {levels}.")
-    return HierarchySpec(kind, file, widths, levels)
+    duplicates = raw.get("duplicates", "error")
+    _typed(duplicates, f"{where}.duplicates", str)
+    if duplicates not in ARX_DUPLICATE_POLICIES:
+        close = difflib.get_close_matches(duplicates, ARX_DUPLICATE_POLICIES, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise SpecError(f"{where}.duplicates {duplicates!r} is not a choice.{hint} Known: {', '.join(ARX_DUPLICATE_POLICIES)}.")
+    if "duplicates" in raw and kind != "arx":
+        raise SpecError(f"{where}.duplicates applies to ARX files only, not to type {kind!r}. Hint: remove it.")
+    return HierarchySpec(kind, file, widths, levels, duplicates)
 
 
 def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> ReleaseSpec:

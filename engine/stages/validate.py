@@ -128,7 +128,7 @@ def load_hierarchy(spec: ReleaseSpec, qid, source: Q.Source, con: Connector) -> 
         path = Path(h.file)
         if not path.is_absolute():
             path = Path(spec.base_dir) / path
-        return hier.read_arx_csv(path, qid.column)
+        return hier.read_arx_csv(path, qid.column, duplicates=h.duplicates)
     values = con.query(Q.distinct_values_query(source, qid.column))["v"].to_list()
     if not values:
         raise DataError(f"Column {qid.column!r} has only NULL values; a hierarchy cannot be generated.")

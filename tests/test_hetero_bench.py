@@ -1,0 +1,45 @@
+"""benchmarks/hetero.py: the SPARCS reading and the paper-range verdicts the report states."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import hetero
+
+HEADER = "Length of Stay,Total Charges,Total Costs,APR Severity of Illness Code,Age Group,Gender"
+
+
+def test_sparcs_top_coded_stay_and_dollar_amounts_are_read_as_numbers(tmp_path):
+    # The raw file writes the top code as "120 +" and money as "$1234.50" (sparcs/README.md).
+    (tmp_path / "sparcs").mkdir()
+    (tmp_path / "sparcs" / "part-1.csv").write_text(
+        HEADER + "\n"
+        "120 +,$1000.50,$900.25,4,70 or Older,F\n"
+        "3,$20.00,$10.00,1,0 to 17,M\n"
+    )
+    ds = hetero.load_sparcs(tmp_path)
+    assert ds is not None and ds.table.n == 2
+    rows = sorted(map(tuple, ds.table.numeric.tolist()))
+    assert rows == [(3.0, 20.0, 10.0, 1.0), (120.0, 1000.5, 900.25, 4.0)]
+    assert ds.table.n_categories == (2, 2)
+
+
+def test_missing_sparcs_is_reported_not_fatal(tmp_path):
+    assert hetero.load_sparcs(tmp_path) is None
+
+
+@pytest.mark.parametrize(("rpis", "objective", "verdict", "reaches"), [
+    ([4.0, 4.9], "gcp", "below the paper's range", False),  # mean 4.45 < 5
+    ([5.0, 7.0], "gcp", "within the paper's range", True),
+    ([60.0, 70.0], "sil", "above the paper's range", True),  # above the range still reaches it
+    ([10.0, 20.0], "sil", "below the paper's range", False),
+])
+def test_rpi_verdict_against_the_papers_range(rpis, objective, verdict, reaches):
+    runs = [{"dataset": "d", "n": 10, "k": 3, "initial": "k-member", "objective": objective,
+             "seed": s, "initial_value": 1.0, "ls_value": 1.0 - r / 100, "rpi": r,
+             "build_seconds": 0.0} for s, r in enumerate(rpis)]
+    (row,) = hetero.summarize(runs)
+    assert row["verdict"] == verdict
+    assert row["reaches_paper"] is reaches
+    assert row["mean_rpi"] == pytest.approx(np.mean(rpis))

@@ -38,8 +38,13 @@ def test_missing_sparcs_is_reported_not_fatal(tmp_path):
 def test_rpi_verdict_against_the_papers_range(rpis, objective, verdict, reaches):
     runs = [{"dataset": "d", "n": 10, "k": 3, "initial": "k-member", "objective": objective,
              "seed": s, "initial_value": 1.0, "ls_value": 1.0 - r / 100, "rpi": r,
-             "build_seconds": 0.0} for s, r in enumerate(rpis)]
+             "build_seconds": 0.0, "best_found_at_s": 1.0, "ls_seconds": 5.0} for s, r in enumerate(rpis)]
     (row,) = hetero.summarize(runs)
     assert row["verdict"] == verdict
     assert row["reaches_paper"] is reaches
     assert row["mean_rpi"] == pytest.approx(np.mean(rpis))
+
+
+@pytest.mark.parametrize(("best_at", "verdict"), [(4.5, True), (3.9, False), (0.2, False)])
+def test_a_run_is_still_improving_when_its_last_gain_is_in_the_final_fifth(best_at, verdict):
+    assert hetero._still_improving({"best_found_at_s": best_at, "ls_seconds": 5.0}) is verdict

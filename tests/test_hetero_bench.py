@@ -48,3 +48,13 @@ def test_rpi_verdict_against_the_papers_range(rpis, objective, verdict, reaches)
 @pytest.mark.parametrize(("best_at", "verdict"), [(4.5, True), (3.9, False), (0.2, False)])
 def test_a_run_is_still_improving_when_its_last_gain_is_in_the_final_fifth(best_at, verdict):
     assert hetero._still_improving({"best_found_at_s": best_at, "ls_seconds": 5.0}) is verdict
+
+
+def test_thinned_history_keeps_the_ends_and_at_most_one_point_per_5_percent_of_time():
+    # One improvement every millisecond for 5 s: 5,001 points.
+    history = [(i / 1000, i * 10, 1.0 - i / 10_000) for i in range(5001)]
+    thin = hetero.thin_history(history)
+    assert thin[0] == [0.0, 0, 1.0] and thin[-1] == [5.0, 50_000, 0.5]
+    times = [h[0] for h in thin[1:-1]]
+    assert all(b >= a * 1.05 for a, b in zip(times, times[1:], strict=False))
+    assert len(thin) < 200  # log(5 / 0.001) / log(1.05) ~ 175

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ bench-scale: $(STAMP)
 
 bench-hetero-moves: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero_moves.py
+
+# Heterogeneous k-anonymity, Table 6 / Fig. 5-9 layout (issue #16). Full mode takes hours (see
+# the script's docstring); the quick mode is under 3 minutes. Data: --data or $$PPDP_DATA.
+bench-hetero: $(STAMP)
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py
+
+bench-hetero-quick: $(STAMP)
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --quick
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

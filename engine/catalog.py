@@ -156,6 +156,26 @@ def latest_success(con: Connector, release: str) -> RunRecord | None:
     return runs[-1] if runs else None
 
 
+def append_version_rows(con: Connector, table: str, release: str, version: int, frame: pl.DataFrame, run_id: str) -> None:
+    """Append ``frame``'s rows to ``_ppdp.<table>`` under (release, version): staged as a frame
+    (one bulk write), then copied in SQL, so no row travels as a statement parameter."""
+    stage = f"{table}_{run_id}"
+    tagged = frame.select(pl.lit(release).alias("release"), pl.lit(int(version), dtype=pl.Int32).alias("version"), pl.all())
+    con.write_frame(PRIVATE_SCHEMA, stage, tagged)
+    con.execute(C.copy_staged(table, stage, con.dialect))
+    con.execute(C.drop_private(stage, con.dialect))
+
+
+def store_hierarchies(con: Connector, release: str, version: int, hierarchies, run_id: str) -> None:
+    """A version's hierarchies in ``_ppdp.hierarchies`` (long format: the SQL joins read them)."""
+    rows = [(h.attribute, lvl, leaf, value, cnt) for h in hierarchies for (lvl, leaf, value, cnt) in h.long_rows()]
+    if not rows:
+        return
+    frame = pl.DataFrame(rows, schema={"attribute": pl.String, "level": pl.Int32, "leaf": pl.String, "value": pl.String,
+                                       "leaf_count": pl.Int64}, orient="row")
+    append_version_rows(con, "hierarchies", release, version, frame, run_id)
+
+
 def store_distribution(con: Connector, release: str, version: int, distribution: pl.DataFrame, run_id: str) -> None:
     """Q of version ``version``: a frame of sa_key, sa_value (JSON of the joint value), q."""
     stage = f"q_{run_id}"

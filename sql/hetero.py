@@ -9,11 +9,9 @@ QID as the sorted set of its values joined by ``|``. The k-regular graph's edges
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from sql.catalog import private
 from sql.queries import Source, text
-from sql.quoting import quote_ident
+from sql.quoting import quote_ident, quote_literal
 
 SET_SEPARATOR = "|"
 
@@ -27,9 +25,6 @@ def ddl(d: str = "duckdb") -> list[str]:
     ]
 
 
-def _lit(value: str, d: str) -> str:
-    return exp.Literal.string(value).sql(dialect=d)
-
 
 def published_columns(columns: list[str], numeric: list[str]) -> list[str]:
     """The published columns in order: a numeric QID becomes ``<q>_min``, ``<q>_max``."""
@@ -42,7 +37,7 @@ def published_columns(columns: list[str], numeric: list[str]) -> list[str]:
 def candidate_select(source: Source, *, release: str, version: int, columns: list[str], numeric: list[str],
                      categorical: list[str], key: str) -> str:
     d = source.dialect
-    rel, v = _lit(release, d), int(version)
+    rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
     joins = [f"JOIN {private('row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
     out = [f"rid.row_id AS {quote_ident('ppdp_row_id', d)}"]
@@ -50,7 +45,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
         if col in numeric or col in categorical:
             a = f"g{i}"
             joins.append(f"JOIN {private('hetero_values', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
-                         f"AND {a}.key = {key_text} AND {a}.attribute = {_lit(col, d)}")
+                         f"AND {a}.key = {key_text} AND {a}.attribute = {quote_literal(col, d)}")
             if col in numeric:
                 out += [f"{a}.lo AS {quote_ident(col + '_min', d)}", f"{a}.hi AS {quote_ident(col + '_max', d)}"]
             else:
@@ -86,7 +81,7 @@ def coverage_degrees(table: str, source: Source, numeric: list[str], categorical
 
 def graph_degrees(release: str, version: int, d: str = "duckdb") -> str:
     """From the private edge table: min/max degree of anonymized and original nodes, self edges."""
-    rel, v = _lit(release, d), int(version)
+    rel, v = quote_literal(release, d), int(version)
     e = f"(SELECT * FROM {private('hetero_edges', d)} WHERE release = {rel} AND version = {v}) AS e"
     return (f"SELECT (SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY anonymized) AS a) AS min_anon, "
             f"(SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY anonymized) AS a) AS max_anon, "
@@ -101,7 +96,7 @@ def inconsistent_edges(table: str, source: Source, *, release: str, version: int
                        categorical: list[str]) -> str:
     """Edges whose anonymized tuple (as published) does not cover its original (in the source)."""
     d = source.dialect
-    rel, v = _lit(release, d), int(version)
+    rel, v = quote_literal(release, d), int(version)
     return (f"SELECT COUNT(*) AS n FROM {private('hetero_edges', d)} AS e "
             f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.key = e.anonymized "
             f"JOIN {table} AS p ON p.{quote_ident('ppdp_row_id', d)} = i.row_id "

@@ -16,7 +16,7 @@ GROUP BY / window queries over it, so the database does the work.
 from __future__ import annotations
 
 from sql.queries import text
-from sql.quoting import quote_ident
+from sql.quoting import quote_ident, quote_literal
 
 ROW_ID = "ppdp_row_id"
 
@@ -129,7 +129,7 @@ def fresh(sig: str, new_history: str) -> str:
     appears or changes now, classes of records never published before, and the parts of a class
     of the previous version that this step splits. A class this step leaves whole and unchanged
     shows nothing that earlier versions did not (it was checked then), so it is not checked again."""
-    lit = "'" + new_history.replace("'", "''") + "'"
+    lit = quote_literal(new_history, "duckdb")  # hex digits: the same text in every dialect
     return (
         "SELECT x.rid, x.sig_prev, x.sig_now, x.present_now, x.present_prev, x.changed FROM (SELECT sg.*, "
         "MAX(CASE WHEN sg.present_now = 1 AND (sg.present_prev = 0 OR sg.changed = 1) THEN 1 ELSE 0 END) OVER (PARTITION BY sg.sig_now) AS ev, "
@@ -157,7 +157,7 @@ def step_signatures(prefix_table: str, current: tuple[int, str], qids: list[str]
     """The same columns as ``signatures`` for this step, from the stored prefix and the new
     version alone: sig_now extends sig_prev by the new version's entry (a hash chain: the same
     partition into history classes as ``signatures``' hash of the whole history)."""
-    new = "'" + new_history.replace("'", "''") + "'"
+    new = quote_literal(new_history, d)
     cur = f"({states([current], qids, sensitive, d)})"
     v = int(current[0])
     return (

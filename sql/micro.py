@@ -8,11 +8,9 @@ common ancestor in the QID's hierarchy (stored in ``_ppdp.hierarchies``).
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from sql.catalog import private
 from sql.queries import Source, text
-from sql.quoting import quote_ident
+from sql.quoting import quote_ident, quote_literal
 
 
 def ddl(d: str = "duckdb") -> list[str]:
@@ -23,9 +21,6 @@ def ddl(d: str = "duckdb") -> list[str]:
         "grp INTEGER NOT NULL, attribute VARCHAR NOT NULL, value VARCHAR NOT NULL)",
     ]
 
-
-def _lit(value: str, d: str) -> str:
-    return exp.Literal.string(value).sql(dialect=d)
 
 
 def record_select(source: Source, key: str, qids: list[str], sensitive: list[str]) -> str:
@@ -40,7 +35,7 @@ def record_select(source: Source, key: str, qids: list[str], sensitive: list[str
 def candidate_select(source: Source, *, release: str, version: int, columns: list[str], qids: list[str], key: str) -> str:
     """ppdp_row_id, then ``columns`` in order: QIDs replaced by their group's label."""
     d = source.dialect
-    rel, v = _lit(release, d), int(version)
+    rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
     joins = [f"JOIN {private('micro_groups', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.key = {key_text}",
              f"JOIN {private('row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
@@ -49,7 +44,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
         if col in qids:
             a = f"l{qids.index(col)}"
             joins.append(f"JOIN {private('micro_labels', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
-                         f"AND {a}.grp = mg.grp AND {a}.attribute = {_lit(col, d)}")
+                         f"AND {a}.grp = mg.grp AND {a}.attribute = {quote_literal(col, d)}")
             out.append(f"{a}.value AS {quote_ident(col, d)}")
         else:
             out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
@@ -61,7 +56,7 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
     """Published (row, QID) pairs whose label does not cover the row's source value: 0 when every
     generalized value covers its group's source values (independent of how groups were made)."""
     d = source.dialect
-    rel, v = _lit(release, d), int(version)
+    rel, v = quote_literal(release, d), int(version)
     conds = []
     for c in continuous:
         p = f"p.{quote_ident(c, d)}"
@@ -70,7 +65,7 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
                      f"CAST(SPLIT_PART({inner}, ', ', 1) AS DOUBLE PRECISION) AND CAST(SPLIT_PART({inner}, ', ', 2) AS DOUBLE PRECISION))")
     for c in semantic:
         conds.append(f"EXISTS (SELECT 1 FROM {private('hierarchies', d)} AS h WHERE h.release = {rel} AND h.version = {v} "
-                     f"AND h.attribute = {_lit(c, d)} AND h.leaf = {text(c, dialect=d)} AND h.value = p.{quote_ident(c, d)})")
+                     f"AND h.attribute = {quote_literal(c, d)} AND h.leaf = {text(c, dialect=d)} AND h.value = p.{quote_ident(c, d)})")
     ok = " AND ".join(conds) if conds else "TRUE"
     return (f"SELECT COUNT(*) AS uncovered FROM {table} AS p "
             f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.row_id = p.{quote_ident('ppdp_row_id', d)} "

@@ -24,3 +24,9 @@ def table_expr(schema: str | None, name: str, alias: str | None = None) -> exp.T
     if alias:
         t.set("alias", exp.TableAlias(this=ident(alias)))
     return t
+
+
+def quote_literal(value: str, dialect: str = "duckdb") -> str:
+    """``value`` as an escaped SQL string literal in ``dialect`` (for values in SQL text that
+    cannot be bound, e.g. inside view definitions and subqueries reused as relations)."""
+    return exp.Literal.string(value).sql(dialect=dialect)

@@ -6,16 +6,14 @@ t-closeness is checked against the source distribution Q stored when the version
 
 from __future__ import annotations
 
-from sqlglot import exp
-
 from sql.catalog import private
 from sql.history import sa_key
-from sql.quoting import quote_ident
+from sql.quoting import quote_ident, quote_literal
 
 
 def stored_q(release: str, version: int, d: str = "duckdb") -> str:
     """FROM-able subquery (sa_key, q) of version ``version``'s stored Q (values as escaped literals)."""
-    lit = exp.Literal.string(release).sql(dialect=d)
+    lit = quote_literal(release, d)
     return f"(SELECT sa_key, q FROM {private('distributions', d)} WHERE release = {lit} AND version = {int(version)})"
 
 

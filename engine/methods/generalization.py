@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from engine import catalog
 from engine.catalog import RunRecord
 from engine.encoding import COUNT_COLUMN
 from engine.errors import SpecError
@@ -121,13 +122,7 @@ class Generalization:
         """The version's hierarchies and suppressed keys."""
         d, release, version = ctx.dialect, ctx.release, ctx.version
         con = ctx.con
-        rows = [(release, version, h.attribute, lvl, leaf, value, cnt) for h in prep.hierarchies for (lvl, leaf, value, cnt) in h.long_rows()]
-        frame = pl.DataFrame(rows, schema=["release", "version", "attribute", "level", "leaf", "value", "leaf_count"], orient="row")
-        frame = frame.with_columns(pl.col("version").cast(pl.Int32), pl.col("level").cast(pl.Int32), pl.col("leaf_count").cast(pl.Int64))
-        stage = f"hier_{ctx.run_id}"
-        con.write_frame(C.PRIVATE_SCHEMA, stage, frame)
-        con.execute(C.copy_staged("hierarchies", stage, d))
-        con.execute(C.drop_private(stage, d))
+        catalog.store_hierarchies(con, release, version, prep.hierarchies, ctx.run_id)
         result: OptimizerResult = plan.state
         if prep.table.excluded_null_rows == 0 and np.array_equal(result.retained, prep.table.counts):
             return  # nothing is suppressed: no key to record, and no pass over the source to find none

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from engine import catalog
 from engine.catalog import RunRecord
 from engine.errors import DataError, SpecError
 from engine.hetero import initial as I
@@ -37,7 +38,6 @@ from engine.hetero.metrics import QidTable, gcp, sil
 from engine.methods import METHODS, ReleasePlan
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
-from sql import catalog as C
 from sql import hetero as HS
 from sql import micro as M
 from sql import queries as Q
@@ -145,16 +145,11 @@ class Heterogeneous:
         return ReleasePlan("heterogeneous", solution, metrics, n, state=state)
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
-        con, d = ctx.con, ctx.dialect
         edges, values, _, _ = plan.state
-        for stmt in HS.ddl(d):
-            con.execute(stmt)
+        for stmt in HS.ddl(ctx.dialect):
+            ctx.con.execute(stmt)
         for table, frame in (("hetero_edges", edges), ("hetero_values", values)):
-            stage = f"{table}_{ctx.run_id}"
-            tagged = frame.select(pl.lit(ctx.release).alias("release"), pl.lit(int(ctx.version), dtype=pl.Int32).alias("version"), pl.all())
-            con.write_frame(C.PRIVATE_SCHEMA, stage, tagged)
-            con.execute(C.copy_staged(table, stage, d))
-            con.execute(C.drop_private(stage, d))
+            catalog.append_version_rows(ctx.con, table, ctx.release, ctx.version, frame, ctx.run_id)
 
     def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
         spec = prep.spec

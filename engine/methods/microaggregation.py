@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from engine import catalog
 from engine.catalog import RunRecord
 from engine.errors import DataError, SpecError
 from engine.hierarchy import Hierarchy
@@ -44,7 +45,6 @@ from engine.microaggregation.linkage import (
 )
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
-from sql import catalog as C
 from sql import micro as M
 from sql import queries as Q
 
@@ -191,26 +191,13 @@ class Microaggregation:
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
         """Group membership, group labels, and the semantic QIDs' hierarchies (for the check)."""
-        con, d = ctx.con, ctx.dialect
+        con = ctx.con
         members, labels, _, semantic = plan.state
-        for stmt in M.ddl(d):
+        for stmt in M.ddl(ctx.dialect):
             con.execute(stmt)
-        version = int(ctx.version)
         for table, frame in (("micro_groups", members), ("micro_labels", labels)):
-            stage = f"{table}_{ctx.run_id}"
-            tagged = frame.select(pl.lit(ctx.release).alias("release"), pl.lit(version, dtype=pl.Int32).alias("version"), pl.all())
-            con.write_frame(C.PRIVATE_SCHEMA, stage, tagged)
-            con.execute(C.copy_staged(table, stage, d))
-            con.execute(C.drop_private(stage, d))
-        rows = [(ctx.release, version, h.attribute, lvl, leaf, value, cnt)
-                for h in prep.hierarchies if h.attribute in semantic for (lvl, leaf, value, cnt) in h.long_rows()]
-        if rows:
-            frame = pl.DataFrame(rows, schema=["release", "version", "attribute", "level", "leaf", "value", "leaf_count"], orient="row")
-            frame = frame.with_columns(pl.col("version").cast(pl.Int32), pl.col("level").cast(pl.Int32), pl.col("leaf_count").cast(pl.Int64))
-            stage = f"hier_{ctx.run_id}"
-            con.write_frame(C.PRIVATE_SCHEMA, stage, frame)
-            con.execute(C.copy_staged("hierarchies", stage, d))
-            con.execute(C.drop_private(stage, d))
+            catalog.append_version_rows(con, table, ctx.release, ctx.version, frame, ctx.run_id)
+        catalog.store_hierarchies(con, ctx.release, ctx.version, [h for h in prep.hierarchies if h.attribute in semantic], ctx.run_id)
 
     def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
         spec = prep.spec

@@ -18,28 +18,8 @@ def distances_to_many(a_cont, a_sem, a_nom, a_ord, cont, sem, nom, ordn, sem_tab
     because the distance is symmetric. The non-semantic nominal QIDs give one term together
     (eq. 3, as Example 1 reads it).
     """
-    n = cont.shape[0]
-    mc = cont.shape[1]
-    ms = sem.shape[1]
-    mn = nom.shape[1]
-    mo = ordn.shape[1]
-    out = np.empty(n, dtype=np.float64)
-    for i in range(n):
-        total = 0.0
-        for q in range(mc):
-            total += abs(cont[i, q] - a_cont[q])
-        for q in range(ms):
-            total += sem_table[q, sem[i, q], a_sem[q]]
-        if mn > 0:
-            mismatches = 0
-            for q in range(mn):
-                if nom[i, q] != a_nom[q]:
-                    mismatches += 1
-            total += mismatches / mn
-        for q in range(mo):
-            total += abs(ordn[i, q] - a_ord[q])
-        out[i] = total / n_qids
-    return out
+    return distances_to_rows(a_cont, a_sem, a_nom, a_ord, cont, sem, nom, ordn, sem_table, n_qids,
+                             np.arange(cont.shape[0], dtype=np.int64))
 
 
 @njit(cache=True)

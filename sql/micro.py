@@ -1,16 +1,24 @@
 """SQL of the microaggregation release method: its private tables, candidate rows and checks.
 
-Group membership (``_ppdp.micro_groups``) and each group's generalized value per QID
-(``_ppdp.micro_labels``) are private; the candidate rows join the source to them. Continuous QIDs
-are published as the label ``[lo, hi]`` (the group's range), semantic ones as the group's lowest
-common ancestor in the QID's hierarchy (stored in ``_ppdp.hierarchies``).
+Private, per (release, version): group membership of the real records (``_ppdp.micro_groups``),
+each group's generalized value per QID (``_ppdp.micro_labels``), the QID values each real record
+was grouped with (``_ppdp.micro_values``: a later version compares the source with them to find
+modifications, and rebuilds the groups' centroids from them) and the forged records
+(``_ppdp.micro_forged``: group, sensitive value, surrogate row id, encoded QIDs, and the *donor*
+real record whose non-QID columns it repeats). The candidate rows join the source to them.
+Continuous QIDs are published as the label ``[lo, hi]`` (the group's range), semantic ones as the
+group's lowest common ancestor in the QID's hierarchy (stored in ``_ppdp.hierarchies``).
 """
 
 from __future__ import annotations
 
+import re
+
 from sql.catalog import private
 from sql.queries import Source, text
 from sql.quoting import quote_ident, quote_literal
+
+_TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _(),]*")
 
 
 def ddl(d: str = "duckdb") -> list[str]:
@@ -19,7 +27,23 @@ def ddl(d: str = "duckdb") -> list[str]:
         "key VARCHAR NOT NULL, grp INTEGER NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {private('micro_labels', d)} (release VARCHAR NOT NULL, version INTEGER NOT NULL, "
         "grp INTEGER NOT NULL, attribute VARCHAR NOT NULL, value VARCHAR NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {private('micro_values', d)} (release VARCHAR NOT NULL, version INTEGER NOT NULL, "
+        "key VARCHAR NOT NULL, attribute VARCHAR NOT NULL, value VARCHAR NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {private('micro_forged', d)} (release VARCHAR NOT NULL, version INTEGER NOT NULL, "
+        "fid INTEGER NOT NULL, grp INTEGER NOT NULL, sa VARCHAR NOT NULL, donor VARCHAR NOT NULL, row_id VARCHAR NOT NULL, "
+        "template VARCHAR, qids VARCHAR NOT NULL)",
     ]
+
+
+def state_select(table: str, release: str, version: int, d: str = "duckdb") -> str:
+    """Every row of private table ``micro_<table>`` for one version of a release."""
+    return (f"SELECT * FROM {private('micro_' + table, d)} WHERE release = {quote_literal(release, d)} "
+            f"AND version = {int(version)}")
+
+
+def drop_older_values(release: str, version: int, d: str = "duckdb") -> str:
+    """The grouped values are needed for the latest version only (the next run compares with them)."""
+    return f"DELETE FROM {private('micro_values', d)} WHERE release = {quote_literal(release, d)} AND version < {int(version)}"
 
 
 
@@ -32,29 +56,48 @@ def record_select(source: Source, key: str, qids: list[str], sensitive: list[str
     return f"SELECT {', '.join(cols)} FROM {source.sql()}"
 
 
-def candidate_select(source: Source, *, release: str, version: int, columns: list[str], qids: list[str], key: str) -> str:
-    """ppdp_row_id, then ``columns`` in order: QIDs replaced by their group's label."""
+def candidate_select(source: Source, *, release: str, version: int, columns: list[str], qids: list[str], key: str,
+                     forged: tuple[str, str] | None = None) -> str:
+    """ppdp_row_id, then ``columns`` in order: QIDs replaced by their group's label. With
+    ``forged`` = (sensitive column, its declared type) the version's forged records follow: their
+    group's labels, their own sensitive value, and their donor's other columns."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
-    joins = [f"JOIN {private('micro_groups', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.key = {key_text}",
-             f"JOIN {private('row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
-    out = [f"rid.row_id AS {quote_ident('ppdp_row_id', d)}"]
-    for col in columns:
-        if col in qids:
-            a = f"l{qids.index(col)}"
-            joins.append(f"JOIN {private('micro_labels', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
-                         f"AND {a}.grp = mg.grp AND {a}.attribute = {quote_literal(col, d)}")
-            out.append(f"{a}.value AS {quote_ident(col, d)}")
-        else:
-            out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
-    return f"SELECT {', '.join(out)} FROM {source.sql()} {' '.join(joins)}"
+
+    def part(members: str, row_id: str, sensitive: str | None) -> str:
+        joins = [members]
+        out = [f"{row_id} AS {quote_ident('ppdp_row_id', d)}"]
+        for col in columns:
+            if col in qids:
+                a = f"l{qids.index(col)}"
+                joins.append(f"JOIN {private('micro_labels', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
+                             f"AND {a}.grp = mg.grp AND {a}.attribute = {quote_literal(col, d)}")
+                out.append(f"{a}.value AS {quote_ident(col, d)}")
+            elif col == sensitive:
+                out.append(f"CAST(mg.sa AS {forged[1]}) AS {quote_ident(col, d)}")
+            else:
+                out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
+        return f"SELECT {', '.join(out)} FROM {source.sql()} {' '.join(joins)}"
+
+    real = part(f"JOIN {private('micro_groups', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.key = {key_text} "
+                f"JOIN {private('row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}", "rid.row_id", None)
+    if forged is None:
+        return real
+    if not _TYPE_NAME.fullmatch(forged[1]):  # a type name as the database reported it, never user text
+        raise ValueError(f"unexpected column type name {forged[1]!r}")
+    fake = part(f"JOIN {private('micro_forged', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.donor = {key_text}",
+                "mg.row_id", forged[0])
+    return f"{real} UNION ALL {fake}"
 
 
 def uncovered_query(table: str, source: Source, *, release: str, version: int, key: str,
-                    continuous: list[str], semantic: list[str]) -> str:
+                    continuous: list[str], semantic: list[str], previous: str | None = None) -> str:
     """Published (row, QID) pairs whose label does not cover the row's source value: 0 when every
-    generalized value covers its group's source values (independent of how groups were made)."""
+    generalized value covers its group's source values (independent of how groups were made).
+    With ``previous`` (the previous version's table), a row published exactly as there is not
+    re-checked: it was checked when first published, and the history stage may keep it standing
+    while its record has changed (a delayed change). Forged rows have no source row."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
     conds = []
@@ -67,6 +110,33 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
         conds.append(f"EXISTS (SELECT 1 FROM {private('hierarchies', d)} AS h WHERE h.release = {rel} AND h.version = {v} "
                      f"AND h.attribute = {quote_literal(c, d)} AND h.leaf = {text(c, dialect=d)} AND h.value = p.{quote_ident(c, d)})")
     ok = " AND ".join(conds) if conds else "TRUE"
+    standing = ""
+    if previous is not None:
+        same = " AND ".join(f"o.{quote_ident(c, d)} = p.{quote_ident(c, d)}" for c in continuous + semantic) or "TRUE"
+        standing = (f" AND NOT EXISTS (SELECT 1 FROM {previous} AS o WHERE o.{quote_ident('ppdp_row_id', d)} = "
+                    f"p.{quote_ident('ppdp_row_id', d)} AND {same})")
     return (f"SELECT COUNT(*) AS uncovered FROM {table} AS p "
             f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.row_id = p.{quote_ident('ppdp_row_id', d)} "
-            f"JOIN {source.sql()} ON {text(key, dialect=d)} = i.key WHERE NOT ({ok})")
+            f"JOIN {source.sql()} ON {text(key, dialect=d)} = i.key WHERE NOT ({ok}){standing}")
+
+
+def forged_query(table: str, *, release: str, version: int, qids: list[str], previous: str | None = None,
+                 d: str = "duckdb") -> str:
+    """The version's published forged rows (``forged``) and how many of them do not carry exactly
+    their group's labels (``mislabeled``, 0 when a forged row looks like its group's rows); a row
+    standing exactly as in ``previous`` (held back by the history stage) keeps its earlier labels."""
+    rel, v = quote_literal(release, d), int(version)
+    joins, diffs = [], []
+    for i, q in enumerate(qids):
+        a = f"l{i}"
+        joins.append(f"LEFT JOIN {private('micro_labels', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
+                     f"AND {a}.grp = f.grp AND {a}.attribute = {quote_literal(q, d)}")
+        diffs.append(f"{a}.value IS NULL OR {a}.value <> p.{quote_ident(q, d)}")
+    bad = f"({' OR '.join(diffs) or 'FALSE'})"
+    if previous is not None:
+        same = " AND ".join(f"o.{quote_ident(q, d)} = p.{quote_ident(q, d)}" for q in qids) or "TRUE"
+        bad += (f" AND NOT EXISTS (SELECT 1 FROM {previous} AS o WHERE o.{quote_ident('ppdp_row_id', d)} = "
+                f"p.{quote_ident('ppdp_row_id', d)} AND {same})")
+    return (f"SELECT COUNT(*) AS forged, COALESCE(SUM(CASE WHEN {bad} THEN 1 ELSE 0 END), 0) AS mislabeled "
+            f"FROM {table} AS p JOIN {private('micro_forged', d)} AS f ON f.release = {rel} AND f.version = {v} "
+            f"AND f.row_id = p.{quote_ident('ppdp_row_id', d)} {' '.join(joins)}")

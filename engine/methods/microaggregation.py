@@ -1,21 +1,29 @@
-"""Microaggregation release method: DRASL's groups of at least K (PAPER_NOTES §6).
+"""Microaggregation release method: DRASL's groups of at least K (PAPER_NOTES §6), versioned.
 
-The records are clustered by DRASL Alg. 1 (engine/microaggregation/cluster.py: the metric f_link
-of eq. 14 with the synonymous-linkage probability of eq. 13 from a sensitive-value catalogue);
-each group's QIDs are published generalized to the group: a continuous QID as the range
-``[lo, hi]`` of the group's values, a semantic nominal QID as the lowest common ancestor of the
-group's values in the QID's hierarchy. Sensitive values and kept columns are released as they
-are. Group membership lives only in ``_ppdp``.
+First version: the records are clustered by the algorithm named in the spec (DRASL Alg. 1 by
+default: the metric f_link of eq. 14 with the synonymous-linkage probability of eq. 13 from a
+sensitive-value catalogue; engine/microaggregation/algorithms.py lists the baselines). Each
+group's QIDs are published generalized to the group: a continuous QID as the range ``[lo, hi]``
+of its real records' values, a semantic nominal QID as their lowest common ancestor in the QID's
+hierarchy. Sensitive values and kept columns are released as they are.
+
+Later versions: the source's deletes, modifications and inserts since the stored version are
+applied to the stored groups by the algorithm's dynamic operations (DRASL Alg. 2-5), which add
+*forged records* or rewrite their sensitive values so that a changed group does not betray the
+changed person's sensitive value or a synonym of it. A forged row is published like any row: its
+group's labels, its own sensitive value, the other columns of a real record of its group (its
+donor), and a random surrogate id drawn like every real row's. Group membership and which rows
+are forged live only in ``_ppdp`` (engine/microaggregation/stored.py); the run record says how
+many forged rows a version holds, not which. The shared history stage then holds back whatever
+would let someone who keeps every version and knows who joined, left or changed single a person
+out below K (engine/stages/history.py): DRASL protects the sensitive value of a changed group,
+the history stage the size of the crowd a changed person hides in.
 
 Spec: ``[method] name = "microaggregation"`` and ``params = { algorithm = "drasl", k = 8,
 alpha = 0.6, beta = 0.4, seed = 0, catalogue = "diseases32" | "path/to/catalogue.csv",
 kinds = { age = "continuous" } }``; K defaults to the k of the spec's k-anonymity model (one is
 required: it is what the version check verifies). Kinds default from the column type (numeric:
 continuous, otherwise semantic nominal over the QID's hierarchy).
-
-Not yet: DRASL's dynamic updates (Alg. 2-5, forged records). A later run of a microaggregation
-release is refused with that reason rather than re-clustered (a re-clustering would move nearly
-every record to a new group, which the cross-version check would then hold back or refuse).
 """
 
 from __future__ import annotations
@@ -31,10 +39,10 @@ import polars as pl
 from engine import catalog
 from engine.catalog import RunRecord
 from engine.errors import DataError, SpecError
-from engine.hierarchy import Hierarchy
 from engine.methods import METHODS, ReleasePlan
-from engine.microaggregation.cluster import first_release
-from engine.microaggregation.distances import QidKind, default_kind, encode, fit_schema
+from engine.microaggregation import stored
+from engine.microaggregation.algorithms import ALGORITHMS, Params
+from engine.microaggregation.distances import QidKind, QidSchema, default_kind, encode, fit_schema
 from engine.microaggregation.entropy import ALPHA, BETA
 from engine.microaggregation.linkage import (
     BUILTIN_CATALOGUES,
@@ -45,8 +53,10 @@ from engine.microaggregation.linkage import (
 )
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
+from sql import inspect
 from sql import micro as M
 from sql import queries as Q
+from sql.quoting import quote_table
 
 PARAMS = {"algorithm", "k", "alpha", "beta", "seed", "catalogue", "kinds"}
 SUPPORTED_KINDS = ("continuous", "semantic")
@@ -56,6 +66,7 @@ SUPPORTED_KINDS = ("continuous", "semantic")
 class Settings:
     """The method's validated ``[method] params``."""
 
+    algorithm: str
     k: int
     alpha: float
     beta: float
@@ -70,8 +81,9 @@ def settings(spec) -> Settings:
     unknown = set(params) - PARAMS
     if unknown:
         raise SpecError(f"method 'microaggregation' does not take {sorted(unknown)}. Known: {', '.join(sorted(PARAMS))}.")
-    if params.get("algorithm", "drasl") != "drasl":
-        raise SpecError(f"method.params.algorithm {params['algorithm']!r} is not available. Hint: algorithm = \"drasl\".")
+    algorithm = params.get("algorithm", "drasl")
+    if algorithm not in ALGORITHMS.names():
+        raise SpecError(f"method.params.algorithm {algorithm!r} is not available. Known: {', '.join(ALGORITHMS.names())}.")
     k_models = [m.param_dict().get("k") for m in spec.models if m.name == "k-anonymity"]
     if not k_models:
         raise SpecError("method 'microaggregation' publishes groups of at least K: add [[privacy.models]] name = \"k-anonymity\" "
@@ -101,7 +113,7 @@ def settings(spec) -> Settings:
         if kind not in SUPPORTED_KINDS:
             raise SpecError(f"method.params.kinds.{col} = {kind!r}: the microaggregation release publishes "
                             f"{' and '.join(SUPPORTED_KINDS)} QIDs. Hint: give the QID a hierarchy and kind \"semantic\".")
-    return Settings(int(k), float(params.get("alpha", ALPHA)), float(params.get("beta", BETA)), int(seed), catalogue,
+    return Settings(algorithm, int(k), float(params.get("alpha", ALPHA)), float(params.get("beta", BETA)), int(seed), catalogue,
                     tuple(sorted(kinds.items())))
 
 
@@ -114,19 +126,31 @@ def _catalogue(spec, name: str) -> SensitiveCatalogue:
     return load_catalogue(path, spec.sensitive[0])
 
 
-def _lca(h: Hierarchy, values: list[str]) -> str:
-    """The lowest level at which the hierarchy maps all ``values`` to one label."""
-    code = h.leaf_code
-    rows = [h.rows[code[v]] for v in values]
-    for level in range(h.height + 1):
-        labels = {r[level] for r in rows}
-        if len(labels) == 1:
-            return labels.pop()
-    return h.rows[0][-1]
+@dataclass(frozen=True, eq=False)
+class MicroState:
+    """What the method decided for a version: the frames to store, and what its SQL needs."""
+
+    snapshot: stored.Snapshot
+    continuous: tuple[str, ...]
+    semantic: tuple[str, ...]
+    sensitive_type: str | None  # declared type of the sensitive column, for the forged rows
+    counters: dict[str, int]
 
 
-def _number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+def _sensitive_type(ctx: RunContext, prep: Prepared) -> str:
+    """The sensitive column's type as the database declares it (forged rows are cast to it, so
+    every version keeps the column's type and deltas stay possible)."""
+    spec, sa = prep.spec, prep.spec.sensitive[0]
+    if spec.table is not None:
+        schema = spec.schema or getattr(ctx.con, "default_schema", None)
+        for name, type_ in ctx.con.relation_columns(schema, spec.table) or []:
+            if name == sa:
+                return type_
+    dtype = ctx.con.query(inspect.empty_select(prep.source.sql())).schema[sa]
+    if dtype == pl.String:
+        return "VARCHAR"
+    raise SpecError(f"The sensitive column {sa!r} of the source query is not text ({dtype}); forged rows need its declared "
+                    "type. Hint: release from a table, or cast the column to text in the query.")
 
 
 class Microaggregation:
@@ -139,18 +163,15 @@ class Microaggregation:
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         spec = prep.spec
-        if ctx.previous is not None:
-            raise SpecError(f"Release {ctx.release} already has v{ctx.previous.version}: dynamic microaggregation (DRASL "
-                            "Alg. 2-5, forged records) is not available yet, and re-clustering would move nearly every "
-                            "record to a new group. Hint: publish the new data under a new output name.")
         s = settings(spec)
+        algorithm = ALGORITHMS.get(s.algorithm)
         catalogue = _catalogue(spec, s.catalogue)
         # in key order: the clustering (seeded) must not depend on the order the database returns rows in
-        records = ctx.con.query(M.record_select(prep.source, spec.key, spec.qid_columns, list(spec.sensitive))).sort("__key")
+        frame = ctx.con.query(M.record_select(prep.source, spec.key, spec.qid_columns, list(spec.sensitive))).sort("__key")
         sa = spec.sensitive[0]
-        if records[sa].null_count():
+        if frame[sa].null_count():
             raise DataError(f"The sensitive column {sa!r} has NULL values; every record needs a catalogue value.")
-        unknown = sorted(set(records[sa].to_list()) - set(catalogue.values))
+        unknown = sorted(set(frame[sa].to_list()) - set(catalogue.values))
         if unknown:
             raise DataError(f"{len(unknown)} value(s) of {sa!r} are not in the catalogue {s.catalogue!r}: "
                             f"{', '.join(map(repr, unknown[:5]))}. Hint: add them to the catalogue.")
@@ -159,65 +180,118 @@ class Microaggregation:
         for q, h in zip(spec.qid_columns, prep.hierarchies, strict=True):
             kind = declared.get(q)
             kinds.append(QidKind(q, kind, hierarchy=h if kind == "semantic" else None) if kind
-                         else default_kind(q, records.schema[q], hierarchy=h))
+                         else default_kind(q, frame.schema[q], hierarchy=h))
         if any(k.kind not in SUPPORTED_KINDS for k in kinds):
             raise SpecError("method 'microaggregation' needs every QID continuous or semantic (with a hierarchy).")
-        columns = {q: (records[q].to_list() if k.kind == "continuous" else [str(v) for v in records[q].to_list()])
+        for k in kinds:
+            if frame[k.column].null_count():
+                raise DataError(f"QID {k.column!r} has NULL values; microaggregation groups every record. "
+                                "Hint: remove or impute missing values in the source.")
+        columns = {q: (frame[q].to_list() if k.kind == "continuous" else [str(v) for v in frame[q].to_list()])
                    for q, k in zip(spec.qid_columns, kinds, strict=True)}
-        grouping = first_release(encode(fit_schema(kinds, columns), columns), catalogue.codes(records[sa].to_list()),
-                                 catalogue, k=s.k, alpha=s.alpha, beta=s.beta, seed=s.seed)
-        keys = records["__key"].to_list()
-        members, labels = [], []
-        sa_values = records[sa].to_list()
-        total_pr = 0.0
-        for g, rows in enumerate(grouping.groups):
-            members += [(keys[r], g) for r in rows]
-            total_pr += linkage_probability([sa_values[r] for r in rows], catalogue)
-            for k in kinds:
-                vals = [columns[k.column][r] for r in rows]
-                label = (f"[{_number(min(vals))}, {_number(max(vals))}]" if k.kind == "continuous" else _lca(k.hierarchy, vals))
-                labels.append((g, k.column, label))
-        sizes = grouping.sizes()
-        solution = {"method": "microaggregation", "algorithm": "drasl", "k": s.k, "alpha": s.alpha, "beta": s.beta,
+        records = stored.Records(frame["__key"].to_list(), columns, frame[sa].to_list())
+        params = Params(s.k, s.alpha, s.beta, s.seed)
+        found: stored.Changes | None = None
+        restored, deferred = None, ()
+        if ctx.previous is None:
+            schema = fit_schema(kinds, columns)
+            state = algorithm.first_release(encode(schema, columns), catalogue.codes(records.sensitive),
+                                            list(range(len(records.keys))), catalogue, params)
+            id_of = {key: i for i, key in enumerate(records.keys)}
+            forged_rows: dict[int, str] = {}
+        else:
+            schema, restored = self._restore(ctx, s, kinds, catalogue, algorithm)
+            found = stored.changes(restored, records, kinds)
+            state, id_of, deferred = stored.apply(algorithm, restored, records, found, schema, catalogue)
+            forged_rows = restored.forged_rows
+        snap = stored.snapshot(state, id_of, records, kinds, catalogue, forged_rows, sa, restored, deferred)
+        sizes = snap.group_sizes
+        total_pr = sum(linkage_probability(values, catalogue) for values in snap.sensitive_by_group)
+        counters = {"step": state.step, "forged_created": state.forged_created, "forged_rewrites": state.forged_rewrites}
+        solution = {"method": "microaggregation", "algorithm": s.algorithm, "k": s.k, "alpha": s.alpha, "beta": s.beta,
                     "seed": s.seed, "catalogue": s.catalogue, "kinds": {k.column: k.kind for k in kinds},
+                    "ranges": {c: list(r) for c, r in schema.ranges.items()}, "dynamic": counters,
                     "groups": len(sizes), "certified": False}
-        metrics = {"records": prep.source_rows, "released_records": len(keys), "suppressed": prep.source_rows - len(keys),
+        metrics = {"records": prep.source_rows, "released_records": snap.rows, "suppressed": 0,
                    "groups": len(sizes), "group_size": {"min": min(sizes), "max": max(sizes), "mean": float(np.mean(sizes))},
-                   "total_pr": total_pr}  # DRASL eq. 15: the sum over groups of eq. 13
-        state = (pl.DataFrame(members, schema={"key": pl.String, "grp": pl.Int32}, orient="row"),
-                 pl.DataFrame(labels, schema={"grp": pl.Int32, "attribute": pl.String, "value": pl.String}, orient="row"),
-                 tuple(k.column for k in kinds if k.kind == "continuous"), tuple(k.column for k in kinds if k.kind == "semantic"))
-        return ReleasePlan("microaggregation", solution, metrics, len(keys), state=state)
+                   # DRASL eq. 15: the sum over published groups (forged rows included) of eq. 13
+                   "total_pr": total_pr, "forged_records_grouped": snap.forged.height}
+        if found is not None:
+            metrics["updates"] = found.counts() | {"deferred": len(deferred)}
+        state_out = MicroState(snap, tuple(k.column for k in kinds if k.kind == "continuous"),
+                               tuple(k.column for k in kinds if k.kind == "semantic"),
+                               _sensitive_type(ctx, prep) if snap.forged.height else None, counters)
+        return ReleasePlan("microaggregation", solution, metrics, snap.rows, state=state_out)
+
+    def _restore(self, ctx: RunContext, s: Settings, kinds, catalogue, algorithm):
+        """The previous version's groups, refused when they cannot be continued."""
+        prev = ctx.previous.solution
+        same = {"algorithm": s.algorithm, "k": s.k, "alpha": s.alpha, "beta": s.beta, "catalogue": s.catalogue,
+                "kinds": {k.column: k.kind for k in kinds}}
+        differs = [name for name, value in same.items() if prev.get(name, "drasl" if name == "algorithm" else None) != value]
+        if differs:
+            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was grouped with other {', '.join(differs)}; its "
+                            "groups cannot be continued. Hint: publish under a new output name, or restore the earlier parameters.")
+        if not algorithm.dynamic:
+            raise SpecError(f"Algorithm {s.algorithm!r} re-clusters the whole table on every change, which would move nearly "
+                            f"every record to a new group of {ctx.release}. Hint: use a dynamic algorithm "
+                            f"({', '.join(n for n in ALGORITHMS.names() if ALGORITHMS.get(n).dynamic)}) or a new output name.")
+        ranges = {c: (float(r[0]), float(r[1])) for c, r in prev.get("ranges", {}).items()}
+        schema = QidSchema(tuple(kinds), ranges, {})
+        frames = {t: ctx.con.query(M.state_select(t, ctx.release, ctx.previous.version, ctx.dialect))
+                  for t in ("groups", "values", "forged")}
+        restored = stored.restore(frames["groups"], frames["values"], frames["forged"], ctx.spec.sensitive[0], schema,
+                                  catalogue, k=s.k, alpha=s.alpha, beta=s.beta, seed=s.seed, counters=prev.get("dynamic", {}))
+        return schema, restored
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
-        """Group membership, group labels, and the semantic QIDs' hierarchies (for the check)."""
+        """Group membership, labels, grouped values, forged records, and the semantic QIDs'
+        hierarchies (for the check)."""
         con = ctx.con
-        members, labels, _, semantic = plan.state
+        st: MicroState = plan.state
         for stmt in M.ddl(ctx.dialect):
             con.execute(stmt)
-        for table, frame in (("micro_groups", members), ("micro_labels", labels)):
-            catalog.append_version_rows(con, table, ctx.release, ctx.version, frame, ctx.run_id)
-        catalog.store_hierarchies(con, ctx.release, ctx.version, [h for h in prep.hierarchies if h.attribute in semantic], ctx.run_id)
+        snap = st.snapshot
+        for table, frame in (("micro_groups", snap.members), ("micro_labels", snap.labels), ("micro_values", snap.values),
+                             ("micro_forged", snap.forged)):
+            if frame.height:
+                catalog.append_version_rows(con, table, ctx.release, ctx.version, frame, ctx.run_id)
+        con.execute(M.drop_older_values(ctx.release, ctx.version, ctx.dialect))
+        catalog.store_hierarchies(con, ctx.release, ctx.version, [h for h in prep.hierarchies if h.attribute in st.semantic], ctx.run_id)
 
     def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
         spec = prep.spec
+        st: MicroState = plan.state
         full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
+        forged = (spec.sensitive[0], st.sensitive_type) if st.sensitive_type else None
         return M.candidate_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
-                                  qids=spec.qid_columns, key=spec.key)
+                                  qids=spec.qid_columns, key=spec.key, forged=forged)
 
     def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
-        return False  # no later versions yet (see the module docstring)
+        # A previous row may stand in the new version: the history stage then checks the classes
+        # its labels form with the rest, so a held-back row never makes a class smaller than K.
+        return True
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
-        """Every generalized value covers its record's source value (independent SQL)."""
+        """Every generalized value covers its record's source value, and every forged row carries
+        its group's labels (independent SQL over the written version)."""
         spec = prep.spec
-        _, _, continuous, semantic = plan.state
+        st: MicroState = plan.state
         full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
+        previous = (quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.version}", ctx.dialect)
+                    if ctx.previous is not None else None)
         sql = M.uncovered_query(table, full, release=ctx.release, version=ctx.version, key=spec.key,
-                                continuous=list(continuous), semantic=list(semantic))
+                                continuous=list(st.continuous), semantic=list(st.semantic), previous=previous)
         n = int(ctx.con.query(sql)["uncovered"][0])
-        return [{"check": "generalized values cover the source values", "passed": n == 0, "uncovered": n,
-                 "detail": f"{n} published value(s) do not cover their record's source value", "query": sql}]
+        checks = [{"check": "generalized values cover the source values", "passed": n == 0, "uncovered": n,
+                   "detail": f"{n} published value(s) do not cover their record's source value", "query": sql}]
+        fsql = M.forged_query(table, release=ctx.release, version=ctx.version, qids=spec.qid_columns, previous=previous,
+                              d=ctx.dialect)
+        row = ctx.con.query(fsql).row(0, named=True)
+        bad = int(row["mislabeled"])
+        checks.append({"check": "forged rows carry their group's labels", "passed": bad == 0, "forged_rows": int(row["forged"]),
+                       "mislabeled": bad, "detail": f"{bad} forged row(s) differ from their group's labels", "query": fsql})
+        return checks
 
 
 METHODS.register("microaggregation")(Microaggregation())

@@ -128,6 +128,10 @@ def certificate(db: str, name: str) -> dict[str, Any]:
         "optimizer": {"name": s.get("optimizer"), "budget": s.get("budget"), "seed": s.get("seed"),
                       "evaluations": s.get("evaluations"), "certified_optimal": s.get("certified")},
         "cross_version": dict(run.cross_version or {}),
+        # the release method's own checks with what they counted (e.g. how many forged rows a
+        # microaggregation version holds), never which rows: no queries, no ids
+        "method_checks": {c["check"]: {k: val for k, val in c.items() if k not in ("check", "query", "detail")}
+                          for c in v.get("method_checks", [])},
         "verification_passed": v.get("passed"),
     }
 
@@ -151,6 +155,9 @@ def certificate_markdown(cert: dict[str, Any]) -> str:
                      f"({cv.get('history_classes')} classes, smallest {cv.get('smallest_history_class')}); held back at this step: "
                      f"{held.get('inserts_withheld', 0)} insertions, {held.get('deletes_delayed', 0)} deletions, "
                      f"{held.get('changes_delayed', 0)} changes")
+    for name, found in cert.get("method_checks", {}).items():
+        lines.append(f"Method check: {name}: {'pass' if found.get('passed') else 'FAIL'} "
+                     f"({', '.join(f'{k} = {val}' for k, val in found.items() if k != 'passed')})")
     lines += ["", "Verification queries:", ""]
     for mdl in cert["models"]:
         lines += [f"```sql\n-- {mdl['model']}\n{mdl['verification_query']}\n```"]

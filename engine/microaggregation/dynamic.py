@@ -640,3 +640,29 @@ def modify(state: DynamicState, record_id: int, new_values: Modification) -> Dyn
         w.refresh(i)
         w.protect(i, sa)
     return w.freeze()
+
+
+def add_groups(state: DynamicState, records: Sequence[NewRecord], groups: Sequence[Sequence[int]]) -> DynamicState:
+    """New groups made only of new records (``groups``: indices into ``records``), each of at least
+    K; no forged record is needed, since a new group has no earlier version to be compared with.
+    Group ids continue after the largest one in use **(ours)**."""
+    w = _Work(state)
+    next_gid = max((g.gid for g in w.groups), default=-1) + 1
+    for members in groups:
+        if len(members) < state.k:
+            raise DataError(f"A new group has {len(members)} records, fewer than K = {state.k}. Hint: group at least K new records.")
+        rows = []
+        for m in members:
+            r = records[m]
+            _check_qids(w.s, r.qids)
+            if int(r.id) in w.real_row:
+                raise DataError(f"Record id {r.id} is already in the release. Hint: use modify() to change it.")
+            rows.append(w.add_row(r.qids, _check_sa(w.s, r.sa), r.id))
+            w.real_row[int(r.id)] = rows[-1]
+        w.groups.append(Group(next_gid, tuple(rows)))
+        next_gid += 1
+        w.cents = [np.vstack([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in w.cents]
+        w.counts = np.vstack([w.counts, np.zeros((1, w.counts.shape[1]), dtype=w.counts.dtype)])
+        w.stats = [np.concatenate([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in w.stats]
+        w.refresh(len(w.groups) - 1)
+    return w.freeze()

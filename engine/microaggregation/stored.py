@@ -31,6 +31,7 @@ import polars as pl
 
 from engine.hierarchy import Hierarchy
 from engine.microaggregation import dynamic
+from engine.microaggregation.algorithms import Params
 from engine.microaggregation.distances import QidKind, QidSchema, encode
 from engine.microaggregation.dynamic import (
     DynamicState,
@@ -190,7 +191,24 @@ def apply(algorithm, restored: Restored, records: Records, found: Changes, schem
     for key in found.modified_sa:
         state = algorithm.modify(state, id_of[key], Modification(sa=catalogue.codes([records.sensitive[now[key]]])[0]))
     next_id = max(id_of.values(), default=-1) + 1
-    for key in found.inserted:
+    inserted = list(found.inserted)
+    if len(inserted) >= state.k:
+        # K or more new records form new groups of their own (Alg. 1 over the new records only,
+        # (ours)): someone who knows who joined then finds each newcomer among at least K new
+        # rows, where Alg. 2 would scatter them over old groups one by one and every newcomer
+        # would have to be held back until K others joined the same group.
+        rows = [now[key] for key in inserted]
+        cols = {kd.column: [records.columns[kd.column][i] for i in rows] for kd in schema.kinds}
+        sa = catalogue.codes([records.sensitive[i] for i in rows])
+        batch = algorithm.first_release(encode(schema, cols), sa, list(range(len(rows))), catalogue,
+                                        Params(state.k, state.alpha, state.beta, state.seed + state.step))
+        new = []
+        for j, key in enumerate(inserted):
+            id_of[key] = next_id + j
+            new.append(NewRecord(next_id + j, dynamic.EncodedRow.of(batch.pool, j), int(sa[j])))
+        state = dynamic.add_groups(state, new, [g.real for g in batch.groups])
+        inserted = []
+    for key in inserted:
         i = now[key]
         state, row = encode_record(state, schema, records.values_of(i, schema.kinds))
         id_of[key] = next_id

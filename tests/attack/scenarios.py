@@ -198,3 +198,45 @@ def random_sequence(seed: int) -> tuple[Scenario, tuple[ModelCheck, ...]]:
     n_steps = rng.choice((2, 3))
     models = L2 if seed % 5 == 3 else T if seed % 5 == 4 else K5
     return Scenario(f"random-seed{seed}", tuple(random_step(i + 1) for i in range(n_steps)), seed=seed), models
+
+
+@dataclass
+class MicroaggregationRelease(GeneralizationRelease):
+    """ppdp's microaggregation release (DRASL groups and forged rows): a row covers raw values
+    when each continuous QID lies in the row's ``[lo, hi]`` and each other QID's value has the
+    row's label at some level of the stored hierarchy. Holding back is allowed to take every row
+    (``max_repair_fraction = 1``): what is attacked is what gets published."""
+
+    output_name: str = "attacked_micro"
+
+    def spec_for(self, backend: Backend) -> ReleaseSpec:
+        catalogue = self.spec_dir / "salary_catalogue.csv"
+        catalogue.write_text("".join(f"{v};income-{i};*\n" for i, v in enumerate(SA_VALUES)))
+        spec = super().spec_for(backend)
+        path = self.spec_dir / f"{self.output_name}_{backend.name}.toml"
+        k = next(int(m.param) for m in self.models if m.name == "k-anonymity")
+        path.write_text(path.read_text() + f'[method]\nname = "microaggregation"\nparams = {{ catalogue = {toml_str(str(catalogue))}, '
+                        f'k = {k} }}\n[dynamic]\nmax_repair_fraction = 1.0\n')
+        assert spec.output_name == self.output_name
+        return load_spec(path)
+
+    def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:
+        frame = con.query("SELECT version, attribute, leaf, value FROM _ppdp.hierarchies WHERE release = ?", [self.release_id])
+        labels: dict[tuple[int, str, str], set[str]] = {}
+        for version, attribute, leaf, value in frame.rows():
+            labels.setdefault((int(version), attribute, leaf), set()).add(value)
+        qids = list(self.qids)
+
+        def covers(version: int, q: str, label: str, raw: Any) -> bool:
+            if raw is None:
+                return False
+            if label.startswith("["):
+                lo, hi = (float(x) for x in label[1:-1].split(", "))
+                return lo <= float(raw) <= hi
+            # the labels of the semantic QIDs' hierarchy are the same in every version
+            return any(label in labels.get((v, q, str(raw)), ()) for v in versions)
+
+        def matches(version: int, labels_: tuple[Any, ...], raw: tuple[Any, ...]) -> bool:
+            return all(covers(version, q, lab, r) for q, lab, r in zip(qids, labels_, raw, strict=True))
+
+        return matches

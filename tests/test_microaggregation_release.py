@@ -101,16 +101,16 @@ def test_bad_parameters_are_refused_before_any_write(tmp_path):
     assert snapshot(db) == before
 
 
-def test_a_second_version_is_refused_with_the_reason(tmp_path):
+def test_a_later_version_with_other_grouping_parameters_is_refused_with_the_reason(tmp_path):
     db = adult_with_disease(tmp_path / "m.duckdb", rows=400)
-    spec = load_spec(micro_spec(tmp_path / "s.toml", db))
-    run_release(spec, progress=False)
+    run_release(load_spec(micro_spec(tmp_path / "s.toml", db)), progress=False)
     con = duckdb.connect(str(db))
     con.execute("DELETE FROM adult WHERE id % 10 = 0")
     con.close()
-    with pytest.raises(SpecError, match="dynamic microaggregation \\(DRASL Alg. 2-5, forged records\\) is not available yet"):
-        run_release(spec, progress=False)
+    with pytest.raises(SpecError, match="was grouped with other alpha; its groups cannot be continued"):
+        run_release(load_spec(micro_spec(tmp_path / "s.toml", db, 'catalogue = "diseases32", alpha = 0.5')), progress=False)
     assert read(db, "SELECT COUNT(*) AS n FROM published.adult_micro")["n"][0] == 400  # v1 stays published
+    assert read(db, "SELECT MAX(version) AS v FROM _ppdp.micro_groups")["v"][0] == 1  # nothing of v2 was kept
 
 
 @pytest.mark.postgres

@@ -16,8 +16,21 @@ from connectors import connect
 from engine.jobs import certificate
 from engine.release import run_release
 from engine.spec import load_spec
-from tests.attack.harness import check_deltas, duckdb_backend, postgres_backend, run_scenario, violation_table
-from tests.attack.scenarios import K5, QIDS, SENSITIVE, MicroaggregationRelease, adult_base, crafted_scenarios, random_sequence
+from tests.attack.harness import (
+    check_deltas,
+    duckdb_backend,
+    run_scenario,
+    violation_table,
+)
+from tests.attack.scenarios import (
+    K5,
+    QIDS,
+    SENSITIVE,
+    MicroaggregationRelease,
+    adult_base,
+    crafted_scenarios,
+    random_sequence,
+)
 from tests.test_microaggregation_release import K8, KEEP, adult_with_disease, micro_spec, read
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

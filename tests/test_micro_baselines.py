@@ -310,3 +310,26 @@ def test_t_closeness_groups_are_closer_to_the_table_than_sa_blind_ones():
     means = [np.mean([dist(c) for c in _group_sa_counts(s)]) for s in (tc, blind)]
     assert means[0] < means[1]
     assert np.mean([dist(c) <= 0.35 + 1e-12 for c in _group_sa_counts(tc)]) > 0.8
+
+
+# --- SA-blind clusterings: structure -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["mdav", "oka", "ika"])
+def test_sa_blind_clusterings_build_floor_n_over_k_groups(name):
+    # MDAV and IKA build groups of exactly K and fold the fewer than K (IKA) or K to 2K - 1 (MDAV)
+    # left over into groups; OKA seeds floor(n / K) clusters and never opens another.
+    state, _ = _release(name, n=203)
+    assert len(state.groups) == 203 // K
+    assert sorted(g.size for g in state.groups)[:-3] == [K] * (len(state.groups) - 3)
+
+
+@pytest.mark.parametrize("name", ["mdav", "ika"])
+def test_mdav_and_ika_recover_tight_clusters_of_k(name):
+    # Three tight clusters of K ages far apart: whatever the seed record, its K - 1 nearest
+    # records are its own cluster, so both algorithms return the clusters.
+    ages = [20, 21, 22, 23, 50, 51, 52, 53, 80, 81, 82, 83]
+    schema = fit_schema([QidKind("age", "continuous")], {"age": ages})
+    enc = encode(schema, {"age": ages})
+    state = ALGORITHMS.get(name).first_release(enc, np.zeros(12, dtype=np.int64), ages, CAT, Params(k=4, seed=2))
+    assert _groups_by_id(state) == [(20, 21, 22, 23), (50, 51, 52, 53), (80, 81, 82, 83)]

@@ -74,8 +74,11 @@ def _check(n: int, k: int) -> None:
 
 
 def first_release(enc: EncodedQids, sa_codes: np.ndarray, catalogue: SensitiveCatalogue, *, k: int,
-                  alpha: float = ALPHA, beta: float = BETA, seed: int = 0) -> Grouping:
-    """Alg. 1 on encoded records (``distances.encode``) and SA codes (``catalogue.codes``)."""
+                  alpha: float = ALPHA, beta: float = BETA, seed: int = 0, linkage: bool = True) -> Grouping:
+    """Alg. 1 on encoded records (``distances.encode``) and SA codes (``catalogue.codes``).
+
+    ``linkage=False`` drops the ``- alpha Pr_SA`` term, leaving eq. 9's f: the criterion of the
+    DPP baseline (entropy increase and distance only)."""
     n = enc.n
     _check(n, k)
     sa_codes = np.asarray(sa_codes, dtype=np.int64)
@@ -95,7 +98,7 @@ def first_release(enc: EncodedQids, sa_codes: np.ndarray, catalogue: SensitiveCa
         counts[sa_codes[start]] += 1
         while len(members) < k:
             free = np.flatnonzero(unassigned)
-            scores = _scores(enc, members, counts, free, sa_codes, catalogue, all_codes, alpha, beta)
+            scores = _scores(enc, members, counts, free, sa_codes, catalogue, all_codes, alpha, beta, linkage)
             pick = int(free[_best(scores)])
             members.append(pick)
             unassigned[pick] = False
@@ -105,23 +108,27 @@ def first_release(enc: EncodedQids, sa_codes: np.ndarray, catalogue: SensitiveCa
         remaining -= k
     for r in np.flatnonzero(unassigned):
         rows = np.array([r], dtype=np.int64)
-        scores = [_scores(enc, g, c, rows, sa_codes, catalogue, all_codes, alpha, beta)[0] for g, c in zip(groups, counts_of, strict=True)]
+        scores = [_scores(enc, g, c, rows, sa_codes, catalogue, all_codes, alpha, beta, linkage)[0]
+                  for g, c in zip(groups, counts_of, strict=True)]
         j = _best(scores)
         groups[j].append(int(r))
         counts_of[j][sa_codes[r]] += 1
     return Grouping(tuple(tuple(g) for g in groups))
 
 
-def _scores(enc, members, counts, rows, sa_codes, catalogue, all_codes, alpha, beta) -> np.ndarray:
-    """f_link of adding each of ``rows`` to the group ``members`` (SA ``counts``)."""
+def _scores(enc, members, counts, rows, sa_codes, catalogue, all_codes, alpha, beta, linkage=True) -> np.ndarray:
+    """f_link of adding each of ``rows`` to the group ``members`` (SA ``counts``); f (eq. 9)
+    without ``linkage``."""
     c_cont, c_sem, c_nom, c_ord = encoded_centroid(enc, np.asarray(members))
     d = _kernels.distances_to_rows(c_cont, c_sem, c_nom, c_ord, enc.cont, enc.sem, enc.nom, enc.ordn,
                                    enc.sem_table, enc.n_qids, rows)
     h_before = entropy_of_counts(counts)
     # Entropy and Pr after adding depend only on the candidate's SA value: one per catalogue value.
     h_after = entropy_after_adding(counts, all_codes)
-    pr_after = probability_after_adding(counts, all_codes, catalogue)
     sa = sa_codes[rows]
+    if not linkage:
+        return -alpha * (h_before - h_after[sa]) - beta * d
+    pr_after = probability_after_adding(counts, all_codes, catalogue)
     return -alpha * (h_before - h_after[sa]) - beta * d - alpha * pr_after[sa]
 
 

@@ -51,6 +51,11 @@ sensitive value, Algorithm 3 will be called back": a QID change (with or without
 is ``delete`` then ``insert`` under the same id; an SA-only change rewrites the record's SA in
 place and runs Alg. 3 on its group with the new SA.
 
+Variant for the DPP baseline (``linkage=False, forge_unlinked=False`` on the state): the metric
+is eq. 9's f (no ``- alpha Pr_SA`` term) and Alg. 3's forged value is drawn uniformly from the
+values *different* from SA_r, with no catalogue condition: Situations 1 and 2 of the paper, the
+method of its ref. [20] that DRASL improves on. DRASL's defaults are ``True, True``.
+
 Randomness is a pure function of the state: each operation draws from
 ``np.random.default_rng([seed, step])`` and increments ``step``.
 
@@ -154,6 +159,8 @@ class DynamicState:
                    values, Tlink of eq. 12, int64 [groups, categories] category counts)
     forged_template  forged pool row -> real id whose QIDs it copied
     forged_created   forged records created so far; ``forged_rewrites`` forged SA values changed
+    linkage        the metric has the ``- alpha Pr_SA`` term (eq. 14; False: eq. 9, for DPP)
+    forge_unlinked Alg. 3 draws forged values with Link = 0 to SA_r (False: any other value, for DPP)
     """
 
     pool: EncodedQids
@@ -174,6 +181,8 @@ class DynamicState:
     next_forged_id: int = 0
     forged_created: int = 0
     forged_rewrites: int = 0
+    linkage: bool = True
+    forge_unlinked: bool = True
 
     @property
     def forged_count(self) -> int:
@@ -219,17 +228,19 @@ def _row_of(pool: EncodedQids, row: int) -> EncodedRow:
 
 def from_grouping(enc: EncodedQids, sa_codes: np.ndarray, ids: Sequence[int], groups: Sequence[Sequence[int]],
                   catalogue: SensitiveCatalogue, *, k: int, alpha: float = ALPHA, beta: float = BETA,
-                  seed: int = 0) -> DynamicState:
+                  seed: int = 0, linkage: bool = True, forge_unlinked: bool = True) -> DynamicState:
     """The state after a first release: ``groups`` are row indices of ``enc`` (``Grouping.groups``
     of ``cluster.first_release``), ``ids`` the records' ids (one per row), no forged records.
     Group ids (``Group.gid``) are the groups' positions."""
-    return restore(enc, sa_codes, ids, groups, catalogue, k=k, alpha=alpha, beta=beta, seed=seed)
+    return restore(enc, sa_codes, ids, groups, catalogue, k=k, alpha=alpha, beta=beta, seed=seed, linkage=linkage,
+                   forge_unlinked=forge_unlinked)
 
 
 def restore(enc: EncodedQids, sa_codes: np.ndarray, ids: Sequence[int], groups: Sequence[Sequence[int]],
             catalogue: SensitiveCatalogue, *, k: int, gids: Sequence[int] | None = None,
             forged: Sequence[ForgedRecord] = (), alpha: float = ALPHA, beta: float = BETA, seed: int = 0,
-            step: int = 0, forged_created: int = 0, forged_rewrites: int = 0) -> DynamicState:
+            step: int = 0, forged_created: int = 0, forged_rewrites: int = 0, linkage: bool = True,
+            forge_unlinked: bool = True) -> DynamicState:
     """A state rebuilt from what a caller stored after an earlier version: the current real
     records (``enc`` rows, ``sa_codes``, ``ids``), ``groups`` as row indices with their ``gids``,
     the forged records (``DynamicState.forged_records()``, matched to groups by gid) and the
@@ -266,7 +277,7 @@ def restore(enc: EncodedQids, sa_codes: np.ndarray, ids: Sequence[int], groups: 
         stats=_stats(np.zeros((0, len(catalogue.values)), dtype=np.int64), catalogue),
         forged_template={}, catalogue=catalogue, k=k, alpha=alpha, beta=beta, seed=seed, step=step,
         next_forged_id=max((f.id + 1 for f in forged), default=0), forged_created=forged_created,
-        forged_rewrites=forged_rewrites)
+        forged_rewrites=forged_rewrites, linkage=linkage, forge_unlinked=forge_unlinked)
     w = _Work(state)
     group_list = []
     for gid, g in zip(gids, groups, strict=True):
@@ -321,7 +332,7 @@ def _pairs(c: np.ndarray) -> np.ndarray:
 
 def group_scores(state: DynamicState, qids: EncodedRow, sa: int) -> np.ndarray:
     """f_link (eq. 14, higher is better) of adding a record (``qids``, SA code ``sa``) to each
-    group, vectorized over the groups."""
+    group, vectorized over the groups; f (eq. 9) when the state has ``linkage=False``."""
     pool = state.pool
     c_cont, c_sem, c_nom, c_ord = state.centroids
     d = _kernels.distances_to_many(np.asarray(qids.cont, dtype=np.float64), np.asarray(qids.sem, dtype=np.int32),
@@ -334,6 +345,8 @@ def group_scores(state: DynamicState, qids: EncodedRow, sa: int) -> np.ndarray:
     c = counts[:, sa]
     n1 = n + 1.0
     h_after = np.log10(n1) - (s - _xlogx(c) + _xlogx(c + 1.0)) / n1
+    if not state.linkage:
+        return -state.alpha * (h_before - h_after) - state.beta * d
     # A record with SA s adds 2 links per equal value and 1 per other value of its category.
     added = c + cat_counts[:, state.catalogue.category_code[sa]]
     pr_after = (tlink + added) / (n1 * (n1 - 1.0))
@@ -357,7 +370,7 @@ def group_scores_reference(state: DynamicState, qids: EncodedRow, sa: int) -> li
         before = [cat.values[int(state.sa[r])] for r in rows]
         after = before + [cat.values[sa]]
         f = -state.alpha * (entropy(before) - entropy(after)) - state.beta * d
-        out.append(f - state.alpha * linkage_probability(after, cat))
+        out.append(f - state.alpha * linkage_probability(after, cat) if state.linkage else f)
     return out
 
 
@@ -443,8 +456,11 @@ class _Work:
     def protect(self, i: int, sa_r: int) -> None:
         """Alg. 3 on group i for a record with SA code ``sa_r``."""
         cat = self.s.catalogue
-        codes = cat.category_code
+        codes = cat.category_code if self.s.forge_unlinked else np.arange(len(cat.values))
         candidates = np.flatnonzero(codes != codes[sa_r])
+        if candidates.size == 0 and not self.s.forge_unlinked:
+            raise DataError(f"The catalogue lists only {cat.values[sa_r]!r}, so no forged value can differ from it. "
+                            "Hint: the catalogue needs at least two values.")
         if candidates.size == 0:
             raise DataError(f"Every catalogued sensitive value is synonymous with {cat.values[sa_r]!r}, "
                             "so no forged value can hide it. Hint: the catalogue needs at least two categories.")

@@ -1,0 +1,48 @@
+"""DPP, the microaggregation-based data privacy protection of the DRASL paper's ref. 19, as that
+paper describes it: DRASL without the synonymous-linkage parts.
+
+- Clustering criterion, first release and insertion: eq. 9's ``f = -alpha H_hat - beta d``
+  (entropy increase and distance), no ``- alpha Pr_SA`` term ("The DPP method fulfills the
+  clustering process with the criteria of minimizing an increase in entropy. It does not consider
+  the semantic relevance between the sensitive values at all").
+- Forged records as in the method of ref. [20] (Situations 1 and 2 of the paper): a group
+  without a forged record gets one, a group with one has its SA rewritten, and the forged SA is
+  a random value *different* from the new record's, with no catalogue condition (so it may be
+  synonymous with it, which is the weakness DRASL's Alg. 3 removes).
+- Deletion and modification follow DRASL's Alg. 4-5 with these two rules.
+
+It reuses cluster.py and dynamic.py through their ``linkage`` / ``forge_unlinked`` switches.
+"""
+
+from __future__ import annotations
+
+from engine.microaggregation import dynamic
+from engine.microaggregation.algorithms import ALGORITHMS, Params
+from engine.microaggregation.cluster import first_release
+from engine.microaggregation.dynamic import DynamicState
+
+
+class Dpp:
+    """DPP (module docstring): dynamic, forges records."""
+
+    name = "dpp"
+    forges = True
+    dynamic = True
+
+    def first_release(self, enc, sa_codes, ids, catalogue, params: Params) -> DynamicState:
+        grouping = first_release(enc, sa_codes, catalogue, k=params.k, alpha=params.alpha, beta=params.beta,
+                                 seed=params.seed, linkage=False)
+        return dynamic.from_grouping(enc, sa_codes, ids, grouping.groups, catalogue, k=params.k, alpha=params.alpha,
+                                     beta=params.beta, seed=params.seed, linkage=False, forge_unlinked=False)
+
+    def insert(self, state, record):
+        return dynamic.insert(state, record)
+
+    def delete(self, state, record_id):
+        return dynamic.delete(state, record_id)
+
+    def modify(self, state, record_id, new_values):
+        return dynamic.modify(state, record_id, new_values)
+
+
+ALGORITHMS.register("dpp")(Dpp())

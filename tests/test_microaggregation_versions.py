@@ -183,3 +183,24 @@ def test_postgres_second_version_verified_with_an_exact_delta(tmp_path, postgres
     con.close()
     assert check_deltas(tables, delta) == []
     assert tables[2].schema == tables[1].schema
+
+
+def test_every_algorithm_publishes_a_first_version_and_static_ones_refuse_a_second(tmp_path):
+    """The spec names the algorithm (engine/microaggregation/algorithms.py); a dynamic one (DPP)
+    continues its groups, a static one (MDAV) would re-cluster everything and is refused."""
+    from engine.errors import SpecError
+
+    for algorithm, dynamic in (("dpp", True), ("mdav", False)):
+        db = adult_with_disease(tmp_path / f"{algorithm}.duckdb", rows=400)
+        p = micro_spec(tmp_path / f"{algorithm}.toml", db, f'catalogue = "diseases32", algorithm = "{algorithm}"')
+        p.write_text(p.read_text() + "[dynamic]\nmax_repair_fraction = 1.0\n")
+        spec = load_spec(p)
+        v1 = run_release(spec, progress=False).run
+        assert v1.verification["passed"] and v1.solution["algorithm"] == algorithm
+        change(db, ["UPDATE adult SET disease = 'acne' WHERE id % 30 = 7"])
+        if dynamic:
+            v2 = run_release(spec, progress=False).run
+            assert v2.version == 2 and v2.verification["passed"] and v2.solution["dynamic"]["linkage"] is False
+        else:
+            with pytest.raises(SpecError, match="'mdav' re-clusters the whole table"):
+                run_release(spec, progress=False)

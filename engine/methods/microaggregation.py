@@ -207,7 +207,8 @@ class Microaggregation:
         snap = stored.snapshot(state, id_of, records, kinds, catalogue, forged_rows, sa, restored, deferred)
         sizes = snap.group_sizes
         total_pr = sum(linkage_probability(values, catalogue) for values in snap.sensitive_by_group)
-        counters = {"step": state.step, "forged_created": state.forged_created, "forged_rewrites": state.forged_rewrites}
+        counters = {"step": state.step, "forged_created": state.forged_created, "forged_rewrites": state.forged_rewrites,
+                    "linkage": state.linkage, "forge_unlinked": state.forge_unlinked}
         solution = {"method": "microaggregation", "algorithm": s.algorithm, "k": s.k, "alpha": s.alpha, "beta": s.beta,
                     "seed": s.seed, "catalogue": s.catalogue, "kinds": {k.column: k.kind for k in kinds},
                     "ranges": {c: list(r) for c, r in schema.ranges.items()}, "dynamic": counters,

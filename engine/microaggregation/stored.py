@@ -134,7 +134,8 @@ def restore(members: pl.DataFrame, values: pl.DataFrame, forged: pl.DataFrame, s
     state = dynamic.restore(enc, catalogue.codes([sensitive[key] for key in keys]), list(range(len(keys))),
                             [groups[g] for g in gids], catalogue, k=k, gids=gids, forged=fakes, alpha=alpha, beta=beta,
                             seed=seed, step=counters.get("step", 0), forged_created=counters.get("forged_created", 0),
-                            forged_rewrites=counters.get("forged_rewrites", 0))
+                            forged_rewrites=counters.get("forged_rewrites", 0), linkage=bool(counters.get("linkage", True)),
+                            forge_unlinked=bool(counters.get("forge_unlinked", True)))
     return Restored(state, id_of, stored, sensitive,
                     {int(fid): rid for fid, rid in forged.select("fid", "row_id").iter_rows()})
 
@@ -202,6 +203,7 @@ def apply(algorithm, restored: Restored, records: Records, found: Changes, schem
         sa = catalogue.codes([records.sensitive[i] for i in rows])
         batch = algorithm.first_release(encode(schema, cols), sa, list(range(len(rows))), catalogue,
                                         Params(state.k, state.alpha, state.beta, state.seed + state.step))
+    if len(inserted) >= state.k and not batch.forged_count:  # (an algorithm that forges in a first release inserts one by one)
         new = []
         for j, key in enumerate(inserted):
             id_of[key] = next_id + j

@@ -420,9 +420,11 @@ def plot(out: Path, first: list[dict], updates: list[dict]) -> list[str]:
                 for u in updates:
                     if u["dataset"] != ds:
                         continue
-                    pts = [(c["changes"], c[metric]) for c in u["sweeps"][phase]]
+                    start = {**u["start"], "changes": 0, "seconds": 0.0}
+                    pts = [(c["changes"], c[metric]) for c in [start] + u["sweeps"][phase]]
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=u["method"])
-                ax.set_xlabel(f"records {'modified' if phase == 'modify' else phase + 'ed'} (K = {UPDATE_K})")
+                done = {"insert": "inserted", "delete": "deleted", "modify": "modified"}[phase]
+                ax.set_xlabel(f"records {done} (K = {UPDATE_K}; 0 = the first release)")
             ax.set_title(f"{ds}: {title}", fontsize=9)
             ax.legend(fontsize=7)
         fig.tight_layout()
@@ -534,7 +536,10 @@ def main(argv=None) -> int:
     p.add_argument("--speed", action="store_true", help="run the speed row in quick mode too")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path)
+    p.add_argument("--replot", type=Path, help="re-render report.md and the PNGs from this drasl.json only")
     args = p.parse_args(argv)
+    if args.replot:
+        return replot(args.replot)
     quick = {"rows": 2000, "sparcs_rows": 2000, "static_rows": 2000, "k": [4, 8], "sweep": [10, 20]}
     full = {"rows": None, "sparcs_rows": 10_000, "static_rows": 3000, "k": [4, 8, 12, 16, 20],
             "sweep": [100, 200, 300, 400, 500]}
@@ -604,6 +609,18 @@ def main(argv=None) -> int:
     (out / "drasl.json").write_text(json.dumps({**meta, "first_release": first, "updates": updates,
                                                 "speed": speed, "figures": figures}, indent=1) + "\n")
     log(f"wrote {out}/report.md, drasl.json and {len(figures)} PNGs")
+    return 0
+
+
+def replot(path: Path) -> int:
+    """Re-render the figures and report.md of an earlier run from its drasl.json."""
+    data = json.loads(path.read_text())
+    out = path.parent
+    figures = plot(out, data["first_release"], data["updates"])
+    report = markdown(data["command"], data, data["first_release"], data["updates"], data["speed"], figures)
+    (out / "report.md").write_text(report)
+    data["figures"] = figures
+    path.write_text(json.dumps(data, indent=1) + "\n")
     return 0
 
 

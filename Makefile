@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,14 @@ bench-hetero: $(STAMP)
 
 bench-hetero-quick: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --quick
+
+# DRASL (issue #15): Fig. 5-16, Table 9 and the sensitive-value attack harness for every registered
+# microaggregation algorithm. Full mode: adult 30,139 rows + SPARCS 10,000; quick: 2,000 rows each.
+bench-drasl: $(STAMP)
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl.py
+
+bench-drasl-quick: $(STAMP)
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl.py --quick
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

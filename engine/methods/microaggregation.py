@@ -48,9 +48,9 @@ from engine.microaggregation.linkage import (
     BUILTIN_CATALOGUES,
     SensitiveCatalogue,
     builtin_catalogue,
-    linkage_probability,
     load_catalogue,
 )
+from engine.microaggregation.metrics import release_metrics
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
 from sql import inspect
@@ -206,7 +206,7 @@ class Microaggregation:
             forged_rows = restored.forged_rows
         snap = stored.snapshot(state, id_of, records, kinds, catalogue, forged_rows, sa, restored, deferred)
         sizes = snap.group_sizes
-        total_pr = sum(linkage_probability(values, catalogue) for values in snap.sensitive_by_group)
+        quality = release_metrics(state)  # DRASL eq. 15-17 over the groups as grouped, forged records included
         counters = {"step": state.step, "forged_created": state.forged_created, "forged_rewrites": state.forged_rewrites,
                     "linkage": state.linkage, "forge_unlinked": state.forge_unlinked}
         solution = {"method": "microaggregation", "algorithm": s.algorithm, "k": s.k, "alpha": s.alpha, "beta": s.beta,
@@ -215,8 +215,8 @@ class Microaggregation:
                     "groups": len(sizes), "certified": False}
         metrics = {"records": prep.source_rows, "released_records": snap.rows, "suppressed": 0,
                    "groups": len(sizes), "group_size": {"min": min(sizes), "max": max(sizes), "mean": float(np.mean(sizes))},
-                   # DRASL eq. 15: the sum over published groups (forged rows included) of eq. 13
-                   "total_pr": total_pr, "forged_records_grouped": snap.forged.height}
+                   "total_pr": quality.total_pr, "average_il": quality.average_il,
+                   "forged_records_grouped": snap.forged.height}
         if found is not None:
             metrics["updates"] = found.counts() | {"deferred": len(deferred)}
         state_out = MicroState(snap, tuple(k.column for k in kinds if k.kind == "continuous"),

@@ -464,8 +464,14 @@ class _Work:
         if candidates.size == 0:
             raise DataError(f"Every catalogued sensitive value is synonymous with {cat.values[sa_r]!r}, "
                             "so no forged value can hide it. Hint: the catalogue needs at least two categories.")
-        value = int(candidates[self.rng.integers(candidates.size)])
         g = self.groups[i]
+        if g.forged:
+            # "changes the sensitive value of the forged record into a new value": redrawing the
+            # value it has would leave the newcomer's value the group's only visible change
+            # (the attack harness found such draws revealing the exact value)
+            fresh = candidates[candidates != self.sa[g.forged[0]]]
+            candidates = fresh if fresh.size else candidates
+        value = int(candidates[self.rng.integers(candidates.size)])
         if g.forged:
             self.set_sa(g.forged[0], value)
             self.forged_rewrites += 1

@@ -106,6 +106,8 @@ def test_forged_rows_look_like_real_rows_and_the_certificate_counts_them(tmp_pat
     published_forged = pub.filter(pl.col("ppdp_row_id").is_in(forged["row_id"].to_list()))
     counted = next(c for c in run.verification["method_checks"] if "forged_rows" in c)["forged_rows"]
     assert counted == published_forged.height > 0  # DRASL's forged records reached the view
+    # its other columns repeat the newcomer's (a copy of an older row would give it away)
+    assert forged["donor"].to_list() == ["200005"]
     assert all(UUID.fullmatch(r) for r in pub["ppdp_row_id"].to_list())  # every id drawn the same way
     # a forged row repeats a real row of its group in every column but the sensitive one
     real = pub.filter(~pl.col("ppdp_row_id").is_in(forged["row_id"].to_list()))

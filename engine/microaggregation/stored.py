@@ -109,6 +109,7 @@ class Restored:
     values: dict[str, dict[str, str]]  # key -> attribute -> text, as grouped
     sensitive: dict[str, str]  # key -> sensitive value as grouped
     forged_rows: dict[int, str]  # fid -> row id
+    forged_donors: dict[int, str]  # fid -> donor key
 
 
 def restore(members: pl.DataFrame, values: pl.DataFrame, forged: pl.DataFrame, sensitive_column: str,
@@ -137,7 +138,8 @@ def restore(members: pl.DataFrame, values: pl.DataFrame, forged: pl.DataFrame, s
                             forged_rewrites=counters.get("forged_rewrites", 0), linkage=bool(counters.get("linkage", True)),
                             forge_unlinked=bool(counters.get("forge_unlinked", True)))
     return Restored(state, id_of, stored, sensitive,
-                    {int(fid): rid for fid, rid in forged.select("fid", "row_id").iter_rows()})
+                    {int(fid): rid for fid, rid in forged.select("fid", "row_id").iter_rows()},
+                    {int(fid): donor for fid, donor in forged.select("fid", "donor").iter_rows()})
 
 
 def changes(restored: Restored, records: Records, kinds: Sequence[QidKind]) -> Changes:
@@ -272,7 +274,12 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
         donors = [key for key in keys if key in index]  # a forged row repeats a record that is in the source
         for f in forged_of.get(g.gid, []):
             template = key_of.get(f.template)
-            donor = template if template in donors else donors[0]
+            # The donor of a forged row's other columns stays while it is in the group (a new
+            # donor would change the row). A new forged row repeats the group's newest record: the
+            # newcomer whose insert made it, so the two new rows look alike; a copy of an older
+            # row would give the forged one away as the new twin of a row seen before.
+            before = restored.forged_donors.get(f.id) if restored is not None else None
+            donor = before if before in donors else max(donors, key=lambda key: id_of[key])
             row_id = forged_rows.get(f.id) or str(uuid.uuid4())  # drawn like gen_random_uuid(): the same form
             fakes.append((f.id, g.gid, catalogue.values[f.sa], donor, row_id, template, _encoded_json(f.qids)))
             group_sa.append(catalogue.values[f.sa])

@@ -181,11 +181,9 @@ def run_algorithm(algorithm: str, base: pl.DataFrame, pool: pl.DataFrame, steps:
         seconds = time.perf_counter() - t0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    held = Counter()
     per_version = []
     for run in method.runs:
         h = run.cross_version.get("held_back", {}) if run.cross_version else {}
-        held.update(h)
         forged = sum(c.get("forged_rows", 0) for c in run.verification.get("method_checks", []))
         per_version.append({"version": run.version, "held_back": dict(h), "forged_rows_published": forged,
                             "released_rows": run.metrics.get("released_records")})
@@ -193,12 +191,14 @@ def run_algorithm(algorithm: str, base: pl.DataFrame, pool: pl.DataFrame, steps:
     violations = Counter(v.model for v in report.violations)
     row = {"algorithm": algorithm, "versions": report.versions, "refusals": report.refusals, "crashes": method.crashes,
            "skipped_steps": report.skipped_steps, "seconds": seconds, "per_version": per_version,
-           "held_back_total": dict(held),
+           # a version's counts are the rows standing held back in it (a deletion delayed at v2 and
+           # still delayed at v3 counts in both): the last version's are the ones still pending
+           "held_back_last": per_version[-1]["held_back"] if per_version else {},
            "forged_rows_published_last": per_version[-1]["forged_rows_published"] if per_version else 0,
            "k_violations": violations.get("k-anonymity", 0), "violations": dict(violations),
            "delta_problems": report.delta_problems,
            "exposure": {k: vars(s) for k, s in summaries.items()}}
-    log(f"{algorithm}: versions {report.versions}, refused {[s for s, _ in report.refusals]}, held back {dict(held)}, "
+    log(f"{algorithm}: versions {report.versions}, refused {[s for s, _ in report.refusals]}, held back at the last version {row['held_back_last']}, "
         f"forged (last version) {row['forged_rows_published_last']}, violations {dict(violations)}, {seconds:.0f} s")
     for s in summaries.values():
         log(f"  {s.kind:<14} n={s.count:<4} unmeasured={s.unmeasured:<3} P(exact) mean {s.p_exact_mean:.3f} "
@@ -224,11 +224,14 @@ def markdown(command: str, meta: dict, rows: list[dict]) -> str:
              "row was published; per change kind over every step, plus 200 unchanged persons at every version. "
              "unmeasured = changed persons whose row was never published while they were in the source (held back).",
              "", "## Versions, held-back rows, forged rows, k violations", "",
-             "| algorithm | versions | refused steps | inserts withheld | deletes delayed | changes delayed | "
+             "Held back = rows standing held back in the last published version (the history stage's counts, "
+             "run.cross_version[\"held_back\"]: new rows withheld, i.e. inserted persons or forged rows; deleted "
+             "persons whose row still stands; changed persons whose previous row still stands).", "",
+             "| algorithm | versions | refused steps | new rows withheld | deletes delayed | changes delayed | "
              "forged rows in last version | k violations | other violations | delta problems | seconds |",
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        h = r["held_back_total"]
+        h = r["held_back_last"]
         other = sum(c for m, c in r["violations"].items() if m != "k-anonymity")
         lines.append(f"| {r['algorithm']} | {', '.join(f'v{v}' for v in r['versions'])} | "
                      f"{', '.join(str(s) for s, _ in r['refusals']) or '-'} | {h.get('inserts_withheld', 0)} | "
@@ -238,7 +241,7 @@ def markdown(command: str, meta: dict, rows: list[dict]) -> str:
     for r in rows:
         for s, msg in r["refusals"]:
             lines.append(f"- {r['algorithm']}, step {s} not published: {msg}")
-    lines += ["", "Held back per version (inserts withheld / deletes delayed / changes delayed; forged rows published):", ""]
+    lines += ["", "Held back per version (new rows withheld / deletes delayed / changes delayed; forged rows published):", ""]
     for r in rows:
         per = "; ".join(f"v{p['version']}: {p['held_back'].get('inserts_withheld', 0)} / {p['held_back'].get('deletes_delayed', 0)}"
                         f" / {p['held_back'].get('changes_delayed', 0)}, forged {p['forged_rows_published']}"

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ bench-drasl: $(STAMP)
 
 bench-drasl-quick: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl.py --quick
+
+# ppdp's own microaggregation release (drasl, dpp, m-invariance) over v1 and three steps of mixed
+# changes, attacked by tests/attack/harness.py on the sensitive value (issue #15 item 6); minutes.
+bench-drasl-pipeline: $(STAMP)
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl_pipeline.py
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

@@ -17,19 +17,31 @@ import polars as pl
 import pytest
 
 from tests.attack.harness import (
+    DELETE,
+    INSERT,
+    MODIFY_BOTH,
+    MODIFY_QID,
+    MODIFY_SA,
+    UNCHANGED,
     ModelCheck,
     Observations,
     PublishedVersion,
     Scenario,
     ScenarioReport,
+    SourceChange,
     SourceState,
     attack,
     candidate_mask,
+    change_kinds,
     check_deltas,
     duckdb_backend,
+    exposure_table,
     measure,
+    merge_kinds,
     postgres_backend,
     run_scenario,
+    sa_exposure,
+    summarize_exposures,
     violation_table,
 )
 from tests.attack.scenarios import (
@@ -164,6 +176,73 @@ def test_observations_track_previous_presence_and_sa_changes():
     assert np.array_equal(obs.any_present, np.ones(6, dtype=bool))
 
 
+# --- sensitive-value exposure on the hand-made history -----------------------------------------
+
+HAND_KINDS = {"a": DELETE, "c": MODIFY_SA, "d": MODIFY_QID, "f": INSERT, "b": UNCHANGED, "e": UNCHANGED}
+
+
+def test_sa_exposure_of_the_hand_made_history():
+    obs, sources, row_ids = hand_history()
+    got = {e.target: (e.kind, e.version, e.candidates, e.p_exact, e.p_category)
+           for e in sa_exposure(obs, sources, row_ids, HAND_KINDS, decade, scenario="hand", step=1)}
+    assert got == {
+        # a left at v2: measured at v1, its last presence; candidates ra (x), rb (x); a is x
+        "a": (DELETE, 1, 2, 1.0, 1.0),
+        # c is x at v2; candidates published in v2: rb (x), rc (x), rf (y)
+        "c": (MODIFY_SA, 2, 3, pytest.approx(2 / 3), pytest.approx(2 / 3)),
+        # d is x at v2; candidates rd (x), re (y), rf (y)
+        "d": (MODIFY_QID, 2, 3, pytest.approx(1 / 3), pytest.approx(1 / 3)),
+        "f": (INSERT, 2, 1, 1.0, 1.0),  # rf alone: f's y is certain
+        "b": (UNCHANGED, 2, 2, 0.5, 0.5),  # rb (x), rf (y); ra is gone at v2
+        "e": (UNCHANGED, 2, 1, 1.0, 1.0),  # re alone
+    }
+    summary = summarize_exposures(sa_exposure(obs, sources, row_ids, HAND_KINDS, decade))
+    assert list(summary) == [INSERT, DELETE, MODIFY_QID, MODIFY_SA, UNCHANGED]
+    u = summary[UNCHANGED]
+    assert (u.count, u.unmeasured, u.p_exact_mean, u.p_exact_worst) == (2, 0, 0.75, 1.0)
+    assert summary[MODIFY_QID].p_exact_worst == pytest.approx(1 / 3)
+    assert "unchanged" in exposure_table(summary)
+
+
+def test_sa_exposure_category_counts_every_value_of_the_category():
+    obs, sources, row_ids = hand_history()
+    one = {"x": "income", "y": "income"}  # one category: the attacker always knows it
+    got = {e.target: (e.p_exact, e.p_category) for e in sa_exposure(obs, sources, row_ids, HAND_KINDS, decade, category=one)}
+    assert got["d"] == (pytest.approx(1 / 3), 1.0) and got["b"] == (0.5, 1.0)
+    # three values in one class, x and y in category A, z in B
+    v1 = PublishedVersion(1, {"r1": (("20-29",), ("x",)), "r2": (("20-29",), ("y",)), "r3": (("20-29",), ("z",))})
+    src = SourceState(1, {"p1": ("25",), "p2": ("26",), "p3": ("27",)}, {"p1": ("x",), "p2": ("y",), "p3": ("z",)})
+    ids = {"p1": "r1", "p2": "r2", "p3": "r3"}
+    got = {e.target: (e.p_exact, e.p_category)
+           for e in sa_exposure(Observations([v1]), {1: src}, ids, {"p1": UNCHANGED, "p3": UNCHANGED}, decade,
+                                category={"x": "A", "y": "A", "z": "B"})}
+    assert got == {"p1": (pytest.approx(1 / 3), pytest.approx(2 / 3)), "p3": (pytest.approx(1 / 3), pytest.approx(1 / 3))}
+
+
+def test_a_person_whose_row_was_never_published_is_unmeasured():
+    obs, sources, row_ids = hand_history()
+    # g joined at v2 but its row was held back: no published row to read its value from
+    s2 = SourceState(2, sources[2].qids | {"g": ("29",)}, sources[2].sensitive | {"g": ("x",)})
+    found = sa_exposure(obs, {1: sources[1], 2: s2}, row_ids | {"g": "rg"}, {"g": INSERT, "f": INSERT}, decade)
+    assert [(e.target, e.version, e.p_exact) for e in found] == [("g", None, None), ("f", 2, 1.0)]
+    s = summarize_exposures(found)[INSERT]
+    assert (s.count, s.unmeasured, s.p_exact_mean) == (1, 1, 1.0)
+
+
+def test_change_kinds_and_their_merge_across_unpublished_steps():
+    change = SourceChange(deletes=(1,), updates=((2, (("age", 30),)), (3, (("salary-class", ">50K"),)),
+                                                 (4, (("age", 30), ("salary-class", ">50K")))),
+                          inserts=({"id": 5, "age": 40},))
+    kinds = change_kinds(change, ["age"], ["salary-class"])
+    assert kinds == {"1": DELETE, "2": MODIFY_QID, "3": MODIFY_SA, "4": MODIFY_BOTH, "5": INSERT}
+    pending = dict(kinds)
+    # a refused step, then: 5 modified (still an insertion), 2's SA changed, 3 deleted, 1 back
+    merge_kinds(pending, {"5": MODIFY_SA, "2": MODIFY_SA, "3": DELETE, "1": INSERT})
+    assert pending == {"1": INSERT, "2": MODIFY_BOTH, "3": DELETE, "4": MODIFY_BOTH, "5": INSERT}
+    merge_kinds(pending, {"5": DELETE})  # inserted and deleted before any publication: never seen
+    assert "5" not in pending
+
+
 # --- scenarios through run_release -----------------------------------------------------------
 
 
@@ -210,6 +289,22 @@ def test_crafted_finding1_duckdb(name, tmp_path, base):
 def test_crafted_finding1_postgres(name, tmp_path, base, postgres_database):
     report = _run(_crafted(base, name), postgres_backend(postgres_database), K5, tmp_path)
     assert_no_leak(report)
+
+
+def test_scenario_report_measures_the_changed_person_and_the_unchanged_sample(tmp_path, base):
+    report = _run(_crafted(base, "d-update-sa-only"), duckdb_backend(tmp_path / "attack.duckdb"), K5, tmp_path)
+    assert_no_leak(report)
+    per_step = Counter((e.step, e.kind) for e in report.exposures)
+    assert per_step == {(0, UNCHANGED): 200, (1, UNCHANGED): 200, (1, MODIFY_SA): 1}
+    changed = next(e for e in report.exposures if e.kind == MODIFY_SA)
+    assert changed.target == "3" and changed.version == 2
+    measured = [e for e in report.exposures if e.version is not None]
+    assert len(measured) > 300  # the rest of the sample: suppressed rows, nothing to read
+    for e in measured:
+        # an unchanged person's own row shows their value and is among the candidates in that
+        # version; no category map: the category is the value itself
+        assert e.p_exact * e.candidates >= 1 - 1e-9 if e.kind == UNCHANGED else e.p_exact >= 0.0
+        assert e.p_exact <= 1.0 and e.p_category == e.p_exact
 
 
 @pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))

@@ -40,6 +40,16 @@ For every version j in which t's own row (found through the harness's private kn
 t's own row missing from its candidate set is reported too (model ``own-row-consistent``): the
 published history contradicts the truth, so either the engine or the harness is wrong.
 
+Sensitive-value exposure (issue #15 item 6; none of the papers measures it): for each person
+changed since the previous published version (insert / delete / modify-qid / modify-sa) and for
+a sample of unchanged persons, the probability the attacker assigns to t's exact sensitive value
+and to its catalogue category: the share of t's true value (category) among the sensitive values
+of t's candidate rows present in Vj, where j is the latest version in which t is in the source and
+t's own row is published (for a deleted person: the last version where they were present; the
+candidate set uses everything the attacker knows, the deletion included). A changed person whose
+row was never published while they were in the source (an insertion held back) is counted as
+unmeasured. ``summarize_exposures`` gives mean and worst per change kind.
+
 A violation is (scenario, step, target, version, model, measured value). The harness also checks
 that applying version N's ``__delta`` rows to V(N-1) gives VN exactly (multiset over all columns).
 
@@ -54,7 +64,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -115,6 +125,42 @@ class Violation:
     model: str
     measured: float
     required: float
+
+
+# change kinds of an exposure target (since the previous published version)
+INSERT, DELETE, MODIFY_QID, MODIFY_SA, MODIFY_BOTH, MODIFY_OTHER, UNCHANGED = (
+    "insert", "delete", "modify-qid", "modify-sa", "modify-qid+sa", "modify-other", "unchanged")
+KINDS = (INSERT, DELETE, MODIFY_QID, MODIFY_SA, MODIFY_BOTH, MODIFY_OTHER, UNCHANGED)
+
+
+@dataclass(frozen=True)
+class SaExposure:
+    """What the attacker learns about one person's sensitive value at one attack step: the share
+    of the person's true value (``p_exact``) and of its category (``p_category``) among the
+    sensitive values of their candidate rows published in ``version``. ``version`` is None (and
+    the shares too) when the person's row was never published while they were in the source."""
+
+    scenario: str
+    step: int
+    target: str
+    kind: str
+    version: int | None
+    candidates: int
+    p_exact: float | None
+    p_category: float | None
+
+
+@dataclass(frozen=True)
+class ExposureSummary:
+    """Mean and worst (largest) P(exact) and P(category) over the measured persons of one kind."""
+
+    kind: str
+    count: int
+    unmeasured: int
+    p_exact_mean: float
+    p_exact_worst: float
+    p_category_mean: float
+    p_category_worst: float
 
 
 class Observations:
@@ -248,18 +294,22 @@ def violates(model: ModelCheck, value: float) -> bool:
 
 def attack(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str, str], targets: Sequence[str],
            models: Sequence[ModelCheck], row_matches: RowMatches, *, scenario: str = "", step: int = 0,
-           k_only: Sequence[str] = ()) -> list[Violation]:
+           k_only: Sequence[str] = (), masks: dict[str, np.ndarray] | None = None) -> list[Violation]:
     """Attack every target in every version where its own row is published. ``k_only`` targets
-    are checked for k-anonymity (and own-row consistency) only."""
+    are checked for k-anonymity (and own-row consistency) only. ``masks`` memoizes candidate
+    masks per person for this ``obs`` (shared with ``sa_exposure``)."""
     out: list[Violation] = []
     cache: dict = {}
+    masks = {} if masks is None else masks
     refs = {v: Counter(sources[v].sensitive.values()) for v in obs.versions}
     full = set(targets)
     for key in list(targets) + [k for k in k_only if k not in full]:
         own = obs.index.get(row_ids.get(key, ""), -1)
         if own < 0:
             continue  # never published: nothing to single out
-        mask = candidate_mask(obs, sources, key, row_matches, cache)
+        if key not in masks:
+            masks[key] = candidate_mask(obs, sources, key, row_matches, cache)
+        mask = masks[key]
         for j, version in enumerate(obs.versions):
             if not obs.present[j][own]:
                 continue
@@ -272,6 +322,92 @@ def attack(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str
                 if violates(m, value):
                     out.append(Violation(scenario, step, key, version, m.name, value, m.param))
     return out
+
+
+def sa_exposure(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str, str], targets: Mapping[str, str],
+                row_matches: RowMatches, *, category: Mapping[Any, Any] | None = None, scenario: str = "",
+                step: int = 0, masks: dict[str, np.ndarray] | None = None) -> list[SaExposure]:
+    """P(exact sensitive value) and P(its category) for each target (key -> change kind), at the
+    latest version where the target is in the source and its own row is published (module
+    docstring). ``category`` maps a sensitive value to its category (unmapped values and the
+    default: the value itself); a tuple of several sensitive columns is mapped column-wise."""
+    cache: dict = {}
+    masks = {} if masks is None else masks
+
+    def cat(sens: tuple[Any, ...]) -> tuple[Any, ...]:
+        return sens if category is None else tuple(category.get(v, v) for v in sens)
+
+    code_of = {v: c for c, v in enumerate(obs.sa_values)}
+    cat_codes: dict[tuple[Any, ...], int] = {}
+    cat_of_code = np.array([cat_codes.setdefault(cat(v), len(cat_codes)) for v in obs.sa_values] or [0], dtype=np.int64)
+    out = []
+    for key, kind in targets.items():
+        own = obs.index.get(row_ids.get(key, ""), -1)
+        at = next((j for j in reversed(range(len(obs.versions)))
+                   if own >= 0 and obs.present[j][own] and key in sources[obs.versions[j]].sensitive), None)
+        if at is None:
+            out.append(SaExposure(scenario, step, key, kind, None, 0, None, None))
+            continue
+        if key not in masks:
+            masks[key] = candidate_mask(obs, sources, key, row_matches, cache)
+        codes = obs.sa[at][masks[key] & obs.present[at]]
+        n = len(codes)
+        true = sources[obs.versions[at]].sensitive[key]
+        exact = float(np.count_nonzero(codes == code_of.get(true, -2))) / n if n else 0.0
+        same_cat = float(np.count_nonzero(cat_of_code[codes] == cat_codes.get(cat(true), -2))) / n if n else 0.0
+        out.append(SaExposure(scenario, step, key, kind, obs.versions[at], n, exact, same_cat))
+    return out
+
+
+def summarize_exposures(exposures: Sequence[SaExposure]) -> dict[str, ExposureSummary]:
+    """Per change kind (in ``KINDS`` order, kinds that occur only): count, unmeasured, mean and
+    worst P(exact) and P(category)."""
+    out = {}
+    for kind in KINDS:
+        rows = [e for e in exposures if e.kind == kind]
+        if not rows:
+            continue
+        got = [e for e in rows if e.p_exact is not None]
+        ex = [e.p_exact for e in got]
+        ca = [e.p_category for e in got]
+        out[kind] = ExposureSummary(kind, len(got), len(rows) - len(got), float(np.mean(ex)) if ex else 0.0,
+                                    max(ex, default=0.0), float(np.mean(ca)) if ca else 0.0, max(ca, default=0.0))
+    return out
+
+
+def change_kinds(change: SourceChange, qids: Sequence[str], sensitive: Sequence[str]) -> dict[str, str]:
+    """Source key (as text) -> the kind of this step's change to that person."""
+    out = {str(r["id"]): INSERT for r in change.inserts}
+    for k in change.deletes:
+        out[str(k)] = DELETE
+    for k, assignments in change.updates:
+        cols = {c for c, _ in assignments}
+        q, s = bool(cols & set(qids)), bool(cols & set(sensitive))
+        out[str(k)] = MODIFY_BOTH if q and s else MODIFY_QID if q else MODIFY_SA if s else MODIFY_OTHER
+    return out
+
+
+def merge_kinds(pending: dict[str, str], new: Mapping[str, str]) -> None:
+    """Fold a step's change kinds into those not yet published (a refused or skipped step):
+    an insertion stays an insertion, or vanishes when deleted before any publication."""
+    for key, kind in new.items():
+        old = pending.get(key)
+        if old == INSERT:
+            if kind == DELETE:
+                del pending[key]
+        elif old != kind and {old, kind} <= {MODIFY_QID, MODIFY_SA, MODIFY_BOTH}:
+            pending[key] = MODIFY_BOTH
+        else:
+            pending[key] = kind
+
+
+def exposure_table(summaries: Mapping[str, ExposureSummary]) -> str:
+    """One line per change kind: count, unmeasured, P(exact) and P(category) mean / worst."""
+    lines = [f"{'kind':<14} {'count':>6} {'unmeas.':>7} {'P(exact) mean':>13} {'worst':>6} {'P(cat) mean':>11} {'worst':>6}"]
+    for s in summaries.values():
+        lines.append(f"{s.kind:<14} {s.count:>6} {s.unmeasured:>7} {s.p_exact_mean:>13.3f} {s.p_exact_worst:>6.3f} "
+                     f"{s.p_category_mean:>11.3f} {s.p_category_worst:>6.3f}")
+    return "\n".join(lines)
 
 
 def check_deltas(tables: dict[int, pl.DataFrame], delta: pl.DataFrame | None) -> list[str]:
@@ -391,6 +527,7 @@ class ScenarioReport:
     violations: list[Violation] = field(default_factory=list)
     delta_problems: list[str] = field(default_factory=list)
     targets: int = 0
+    exposures: list[SaExposure] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"{self.scenario} on {self.backend}: versions {self.versions}, refused steps "
@@ -491,9 +628,12 @@ def read_row_ids(backend: Backend, release: str) -> dict[str, str]:
     return dict(frame.rows())
 
 
-def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, base: pl.DataFrame) -> ScenarioReport:
+def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, base: pl.DataFrame, *,
+                 category: Mapping[Any, Any] | None = None) -> ScenarioReport:
     """Load ``base``, publish v1, then apply each step and publish again; attack after every
-    published step with everything published so far; check the deltas."""
+    published step with everything published so far; check the deltas. The report's exposures
+    hold P(exact) / P(category) (``category``: sensitive value -> category) of the persons
+    changed since the previous published version and of the unchanged sample, per step."""
     rng = random.Random(scenario.seed)
     report = ScenarioReport(scenario.name, backend.name)
     load_source(backend, base)
@@ -501,13 +641,15 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
     state = {r["id"]: r for r in base.rows(named=True)}
     sources: dict[int, SourceState] = {}
     changed: set[str] = set()
-    attack_steps: list[tuple[int, int]] = []  # (step, number of versions published by then)
+    attack_steps: list[tuple[int, int, dict[str, str]]] = []  # (step, versions published by then, changed: kind)
+    pending: dict[str, str] = {}  # persons changed since the last published version: change kind
     for step in range(len(scenario.steps) + 1):
         if step > 0:
             change = scenario.steps[step - 1](state, rng)
             apply_to_state(state, change)
             apply_change(backend, schema, change)
             changed |= {str(k) for k in change.changed_keys()}
+            merge_kinds(pending, change_kinds(change, method.qids, method.sensitive))
         snap = snapshot_source(backend, method.qids, method.sensitive, version=-1)
         try:
             version = method.publish(backend)
@@ -519,7 +661,8 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
             continue
         report.versions.append(version)
         sources[version] = SourceState(version, snap.qids, snap.sensitive)
-        attack_steps.append((step, len(report.versions)))
+        attack_steps.append((step, len(report.versions), dict(pending)))
+        pending.clear()
     if not report.versions:
         return report
     tables, delta = read_published(backend, method, report.versions)
@@ -536,9 +679,12 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
     sample = random.Random(scenario.seed + 1).sample(unchanged, min(scenario.unchanged_sample, len(unchanged)))
     targets = sorted(changed)
     report.targets = len(targets) + len(sample)
-    for step, n_versions in attack_steps:
+    for step, n_versions, kinds in attack_steps:
         obs = Observations(published[:n_versions])
         known = {v: sources[v] for v in report.versions[:n_versions]}
+        masks: dict[str, np.ndarray] = {}
         report.violations += attack(obs, known, row_ids, targets, method.models, matches,
-                                    scenario=scenario.name, step=step, k_only=sample)
+                                    scenario=scenario.name, step=step, k_only=sample, masks=masks)
+        report.exposures += sa_exposure(obs, known, row_ids, kinds | {k: UNCHANGED for k in sample}, matches,
+                                        category=category, scenario=scenario.name, step=step, masks=masks)
     return report

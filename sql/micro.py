@@ -95,21 +95,31 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
                     continuous: list[str], semantic: list[str], previous: str | None = None) -> str:
     """Published (row, QID) pairs whose label does not cover the row's source value: 0 when every
     generalized value covers its group's source values (independent of how groups were made).
-    With ``previous`` (the previous version's table), a row published exactly as there is not
-    re-checked: it was checked when first published, and the history stage may keep it standing
-    while its record has changed (a delayed change). Forged rows have no source row."""
+    A record whose change the method deferred is grouped by the values it had
+    (``_ppdp.micro_values``), so its label may cover those instead: its row stands for the record
+    as it was, a delayed change. With ``previous`` (the previous version's table), a row published
+    exactly as there is not re-checked: it was checked when first published, and the history
+    stage may keep it standing while its record has changed. Forged rows have no source row."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
-    conds = []
-    for c in continuous:
+
+    def grouped(c: str) -> str:
+        return (f"(SELECT mv.value FROM {private('micro_values', d)} AS mv WHERE mv.release = {rel} AND mv.version = {v} "
+                f"AND mv.key = i.key AND mv.attribute = {quote_literal(c, d)})")
+
+    def within(c: str, value: str) -> str:
         p = f"p.{quote_ident(c, d)}"
         inner = f"SUBSTR({p}, 2, LENGTH({p}) - 2)"
-        conds.append(f"({p} LIKE '[%' AND CAST(src.{quote_ident(c, d)} AS DOUBLE PRECISION) BETWEEN "
-                     f"CAST(SPLIT_PART({inner}, ', ', 1) AS DOUBLE PRECISION) AND CAST(SPLIT_PART({inner}, ', ', 2) AS DOUBLE PRECISION))")
-    for c in semantic:
-        conds.append(f"EXISTS (SELECT 1 FROM {private('hierarchies', d)} AS h WHERE h.release = {rel} AND h.version = {v} "
-                     f"AND h.attribute = {quote_literal(c, d)} AND h.leaf = {text(c, dialect=d)} AND h.value = p.{quote_ident(c, d)})")
-    ok = " AND ".join(conds) if conds else "TRUE"
+        return (f"({p} LIKE '[%' AND CAST({value} AS DOUBLE PRECISION) BETWEEN CAST(SPLIT_PART({inner}, ', ', 1) AS "
+                f"DOUBLE PRECISION) AND CAST(SPLIT_PART({inner}, ', ', 2) AS DOUBLE PRECISION))")
+
+    def under(c: str, leaf: str) -> str:
+        return (f"EXISTS (SELECT 1 FROM {private('hierarchies', d)} AS h WHERE h.release = {rel} AND h.version = {v} "
+                f"AND h.attribute = {quote_literal(c, d)} AND h.leaf = {leaf} AND h.value = p.{quote_ident(c, d)})")
+
+    now = [within(c, f"src.{quote_ident(c, d)}") for c in continuous] + [under(c, text(c, dialect=d)) for c in semantic]
+    then = [within(c, grouped(c)) for c in continuous] + [under(c, grouped(c)) for c in semantic]
+    ok = f"(({' AND '.join(now)}) OR ({' AND '.join(then)}))" if now else "TRUE"
     standing = ""
     if previous is not None:
         same = " AND ".join(f"o.{quote_ident(c, d)} = p.{quote_ident(c, d)}" for c in continuous + semantic) or "TRUE"
@@ -117,7 +127,7 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
                     f"p.{quote_ident('ppdp_row_id', d)} AND {same})")
     return (f"SELECT COUNT(*) AS uncovered FROM {table} AS p "
             f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.row_id = p.{quote_ident('ppdp_row_id', d)} "
-            f"JOIN {source.sql()} ON {text(key, dialect=d)} = i.key WHERE NOT ({ok}){standing}")
+            f"JOIN {source.sql()} ON {text(key, dialect=d)} = i.key WHERE NOT {ok}{standing}")
 
 
 def forged_query(table: str, *, release: str, version: int, qids: list[str], previous: str | None = None,

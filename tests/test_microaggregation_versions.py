@@ -206,3 +206,21 @@ def test_every_algorithm_publishes_a_first_version_and_static_ones_refuse_a_seco
         else:
             with pytest.raises(SpecError, match="'mdav' re-clusters the whole table"):
                 run_release(spec, progress=False)
+
+
+def test_deferred_changes_and_ghost_groups_over_several_versions(tmp_path):
+    """Regression (found by benchmarks/drasl_pipeline.py): a record whose QID change the method
+    deferred is labelled by the values it was grouped with, so when its group's labels widen later
+    the coverage check must accept those values (DRASL's v3 failed verification); and an
+    m-invariance group whose only real record left has no donor in the source for its
+    counterfeits (v2 crashed). Four versions of each must publish, verified, nobody below K."""
+    from benchmarks import drasl_pipeline
+
+    out = tmp_path / "pipeline"
+    assert drasl_pipeline.main(["--rows", "3000", "--steps", "3", "--algorithms", "drasl", "m-invariance",
+                                "--out", str(out)]) == 0
+    import json
+
+    for a in json.loads((out / "pipeline.json").read_text())["algorithms"]:
+        assert a["versions"] == [1, 2, 3, 4] and not a["refusals"] and not a["crashes"], a["algorithm"]
+        assert a["k_violations"] == 0 and not a["delta_problems"]

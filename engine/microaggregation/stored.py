@@ -278,8 +278,12 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
             # donor would change the row). A new forged row repeats the group's newest record: the
             # newcomer whose insert made it, so the two new rows look alike; a copy of an older
             # row would give the forged one away as the new twin of a row seen before.
+            # A group whose every real record has left (deletions the method deferred) has no
+            # donor in the source: its forged rows drop out of the candidate like its records'
+            # rows, and the history stage keeps their previous rows standing.
             before = restored.forged_donors.get(f.id) if restored is not None else None
-            donor = before if before in donors else max(donors, key=lambda key: id_of[key])
+            donor = before if before in donors else max(donors or keys, key=lambda key: id_of[key])
+            published += donor in index
             row_id = forged_rows.get(f.id) or str(uuid.uuid4())  # drawn like gen_random_uuid(): the same form
             fakes.append((f.id, g.gid, catalogue.values[f.sa], donor, row_id, template, _encoded_json(f.qids)))
             group_sa.append(catalogue.values[f.sa])
@@ -291,4 +295,4 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
         pl.DataFrame(values, schema={"key": pl.String, "attribute": pl.String, "value": pl.String}, orient="row"),
         pl.DataFrame(fakes, schema={"fid": pl.Int32, "grp": pl.Int32, "sa": pl.String, "donor": pl.String, "row_id": pl.String,
                                     "template": pl.String, "qids": pl.String}, orient="row"),
-        sizes, sensitive, published + len(fakes))
+        sizes, sensitive, published)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.encoding import EncodedTable
-from engine.evaluator import Evaluation, make_evaluator
+from engine.evaluator import Evaluation, finish, make_evaluator
 from engine.evaluator import _batch as B
 from engine.evaluator import _kernels as K
 from engine.models import OracleParams, PrivacyModel
@@ -48,6 +48,8 @@ class Problem:
         # converged population): remember it, up to ORACLE_CACHE_BYTES of retained counts.
         self._oracle_cache: dict[bytes, np.ndarray] = {}
         self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
+        # Allocations of S*(G) per class signature, shared by every node (evaluate_optimal).
+        self._memo: tuple[np.ndarray, ...] | None = None
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -114,10 +116,13 @@ class Problem:
         if hit is not None:
             return hit.copy()
         out = self._optimal_retained(g)
+        self._remember(key, out)
+        return out
+
+    def _remember(self, key: bytes, retained: np.ndarray) -> None:
         if len(self._oracle_cache) >= self._oracle_cache_max:
             self._oracle_cache.pop(next(iter(self._oracle_cache)))  # the oldest entry
-        self._oracle_cache[key] = out.copy()
-        return out
+        self._oracle_cache[key] = retained.copy()
 
     def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
@@ -132,10 +137,35 @@ class Problem:
         return K.rows_from_pairs(pid, keep_pairs, counts)
 
     def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
-        """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each."""
+        """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each.
+
+        With the numba backend and built-in models, one fused kernel computes S*(G) and its
+        evaluation from one classification per G (issue #18: the separate evaluation cost a
+        second classification, and the oracle recomputed the same class allocations on every
+        node; the memo keeps them). Same numbers as the two-step path (tests/test_oracle.py).
+        """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
-        retained = np.stack([self.optimal_retained(g) for g in G])
-        return retained, self.evaluate(G, retained=retained)
+        if self.evaluator.name != "numba" or self.evaluator.kinds is None:
+            retained = np.stack([self.optimal_retained(g) for g in G])
+            return retained, self.evaluate(G, retained=retained)
+        retained, ev = self.evaluate_optimal_fused(G)
+        self.evaluations += G.shape[0]
+        for g, r in zip(G, retained, strict=True):
+            self._remember(g.tobytes(), r)
+        return retained, ev
+
+    def evaluate_optimal_fused(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
+        """``evaluate_optimal`` through ``_kernels.evaluate_optimal_batch`` (numba backend with
+        built-in models only); counts no evaluation and bypasses the S*(G) cache."""
+        t = self.table
+        ev = self.evaluator
+        o = self.oracle_params
+        if self._memo is None:
+            self._memo = K.new_retention_memo()
+        retained, ad, td, sup = K.evaluate_optimal_batch(
+            np.ascontiguousarray(G, dtype=np.int64), t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts,
+            ev.q, ev.kinds, t.n_records, int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo)
+        return retained, finish(self.models, ad, td, sup)
 
     def td_upper_bound(self, g: np.ndarray) -> float:
         """TD of G with nothing suppressed: bounds TD of G and every node above it."""

@@ -351,18 +351,99 @@ def _balanced_allocation(cap, total, out):
 
 
 @njit(cache=True)
-def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy):
-    """Per (class, SA) pair, how many records to keep so that TD is maximal (§3).
+def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy, log_l, alloc):
+    """Records to keep per sensitive value of one class (into ``alloc``); returns the kept
+    total N, 0 when the whole class is suppressed (``alloc`` is then meaningless).
 
-    Active constraints: k>=1 minimum class size; t>=0 Euclidean t-closeness (t<0: off);
-    l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off). Within a
-    class every retained record adds the same TD, so per class the largest feasible N wins.
-    Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
-    the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
+    ``cap``: the class's records per value, ``tq``: q of each value, in the class's pair order
+    (which breaks ties of ``_closest_allocation``, so the order is part of the input). A pure
+    function of (cap, tq, total_c) and the constraints: ``evaluate_optimal_batch`` memoizes it.
     """
-    m = size.shape[0]
+    nv = cap.shape[0]
+    distinct_all = 0
+    for i in range(nv):
+        if cap[i] > 0:
+            distinct_all += 1
+    # Sum of q^2 over sensitive values absent from the class. Exactly 0 when every value
+    # with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves ~1e-17 there, whose
+    # square root (~3e-9) made a class distributed exactly like Q fail t = 1e-9, so the
+    # oracle suppressed everything (finding 10).
+    qq_out = qq_all
+    present = 0
+    for i in range(nv):
+        qq_out -= tq[i] * tq[i]
+        if tq[i] > 0.0:
+            present += 1
+    if present == n_pos_all or qq_out < 0.0:
+        qq_out = 0.0
+    chosen = 0
+    if distinct_all >= l_distinct:
+        n_min = max(k, 1)
+        # Only t and entropy-l can become feasible by dropping records; k and distinct-l cannot.
+        bottom = n_min if (t >= 0.0 or l_entropy > 1.0) else total_c
+        top = total_c
+        if t >= 0.0 and total_c >= n_min:
+            # Whole class first (the common case), then jump past Ns the relaxation rules out.
+            d2 = qq_out
+            for i in range(nv):
+                diff = cap[i] / total_c - tq[i]
+                d2 += diff * diff
+            if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
+                a, b = n_min, total_c - 1  # largest N in [a, b] with bound <= t, or a-1
+                top = n_min - 1
+                while a <= b:
+                    mid = (a + b) // 2
+                    if _relaxed_distance(cap, tq, qq_out, mid) <= t + 1e-12:
+                        top = mid
+                        a = mid + 1
+                    else:
+                        b = mid - 1
+        for n_keep in range(top, bottom - 1, -1):
+            if n_keep < n_min:
+                break
+            if n_keep == total_c:  # the only allocation of the whole class
+                for i in range(nv):
+                    alloc[i] = cap[i]
+            elif t >= 0.0:
+                _closest_allocation(cap, tq, n_keep, alloc)
+            elif l_entropy > 1.0:
+                _balanced_allocation(cap, n_keep, alloc)
+            else:
+                for i in range(nv):
+                    alloc[i] = cap[i]
+            ok = True
+            if t >= 0.0:
+                d2 = qq_out
+                for i in range(nv):
+                    diff = alloc[i] / n_keep - tq[i]
+                    d2 += diff * diff
+                if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
+                    ok = False
+            if ok and l_entropy > 1.0:
+                nlogn = 0.0
+                for i in range(nv):
+                    if alloc[i] > 0:
+                        nlogn += alloc[i] * np.log(alloc[i])
+                if np.log(n_keep) - nlogn / n_keep < log_l - 1e-12:
+                    ok = False
+            if ok and l_distinct > 1:
+                d = 0
+                for i in range(nv):
+                    if alloc[i] > 0:
+                        d += 1
+                if d < l_distinct:
+                    ok = False
+            if ok:
+                chosen = n_keep
+                break
+    return chosen
+
+
+@njit(cache=True)
+def _pairs_by_class(pair_class, m):
+    """Counting sort of pairs by class (classes are dense ids): (first, order, widest) with the
+    pairs of class c at order[first[c]:first[c + 1]] in pair order. O(pairs), no comparison sort."""
     npairs = pair_class.shape[0]
-    # Counting sort of pairs by class (classes are dense ids): O(pairs), no comparison sort.
     first = np.zeros(m + 1, dtype=np.int64)
     for p in range(npairs):
         first[pair_class[p] + 1] += 1
@@ -376,21 +457,42 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
         c = pair_class[p]
         order[fill[c]] = p
         fill[c] += 1
-    keep = np.zeros(npairs, dtype=np.int64)
-    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    return first, order, widest
+
+
+@njit(cache=True)
+def _q_terms(q):
+    """sum q^2 and the number of sensitive values with q > 0."""
     qq_all = 0.0
-    n_pos_all = 0  # sensitive values with q > 0
+    n_pos_all = 0
     for v in range(q.shape[0]):
         qq_all += q[v] * q[v]
         if q[v] > 0.0:
             n_pos_all += 1
+    return qq_all, n_pos_all
+
+
+@njit(cache=True)
+def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy):
+    """Per (class, SA) pair, how many records to keep so that TD is maximal (§3).
+
+    Active constraints: k>=1 minimum class size; t>=0 Euclidean t-closeness (t<0: off);
+    l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off). Within a
+    class every retained record adds the same TD, so per class the largest feasible N wins.
+    Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
+    the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
+    """
+    m = size.shape[0]
+    first, order, widest = _pairs_by_class(pair_class, m)
+    keep = np.zeros(pair_class.shape[0], dtype=np.int64)
+    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    qq_all, n_pos_all = _q_terms(q)
     cap_buf = np.empty(widest, dtype=np.int64)
     tq_buf = np.empty(widest)
     alloc_buf = np.zeros(widest, dtype=np.int64)
     for c in range(m):
         start = first[c]
-        end = first[c + 1]
-        nv = end - start
+        nv = first[c + 1] - start
         if nv == 0:
             continue
         cap = cap_buf[:nv]
@@ -399,84 +501,8 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
             p = order[start + i]
             cap[i] = pair_n[p]
             tq[i] = q[pair_sa[p]]
-        distinct_all = 0
-        for i in range(nv):
-            if cap[i] > 0:
-                distinct_all += 1
-        # Sum of q^2 over sensitive values absent from the class. Exactly 0 when every value
-        # with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves ~1e-17 there, whose
-        # square root (~3e-9) made a class distributed exactly like Q fail t = 1e-9, so the
-        # oracle suppressed everything (finding 10).
-        qq_out = qq_all
-        present = 0
-        for i in range(nv):
-            qq_out -= tq[i] * tq[i]
-            if tq[i] > 0.0:
-                present += 1
-        if present == n_pos_all or qq_out < 0.0:
-            qq_out = 0.0
-        total_c = size[c]
         alloc = alloc_buf[:nv]
-        chosen = 0
-        if distinct_all >= l_distinct:
-            n_min = max(k, 1)
-            # Only t and entropy-l can become feasible by dropping records; k and distinct-l cannot.
-            bottom = n_min if (t >= 0.0 or l_entropy > 1.0) else total_c
-            top = total_c
-            if t >= 0.0 and total_c >= n_min:
-                # Whole class first (the common case), then jump past Ns the relaxation rules out.
-                d2 = qq_out
-                for i in range(nv):
-                    diff = cap[i] / total_c - tq[i]
-                    d2 += diff * diff
-                if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
-                    a, b = n_min, total_c - 1  # largest N in [a, b] with bound <= t, or a-1
-                    top = n_min - 1
-                    while a <= b:
-                        mid = (a + b) // 2
-                        if _relaxed_distance(cap, tq, qq_out, mid) <= t + 1e-12:
-                            top = mid
-                            a = mid + 1
-                        else:
-                            b = mid - 1
-            for n_keep in range(top, bottom - 1, -1):
-                if n_keep < n_min:
-                    break
-                if n_keep == total_c:  # the only allocation of the whole class
-                    for i in range(nv):
-                        alloc[i] = cap[i]
-                elif t >= 0.0:
-                    _closest_allocation(cap, tq, n_keep, alloc)
-                elif l_entropy > 1.0:
-                    _balanced_allocation(cap, n_keep, alloc)
-                else:
-                    for i in range(nv):
-                        alloc[i] = cap[i]
-                ok = True
-                if t >= 0.0:
-                    d2 = qq_out
-                    for i in range(nv):
-                        diff = alloc[i] / n_keep - tq[i]
-                        d2 += diff * diff
-                    if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
-                        ok = False
-                if ok and l_entropy > 1.0:
-                    nlogn = 0.0
-                    for i in range(nv):
-                        if alloc[i] > 0:
-                            nlogn += alloc[i] * np.log(alloc[i])
-                    if np.log(n_keep) - nlogn / n_keep < log_l - 1e-12:
-                        ok = False
-                if ok and l_distinct > 1:
-                    d = 0
-                    for i in range(nv):
-                        if alloc[i] > 0:
-                            d += 1
-                    if d < l_distinct:
-                        ok = False
-                if ok:
-                    chosen = n_keep
-                    break
+        chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
         for i in range(nv):
             keep[order[start + i]] = alloc[i] if chosen > 0 else 0
     return keep
@@ -494,3 +520,177 @@ def rows_from_pairs(pid, pair_keep, counts):
             ret[h] = take
             left[p] -= take
     return ret
+
+
+# --- S*(G) and its evaluation in one pass -------------------------------------------------
+
+MEMO_SLOTS = 1 << 16  # memo entries (hash slots; filled up to half)
+MEMO_WIDTH = 8  # classes with more distinct sensitive values than this are not memoized
+
+
+def new_retention_memo(slots: int = MEMO_SLOTS, width: int = MEMO_WIDTH):
+    """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (key, length, keep, fill)."""
+    return (np.zeros((slots, 2 * width), dtype=np.int64), np.full(slots, -1, dtype=np.int64),
+            np.zeros((slots, width), dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def _memo_slot(memo_key, memo_len, sig_sa, cap, nv):
+    """Slot of the class signature (sa_i, cap_i)_i in the memo: (slot, found). The slot of a
+    miss is the empty one where the signature belongs (linear probing)."""
+    h = np.uint64(nv + 1)
+    for i in range(nv):
+        h = (h ^ np.uint64(sig_sa[i])) * _GOLDEN
+        h = (h ^ np.uint64(cap[i])) * _GOLDEN
+    mask = np.uint64(memo_len.shape[0] - 1)
+    s = (h >> np.uint64(20)) & mask
+    while True:
+        ln = memo_len[s]
+        if ln == -1:
+            return np.int64(s), False
+        if ln == nv:
+            same = True
+            for i in range(nv):
+                if memo_key[s, 2 * i] != sig_sa[i] or memo_key[s, 2 * i + 1] != cap[i]:
+                    same = False
+                    break
+            if same:
+                return np.int64(s), True
+        s = (s + np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, n_records,
+                           k, t, l_distinct, l_entropy, memo_key, memo_len, memo_keep, memo_fill):
+    """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
+    for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
+
+    The evaluation is read off the class statistics of the oracle instead of classifying the
+    retained rows again: S*(G) keeps the first rows of each pair, so a surviving pair's first
+    row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
+    dropped (as absent values, the way the evaluator sees them). All rows of a class share one
+    TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
+    ``kinds``: ``_batch.MODEL_KINDS`` codes. ``_class_keep`` results are remembered across calls
+    in the memo (``new_retention_memo``; one memo per set of constraints).
+    """
+    P = G.shape[0]
+    n = codes.shape[0]
+    nq = codes.shape[1]
+    nm = kinds.shape[0]
+    needs_pairs = False
+    for j in range(nm):
+        if kinds[j] != 0:
+            needs_pairs = True
+    retained = np.zeros((P, n), dtype=np.int64)
+    ad = np.zeros((P, nm))
+    td = np.zeros(P)
+    sup = np.zeros(P, dtype=np.int64)
+    active = np.zeros(n, dtype=np.bool_)
+    for h in range(n):
+        active[h] = counts[h] > 0
+    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    qq_all, n_pos_all = _q_terms(q)
+    width = memo_keep.shape[1]
+    memo_cap = memo_len.shape[0] // 2
+    for p in range(P):
+        g = G[p]
+        cls, m = classify(g, codes, gen, n_gen, active)
+        size = class_sizes(cls, m, counts)
+        ret = retained[p]
+        kept_size = np.zeros(m, dtype=np.int64)
+        if needs_pairs:
+            pid, pair_class, pair_sa, pair_n = class_sa_pairs(cls, sa, n_sa, counts)
+            npairs = pair_class.shape[0]
+            first, order, widest = _pairs_by_class(pair_class, m)
+            keep = np.zeros(npairs, dtype=np.int64)
+            cap_buf = np.empty(widest, dtype=np.int64)
+            sa_buf = np.empty(widest, dtype=np.int64)
+            tq_buf = np.empty(widest)
+            alloc_buf = np.zeros(widest, dtype=np.int64)
+            for c in range(m):
+                start = first[c]
+                nv = first[c + 1] - start
+                if nv == 0:
+                    continue
+                cap = cap_buf[:nv]
+                for i in range(nv):
+                    pp = order[start + i]
+                    cap[i] = pair_n[pp]
+                    sa_buf[i] = pair_sa[pp]
+                slot = np.int64(-1)
+                if nv <= width:
+                    slot, found = _memo_slot(memo_key, memo_len, sa_buf, cap, nv)
+                    if found:
+                        for i in range(nv):
+                            keep[order[start + i]] = memo_keep[slot, i]
+                        continue
+                tq = tq_buf[:nv]
+                for i in range(nv):
+                    tq[i] = q[sa_buf[i]]
+                alloc = alloc_buf[:nv]
+                chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
+                for i in range(nv):
+                    keep[order[start + i]] = alloc[i] if chosen > 0 else 0
+                if slot >= 0 and memo_fill[0] < memo_cap:
+                    memo_len[slot] = nv
+                    for i in range(nv):
+                        memo_key[slot, 2 * i] = sa_buf[i]
+                        memo_key[slot, 2 * i + 1] = cap[i]
+                        memo_keep[slot, i] = alloc[i] if chosen > 0 else 0
+                    memo_fill[0] += 1
+            ret[:] = rows_from_pairs(pid, keep, counts)
+            # The evaluator's pairs: those with records kept, in pair order.
+            n_kept = 0
+            for i in range(npairs):
+                if keep[i] > 0:
+                    n_kept += 1
+                    kept_size[pair_class[i]] += keep[i]
+            kept_class = np.empty(n_kept, dtype=np.int32)
+            kept_sa = np.empty(n_kept, dtype=np.int32)
+            kept_n = np.empty(n_kept, dtype=np.int64)
+            j = 0
+            for i in range(npairs):
+                if keep[i] > 0:
+                    kept_class[j] = pair_class[i]
+                    kept_sa[j] = pair_sa[i]
+                    kept_n[j] = keep[i]
+                    j += 1
+        else:  # k-anonymity alone: keep the classes of size >= k
+            for c in range(m):
+                kept_size[c] = size[c] if size[c] >= k else 0
+            for h in range(n):
+                c = cls[h]
+                ret[h] = counts[h] if c >= 0 and size[c] >= k else 0
+            kept_class = np.empty(0, dtype=np.int32)
+            kept_sa = np.empty(0, dtype=np.int32)
+            kept_n = np.empty(0, dtype=np.int64)
+        for j in range(nm):
+            kind = kinds[j]
+            if kind == 0:
+                ad[p, j] = ad_k_anonymity(kept_size)
+            elif kind == 1:
+                ad[p, j] = ad_t_closeness(kept_size, kept_class, kept_sa, kept_n, q)
+            elif kind == 2:
+                ad[p, j] = ad_distinct_l(kept_size, kept_class, kept_n)
+            else:
+                ad[p, j] = ad_entropy_l(kept_size, kept_class, kept_n)
+        # TD: one weight per class (its rows share every generalized value), rows in order.
+        class_w = np.empty(m)
+        seen = np.zeros(m, dtype=np.bool_)
+        total = 0.0
+        kept = 0
+        for h in range(n):
+            if ret[h] == 0:
+                continue
+            c = cls[h]
+            if not seen[c]:
+                row = 0.0
+                for qi in range(nq):
+                    row += weight[qi, g[qi], codes[h, qi]]
+                class_w[c] = row
+                seen[c] = True
+            total += ret[h] * class_w[c]
+            kept += ret[h]
+        td[p] = total
+        sup[p] = n_records - kept
+    return retained, ad, td, sup

@@ -145,7 +145,10 @@ class Problem:
         node; the memo keeps them). Same numbers as the two-step path (tests/test_oracle.py).
         """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
-        if self.evaluator.name != "numba" or self.evaluator.kinds is None:
+        # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
+        # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
+        if (self.evaluator.name != "numba" or self.evaluator.kinds is None
+                or any(g.tobytes() in self._oracle_cache for g in G)):
             retained = np.stack([self.optimal_retained(g) for g in G])
             return retained, self.evaluate(G, retained=retained)
         retained, ev = self.evaluate_optimal_fused(G)
@@ -161,7 +164,7 @@ class Problem:
         ev = self.evaluator
         o = self.oracle_params
         if self._memo is None:
-            self._memo = K.new_retention_memo()
+            self._memo = K.new_retention_memo(t.n_sa)
         retained, ad, td, sup = K.evaluate_optimal_batch(
             np.ascontiguousarray(G, dtype=np.int64), t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts,
             ev.q, ev.kinds, t.n_records, int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo)

@@ -28,17 +28,18 @@ def _table_size(n):
 
 
 @njit(cache=True)
-def dense_rank(keys, active):
-    """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
+def _rank_into(keys, active, out, slot_key, slot_id):
+    """Dense ids 0..m-1 (first-seen order) of the keys of active rows into ``out`` (-1
+    elsewhere); returns m. ``slot_key``/``slot_id``: hash table of power-of-two size >= 2n."""
     n = keys.shape[0]
-    size = _table_size(n)
+    size = slot_id.shape[0]
     mask = np.uint64(size - 1)
-    slot_key = np.empty(size, dtype=np.int64)
-    slot_id = np.full(size, -1, dtype=np.int32)
-    out = np.full(n, -1, dtype=np.int32)
+    for i in range(size):
+        slot_id[i] = -1
     m = 0
     for h in range(n):
         if not active[h]:
+            out[h] = -1
             continue
         k = keys[h]
         i = (np.uint64(k) * _GOLDEN) >> np.uint64(20)
@@ -55,7 +56,39 @@ def dense_rank(keys, active):
                 out[h] = sid
                 break
             i = (i + np.uint64(1)) & mask
+    return m
+
+
+@njit(cache=True)
+def dense_rank(keys, active):
+    """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
+    n = keys.shape[0]
+    size = _table_size(n)
+    out = np.empty(n, dtype=np.int32)
+    m = _rank_into(keys, active, out, np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32))
     return out, m
+
+
+@njit(cache=True)
+def _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id):
+    """``classify`` into scratch buffers (``keys``, ``cls``: n; hash table as ``_rank_into``);
+    returns the number of classes."""
+    n, nq = codes.shape
+    for h in range(n):
+        keys[h] = 0
+    bound = 1
+    for q in range(nq):
+        radix = n_gen[q, g[q]]
+        if bound > _KEY_LIMIT // max(radix, 1):
+            m = _rank_into(keys, active, cls, slot_key, slot_id)
+            for h in range(n):
+                keys[h] = cls[h]
+            bound = max(m, 1)
+        lvl = gen[q, g[q]]
+        for h in range(n):
+            keys[h] = keys[h] * radix + lvl[codes[h, q]]
+        bound *= radix
+    return _rank_into(keys, active, cls, slot_key, slot_id)
 
 
 @njit(cache=True)
@@ -65,21 +98,12 @@ def classify(g, codes, gen, n_gen, active):
     Generalized codes are combined as a mixed-radix int64 key; when the radix product would
     overflow, the partial keys are first compressed to dense ids, so any number of QIDs works.
     """
-    n, nq = codes.shape
-    keys = np.zeros(n, dtype=np.int64)
-    bound = 1
-    for q in range(nq):
-        radix = n_gen[q, g[q]]
-        if bound > _KEY_LIMIT // max(radix, 1):
-            ids, m = dense_rank(keys, active)
-            for h in range(n):
-                keys[h] = ids[h]
-            bound = max(m, 1)
-        lvl = gen[q, g[q]]
-        for h in range(n):
-            keys[h] = keys[h] * radix + lvl[codes[h, q]]
-        bound *= radix
-    return dense_rank(keys, active)
+    n = codes.shape[0]
+    size = _table_size(n)
+    cls = np.empty(n, dtype=np.int32)
+    m = _classify_into(g, codes, gen, n_gen, active, np.empty(n, dtype=np.int64), cls,
+                       np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32))
+    return cls, m
 
 
 @njit(cache=True)
@@ -351,6 +375,35 @@ def _balanced_allocation(cap, total, out):
 
 
 @njit(cache=True)
+def _absent_q_mass(tq, qq_all, n_pos_all):
+    """Sum of q^2 over the sensitive values absent from a class (``tq``: q of the present ones).
+
+    Exactly 0 when every value with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves
+    ~1e-17 there, whose square root (~3e-9) made a class distributed exactly like Q fail
+    t = 1e-9, so the oracle suppressed everything (finding 10).
+    """
+    qq_out = qq_all
+    present = 0
+    for i in range(tq.shape[0]):
+        qq_out -= tq[i] * tq[i]
+        if tq[i] > 0.0:
+            present += 1
+    if present == n_pos_all or qq_out < 0.0:
+        qq_out = 0.0
+    return qq_out
+
+
+@njit(cache=True)
+def _allocation_distance(alloc, total, tq, qq_out):
+    """Euclidean distance to Q of a class keeping ``alloc`` records (sum ``total``) per value."""
+    d2 = qq_out
+    for i in range(alloc.shape[0]):
+        diff = alloc[i] / total - tq[i]
+        d2 += diff * diff
+    return np.sqrt(d2) if d2 > 0.0 else 0.0
+
+
+@njit(cache=True)
 def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy, log_l, alloc):
     """Records to keep per sensitive value of one class (into ``alloc``); returns the kept
     total N, 0 when the whole class is suppressed (``alloc`` is then meaningless).
@@ -364,18 +417,7 @@ def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy
     for i in range(nv):
         if cap[i] > 0:
             distinct_all += 1
-    # Sum of q^2 over sensitive values absent from the class. Exactly 0 when every value
-    # with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves ~1e-17 there, whose
-    # square root (~3e-9) made a class distributed exactly like Q fail t = 1e-9, so the
-    # oracle suppressed everything (finding 10).
-    qq_out = qq_all
-    present = 0
-    for i in range(nv):
-        qq_out -= tq[i] * tq[i]
-        if tq[i] > 0.0:
-            present += 1
-    if present == n_pos_all or qq_out < 0.0:
-        qq_out = 0.0
+    qq_out = _absent_q_mass(tq, qq_all, n_pos_all)
     chosen = 0
     if distinct_all >= l_distinct:
         n_min = max(k, 1)
@@ -384,11 +426,7 @@ def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy
         top = total_c
         if t >= 0.0 and total_c >= n_min:
             # Whole class first (the common case), then jump past Ns the relaxation rules out.
-            d2 = qq_out
-            for i in range(nv):
-                diff = cap[i] / total_c - tq[i]
-                d2 += diff * diff
-            if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
+            if _allocation_distance(cap, total_c, tq, qq_out) > t:
                 a, b = n_min, total_c - 1  # largest N in [a, b] with bound <= t, or a-1
                 top = n_min - 1
                 while a <= b:
@@ -412,13 +450,8 @@ def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy
                 for i in range(nv):
                     alloc[i] = cap[i]
             ok = True
-            if t >= 0.0:
-                d2 = qq_out
-                for i in range(nv):
-                    diff = alloc[i] / n_keep - tq[i]
-                    d2 += diff * diff
-                if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
-                    ok = False
+            if t >= 0.0 and _allocation_distance(alloc, n_keep, tq, qq_out) > t:
+                ok = False
             if ok and l_entropy > 1.0:
                 nlogn = 0.0
                 for i in range(nv):
@@ -524,13 +557,19 @@ def rows_from_pairs(pid, pair_keep, counts):
 
 # --- S*(G) and its evaluation in one pass -------------------------------------------------
 
-MEMO_SLOTS = 1 << 16  # memo entries (hash slots; filled up to half)
+MEMO_SLOTS = 1 << 17  # memo entries (hash slots; filled up to half)
 MEMO_WIDTH = 8  # classes with more distinct sensitive values than this are not memoized
+_CAP_BITS = 40  # a memo key packs (sa, cap) as sa << 40 | cap
 
 
-def new_retention_memo(slots: int = MEMO_SLOTS, width: int = MEMO_WIDTH):
-    """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (key, length, keep, fill)."""
-    return (np.zeros((slots, 2 * width), dtype=np.int64), np.full(slots, -1, dtype=np.int64),
+def new_retention_memo(n_sa: int, slots: int = MEMO_SLOTS):
+    """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (key, length, keep, fill).
+
+    A class of at most min(n_sa, MEMO_WIDTH) sensitive values fits; 5 int64 per slot for a
+    binary SA (5 MiB), 17 at most (17 MiB).
+    """
+    width = min(max(n_sa, 1), MEMO_WIDTH) if n_sa < (1 << (63 - _CAP_BITS)) else 0
+    return (np.zeros((slots, width), dtype=np.int64), np.full(slots, -1, dtype=np.int64),
             np.zeros((slots, width), dtype=np.int64), np.zeros(1, dtype=np.int64))
 
 
@@ -540,8 +579,7 @@ def _memo_slot(memo_key, memo_len, sig_sa, cap, nv):
     miss is the empty one where the signature belongs (linear probing)."""
     h = np.uint64(nv + 1)
     for i in range(nv):
-        h = (h ^ np.uint64(sig_sa[i])) * _GOLDEN
-        h = (h ^ np.uint64(cap[i])) * _GOLDEN
+        h = (h ^ np.uint64((sig_sa[i] << _CAP_BITS) | cap[i])) * _GOLDEN
     mask = np.uint64(memo_len.shape[0] - 1)
     s = (h >> np.uint64(20)) & mask
     while True:
@@ -551,7 +589,7 @@ def _memo_slot(memo_key, memo_len, sig_sa, cap, nv):
         if ln == nv:
             same = True
             for i in range(nv):
-                if memo_key[s, 2 * i] != sig_sa[i] or memo_key[s, 2 * i + 1] != cap[i]:
+                if memo_key[s, i] != ((sig_sa[i] << _CAP_BITS) | cap[i]):
                     same = False
                     break
             if same:
@@ -570,8 +608,9 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
     dropped (as absent values, the way the evaluator sees them). All rows of a class share one
     TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
-    ``kinds``: ``_batch.MODEL_KINDS`` codes. ``_class_keep`` results are remembered across calls
-    in the memo (``new_retention_memo``; one memo per set of constraints).
+    ``kinds``: ``_batch.MODEL_KINDS`` codes. The allocation of a class whose whole-class test
+    fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
+    the same SA histograms recur on many nodes.
     """
     P = G.shape[0]
     n = codes.shape[0]
@@ -590,43 +629,122 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
         active[h] = counts[h] > 0
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all, n_pos_all = _q_terms(q)
+    n_min = max(k, 1)
     width = memo_keep.shape[1]
     memo_cap = memo_len.shape[0] // 2
+    # Scratch buffers shared by the whole batch (pairs and classes are at most n).
+    nb = max(n, 1)
+    size_t = _table_size(n)
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    size = np.zeros(nb, dtype=np.int64)
+    kept_size = np.zeros(nb, dtype=np.int64)
+    class_w = np.zeros(nb)
+    seen = np.zeros(nb, dtype=np.bool_)
+    pid = np.empty(n, dtype=np.int32)
+    pair_class = np.empty(nb, dtype=np.int32)
+    pair_sa = np.empty(nb, dtype=np.int32)
+    pair_n = np.zeros(nb, dtype=np.int64)
+    keep = np.zeros(nb, dtype=np.int64)
+    kept_class = np.empty(nb, dtype=np.int32)
+    kept_sa = np.empty(nb, dtype=np.int32)
+    kept_n = np.empty(nb, dtype=np.int64)
+    first = np.zeros(nb + 1, dtype=np.int64)
+    fill = np.zeros(nb, dtype=np.int64)
+    order = np.empty(nb, dtype=np.int64)
+    cap_buf = np.empty(nb, dtype=np.int64)
+    sa_buf = np.empty(nb, dtype=np.int64)
+    tq_buf = np.empty(nb)
+    alloc_buf = np.zeros(nb, dtype=np.int64)
+    # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
+    # as the hash of class_sa_pairs, without hashing).
+    direct = n * max(n_sa, 1) <= (1 << 24)
+    pair_map = np.empty(n * max(n_sa, 1) if direct else 0, dtype=np.int32)
     for p in range(P):
         g = G[p]
-        cls, m = classify(g, codes, gen, n_gen, active)
-        size = class_sizes(cls, m, counts)
+        m = _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        for c in range(m):
+            size[c] = 0
+            kept_size[c] = 0
+            seen[c] = False
+        for h in range(n):
+            if cls[h] >= 0:
+                size[cls[h]] += counts[h]
         ret = retained[p]
-        kept_size = np.zeros(m, dtype=np.int64)
+        n_kept = 0
         if needs_pairs:
-            pid, pair_class, pair_sa, pair_n = class_sa_pairs(cls, sa, n_sa, counts)
-            npairs = pair_class.shape[0]
-            first, order, widest = _pairs_by_class(pair_class, m)
-            keep = np.zeros(npairs, dtype=np.int64)
-            cap_buf = np.empty(widest, dtype=np.int64)
-            sa_buf = np.empty(widest, dtype=np.int64)
-            tq_buf = np.empty(widest)
-            alloc_buf = np.zeros(widest, dtype=np.int64)
+            # (class, SA) pairs in first-seen row order, as class_sa_pairs.
+            npairs = 0
+            if direct:
+                for i in range(m * n_sa):
+                    pair_map[i] = -1
+                for h in range(n):
+                    c = cls[h]
+                    if c < 0:
+                        pid[h] = -1
+                        continue
+                    key = c * n_sa + sa[h]
+                    i = pair_map[key]
+                    if i == -1:
+                        i = npairs
+                        pair_map[key] = i
+                        npairs += 1
+                    pid[h] = i
+            else:
+                for h in range(n):
+                    if cls[h] >= 0:
+                        keys[h] = np.int64(cls[h]) * n_sa + sa[h]
+                npairs = _rank_into(keys, active, pid, slot_key, slot_id)
+            for i in range(npairs):
+                pair_n[i] = 0
+            for h in range(n):
+                i = pid[h]
+                if i >= 0:
+                    pair_class[i] = cls[h]
+                    pair_sa[i] = sa[h]
+                    pair_n[i] += counts[h]
+            # Pairs by class, in pair order (counting sort, as _pairs_by_class).
+            for c in range(m + 1):
+                first[c] = 0
+            for i in range(npairs):
+                first[pair_class[i] + 1] += 1
+            for c in range(m):
+                first[c + 1] += first[c]
+                fill[c] = first[c]
+            for i in range(npairs):
+                c = pair_class[i]
+                order[fill[c]] = i
+                fill[c] += 1
             for c in range(m):
                 start = first[c]
                 nv = first[c + 1] - start
-                if nv == 0:
-                    continue
                 cap = cap_buf[:nv]
                 for i in range(nv):
                     pp = order[start + i]
                     cap[i] = pair_n[pp]
                     sa_buf[i] = pair_sa[pp]
+                if size[c] < n_min or nv < l_distinct:  # too small, or too few distinct values
+                    for i in range(nv):
+                        keep[order[start + i]] = 0
+                    continue
+                tq = tq_buf[:nv]
+                for i in range(nv):
+                    tq[i] = q[sa_buf[i]]
+                if t >= 0.0 and l_entropy <= 1.0:
+                    # The whole class passes: _class_keep would keep it whole (its first test).
+                    if _allocation_distance(cap, size[c], tq, _absent_q_mass(tq, qq_all, n_pos_all)) <= t:
+                        for i in range(nv):
+                            keep[order[start + i]] = cap[i]
+                        continue
                 slot = np.int64(-1)
-                if nv <= width:
+                if nv <= width and size[c] < (1 << _CAP_BITS):
                     slot, found = _memo_slot(memo_key, memo_len, sa_buf, cap, nv)
                     if found:
                         for i in range(nv):
                             keep[order[start + i]] = memo_keep[slot, i]
                         continue
-                tq = tq_buf[:nv]
-                for i in range(nv):
-                    tq[i] = q[sa_buf[i]]
                 alloc = alloc_buf[:nv]
                 chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
                 for i in range(nv):
@@ -634,49 +752,44 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
                 if slot >= 0 and memo_fill[0] < memo_cap:
                     memo_len[slot] = nv
                     for i in range(nv):
-                        memo_key[slot, 2 * i] = sa_buf[i]
-                        memo_key[slot, 2 * i + 1] = cap[i]
+                        memo_key[slot, i] = (sa_buf[i] << _CAP_BITS) | cap[i]
                         memo_keep[slot, i] = alloc[i] if chosen > 0 else 0
                     memo_fill[0] += 1
-            ret[:] = rows_from_pairs(pid, keep, counts)
+            # Spread each pair's kept records over its rows in row order (rows_from_pairs);
+            # pair_n becomes what is left to place.
+            for i in range(npairs):
+                pair_n[i] = keep[i]
+            for h in range(n):
+                i = pid[h]
+                if i >= 0:
+                    take = min(counts[h], pair_n[i])
+                    ret[h] = take
+                    pair_n[i] -= take
             # The evaluator's pairs: those with records kept, in pair order.
-            n_kept = 0
             for i in range(npairs):
                 if keep[i] > 0:
-                    n_kept += 1
                     kept_size[pair_class[i]] += keep[i]
-            kept_class = np.empty(n_kept, dtype=np.int32)
-            kept_sa = np.empty(n_kept, dtype=np.int32)
-            kept_n = np.empty(n_kept, dtype=np.int64)
-            j = 0
-            for i in range(npairs):
-                if keep[i] > 0:
-                    kept_class[j] = pair_class[i]
-                    kept_sa[j] = pair_sa[i]
-                    kept_n[j] = keep[i]
-                    j += 1
+                    kept_class[n_kept] = pair_class[i]
+                    kept_sa[n_kept] = pair_sa[i]
+                    kept_n[n_kept] = keep[i]
+                    n_kept += 1
         else:  # k-anonymity alone: keep the classes of size >= k
             for c in range(m):
                 kept_size[c] = size[c] if size[c] >= k else 0
             for h in range(n):
                 c = cls[h]
                 ret[h] = counts[h] if c >= 0 and size[c] >= k else 0
-            kept_class = np.empty(0, dtype=np.int32)
-            kept_sa = np.empty(0, dtype=np.int32)
-            kept_n = np.empty(0, dtype=np.int64)
         for j in range(nm):
             kind = kinds[j]
             if kind == 0:
-                ad[p, j] = ad_k_anonymity(kept_size)
+                ad[p, j] = ad_k_anonymity(kept_size[:m])
             elif kind == 1:
-                ad[p, j] = ad_t_closeness(kept_size, kept_class, kept_sa, kept_n, q)
+                ad[p, j] = ad_t_closeness(kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q)
             elif kind == 2:
-                ad[p, j] = ad_distinct_l(kept_size, kept_class, kept_n)
+                ad[p, j] = ad_distinct_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
             else:
-                ad[p, j] = ad_entropy_l(kept_size, kept_class, kept_n)
+                ad[p, j] = ad_entropy_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
         # TD: one weight per class (its rows share every generalized value), rows in order.
-        class_w = np.empty(m)
-        seen = np.zeros(m, dtype=np.bool_)
         total = 0.0
         kept = 0
         for h in range(n):

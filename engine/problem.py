@@ -27,6 +27,7 @@ def fitness_key(feasible: bool, violation: float, td: float) -> tuple[int, float
 
 
 ORACLE_CACHE_BYTES = 128 * 1024 * 1024
+CLASS_CACHE_BYTES = 64 * 1024 * 1024
 
 
 class Problem:
@@ -50,6 +51,9 @@ class Problem:
         self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
         # Allocations of S*(G) per class signature, shared by every node (evaluate_optimal).
         self._memo: tuple[np.ndarray, ...] | None = None
+        # Class ids per histogram row of the nodes evaluate_optimal saw last (the roll-up).
+        self._classes: dict[bytes, np.ndarray] = {}
+        self._classes_max = max(CLASS_CACHE_BYTES // max(4 * len(table.counts), 1), 1)
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -157,18 +161,56 @@ class Problem:
             self._remember(g.tobytes(), r)
         return retained, ev
 
-    def evaluate_optimal_fused(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
+    def evaluate_optimal_fused(self, G: np.ndarray, *, rollup: bool = True) -> tuple[np.ndarray, Evaluation]:
         """``evaluate_optimal`` through ``_kernels.evaluate_optimal_batch`` (numba backend with
-        built-in models only); counts no evaluation and bypasses the S*(G) cache."""
+        built-in models only); counts no evaluation and bypasses the S*(G) cache.
+
+        ``rollup``: build the classes of a node from those of a node one level below it in one
+        QID, evaluated earlier in this batch or remembered from an earlier call (the lattice
+        search evaluates a node's predecessors before it), instead of classifying every row.
+        """
         t = self.table
         ev = self.evaluator
         o = self.oracle_params
         if self._memo is None:
             self._memo = K.new_retention_memo(t.n_sa)
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        parents, parent_of = self._parents(G) if rollup else ([], np.zeros(0, dtype=np.int64))
+        stacked = np.stack(parents) if parents else np.zeros((0, t.n_rows), dtype=np.int32)
+        cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
         retained, ad, td, sup = K.evaluate_optimal_batch(
-            np.ascontiguousarray(G, dtype=np.int64), t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts,
-            ev.q, ev.kinds, t.n_records, int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo)
+            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, t.n_records,
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo, stacked, parent_of, cls_out)
+        if rollup:
+            for g, cls in zip(G, cls_out, strict=True):
+                if len(self._classes) >= self._classes_max:
+                    self._classes.pop(next(iter(self._classes)))  # the oldest entry
+                self._classes[g.tobytes()] = cls
         return retained, finish(self.models, ad, td, sup)
+
+    def _parents(self, G: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """For each row of G, a predecessor (one QID one level lower) whose classes are known:
+        (class-id arrays of remembered ones, index per row: i into them, -2 - j for row j < p of
+        this batch, -1 for none)."""
+        parents: list[np.ndarray] = []
+        parent_of = np.full(G.shape[0], -1, dtype=np.int64)
+        in_batch: dict[bytes, int] = {}
+        for p, g in enumerate(G):
+            for q in np.flatnonzero(g > 0).tolist():
+                below = g.copy()
+                below[q] -= 1
+                key = below.tobytes()
+                j = in_batch.get(key)
+                if j is not None:
+                    parent_of[p] = -2 - j
+                    break
+                cls = self._classes.get(key)
+                if cls is not None:
+                    parent_of[p] = len(parents)
+                    parents.append(cls)
+                    break
+            in_batch.setdefault(g.tobytes(), p)
+        return parents, parent_of
 
     def td_upper_bound(self, g: np.ndarray) -> float:
         """TD of G with nothing suppressed: bounds TD of G and every node above it."""

@@ -18,6 +18,7 @@ from engine.evaluator import _kernels as K
 from engine.hierarchy import read_arx_csv
 from engine.models import build_model
 from engine.optimizers import run_optimizer
+from engine.optimizers.lattice import all_nodes
 from engine.problem import Problem
 
 FIELDS = ("ad", "td", "feasible", "violation", "suppressed")
@@ -123,3 +124,27 @@ def test_lattice_search_on_adult_is_unchanged(t: float) -> None:
     assert fused.certified and old.certified
     assert np.array_equal(fused.g, old.g) and np.array_equal(fused.retained, old.retained)
     assert fused.td == old.td and fused.evaluations == old.evaluations and fused.suppressed == old.suppressed
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_rollup_gives_the_classes_of_classify(seed: int) -> None:
+    """Every node of small lattices, in two batches: classes rolled up from a predecessor of the
+    same batch or of the first batch give the class ids, S*(G) and evaluation of the two steps."""
+    rng = np.random.default_rng(74_000 + seed)
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=80)
+    models = random_models(rng)
+    nodes = all_nodes(table.heights)[:200]
+    problem = Problem(table, models)
+    half = len(nodes) // 2
+    got = [problem.evaluate_optimal_fused(part) for part in (nodes[:half], nodes[half:]) if len(part)]
+    _, parent_of = problem._parents(nodes[half:])
+    if len(nodes) > 2:
+        assert (parent_of != -1).any()  # the roll-up ran
+    retained = np.concatenate([r for r, _ in got])
+    ev = got[0][1].concat([e for _, e in got]) if len(got) > 1 else got[0][1]
+    assert_same((retained, ev), two_step(Problem(table, models), nodes))
+    active = table.counts > 0
+    gen, _, n_gen = table.lookup
+    for g in nodes:
+        cls, m = K.classify(g, table.codes, gen, n_gen, active)
+        assert np.array_equal(problem._classes[g.tobytes()], cls)

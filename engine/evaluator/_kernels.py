@@ -107,6 +107,46 @@ def classify(g, codes, gen, n_gen, active):
 
 
 @njit(cache=True)
+def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_key, slot_id):
+    """Classes under ``g`` from the classes ``parent_cls`` of a node below g (every class of g
+    is a union of them), into ``cls``; returns the number of classes.
+
+    Only one row per parent class is classified (as ``_classify_into`` would, over those rows),
+    then every row takes its parent class's new id. Parent ids are in first-seen row order, so
+    ranking them in order gives each new class the id of its first row: the ids of ``classify``.
+    """
+    n, nq = codes.shape
+    mp = 0
+    for h in range(n):
+        if parent_cls[h] == mp:  # ids appear in increasing order: a new class
+            rep[mp] = h
+            mp += 1
+    sub = _table_size(mp)
+    sk = slot_key[:sub]
+    si = slot_id[:sub]
+    k = keys[:mp]
+    for c in range(mp):
+        k[c] = 0
+    bound = 1
+    for q in range(nq):
+        radix = n_gen[q, g[q]]
+        if bound > _KEY_LIMIT // max(radix, 1):
+            m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+            for c in range(mp):
+                k[c] = rep[mp + c]
+            bound = max(m, 1)
+        lvl = gen[q, g[q]]
+        for c in range(mp):
+            k[c] = k[c] * radix + lvl[codes[rep[c], q]]
+        bound *= radix
+    m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+    for h in range(n):
+        c = parent_cls[h]
+        cls[h] = rep[mp + c] if c >= 0 else -1
+    return m
+
+
+@njit(cache=True)
 def retained_from_records(s, offsets):
     """Retained records per histogram row from a per-record keep vector (records sorted by row)."""
     n = offsets.shape[0] - 1
@@ -599,7 +639,8 @@ def _memo_slot(memo_key, memo_len, sig_sa, cap, nv):
 
 @njit(cache=True)
 def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, n_records,
-                           k, t, l_distinct, l_entropy, memo_key, memo_len, memo_keep, memo_fill):
+                           k, t, l_distinct, l_entropy, memo_key, memo_len, memo_keep, memo_fill,
+                           parents, parent_of, cls_out):
     """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
     for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
 
@@ -611,6 +652,11 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     ``kinds``: ``_batch.MODEL_KINDS`` codes. The allocation of a class whose whole-class test
     fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
     the same SA histograms recur on many nodes.
+
+    Roll-up (as ARX and Flash share work between neighbouring nodes): when ``parent_of[p]`` is
+    i >= 0, the classes of G[p] are built from ``parents[i]``, the class ids of a node below
+    G[p] (``_rollup_into``); when it is -2 - j, from those of G[j] of this batch (j < p); -1:
+    classified from scratch. The class ids of G[p] go to ``cls_out[p]`` when it has P rows.
     """
     P = G.shape[0]
     n = codes.shape[0]
@@ -660,11 +706,21 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     alloc_buf = np.zeros(nb, dtype=np.int64)
     # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
     # as the hash of class_sa_pairs, without hashing).
+    rep = np.empty(2 * nb, dtype=np.int32)
+    ones = np.ones(nb, dtype=np.bool_)
     direct = n * max(n_sa, 1) <= (1 << 24)
     pair_map = np.empty(n * max(n_sa, 1) if direct else 0, dtype=np.int32)
     for p in range(P):
         g = G[p]
-        m = _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        par = parent_of[p] if parent_of.shape[0] > p else -1
+        if par >= 0:
+            m = _rollup_into(g, codes, gen, n_gen, parents[par], keys, cls, rep, ones, slot_key, slot_id)
+        elif par <= -2:
+            m = _rollup_into(g, codes, gen, n_gen, cls_out[-2 - par], keys, cls, rep, ones, slot_key, slot_id)
+        else:
+            m = _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        if cls_out.shape[0] > p:
+            cls_out[p, :] = cls
         for c in range(m):
             size[c] = 0
             kept_size[c] = 0

@@ -208,6 +208,7 @@ def per_node(data: Path, out: Path) -> int:
     adult = pl.read_csv(arx / "adult.csv", separator=";", infer_schema=False)
     hist = adult.group_by(QIDS + [SA]).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
     table = encode_histogram(hist, QIDS, [SA], hierarchies)
+    table.td_upper_bound(np.zeros(table.n_qids, dtype=np.int64))  # per-table bound terms, once for both paths
     load_at_start = os.getloadavg()
     rows = []
     print(f"adult: {table.n_records} records, {table.n_rows} histogram rows, heights {table.heights.tolist()}")

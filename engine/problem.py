@@ -175,6 +175,8 @@ class Problem:
         if self._memo is None:
             self._memo = K.new_retention_memo(t.n_sa)
         G = np.ascontiguousarray(G, dtype=np.int64)
+        # The batch's class ids are kept (as views of one array): only when they fit the cache.
+        rollup = rollup and G.shape[0] * 4 * t.n_rows <= CLASS_CACHE_BYTES
         parents, parent_of = self._parents(G) if rollup else ([], np.zeros(0, dtype=np.int64))
         stacked = np.stack(parents) if parents else np.zeros((0, t.n_rows), dtype=np.int32)
         cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)

@@ -1,7 +1,9 @@
 """Numba kernels of the in-memory evaluator. Arrays in, arrays out; no Python objects.
 
 Every kernel has a plain-Python twin in ``tests/reference.py`` (after stumpy's naive twins);
-the tests check that both agree. Conventions (see engine/encoding.py):
+the tests check that both agree. ``evaluate_optimal_batch`` (S*(G) and its evaluation in one
+pass, for the lattice search) is checked bit for bit against the oracle kernels followed by the
+evaluator, and through them against the twins (tests/test_fused_oracle.py). Conventions (see engine/encoding.py):
   codes[h, q]     leaf code of histogram row h for QID q
   sa[h]           joint sensitive-value code of row h
   ret[h]          retained records of row h (counts[h] when nothing is suppressed)
@@ -603,33 +605,35 @@ _CAP_BITS = 40  # a memo key packs (sa, cap) as sa << 40 | cap
 
 
 def new_retention_memo(n_sa: int, slots: int = MEMO_SLOTS):
-    """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (key, length, keep, fill).
+    """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (table, fill).
 
-    A class of at most min(n_sa, MEMO_WIDTH) sensitive values fits; 5 int64 per slot for a
-    binary SA (5 MiB), 17 at most (17 MiB).
+    One row per hash slot, so that a lookup touches one cache line or two: [number of values
+    (-1: empty), width packed (sa, cap) keys, width kept counts]. A class of at most
+    width = min(n_sa, MEMO_WIDTH) sensitive values fits: 5 MiB for a binary SA, 17 MiB at most.
     """
     width = min(max(n_sa, 1), MEMO_WIDTH) if n_sa < (1 << (63 - _CAP_BITS)) else 0
-    return (np.zeros((slots, width), dtype=np.int64), np.full(slots, -1, dtype=np.int64),
-            np.zeros((slots, width), dtype=np.int64), np.zeros(1, dtype=np.int64))
+    table = np.zeros((slots, 1 + 2 * width), dtype=np.int64)
+    table[:, 0] = -1
+    return table, np.zeros(1, dtype=np.int64)
 
 
 @njit(cache=True)
-def _memo_slot(memo_key, memo_len, sig_sa, cap, nv):
+def _memo_slot(memo, sig_sa, cap, nv):
     """Slot of the class signature (sa_i, cap_i)_i in the memo: (slot, found). The slot of a
     miss is the empty one where the signature belongs (linear probing)."""
     h = np.uint64(nv + 1)
     for i in range(nv):
         h = (h ^ np.uint64((sig_sa[i] << _CAP_BITS) | cap[i])) * _GOLDEN
-    mask = np.uint64(memo_len.shape[0] - 1)
+    mask = np.uint64(memo.shape[0] - 1)
     s = (h >> np.uint64(20)) & mask
     while True:
-        ln = memo_len[s]
+        ln = memo[s, 0]
         if ln == -1:
             return np.int64(s), False
         if ln == nv:
             same = True
             for i in range(nv):
-                if memo_key[s, i] != ((sig_sa[i] << _CAP_BITS) | cap[i]):
+                if memo[s, 1 + i] != ((sig_sa[i] << _CAP_BITS) | cap[i]):
                     same = False
                     break
             if same:
@@ -639,7 +643,7 @@ def _memo_slot(memo_key, memo_len, sig_sa, cap, nv):
 
 @njit(cache=True)
 def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, n_records,
-                           k, t, l_distinct, l_entropy, memo_key, memo_len, memo_keep, memo_fill,
+                           k, t, l_distinct, l_entropy, memo, memo_fill,
                            parents, parent_of, cls_out):
     """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
     for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
@@ -676,8 +680,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all, n_pos_all = _q_terms(q)
     n_min = max(k, 1)
-    width = memo_keep.shape[1]
-    memo_cap = memo_len.shape[0] // 2
+    width = (memo.shape[1] - 1) // 2
+    memo_cap = memo.shape[0] // 2
     # Scratch buffers shared by the whole batch (pairs and classes are at most n).
     nb = max(n, 1)
     size_t = _table_size(n)
@@ -796,20 +800,20 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
                         continue
                 slot = np.int64(-1)
                 if nv <= width and size[c] < (1 << _CAP_BITS):
-                    slot, found = _memo_slot(memo_key, memo_len, sa_buf, cap, nv)
+                    slot, found = _memo_slot(memo, sa_buf, cap, nv)
                     if found:
                         for i in range(nv):
-                            keep[order[start + i]] = memo_keep[slot, i]
+                            keep[order[start + i]] = memo[slot, 1 + width + i]
                         continue
                 alloc = alloc_buf[:nv]
                 chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
                 for i in range(nv):
                     keep[order[start + i]] = alloc[i] if chosen > 0 else 0
                 if slot >= 0 and memo_fill[0] < memo_cap:
-                    memo_len[slot] = nv
+                    memo[slot, 0] = nv
                     for i in range(nv):
-                        memo_key[slot, i] = (sa_buf[i] << _CAP_BITS) | cap[i]
-                        memo_keep[slot, i] = alloc[i] if chosen > 0 else 0
+                        memo[slot, 1 + i] = (sa_buf[i] << _CAP_BITS) | cap[i]
+                        memo[slot, 1 + width + i] = alloc[i] if chosen > 0 else 0
                     memo_fill[0] += 1
             # Spread each pair's kept records over its rows in row order (rows_from_pairs);
             # pair_n becomes what is left to place.

@@ -144,9 +144,10 @@ class Problem:
         """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each.
 
         With the numba backend and built-in models, one fused kernel computes S*(G) and its
-        evaluation from one classification per G (issue #18: the separate evaluation cost a
-        second classification, and the oracle recomputed the same class allocations on every
-        node; the memo keeps them). Same numbers as the two-step path (tests/test_oracle.py).
+        evaluation from one classification per G, rolled up from a predecessor's classes when
+        one is known (issue #18: the separate evaluation classified again, and the oracle
+        recomputed the same class allocations on every node; a memo keeps them). The same
+        numbers as the two-step path, bit for bit (tests/test_fused_oracle.py).
         """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
         # The two-step path when the fused kernel does not apply, or when S*(G) of some row is

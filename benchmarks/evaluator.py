@@ -19,11 +19,19 @@ Numba is single-threaded here (one core). DuckDB runs with threads=1 and threads
 record*QID cells/s = evals/s x nR x nQID (the histogram makes the cost depend on the number of
 distinct QID+SA combinations H, not on nR). Results: a table on stdout and
 benchmarks/results/evaluator.json.
+
+``--per-node`` (issue #18): the certified lattice search (mode bound) on all of adult with
+k = 2 + t = 0.2828, k = 2 + t = 0.2 (Euclidean, binary salary) and k = 5, run twice in the same
+process: "two-step" computes S*(G) (``Problem.optimal_retained``) and then evaluates (G, S*(G))
+(``Problem.evaluate``), as before the fused kernel; "fused" is ``Problem.evaluate_optimal``
+(``_kernels.evaluate_optimal_batch``). Prints seconds, nodes and ms/node of each, checks that
+both find the same optimum, and writes benchmarks/results/evaluator_per_node.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -44,6 +52,8 @@ from engine.evaluator import make_evaluator  # noqa: E402
 from engine.evaluator.duckdb_backend import DuckDBEvaluator  # noqa: E402
 from engine.hierarchy import read_arx_csv  # noqa: E402
 from engine.models import build_model  # noqa: E402
+from engine.optimizers import run_optimizer  # noqa: E402
+from engine.problem import Problem  # noqa: E402
 
 QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
 SA = "salary-class"
@@ -103,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, action="append", help="batch sizes P (repeatable; default 64 and 512)")
     parser.add_argument("--big", type=int, default=1_000_000, help="rows of the resampled dataset")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "evaluator.json")
+    parser.add_argument("--per-node", action="store_true", help="lattice search per-node cost, two-step vs fused")
     args = parser.parse_args(argv)
+    if args.per_node:
+        out = args.out if args.out != parser.get_default("out") else REPO / "benchmarks" / "results" / "evaluator_per_node.json"
+        return per_node(args.data, out)
     batches = args.batch or [64, 512]
 
     load_at_start = os.getloadavg()
@@ -159,6 +173,83 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
     print(f"\nload average (1, 5, 15 min): {load_at_start} at start, {os.getloadavg()} at end "
           f"on {os.cpu_count()} CPUs; wrote {args.out}")
+    return 0
+
+
+PER_NODE_CASES = {
+    "k=2,t=0.2828": [("k-anonymity", {"k": 2}), ("t-closeness", {"t": 0.2828})],
+    "k=2,t=0.2": [("k-anonymity", {"k": 2}), ("t-closeness", {"t": 0.2})],
+    "k=5": [("k-anonymity", {"k": 5})],
+}
+
+
+class TwoStepProblem(Problem):
+    """``evaluate_optimal`` as before the fused kernel: S*(G) per node, then an evaluation that
+    classifies again; the time of each step is recorded."""
+
+    oracle_seconds = 0.0
+    evaluate_seconds = 0.0
+
+    def evaluate_optimal(self, G: np.ndarray):
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        t0 = time.perf_counter()
+        retained = np.stack([self.optimal_retained(g) for g in G])
+        t1 = time.perf_counter()
+        ev = self.evaluate(G, retained=retained)
+        self.oracle_seconds += t1 - t0
+        self.evaluate_seconds += time.perf_counter() - t1
+        return retained, ev
+
+
+def per_node(data: Path, out: Path) -> int:
+    """``--per-node``: see the module docstring."""
+    arx = data / "arx"
+    hierarchies = [read_arx_csv(arx / f"adult_hierarchy_{q}.csv", q) for q in QIDS]
+    adult = pl.read_csv(arx / "adult.csv", separator=";", infer_schema=False)
+    hist = adult.group_by(QIDS + [SA]).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+    table = encode_histogram(hist, QIDS, [SA], hierarchies)
+    table.td_upper_bound(np.zeros(table.n_qids, dtype=np.int64))  # per-table bound terms, once for both paths
+    load_at_start = os.getloadavg()
+    rows = []
+    print(f"adult: {table.n_records} records, {table.n_rows} histogram rows, heights {table.heights.tolist()}")
+    print(f"{'models':<14} {'path':<9} {'nodes':>6} {'seconds':>8} {'ms/node':>8} {'oracle ms/node':>15} "
+          f"{'eval ms/node':>13} {'best TD':>12}")
+    for name, spec in PER_NODE_CASES.items():
+        models = [build_model(n, p) for n, p in spec]
+        results = {}
+        for path, cls in (("two-step", TwoStepProblem), ("fused", Problem)):
+            problem = cls(table, models)
+            problem.evaluate_optimal(np.zeros((1, table.n_qids), dtype=np.int64))  # JIT / cache load
+            problem = cls(table, models)
+            t0 = time.perf_counter()
+            res = run_optimizer("lattice", problem, budget=10**9)
+            seconds = time.perf_counter() - t0
+            nodes = res.info["nodes_evaluated"]
+            row = {"models": name, "path": path, "nodes": nodes, "seconds": seconds,
+                   "ms_per_node": 1e3 * seconds / nodes, "best_td": res.td, "best_g": res.g.tolist(),
+                   "suppressed": res.suppressed, "best_retained_sha": hashlib.sha256(res.retained.tobytes()).hexdigest(),
+                   "certified": bool(res.certified)}
+            if path == "two-step":
+                row.update(oracle_ms_per_node=1e3 * problem.oracle_seconds / nodes,
+                           evaluate_ms_per_node=1e3 * problem.evaluate_seconds / nodes)
+            results[path] = row
+            rows.append(row)
+            print(f"{name:<14} {path:<9} {nodes:>6} {seconds:>8.2f} {row['ms_per_node']:>8.3f} "
+                  f"{row.get('oracle_ms_per_node', float('nan')):>15.3f} "
+                  f"{row.get('evaluate_ms_per_node', float('nan')):>13.3f} {row['best_td']:>12.3f}", flush=True)
+        a, b = results["two-step"], results["fused"]
+        same = ("best_td", "best_g", "nodes", "suppressed", "best_retained_sha", "certified")
+        if any(a[f] != b[f] for f in same):
+            print(f"MISMATCH on {name}: two-step {a} vs fused {b}")
+            return 1
+    meta = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                        "load_average_at_start": load_at_start, "load_average_at_end": os.getloadavg()},
+            "versions": {"numpy": np.__version__, "numba": numba.__version__},
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "note": "lattice optimizer, mode bound, all of adult; JIT excluded (a warm-up call first)"}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
+    print(f"load average {load_at_start} at start, {os.getloadavg()} at end; wrote {out}")
     return 0
 
 

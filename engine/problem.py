@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.encoding import EncodedTable
-from engine.evaluator import Evaluation, make_evaluator
+from engine.evaluator import Evaluation, finish, make_evaluator
 from engine.evaluator import _batch as B
 from engine.evaluator import _kernels as K
 from engine.models import OracleParams, PrivacyModel
@@ -27,6 +27,7 @@ def fitness_key(feasible: bool, violation: float, td: float) -> tuple[int, float
 
 
 ORACLE_CACHE_BYTES = 128 * 1024 * 1024
+CLASS_CACHE_BYTES = 64 * 1024 * 1024
 
 
 class Problem:
@@ -48,6 +49,11 @@ class Problem:
         # converged population): remember it, up to ORACLE_CACHE_BYTES of retained counts.
         self._oracle_cache: dict[bytes, np.ndarray] = {}
         self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
+        # Allocations of S*(G) per class signature, shared by every node (evaluate_optimal).
+        self._memo: tuple[np.ndarray, ...] | None = None
+        # Class ids per histogram row of the nodes evaluate_optimal saw last (the roll-up).
+        self._classes: dict[bytes, np.ndarray] = {}
+        self._classes_max = max(CLASS_CACHE_BYTES // max(4 * len(table.counts), 1), 1)
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -114,10 +120,13 @@ class Problem:
         if hit is not None:
             return hit.copy()
         out = self._optimal_retained(g)
+        self._remember(key, out)
+        return out
+
+    def _remember(self, key: bytes, retained: np.ndarray) -> None:
         if len(self._oracle_cache) >= self._oracle_cache_max:
             self._oracle_cache.pop(next(iter(self._oracle_cache)))  # the oldest entry
-        self._oracle_cache[key] = out.copy()
-        return out
+        self._oracle_cache[key] = retained.copy()
 
     def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
@@ -132,10 +141,79 @@ class Problem:
         return K.rows_from_pairs(pid, keep_pairs, counts)
 
     def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
-        """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each."""
+        """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each.
+
+        With the numba backend and built-in models, one fused kernel computes S*(G) and its
+        evaluation from one classification per G, rolled up from a predecessor's classes when
+        one is known (issue #18: the separate evaluation classified again, and the oracle
+        recomputed the same class allocations on every node; a memo keeps them). The same
+        numbers as the two-step path, bit for bit (tests/test_fused_oracle.py).
+        """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
-        retained = np.stack([self.optimal_retained(g) for g in G])
-        return retained, self.evaluate(G, retained=retained)
+        # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
+        # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
+        if (self.evaluator.name != "numba" or self.evaluator.kinds is None
+                or any(g.tobytes() in self._oracle_cache for g in G)):
+            retained = np.stack([self.optimal_retained(g) for g in G])
+            return retained, self.evaluate(G, retained=retained)
+        retained, ev = self.evaluate_optimal_fused(G)
+        self.evaluations += G.shape[0]
+        for g, r in zip(G, retained, strict=True):
+            self._remember(g.tobytes(), r)
+        return retained, ev
+
+    def evaluate_optimal_fused(self, G: np.ndarray, *, rollup: bool = True) -> tuple[np.ndarray, Evaluation]:
+        """``evaluate_optimal`` through ``_kernels.evaluate_optimal_batch`` (numba backend with
+        built-in models only); counts no evaluation and bypasses the S*(G) cache.
+
+        ``rollup``: build the classes of a node from those of a node one level below it in one
+        QID, evaluated earlier in this batch or remembered from an earlier call (the lattice
+        search evaluates a node's predecessors before it), instead of classifying every row.
+        """
+        t = self.table
+        ev = self.evaluator
+        o = self.oracle_params
+        if self._memo is None:
+            self._memo = K.new_retention_memo(t.n_sa)
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        # The batch's class ids are kept (as views of one array): only when they fit the cache.
+        rollup = rollup and G.shape[0] * 4 * t.n_rows <= CLASS_CACHE_BYTES
+        parents, parent_of = self._parents(G) if rollup else ([], np.zeros(0, dtype=np.int64))
+        stacked = np.stack(parents) if parents else np.zeros((0, t.n_rows), dtype=np.int32)
+        cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
+        retained, ad, td, sup = K.evaluate_optimal_batch(
+            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, t.n_records,
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo, stacked, parent_of, cls_out)
+        if rollup:
+            for g, cls in zip(G, cls_out, strict=True):
+                if len(self._classes) >= self._classes_max:
+                    self._classes.pop(next(iter(self._classes)))  # the oldest entry
+                self._classes[g.tobytes()] = cls
+        return retained, finish(self.models, ad, td, sup)
+
+    def _parents(self, G: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """For each row of G, a predecessor (one QID one level lower) whose classes are known:
+        (class-id arrays of remembered ones, index per row: i into them, -2 - j for row j < p of
+        this batch, -1 for none)."""
+        parents: list[np.ndarray] = []
+        parent_of = np.full(G.shape[0], -1, dtype=np.int64)
+        in_batch: dict[bytes, int] = {}
+        for p, g in enumerate(G):
+            for q in np.flatnonzero(g > 0).tolist():
+                below = g.copy()
+                below[q] -= 1
+                key = below.tobytes()
+                j = in_batch.get(key)
+                if j is not None:
+                    parent_of[p] = -2 - j
+                    break
+                cls = self._classes.get(key)
+                if cls is not None:
+                    parent_of[p] = len(parents)
+                    parents.append(cls)
+                    break
+            in_batch.setdefault(g.tobytes(), p)
+        return parents, parent_of
 
     def td_upper_bound(self, g: np.ndarray) -> float:
         """TD of G with nothing suppressed: bounds TD of G and every node above it."""

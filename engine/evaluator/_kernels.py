@@ -1,7 +1,9 @@
 """Numba kernels of the in-memory evaluator. Arrays in, arrays out; no Python objects.
 
 Every kernel has a plain-Python twin in ``tests/reference.py`` (after stumpy's naive twins);
-the tests check that both agree. Conventions (see engine/encoding.py):
+the tests check that both agree. ``evaluate_optimal_batch`` (S*(G) and its evaluation in one
+pass, for the lattice search) is checked bit for bit against the oracle kernels followed by the
+evaluator, and through them against the twins (tests/test_fused_oracle.py). Conventions (see engine/encoding.py):
   codes[h, q]     leaf code of histogram row h for QID q
   sa[h]           joint sensitive-value code of row h
   ret[h]          retained records of row h (counts[h] when nothing is suppressed)
@@ -28,17 +30,18 @@ def _table_size(n):
 
 
 @njit(cache=True)
-def dense_rank(keys, active):
-    """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
+def _rank_into(keys, active, out, slot_key, slot_id):
+    """Dense ids 0..m-1 (first-seen order) of the keys of active rows into ``out`` (-1
+    elsewhere); returns m. ``slot_key``/``slot_id``: hash table of power-of-two size >= 2n."""
     n = keys.shape[0]
-    size = _table_size(n)
+    size = slot_id.shape[0]
     mask = np.uint64(size - 1)
-    slot_key = np.empty(size, dtype=np.int64)
-    slot_id = np.full(size, -1, dtype=np.int32)
-    out = np.full(n, -1, dtype=np.int32)
+    for i in range(size):
+        slot_id[i] = -1
     m = 0
     for h in range(n):
         if not active[h]:
+            out[h] = -1
             continue
         k = keys[h]
         i = (np.uint64(k) * _GOLDEN) >> np.uint64(20)
@@ -55,7 +58,39 @@ def dense_rank(keys, active):
                 out[h] = sid
                 break
             i = (i + np.uint64(1)) & mask
+    return m
+
+
+@njit(cache=True)
+def dense_rank(keys, active):
+    """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
+    n = keys.shape[0]
+    size = _table_size(n)
+    out = np.empty(n, dtype=np.int32)
+    m = _rank_into(keys, active, out, np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32))
     return out, m
+
+
+@njit(cache=True)
+def _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id):
+    """``classify`` into scratch buffers (``keys``, ``cls``: n; hash table as ``_rank_into``);
+    returns the number of classes."""
+    n, nq = codes.shape
+    for h in range(n):
+        keys[h] = 0
+    bound = 1
+    for q in range(nq):
+        radix = n_gen[q, g[q]]
+        if bound > _KEY_LIMIT // max(radix, 1):
+            m = _rank_into(keys, active, cls, slot_key, slot_id)
+            for h in range(n):
+                keys[h] = cls[h]
+            bound = max(m, 1)
+        lvl = gen[q, g[q]]
+        for h in range(n):
+            keys[h] = keys[h] * radix + lvl[codes[h, q]]
+        bound *= radix
+    return _rank_into(keys, active, cls, slot_key, slot_id)
 
 
 @njit(cache=True)
@@ -65,21 +100,52 @@ def classify(g, codes, gen, n_gen, active):
     Generalized codes are combined as a mixed-radix int64 key; when the radix product would
     overflow, the partial keys are first compressed to dense ids, so any number of QIDs works.
     """
+    n = codes.shape[0]
+    size = _table_size(n)
+    cls = np.empty(n, dtype=np.int32)
+    m = _classify_into(g, codes, gen, n_gen, active, np.empty(n, dtype=np.int64), cls,
+                       np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32))
+    return cls, m
+
+
+@njit(cache=True)
+def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_key, slot_id):
+    """Classes under ``g`` from the classes ``parent_cls`` of a node below g (every class of g
+    is a union of them), into ``cls``; returns the number of classes.
+
+    Only one row per parent class is classified (as ``_classify_into`` would, over those rows),
+    then every row takes its parent class's new id. Parent ids are in first-seen row order, so
+    ranking them in order gives each new class the id of its first row: the ids of ``classify``.
+    """
     n, nq = codes.shape
-    keys = np.zeros(n, dtype=np.int64)
+    mp = 0
+    for h in range(n):
+        if parent_cls[h] == mp:  # ids appear in increasing order: a new class
+            rep[mp] = h
+            mp += 1
+    sub = _table_size(mp)
+    sk = slot_key[:sub]
+    si = slot_id[:sub]
+    k = keys[:mp]
+    for c in range(mp):
+        k[c] = 0
     bound = 1
     for q in range(nq):
         radix = n_gen[q, g[q]]
         if bound > _KEY_LIMIT // max(radix, 1):
-            ids, m = dense_rank(keys, active)
-            for h in range(n):
-                keys[h] = ids[h]
+            m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+            for c in range(mp):
+                k[c] = rep[mp + c]
             bound = max(m, 1)
         lvl = gen[q, g[q]]
-        for h in range(n):
-            keys[h] = keys[h] * radix + lvl[codes[h, q]]
+        for c in range(mp):
+            k[c] = k[c] * radix + lvl[codes[rep[c], q]]
         bound *= radix
-    return dense_rank(keys, active)
+    m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+    for h in range(n):
+        c = parent_cls[h]
+        cls[h] = rep[mp + c] if c >= 0 else -1
+    return m
 
 
 @njit(cache=True)
@@ -351,18 +417,108 @@ def _balanced_allocation(cap, total, out):
 
 
 @njit(cache=True)
-def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy):
-    """Per (class, SA) pair, how many records to keep so that TD is maximal (§3).
+def _absent_q_mass(tq, qq_all, n_pos_all):
+    """Sum of q^2 over the sensitive values absent from a class (``tq``: q of the present ones).
 
-    Active constraints: k>=1 minimum class size; t>=0 Euclidean t-closeness (t<0: off);
-    l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off). Within a
-    class every retained record adds the same TD, so per class the largest feasible N wins.
-    Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
-    the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
+    Exactly 0 when every value with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves
+    ~1e-17 there, whose square root (~3e-9) made a class distributed exactly like Q fail
+    t = 1e-9, so the oracle suppressed everything (finding 10).
     """
-    m = size.shape[0]
+    qq_out = qq_all
+    present = 0
+    for i in range(tq.shape[0]):
+        qq_out -= tq[i] * tq[i]
+        if tq[i] > 0.0:
+            present += 1
+    if present == n_pos_all or qq_out < 0.0:
+        qq_out = 0.0
+    return qq_out
+
+
+@njit(cache=True)
+def _allocation_distance(alloc, total, tq, qq_out):
+    """Euclidean distance to Q of a class keeping ``alloc`` records (sum ``total``) per value."""
+    d2 = qq_out
+    for i in range(alloc.shape[0]):
+        diff = alloc[i] / total - tq[i]
+        d2 += diff * diff
+    return np.sqrt(d2) if d2 > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy, log_l, alloc):
+    """Records to keep per sensitive value of one class (into ``alloc``); returns the kept
+    total N, 0 when the whole class is suppressed (``alloc`` is then meaningless).
+
+    ``cap``: the class's records per value, ``tq``: q of each value, in the class's pair order
+    (which breaks ties of ``_closest_allocation``, so the order is part of the input). A pure
+    function of (cap, tq, total_c) and the constraints: ``evaluate_optimal_batch`` memoizes it.
+    """
+    nv = cap.shape[0]
+    distinct_all = 0
+    for i in range(nv):
+        if cap[i] > 0:
+            distinct_all += 1
+    qq_out = _absent_q_mass(tq, qq_all, n_pos_all)
+    chosen = 0
+    if distinct_all >= l_distinct:
+        n_min = max(k, 1)
+        # Only t and entropy-l can become feasible by dropping records; k and distinct-l cannot.
+        bottom = n_min if (t >= 0.0 or l_entropy > 1.0) else total_c
+        top = total_c
+        if t >= 0.0 and total_c >= n_min:
+            # Whole class first (the common case), then jump past Ns the relaxation rules out.
+            if _allocation_distance(cap, total_c, tq, qq_out) > t:
+                a, b = n_min, total_c - 1  # largest N in [a, b] with bound <= t, or a-1
+                top = n_min - 1
+                while a <= b:
+                    mid = (a + b) // 2
+                    if _relaxed_distance(cap, tq, qq_out, mid) <= t + 1e-12:
+                        top = mid
+                        a = mid + 1
+                    else:
+                        b = mid - 1
+        for n_keep in range(top, bottom - 1, -1):
+            if n_keep < n_min:
+                break
+            if n_keep == total_c:  # the only allocation of the whole class
+                for i in range(nv):
+                    alloc[i] = cap[i]
+            elif t >= 0.0:
+                _closest_allocation(cap, tq, n_keep, alloc)
+            elif l_entropy > 1.0:
+                _balanced_allocation(cap, n_keep, alloc)
+            else:
+                for i in range(nv):
+                    alloc[i] = cap[i]
+            ok = True
+            if t >= 0.0 and _allocation_distance(alloc, n_keep, tq, qq_out) > t:
+                ok = False
+            if ok and l_entropy > 1.0:
+                nlogn = 0.0
+                for i in range(nv):
+                    if alloc[i] > 0:
+                        nlogn += alloc[i] * np.log(alloc[i])
+                if np.log(n_keep) - nlogn / n_keep < log_l - 1e-12:
+                    ok = False
+            if ok and l_distinct > 1:
+                d = 0
+                for i in range(nv):
+                    if alloc[i] > 0:
+                        d += 1
+                if d < l_distinct:
+                    ok = False
+            if ok:
+                chosen = n_keep
+                break
+    return chosen
+
+
+@njit(cache=True)
+def _pairs_by_class(pair_class, m):
+    """Counting sort of pairs by class (classes are dense ids): (first, order, widest) with the
+    pairs of class c at order[first[c]:first[c + 1]] in pair order. O(pairs), no comparison sort."""
     npairs = pair_class.shape[0]
-    # Counting sort of pairs by class (classes are dense ids): O(pairs), no comparison sort.
     first = np.zeros(m + 1, dtype=np.int64)
     for p in range(npairs):
         first[pair_class[p] + 1] += 1
@@ -376,21 +532,42 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
         c = pair_class[p]
         order[fill[c]] = p
         fill[c] += 1
-    keep = np.zeros(npairs, dtype=np.int64)
-    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    return first, order, widest
+
+
+@njit(cache=True)
+def _q_terms(q):
+    """sum q^2 and the number of sensitive values with q > 0."""
     qq_all = 0.0
-    n_pos_all = 0  # sensitive values with q > 0
+    n_pos_all = 0
     for v in range(q.shape[0]):
         qq_all += q[v] * q[v]
         if q[v] > 0.0:
             n_pos_all += 1
+    return qq_all, n_pos_all
+
+
+@njit(cache=True)
+def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy):
+    """Per (class, SA) pair, how many records to keep so that TD is maximal (§3).
+
+    Active constraints: k>=1 minimum class size; t>=0 Euclidean t-closeness (t<0: off);
+    l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off). Within a
+    class every retained record adds the same TD, so per class the largest feasible N wins.
+    Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
+    the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
+    """
+    m = size.shape[0]
+    first, order, widest = _pairs_by_class(pair_class, m)
+    keep = np.zeros(pair_class.shape[0], dtype=np.int64)
+    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    qq_all, n_pos_all = _q_terms(q)
     cap_buf = np.empty(widest, dtype=np.int64)
     tq_buf = np.empty(widest)
     alloc_buf = np.zeros(widest, dtype=np.int64)
     for c in range(m):
         start = first[c]
-        end = first[c + 1]
-        nv = end - start
+        nv = first[c + 1] - start
         if nv == 0:
             continue
         cap = cap_buf[:nv]
@@ -399,84 +576,8 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
             p = order[start + i]
             cap[i] = pair_n[p]
             tq[i] = q[pair_sa[p]]
-        distinct_all = 0
-        for i in range(nv):
-            if cap[i] > 0:
-                distinct_all += 1
-        # Sum of q^2 over sensitive values absent from the class. Exactly 0 when every value
-        # with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves ~1e-17 there, whose
-        # square root (~3e-9) made a class distributed exactly like Q fail t = 1e-9, so the
-        # oracle suppressed everything (finding 10).
-        qq_out = qq_all
-        present = 0
-        for i in range(nv):
-            qq_out -= tq[i] * tq[i]
-            if tq[i] > 0.0:
-                present += 1
-        if present == n_pos_all or qq_out < 0.0:
-            qq_out = 0.0
-        total_c = size[c]
         alloc = alloc_buf[:nv]
-        chosen = 0
-        if distinct_all >= l_distinct:
-            n_min = max(k, 1)
-            # Only t and entropy-l can become feasible by dropping records; k and distinct-l cannot.
-            bottom = n_min if (t >= 0.0 or l_entropy > 1.0) else total_c
-            top = total_c
-            if t >= 0.0 and total_c >= n_min:
-                # Whole class first (the common case), then jump past Ns the relaxation rules out.
-                d2 = qq_out
-                for i in range(nv):
-                    diff = cap[i] / total_c - tq[i]
-                    d2 += diff * diff
-                if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
-                    a, b = n_min, total_c - 1  # largest N in [a, b] with bound <= t, or a-1
-                    top = n_min - 1
-                    while a <= b:
-                        mid = (a + b) // 2
-                        if _relaxed_distance(cap, tq, qq_out, mid) <= t + 1e-12:
-                            top = mid
-                            a = mid + 1
-                        else:
-                            b = mid - 1
-            for n_keep in range(top, bottom - 1, -1):
-                if n_keep < n_min:
-                    break
-                if n_keep == total_c:  # the only allocation of the whole class
-                    for i in range(nv):
-                        alloc[i] = cap[i]
-                elif t >= 0.0:
-                    _closest_allocation(cap, tq, n_keep, alloc)
-                elif l_entropy > 1.0:
-                    _balanced_allocation(cap, n_keep, alloc)
-                else:
-                    for i in range(nv):
-                        alloc[i] = cap[i]
-                ok = True
-                if t >= 0.0:
-                    d2 = qq_out
-                    for i in range(nv):
-                        diff = alloc[i] / n_keep - tq[i]
-                        d2 += diff * diff
-                    if (np.sqrt(d2) if d2 > 0.0 else 0.0) > t:
-                        ok = False
-                if ok and l_entropy > 1.0:
-                    nlogn = 0.0
-                    for i in range(nv):
-                        if alloc[i] > 0:
-                            nlogn += alloc[i] * np.log(alloc[i])
-                    if np.log(n_keep) - nlogn / n_keep < log_l - 1e-12:
-                        ok = False
-                if ok and l_distinct > 1:
-                    d = 0
-                    for i in range(nv):
-                        if alloc[i] > 0:
-                            d += 1
-                    if d < l_distinct:
-                        ok = False
-                if ok:
-                    chosen = n_keep
-                    break
+        chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
         for i in range(nv):
             keep[order[start + i]] = alloc[i] if chosen > 0 else 0
     return keep
@@ -494,3 +595,275 @@ def rows_from_pairs(pid, pair_keep, counts):
             ret[h] = take
             left[p] -= take
     return ret
+
+
+# --- S*(G) and its evaluation in one pass -------------------------------------------------
+
+MEMO_SLOTS = 1 << 17  # memo entries (hash slots; filled up to half)
+MEMO_WIDTH = 8  # classes with more distinct sensitive values than this are not memoized
+_CAP_BITS = 40  # a memo key packs (sa, cap) as sa << 40 | cap
+
+
+def new_retention_memo(n_sa: int, slots: int = MEMO_SLOTS):
+    """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (table, fill).
+
+    One row per hash slot, so that a lookup touches one cache line or two: [number of values
+    (-1: empty), width packed (sa, cap) keys, width kept counts]. A class of at most
+    width = min(n_sa, MEMO_WIDTH) sensitive values fits: 5 MiB for a binary SA, 17 MiB at most.
+    """
+    width = min(max(n_sa, 1), MEMO_WIDTH) if n_sa < (1 << (63 - _CAP_BITS)) else 0
+    table = np.zeros((slots, 1 + 2 * width), dtype=np.int64)
+    table[:, 0] = -1
+    return table, np.zeros(1, dtype=np.int64)
+
+
+@njit(cache=True)
+def _memo_slot(memo, sig_sa, cap, nv):
+    """Slot of the class signature (sa_i, cap_i)_i in the memo: (slot, found). The slot of a
+    miss is the empty one where the signature belongs (linear probing)."""
+    h = np.uint64(nv + 1)
+    for i in range(nv):
+        h = (h ^ np.uint64((sig_sa[i] << _CAP_BITS) | cap[i])) * _GOLDEN
+    mask = np.uint64(memo.shape[0] - 1)
+    s = (h >> np.uint64(20)) & mask
+    while True:
+        ln = memo[s, 0]
+        if ln == -1:
+            return np.int64(s), False
+        if ln == nv:
+            same = True
+            for i in range(nv):
+                if memo[s, 1 + i] != ((sig_sa[i] << _CAP_BITS) | cap[i]):
+                    same = False
+                    break
+            if same:
+                return np.int64(s), True
+        s = (s + np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, n_records,
+                           k, t, l_distinct, l_entropy, memo, memo_fill,
+                           parents, parent_of, cls_out):
+    """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
+    for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
+
+    The evaluation is read off the class statistics of the oracle instead of classifying the
+    retained rows again: S*(G) keeps the first rows of each pair, so a surviving pair's first
+    row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
+    dropped (as absent values, the way the evaluator sees them). All rows of a class share one
+    TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
+    ``kinds``: ``_batch.MODEL_KINDS`` codes. The allocation of a class whose whole-class test
+    fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
+    the same SA histograms recur on many nodes.
+
+    Roll-up (as ARX and Flash share work between neighbouring nodes): when ``parent_of[p]`` is
+    i >= 0, the classes of G[p] are built from ``parents[i]``, the class ids of a node below
+    G[p] (``_rollup_into``); when it is -2 - j, from those of G[j] of this batch (j < p); -1:
+    classified from scratch. The class ids of G[p] go to ``cls_out[p]`` when it has P rows.
+    """
+    P = G.shape[0]
+    n = codes.shape[0]
+    nq = codes.shape[1]
+    nm = kinds.shape[0]
+    needs_pairs = False
+    for j in range(nm):
+        if kinds[j] != 0:
+            needs_pairs = True
+    retained = np.zeros((P, n), dtype=np.int64)
+    ad = np.zeros((P, nm))
+    td = np.zeros(P)
+    sup = np.zeros(P, dtype=np.int64)
+    active = np.zeros(n, dtype=np.bool_)
+    for h in range(n):
+        active[h] = counts[h] > 0
+    log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
+    qq_all, n_pos_all = _q_terms(q)
+    n_min = max(k, 1)
+    width = (memo.shape[1] - 1) // 2
+    memo_cap = memo.shape[0] // 2
+    # Scratch buffers shared by the whole batch (pairs and classes are at most n).
+    nb = max(n, 1)
+    size_t = _table_size(n)
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    size = np.zeros(nb, dtype=np.int64)
+    kept_size = np.zeros(nb, dtype=np.int64)
+    class_w = np.zeros(nb)
+    seen = np.zeros(nb, dtype=np.bool_)
+    pid = np.empty(n, dtype=np.int32)
+    pair_class = np.empty(nb, dtype=np.int32)
+    pair_sa = np.empty(nb, dtype=np.int32)
+    pair_n = np.zeros(nb, dtype=np.int64)
+    keep = np.zeros(nb, dtype=np.int64)
+    kept_class = np.empty(nb, dtype=np.int32)
+    kept_sa = np.empty(nb, dtype=np.int32)
+    kept_n = np.empty(nb, dtype=np.int64)
+    first = np.zeros(nb + 1, dtype=np.int64)
+    fill = np.zeros(nb, dtype=np.int64)
+    order = np.empty(nb, dtype=np.int64)
+    cap_buf = np.empty(nb, dtype=np.int64)
+    sa_buf = np.empty(nb, dtype=np.int64)
+    tq_buf = np.empty(nb)
+    alloc_buf = np.zeros(nb, dtype=np.int64)
+    # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
+    # as the hash of class_sa_pairs, without hashing).
+    rep = np.empty(2 * nb, dtype=np.int32)
+    ones = np.ones(nb, dtype=np.bool_)
+    direct = n * max(n_sa, 1) <= (1 << 24)
+    pair_map = np.empty(n * max(n_sa, 1) if direct else 0, dtype=np.int32)
+    for p in range(P):
+        g = G[p]
+        par = parent_of[p] if parent_of.shape[0] > p else -1
+        if par >= 0:
+            m = _rollup_into(g, codes, gen, n_gen, parents[par], keys, cls, rep, ones, slot_key, slot_id)
+        elif par <= -2:
+            m = _rollup_into(g, codes, gen, n_gen, cls_out[-2 - par], keys, cls, rep, ones, slot_key, slot_id)
+        else:
+            m = _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        if cls_out.shape[0] > p:
+            cls_out[p, :] = cls
+        for c in range(m):
+            size[c] = 0
+            kept_size[c] = 0
+            seen[c] = False
+        for h in range(n):
+            if cls[h] >= 0:
+                size[cls[h]] += counts[h]
+        ret = retained[p]
+        n_kept = 0
+        if needs_pairs:
+            # (class, SA) pairs in first-seen row order, as class_sa_pairs.
+            npairs = 0
+            if direct:
+                for i in range(m * n_sa):
+                    pair_map[i] = -1
+                for h in range(n):
+                    c = cls[h]
+                    if c < 0:
+                        pid[h] = -1
+                        continue
+                    key = c * n_sa + sa[h]
+                    i = pair_map[key]
+                    if i == -1:
+                        i = npairs
+                        pair_map[key] = i
+                        npairs += 1
+                    pid[h] = i
+            else:
+                for h in range(n):
+                    if cls[h] >= 0:
+                        keys[h] = np.int64(cls[h]) * n_sa + sa[h]
+                npairs = _rank_into(keys, active, pid, slot_key, slot_id)
+            for i in range(npairs):
+                pair_n[i] = 0
+            for h in range(n):
+                i = pid[h]
+                if i >= 0:
+                    pair_class[i] = cls[h]
+                    pair_sa[i] = sa[h]
+                    pair_n[i] += counts[h]
+            # Pairs by class, in pair order (counting sort, as _pairs_by_class).
+            for c in range(m + 1):
+                first[c] = 0
+            for i in range(npairs):
+                first[pair_class[i] + 1] += 1
+            for c in range(m):
+                first[c + 1] += first[c]
+                fill[c] = first[c]
+            for i in range(npairs):
+                c = pair_class[i]
+                order[fill[c]] = i
+                fill[c] += 1
+            for c in range(m):
+                start = first[c]
+                nv = first[c + 1] - start
+                cap = cap_buf[:nv]
+                for i in range(nv):
+                    pp = order[start + i]
+                    cap[i] = pair_n[pp]
+                    sa_buf[i] = pair_sa[pp]
+                if size[c] < n_min or nv < l_distinct:  # too small, or too few distinct values
+                    for i in range(nv):
+                        keep[order[start + i]] = 0
+                    continue
+                tq = tq_buf[:nv]
+                for i in range(nv):
+                    tq[i] = q[sa_buf[i]]
+                if t >= 0.0 and l_entropy <= 1.0:
+                    # The whole class passes: _class_keep would keep it whole (its first test).
+                    if _allocation_distance(cap, size[c], tq, _absent_q_mass(tq, qq_all, n_pos_all)) <= t:
+                        for i in range(nv):
+                            keep[order[start + i]] = cap[i]
+                        continue
+                slot = np.int64(-1)
+                if nv <= width and size[c] < (1 << _CAP_BITS):
+                    slot, found = _memo_slot(memo, sa_buf, cap, nv)
+                    if found:
+                        for i in range(nv):
+                            keep[order[start + i]] = memo[slot, 1 + width + i]
+                        continue
+                alloc = alloc_buf[:nv]
+                chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
+                for i in range(nv):
+                    keep[order[start + i]] = alloc[i] if chosen > 0 else 0
+                if slot >= 0 and memo_fill[0] < memo_cap:
+                    memo[slot, 0] = nv
+                    for i in range(nv):
+                        memo[slot, 1 + i] = (sa_buf[i] << _CAP_BITS) | cap[i]
+                        memo[slot, 1 + width + i] = alloc[i] if chosen > 0 else 0
+                    memo_fill[0] += 1
+            # Spread each pair's kept records over its rows in row order (rows_from_pairs);
+            # pair_n becomes what is left to place.
+            for i in range(npairs):
+                pair_n[i] = keep[i]
+            for h in range(n):
+                i = pid[h]
+                if i >= 0:
+                    take = min(counts[h], pair_n[i])
+                    ret[h] = take
+                    pair_n[i] -= take
+            # The evaluator's pairs: those with records kept, in pair order.
+            for i in range(npairs):
+                if keep[i] > 0:
+                    kept_size[pair_class[i]] += keep[i]
+                    kept_class[n_kept] = pair_class[i]
+                    kept_sa[n_kept] = pair_sa[i]
+                    kept_n[n_kept] = keep[i]
+                    n_kept += 1
+        else:  # k-anonymity alone: keep the classes of size >= k
+            for c in range(m):
+                kept_size[c] = size[c] if size[c] >= k else 0
+            for h in range(n):
+                c = cls[h]
+                ret[h] = counts[h] if c >= 0 and size[c] >= k else 0
+        for j in range(nm):
+            kind = kinds[j]
+            if kind == 0:
+                ad[p, j] = ad_k_anonymity(kept_size[:m])
+            elif kind == 1:
+                ad[p, j] = ad_t_closeness(kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q)
+            elif kind == 2:
+                ad[p, j] = ad_distinct_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
+            else:
+                ad[p, j] = ad_entropy_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
+        # TD: one weight per class (its rows share every generalized value), rows in order.
+        total = 0.0
+        kept = 0
+        for h in range(n):
+            if ret[h] == 0:
+                continue
+            c = cls[h]
+            if not seen[c]:
+                row = 0.0
+                for qi in range(nq):
+                    row += weight[qi, g[qi], codes[h, qi]]
+                class_w[c] = row
+                seen[c] = True
+            total += ret[h] * class_w[c]
+            kept += ret[h]
+        td[p] = total
+        sup[p] = n_records - kept
+    return retained, ad, td, sup

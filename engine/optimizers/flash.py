@@ -156,9 +156,12 @@ class _Flash:
         if self.tracker.exhausted:
             raise _BudgetExhausted
         g = np.array(self.coords(idx), dtype=np.int64)
-        retained = self.problem.optimal_retained(g)
-        if self.total - int(retained.sum()) > self.max_suppressed:
-            retained = self.counts  # beyond the suppression limit: Flash cannot suppress
+        if self.max_suppressed == 0:
+            retained = self.counts  # nothing may be suppressed: S*(G) would be kept only if it is this
+        else:
+            retained = self.problem.optimal_retained(g)
+            if self.total - int(retained.sum()) > self.max_suppressed:
+                retained = self.counts  # beyond the suppression limit: Flash cannot suppress
         ev = self.problem.evaluate(g[None, :], retained=retained[None, :])
         self.tracker.offer(g[None, :], retained[None, :], ev)
         self.checked += 1

@@ -73,6 +73,9 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
 
     def evaluate(G: np.ndarray):
         """(retained, evaluation) of S*(G), or of nothing suppressed beyond the limit (infeasible)."""
+        if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
+            retained = np.tile(problem.table.counts, (len(G), 1))
+            return retained, problem.evaluate(G, retained=retained)
         retained = np.stack([problem.optimal_retained(g) for g in G])
         over = problem.n_records - retained.sum(axis=1) > max_suppressed
         retained[over] = problem.table.counts

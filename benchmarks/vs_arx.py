@@ -20,7 +20,8 @@ fatal. ``--quick`` runs the adult cases only (about a minute); the full mode add
 genetic-benchmark datasets. ``--compare`` adds the figures of an earlier run of this script (for
 example on the commit before a change) as extra columns.
 
-Outputs: benchmarks/results/vs_arx/vs_arx.json and vs_arx.md (``--out``).
+Outputs: benchmarks/results/vs_arx/vs_arx.json and vs_arx.md (quick mode: in vs_arx/quick/;
+``--out`` elsewhere).
 """
 
 from __future__ import annotations
@@ -195,12 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=None, help="timed runs per case (default 3 quick, 5 full)")
     ap.add_argument("--warmups", type=int, default=1, help="untimed runs per case first (default 1)")
     ap.add_argument("--data", help="folder holding arx/ (default: $PPDP_DATA or ../shared/data)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "vs_arx")
+    ap.add_argument("--out", type=Path, help="output folder (default benchmarks/results/vs_arx, or its quick/ in quick mode)")
     ap.add_argument("--compare", type=Path, help="an earlier vs_arx.json whose figures become extra columns")
     ap.add_argument("--label", help="a name for this run in the JSON (e.g. 'before #18 item 2')")
     ap.add_argument("--only", action="append", help="run only these case keys (repeatable)")
     args = ap.parse_args(argv)
     reps = args.reps or (3 if args.quick else 5)
+    args.out = args.out or REPO / "benchmarks" / "results" / "vs_arx" / ("quick" if args.quick else "")
     root = data_dir(args.data)
     cases = [c for c in CASES if (not args.quick or c.dataset == "adult") and (not args.only or c.key in args.only)]
     tables: dict[str, EncodedTable | None] = {}

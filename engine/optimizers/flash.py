@@ -157,7 +157,7 @@ class _Flash:
             raise _BudgetExhausted
         g = np.array(self.coords(idx), dtype=np.int64)
         if self.max_suppressed == 0:
-            retained = self.counts  # nothing may be suppressed: S*(G) would be kept only if it is this
+            retained = self.counts  # a zero limit admits only S = keep everything: no oracle needed
         else:
             retained = self.problem.optimal_retained(g)
             if self.total - int(retained.sum()) > self.max_suppressed:

@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,15 @@ bench-drasl-quick: $(STAMP)
 # changes, attacked by tests/attack/harness.py on the sensitive value (issue #15 item 6); minutes.
 bench-drasl-pipeline: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl_pipeline.py
+
+# ppdp's side of the ARX 3.9.2 comparison (issue #18): ARX figures fixed from the issue. Quick mode
+# (adult only) takes about 2 minutes, full mode adds fars, cup, mach2019 and creditcard.
+# Data: --data or $$PPDP_DATA (default ../shared/data).
+bench-vs-arx: $(STAMP)
+	$(BIN)/python benchmarks/vs_arx.py
+
+bench-vs-arx-quick: $(STAMP)
+	$(BIN)/python benchmarks/vs_arx.py --quick
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

@@ -106,8 +106,12 @@ class EncodedTable:
         gen, weight, _ = self.lookup
         out = np.zeros(gen.shape[:2])
         for q in range(self.n_qids):
+            # Records per leaf once, then a leaf-length product per level (no np.dot over the
+            # histogram: multi-threaded BLAS for a vector this small only contends for cores).
+            per_leaf = np.bincount(self.codes[:, q], weights=self.counts.astype(np.float64),
+                                   minlength=weight.shape[2])
             for j in range(int(self.heights[q]) + 1):
-                out[q, j] = float(np.dot(weight[q, j, self.codes[:, q]], self.counts))
+                out[q, j] = float(np.multiply(weight[q, j], per_leaf).sum())
         return out
 
     def td_upper_bound(self, g: np.ndarray) -> float:

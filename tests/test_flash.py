@@ -1,7 +1,9 @@
 """Flash (Kohlmayer et al. 2012) and the DFS baseline against exhaustive lattice enumeration.
 
 The reference is the suppression-free optimum: every node evaluated with S = all kept, best
-feasible TD. Flash with suppression_limit = 0 must reach it exactly (adult and random cases).
+feasible TD. Flash with suppression_limit = 0 must reach it exactly (adult and random cases);
+with a limit in (0, 1] it must reach the best TD over nodes whose oracle suppresses at most the
+limit (ARX's semantics), also checked against the plain-Python brute force in test_oracle.py.
 """
 
 from __future__ import annotations
@@ -17,8 +19,15 @@ from engine.encoding import COUNT_COLUMN, encode_histogram
 from engine.errors import SpecError
 from engine.hierarchy import from_rows, read_arx_csv
 from engine.models import build_model
-from engine.optimizers import run_optimizer
-from engine.optimizers.flash import dfs_order
+from engine.optimizers import Tracker, run_optimizer
+from engine.optimizers.flash import (
+    _ANONYMOUS,
+    _NOT_ANONYMOUS,
+    _PRUNED,
+    _UNTAGGED,
+    _Flash,
+    dfs_order,
+)
 from engine.optimizers.lattice import all_nodes, lattice_size
 from engine.problem import Problem
 
@@ -108,17 +117,50 @@ def test_flash_matches_exhaustive_random(seed):
     assert res.suppressed == 0
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(36))
 def test_flash_suppression_limit_random(seed):
     table, k = random_table(1000 + seed)
-    limit = [0.05, 0.1, 0.25][seed % 3]
+    limit = [0.05, 0.1, 0.25, 0.5, 1.0, 0.0][seed % 6]
     res = run_optimizer("flash", k_problem(table, k), budget=10**6, params={"suppression_limit": limit})
     max_sup = res.info["max_suppressed"]
     assert max_sup == int(np.floor(limit * table.n_records + 1e-9))
     assert res.feasible and res.suppressed <= max_sup
-    # With a limit TD is not monotone and Flash returns the best node it checked: only the
-    # within-limit optimum bounds it.
-    assert res.td <= exhaustive_within_limit(k_problem(table, k), max_sup) + 1e-9
+    # The bound phase makes Flash exact within the limit (ARX's result), not just a good node.
+    assert res.info["complete"] and res.info["optimal_within_limit"] and res.certified
+    assert res.td == pytest.approx(exhaustive_within_limit(k_problem(table, k), max_sup), abs=1e-9)
+    assert res.evaluations <= lattice_size(table.heights)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_flash_tags_agree_with_exhaustive_random(seed):
+    """Every tag of a finished run against every node evaluated on its own: anonymous and not
+    anonymous (predictive tagging) are exact, and a pruned node cannot beat the result."""
+    table, k = random_table(3000 + seed)
+    limit = [0.0, 0.1, 0.3, 1.0][seed % 4]
+    problem = k_problem(table, k)
+    max_sup = int(np.floor(limit * table.n_records + 1e-9))
+    tracker = Tracker(problem, 10**6, name="flash")
+    state = _Flash(problem, tracker, max_sup)
+    assert state.run()
+    nodes = all_nodes(table.heights)
+    retained, ev = k_problem(table, k).evaluate_optimal(nodes)
+    within = ev.feasible & (ev.suppressed <= max_sup)
+    best = float(ev.td[within].max())
+    result = tracker.result()
+    assert result.td == pytest.approx(best, abs=1e-9)
+    tags = state.tags.reshape(-1)
+    flat = np.ravel_multi_index(nodes.T, state.shape)
+    for i, node in enumerate(nodes):
+        tag = tags[flat[i]]
+        assert tag != _UNTAGGED, node
+        if tag == _ANONYMOUS:
+            assert within[i], node
+        elif tag == _NOT_ANONYMOUS:
+            assert not within[i], node
+        else:  # pruned: UB(node) <= best, so neither it nor a successor can beat the result
+            assert tag == _PRUNED
+            assert problem.td_upper_bound(node) <= best + 1e-9, node
+            assert not within[i] or ev.td[i] <= best + 1e-9, node
 
 
 def test_flash_checks_each_node_at_most_once():
@@ -162,6 +204,18 @@ def test_flash_adult_suppression_limit(adult_table):
     assert res.td > base.td  # suppressing 2% buys a much finer generalization on adult
 
 
+@pytest.mark.parametrize("limit", [0.05, 1.0])
+def test_flash_adult_limit_is_the_lattice_optimum(adult_table, limit):
+    """adult k=5 at ARX's 5 % and 100 % limits: Flash's result is the certified lattice optimum
+    within the same limit, with fewer evaluations than the lattice has nodes."""
+    res = run_optimizer("flash", k_problem(adult_table, 5), budget=10**6, params={"suppression_limit": limit})
+    lat = run_optimizer("lattice", k_problem(adult_table, 5), budget=10**6, params={"suppression_limit": limit})
+    assert lat.certified and res.certified and res.info["optimal_within_limit"]
+    assert res.td == pytest.approx(lat.td, rel=1e-12)
+    assert res.suppressed <= res.info["max_suppressed"] == int(limit * adult_table.n_records)
+    assert res.evaluations < lattice_size(adult_table.heights)
+
+
 # -- budget, errors --------------------------------------------------------------------------
 
 
@@ -178,7 +232,8 @@ def test_flash_refuses_non_monotonic_models():
         run_optimizer("flash", problem, budget=100)
 
 
-@pytest.mark.parametrize("params", [{"suppression_limit": 1.5}, {"suppression_limit": "a"}, {"nope": 1}])
+@pytest.mark.parametrize("params", [{"suppression_limit": 1.5}, {"suppression_limit": -0.1}, {"suppression_limit": "a"},
+                                    {"suppression_limit": True}, {"nope": 1}])
 def test_flash_bad_params(params):
     table, _ = random_table(3)
     with pytest.raises(SpecError):

@@ -2,7 +2,8 @@
 
 (a) ``optimal_pair_retention`` keeps, in every class, the largest number of records over all
     allocations, and what it keeps is feasible.
-(b) On tiny tables, the certified lattice search finds the maximum TD over every (G, S).
+(b) On tiny tables, the certified lattice search finds the maximum TD over every (G, S), also
+    under ARX's suppression limit (and so does Flash for k-anonymity).
 """
 
 from __future__ import annotations
@@ -138,12 +139,15 @@ def tiny_table(rng: np.random.Generator, n_records: int = 8):
     return encode_histogram(hist, qids, ["s"], hierarchies)
 
 
-def brute_force_best_td(table, models) -> float:
-    """Maximum TD over every G of the lattice and every per-record S that is feasible."""
+def brute_force_best_td(table, models, max_suppressed: int | None = None) -> float:
+    """Maximum TD over every G of the lattice and every per-record S that is feasible (and
+    suppresses at most ``max_suppressed`` records, when given)."""
     q = ref.source_distribution(table)
     best = -1.0
     for g in all_nodes(table.heights):
         for bits in itertools.product((0, 1), repeat=table.n_records):
+            if max_suppressed is not None and table.n_records - sum(bits) > max_suppressed:
+                continue
             classes = ref.classes(table, g, bits)
             if all(m.feasible(float(ref.model_ad(m.name, classes, q))) for m in models):
                 best = max(best, ref.transparency(table, g, bits))
@@ -182,3 +186,32 @@ def test_lattice_search_finds_the_brute_force_optimum(models_key, seed) -> None:
         ad, td, feasible, _ = ref.evaluate(table, models, result.g, keep)
         assert feasible, (mode, ad)
         assert td == pytest.approx(best, rel=1e-9, abs=1e-12), mode
+
+
+@pytest.mark.parametrize("limit", [0.0, 0.125, 0.25, 0.5, 1.0])
+@pytest.mark.parametrize("models_key", list(MODEL_SETS))
+@pytest.mark.parametrize("seed", range(2))
+def test_suppression_limit_optimum_against_brute_force(limit, models_key, seed) -> None:
+    """Lattice (both modes) and, for k-anonymity, Flash return the maximal TD over every (G, S)
+    that suppresses at most floor(limit * nR) records, and say so (certified)."""
+    models = [build_model(name, p) for name, p in MODEL_SETS[models_key]]
+    rng = np.random.default_rng([seed, list(MODEL_SETS).index(models_key), int(limit * 1000)])
+    table = tiny_table(rng)
+    max_sup = int(np.floor(limit * table.n_records + 1e-9))
+    best = brute_force_best_td(table, models, max_sup)
+    runs = [("lattice", {"mode": "bound"}), ("lattice", {"mode": "exhaustive"}), ("lattice", {"mode": "bound", "batch": 1})]
+    if all(name == "k-anonymity" for name, _ in MODEL_SETS[models_key]):
+        runs.append(("flash", {}))
+    for name, params in runs:
+        result = run_optimizer(name, Problem(table, models), budget=lattice_size(table.heights),
+                               params={**params, "suppression_limit": limit})
+        label = (name, params)
+        assert result.certified, label
+        if best < 0:  # nothing feasible within the limit (e.g. t-closeness at the top needs nothing; k may)
+            assert not result.feasible, label
+            continue
+        assert result.feasible and result.suppressed <= max_sup, label
+        assert result.td == pytest.approx(best, rel=1e-9, abs=1e-12), label
+        keep = ref.keep_from_retained(table, result.retained)
+        _, td, feasible, _ = ref.evaluate(table, models, result.g, keep)
+        assert feasible and td == pytest.approx(best, rel=1e-9, abs=1e-12), label

@@ -38,7 +38,7 @@ class OptimizerResult:
     evaluations: int
     seconds: float
     history: np.ndarray  # (n, 3): evaluation count, best TD so far, best is feasible (0/1)
-    certified: bool = False  # TD is proven maximal over all (G, S)
+    certified: bool = False  # TD is proven maximal over all (G, S) (within the suppression limit, if the optimizer has one)
     info: dict[str, Any] = field(default_factory=dict)
 
     def curve(self, budget: int | None = None) -> np.ndarray:

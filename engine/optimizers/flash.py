@@ -10,15 +10,30 @@ anonymous, a non-anonymous node tags all its predecessors as not anonymous (mono
 the untagged direct successors of a non-anonymous node go onto a priority queue (same order)
 from which further paths start. The traversal ends when every node is tagged.
 
-Anonymity follows ARX: a node is anonymous when the records of classes smaller than k are at
-most ``suppression_limit * nR``; those records are then suppressed (S = S*(G) for k-anonymity,
+Anonymity follows ARX 3.9: a node is anonymous when the records of classes smaller than k are
+at most ``suppression_limit * nR`` (a limit in [0, 1]; 1.0, ARX's most common setting, allows
+suppressing everything); those records are then suppressed (S = S*(G) for k-anonymity,
 PAPER_NOTES §3). A node that is not anonymous is reported as (G, nothing suppressed), which is
-infeasible. Each check is one evaluation on the budget (PAPER_NOTES §1). The result is the
-anonymous node of maximal TD among the checked ones. With ``suppression_limit = 0`` TD only
-decreases up the lattice, so the optimum over suppression-free solutions is a minimal anonymous
-node; every minimal anonymous node is checked (it cannot be tagged by prediction), hence a
-complete run returns that optimum (``info["optimal_within_limit"]``). With a positive limit TD
-is not monotone and the result is the best checked node, as in the 2012 algorithm.
+infeasible. Each check is one evaluation on the budget (PAPER_NOTES §1).
+
+Monotonicity (why the tags are sound): classes only merge up the lattice, so a record in a class
+of size >= k stays in one; the records of small classes, hence the suppression S*(G) needs,
+never grow upward. Anonymous within the limit therefore holds for every generalization of an
+anonymous node, and fails for every specialization of a node that is not.
+
+Optimum within the limit (ARX-style bound pruning): TD(G, S*(G)) <= UB(G) = TD(G, nothing
+suppressed) and UB only decreases upward. A node whose UB is no larger than the best TD found
+cannot beat it, nor can any generalization of it: with a positive limit it is tagged *pruned*
+with all its successors and never checked (the binary search treats it like an anonymous node:
+look lower; see ``prune_if_dominated`` for why not with a zero limit). When the
+traversal ends every node is tagged; with a positive limit the anonymous nodes that were tagged
+by prediction but never checked may still beat the best (TD is not monotone once records are
+suppressed), so they are evaluated best-first by UB until the next UB is no larger than the
+best TD. With a zero limit that second phase is empty by construction: an anonymous node
+suppresses nothing, TD = UB, and a tagged node's UB is at most its checked anonymous
+predecessor's TD. A complete run therefore returns the maximal TD over every (G, S) that
+suppresses at most the limit (``info["optimal_within_limit"]``, and ``certified``, since the
+k-anonymity oracle is exact).
 
 Flash needs a monotonic privacy model: only k-anonymity is accepted. Tags live in a dense
 array with one byte per lattice node (``max_lattice`` caps its size); predictive tagging is an
@@ -40,10 +55,11 @@ import numpy as np
 
 from engine.errors import SpecError
 from engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
-from engine.optimizers.lattice import lattice_size
+from engine.optimizers.lattice import lattice_size, max_suppressed_records
 from engine.problem import Problem
 
-_UNTAGGED, _ANONYMOUS, _NOT_ANONYMOUS = 0, 1, 2
+# _PRUNED: UB(node) <= best TD found, so neither it nor any successor can be the optimum.
+_UNTAGGED, _ANONYMOUS, _NOT_ANONYMOUS, _PRUNED = 0, 1, 2, 3
 
 
 class _BudgetExhausted(Exception):
@@ -73,6 +89,12 @@ class _Flash:
         self.queue: list[tuple[tuple[float, float, float], int]] = []
         self.checked = 0
         self.counts = problem.table.counts
+        self.total = int(self.counts.sum())
+        self.level_td = problem.table.level_td  # UB(node) = sum_q level_td[q, node[q]]
+        self.best_td = -math.inf  # best TD of an anonymous node checked so far
+        self.evaluated: set[int] = set()  # flat indices of checked nodes
+        self.pruned = 0  # nodes that were tagged pruned while still untagged
+        self.phase_two_candidates = 0  # anonymous, never checked, UB above the best after phase one
 
     # -- node helpers --------------------------------------------------------------------
     def coords(self, idx: int) -> tuple[int, ...]:
@@ -124,25 +146,55 @@ class _Flash:
             self._levels = lv.reshape(-1)
         return self._levels
 
+    def upper_bound(self, idx: int) -> float:
+        """UB(node) = TD with nothing suppressed: bounds TD of the node and of every successor."""
+        return float(sum(self.level_td[q, c] for q, c in enumerate(self.coords(idx))))
+
     # -- checking and tagging ------------------------------------------------------------
-    def check(self, idx: int) -> bool:
-        """Evaluate one node (one evaluation), tag it and its implied region; True if anonymous."""
+    def evaluate(self, idx: int) -> bool:
+        """Evaluate one node as (G, S*(G)) within the limit (one evaluation); True if anonymous."""
         if self.tracker.exhausted:
             raise _BudgetExhausted
-        node = self.coords(idx)
-        g = np.array(node, dtype=np.int64)
-        retained = self.problem.optimal_retained(g)
-        if int(self.counts.sum() - retained.sum()) > self.max_suppressed:
-            retained = self.counts  # beyond the suppression limit: Flash cannot suppress
+        g = np.array(self.coords(idx), dtype=np.int64)
+        if self.max_suppressed == 0:
+            retained = self.counts  # a zero limit admits only S = keep everything: no oracle needed
+        else:
+            retained = self.problem.optimal_retained(g)
+            if self.total - int(retained.sum()) > self.max_suppressed:
+                retained = self.counts  # beyond the suppression limit: Flash cannot suppress
         ev = self.problem.evaluate(g[None, :], retained=retained[None, :])
         self.tracker.offer(g[None, :], retained[None, :], ev)
         self.checked += 1
+        self.evaluated.add(idx)
         anonymous = bool(ev.feasible[0])
+        if anonymous:
+            self.best_td = max(self.best_td, float(ev.td[0]))
+        return anonymous
+
+    def check(self, idx: int) -> bool:
+        """Evaluate one node, tag it and its implied region; True if anonymous."""
+        node = self.coords(idx)
+        anonymous = self.evaluate(idx)
         if anonymous:  # every successor (node <= m) is anonymous
             self.tags[tuple(slice(c, None) for c in node)] = _ANONYMOUS
         else:  # every predecessor (m <= node) is not anonymous
             self.tags[tuple(slice(0, c + 1) for c in node)] = _NOT_ANONYMOUS
         return anonymous
+
+    def prune_if_dominated(self, idx: int) -> bool:
+        """Tag an untagged node and its successors pruned when UB(node) <= best TD.
+
+        Only with a positive limit: with a zero limit a check of that node would have told
+        more (when it is not anonymous, so are all its specializations), and on adult k=5
+        pruning raised the checks from 145 to 222; with 5 % it cut them from 1,561 to 255.
+        """
+        if self.max_suppressed == 0 or self.upper_bound(idx) > self.best_td:
+            return False
+        # No successor of an untagged node is tagged not anonymous (that tag would have
+        # reached this node), so this only overwrites untagged and anonymous tags.
+        self.tags[tuple(slice(c, None) for c in self.coords(idx))] = _PRUNED
+        self.pruned += 1
+        return True
 
     def find_path(self, idx: int) -> list[int]:
         path = [idx]
@@ -159,11 +211,11 @@ class _Flash:
         while low <= high:
             mid = (low + high) // 2
             idx = path[mid]
-            if self.flat_tags[idx] == _UNTAGGED and not self.check(idx):
+            if self.flat_tags[idx] == _UNTAGGED and not self.prune_if_dominated(idx) and not self.check(idx):
                 for s in self.successors(idx):
                     if self.flat_tags[s] == _UNTAGGED:
                         heapq.heappush(self.queue, (self.key(self.coords(s)), s))
-            if self.flat_tags[idx] == _ANONYMOUS:
+            if self.flat_tags[idx] in (_ANONYMOUS, _PRUNED):  # the lowest anonymous node is lower
                 high = mid - 1
             else:
                 low = mid + 1
@@ -180,9 +232,27 @@ class _Flash:
                         _, head = heapq.heappop(self.queue)
                         if self.flat_tags[head] == _UNTAGGED:
                             self.check_path(self.find_path(head))
+            if self.max_suppressed > 0:
+                self.evaluate_tagged_anonymous()
         except _BudgetExhausted:
             return False
         return True
+
+    def evaluate_tagged_anonymous(self) -> None:
+        """Second phase (positive limit): anonymous nodes tagged by prediction, best-first by UB."""
+        idx = np.flatnonzero(self.tags.reshape(-1) == _ANONYMOUS)
+        if self.evaluated:
+            idx = idx[~np.isin(idx, np.fromiter(self.evaluated, dtype=np.int64))]
+        coords = np.unravel_index(idx, self.shape)
+        ub = np.zeros(idx.size)
+        for q in range(self.nq):
+            ub += self.level_td[q][coords[q]]
+        order = np.lexsort((idx, -ub))
+        self.phase_two_candidates = int(np.count_nonzero(ub > self.best_td))
+        for i in order.tolist():
+            if ub[i] <= self.best_td:
+                break  # every remaining node has UB <= best TD: none can beat it
+            self.evaluate(int(idx[i]))
 
 
 def _only_k_anonymity(problem: Problem, name: str) -> None:
@@ -200,15 +270,15 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
           progress: ProgressFn | None = None) -> OptimizerResult:
     """Flash (binary), see the module docstring. ``seed`` is unused: Flash is deterministic.
 
-    params: ``suppression_limit`` (fraction of records that may be suppressed, default 0),
+    params: ``suppression_limit`` (fraction of records that may be suppressed, in [0, 1] as in
+    ARX, default 0),
     ``max_lattice`` (largest lattice whose tag array is allocated, default 50,000,000 nodes).
     """
     limit = params.pop("suppression_limit", 0.0)
     max_lattice = int(params.pop("max_lattice", 50_000_000))
     if params:
         raise SpecError(f"flash optimizer: unknown parameter(s) {sorted(params)}. Known: suppression_limit, max_lattice.")
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0.0 <= float(limit) < 1.0:
-        raise SpecError(f"flash optimizer: suppression_limit must be a fraction in [0, 1), got {limit!r}. Hint: 0.02 for 2%.")
+    max_suppressed = max_suppressed_records(problem, limit, "flash")
     _only_k_anonymity(problem, "The flash optimizer")
     size = lattice_size(problem.heights)
     if size > max_lattice:
@@ -216,17 +286,19 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
             f"flash optimizer: the lattice has {size:,} nodes, more than max_lattice = {max_lattice:,} "
             "(one byte of tag per node). Hint: raise params.max_lattice or use the 'lattice' optimizer."
         )
-    max_suppressed = math.floor(float(limit) * problem.n_records + 1e-9)
     tracker = Tracker(problem, budget, name="flash", progress=progress)
     state = _Flash(problem, tracker, max_suppressed)
     complete = state.run()
     info = {
         "lattice_size": size, "nodes_checked": state.checked, "complete": complete,
         "suppression_limit": float(limit), "max_suppressed": max_suppressed,
-        # A complete run with limit 0 is optimal over solutions that suppress nothing.
-        "optimal_within_limit": complete and max_suppressed == 0,
+        "nodes_pruned_by_bound": state.pruned, "phase_two_candidates": state.phase_two_candidates,
+        # A complete run is optimal over every (G, S) that suppresses at most the limit.
+        "optimal_within_limit": complete,
     }
-    return tracker.result(certified=False, info=info)
+    # Certified in the lattice search's sense: TD proven maximal over the (G, S) the run was
+    # allowed, here those within the suppression limit (the k-anonymity oracle is exact).
+    return tracker.result(certified=complete and problem.oracle_params.exact, info=info)
 
 
 def dfs_order(heights: np.ndarray) -> Iterator[tuple[int, ...]]:

@@ -7,11 +7,24 @@ bottom node, which yields them in non-increasing UB order; as soon as the next U
 than the best TD found, no unvisited node can beat it and the result is certified optimal.
 ``mode = "exhaustive"`` evaluates every node instead (certified when the lattice fits the
 budget). Certification also needs an exact oracle (OracleParams.exact).
+
+``suppression_limit`` (ARX's semantics, a fraction of nR in [0, 1], default 1 = no limit): a
+node whose S*(G) suppresses more than ``floor(limit * nR)`` records is infeasible and reported
+as (G, nothing suppressed). The bound proof is unchanged: an exact S*(G) keeps the most records
+of every class (all records of a class weigh the same in TD), so it also suppresses the fewest
+records; G is feasible within the limit iff S*(G) is, and its TD is then TD(G, S*(G)) <= UB(G).
+The result is certified optimal over every (G, S) that suppresses at most the limit.
+
+Predictive tagging (Flash's monotonicity) would not save an evaluation here: a node that is
+not anonymous only tells about its specializations, whose UB is at least its own, and
+best-first order has already visited them; an anonymous node tells about generalizations,
+which still need S* for their TD (and with a zero limit their UB is already below the best).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 import numpy as np
@@ -31,27 +44,48 @@ def all_nodes(heights: np.ndarray) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
 
 
+def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
+    """Records a node may suppress under ARX's suppression limit (a fraction of nR in [0, 1])."""
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0.0 <= float(limit) <= 1.0:
+        raise SpecError(f"{optimizer} optimizer: suppression_limit must be a fraction in [0, 1], got {limit!r}. "
+                        "Hint: 0.05 for 5%, 1 for no limit.")
+    return math.floor(float(limit) * problem.n_records + 1e-9)
+
+
 @OPTIMIZERS.register("lattice")
 def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
                    progress: ProgressFn | None = None) -> OptimizerResult:
     """Best-first (or exhaustive) lattice search with S = S*(G); see the module docstring."""
     mode = params.pop("mode", "bound")
     batch = int(params.pop("batch", 64))
+    limit = params.pop("suppression_limit", 1.0)
     if params:
-        raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. Known: mode, batch.")
+        raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. Known: mode, batch, suppression_limit.")
+    max_suppressed = max_suppressed_records(problem, limit, "lattice")
     if mode not in ("bound", "exhaustive"):
         raise SpecError(f"lattice optimizer: mode must be 'bound' or 'exhaustive', not {mode!r}.")
     heights = problem.heights
     size = lattice_size(heights)
     tracker = Tracker(problem, budget, name="lattice", progress=progress)
     exact = problem.oracle_params.exact
-    info: dict[str, Any] = {"mode": mode, "lattice_size": size, "oracle_exact": exact}
+    info: dict[str, Any] = {"mode": mode, "lattice_size": size, "oracle_exact": exact,
+                            "suppression_limit": float(limit), "max_suppressed": max_suppressed}
+
+    def evaluate(G: np.ndarray):
+        """(retained, evaluation) of S*(G), or of nothing suppressed beyond the limit (infeasible)."""
+        if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
+            retained = np.tile(problem.table.counts, (len(G), 1))
+            return retained, problem.evaluate(G, retained=retained)
+        retained = np.stack([problem.optimal_retained(g) for g in G])
+        over = problem.n_records - retained.sum(axis=1) > max_suppressed
+        retained[over] = problem.table.counts
+        return retained, problem.evaluate(G, retained=retained)
 
     if mode == "exhaustive":
         nodes = all_nodes(heights)[: budget]
         for i in range(0, len(nodes), batch):
             G = nodes[i : i + batch]
-            retained, ev = problem.evaluate_optimal(G)
+            retained, ev = evaluate(G)
             tracker.offer(G, retained, ev)
         info["nodes_evaluated"] = tracker.used
         return tracker.result(certified=exact and len(nodes) == size, info=info)
@@ -86,7 +120,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
                         seen.add(nxt)
                         heapq.heappush(heap, (-problem.td_upper_bound(np.array(nxt)), nxt))
         G = np.array(G, dtype=np.int64)
-        retained, ev = problem.evaluate_optimal(G)
+        retained, ev = evaluate(G)
         tracker.offer(G, retained, ev)
         feas_td = ev.td[ev.feasible]
         if feas_td.size:

@@ -20,7 +20,7 @@ from engine.catalog import RunRecord
 from engine.encoding import COUNT_COLUMN
 from engine.errors import SpecError
 from engine.methods import METHODS, ReleasePlan
-from engine.metrics import METRICS, class_size_summary, workload_error
+from engine.metrics import class_size_summary, report_metrics
 from engine.optimizers import OptimizerResult, Tracker, run_optimizer
 from engine.problem import Problem
 from engine.progress import ProgressBar
@@ -50,12 +50,8 @@ def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, Optimiz
 def compute_metrics(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
     """The spec's utility report, class sizes and each model's achieved value."""
     spec = prep.spec
-    out: dict[str, Any] = {}
-    for name in spec.report:
-        if name == "workload_error":
-            out[name] = workload_error(prep.table, result.g, result.retained, queries=spec.workload_queries, seed=spec.workload_seed)
-        else:
-            out[name] = METRICS.get(name)(prep.table, result.g, result.retained)
+    out: dict[str, Any] = report_metrics(prep.table, result.g, result.retained, spec.report,
+                                         workload_queries=spec.workload_queries, workload_seed=spec.workload_seed)
     out["max_td"] = float(prep.table.n_records + prep.table.excluded_null_rows) * prep.table.n_qids
     out["records"] = prep.source_rows
     out["released_records"] = int(np.sum(result.retained))

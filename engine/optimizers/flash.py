@@ -158,11 +158,15 @@ class _Flash:
         g = np.array(self.coords(idx), dtype=np.int64)
         if self.max_suppressed == 0:
             retained = self.counts  # a zero limit admits only S = keep everything: no oracle needed
+            ev = self.problem.evaluate(g[None, :], retained=retained[None, :])
         else:
-            retained = self.problem.optimal_retained(g)
+            # S*(G) and its evaluation from one classification (the fused oracle)
+            fused, ev = self.problem.evaluate_optimal(g[None, :])
+            retained = fused[0]
             if self.total - int(retained.sum()) > self.max_suppressed:
                 retained = self.counts  # beyond the suppression limit: Flash cannot suppress
-        ev = self.problem.evaluate(g[None, :], retained=retained[None, :])
+                # the evaluator directly: the node was counted once already
+                ev = self.problem.evaluator.evaluate(g[None, :], retained[None, :])
         self.tracker.offer(g[None, :], retained[None, :], ev)
         self.checked += 1
         self.evaluated.add(idx)

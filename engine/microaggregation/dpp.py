@@ -17,32 +17,22 @@ It reuses cluster.py and dynamic.py through their ``linkage`` / ``forge_unlinked
 from __future__ import annotations
 
 from engine.microaggregation import dynamic
-from engine.microaggregation.algorithms import ALGORITHMS, Params
+from engine.microaggregation.algorithms import ALGORITHMS, Drasl, Params
 from engine.microaggregation.cluster import first_release
 from engine.microaggregation.dynamic import DynamicState
 
 
-class Dpp:
-    """DPP (module docstring): dynamic, forges records."""
+class Dpp(Drasl):
+    """DPP (module docstring): DRASL's operations on a state whose switches drop the linkage term
+    and the synonym condition; only the first release differs."""
 
     name = "dpp"
-    forges = True
-    dynamic = True
 
     def first_release(self, enc, sa_codes, ids, catalogue, params: Params) -> DynamicState:
         grouping = first_release(enc, sa_codes, catalogue, k=params.k, alpha=params.alpha, beta=params.beta,
                                  seed=params.seed, linkage=False)
         return dynamic.from_grouping(enc, sa_codes, ids, grouping.groups, catalogue, k=params.k, alpha=params.alpha,
                                      beta=params.beta, seed=params.seed, linkage=False, forge_unlinked=False)
-
-    def insert(self, state, record):
-        return dynamic.insert(state, record)
-
-    def delete(self, state, record_id):
-        return dynamic.delete(state, record_id)
-
-    def modify(self, state, record_id, new_values):
-        return dynamic.modify(state, record_id, new_values)
 
 
 ALGORITHMS.register("dpp")(Dpp())

@@ -4,6 +4,7 @@ the Numba cache the workers share with the master (issue #17, item 1)."""
 from __future__ import annotations
 
 import os
+from collections import deque
 
 import numpy as np
 import pytest
@@ -56,6 +57,19 @@ def test_auto_is_the_default_and_runs_a_tiny_problem_locally_saying_why(k_proble
     assert 0 <= info["executor_choice_seconds"] <= info["startup_seconds"]
 
 
+def test_a_local_auto_run_corrects_the_next_estimate(k_problem: Problem, monkeypatch):
+    """The probe sees a run's first epochs only; the run's own time over the estimate scales the
+    next estimates of the process (within [1/3, 3])."""
+    monkeypatch.setattr(islands_mod, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(islands_mod, "_SERIAL_CORRECTION", deque(maxlen=5))
+    first = run_optimizer("id-dga", k_problem, budget=4000, seed=3).info
+    assert first["executor"] == "local" and first["executor_estimate"]["correction"] == 1.0
+    (ratio,) = islands_mod._SERIAL_CORRECTION
+    assert ratio == pytest.approx(first["islands_seconds"] / first["executor_estimate"]["serial_seconds"])
+    second = run_optimizer("id-dga", k_problem, budget=4000, seed=3).info
+    assert second["executor_estimate"]["correction"] == pytest.approx(min(max(ratio, 1 / 3), 3))
+
+
 def test_requested_executor_and_one_island_need_no_estimate(k_problem: Problem):
     for params, executor, why in (({"executor": "local"}, "local", "executor = 'local' requested"),
                                   ({"islands": 1}, "local", "one island: nothing to run in parallel")):
@@ -70,6 +84,7 @@ def test_auto_picks_processes_only_when_the_estimate_pays_by_the_margin(k_proble
     specs = specs_for(config, 100_000)
     monkeypatch.setattr(islands_mod, "_usable_cores", lambda: 4)
     monkeypatch.setattr(islands_mod, "_WORKER_START_SECONDS", {"spawn": 2.0})
+    monkeypatch.setattr(islands_mod, "_SERIAL_CORRECTION", deque(maxlen=5))  # no past runs
     with fresh_workers():  # no idle workers: all 4 start
         # 1 ms per evaluation: 100 s alone vs about 2 + 100 / (4 * 0.85) + 0.1 = 31.5 s in processes.
         monkeypatch.setattr(islands_mod, "_probe", lambda *a: (1e-3, 50.0))
@@ -97,6 +112,7 @@ def test_auto_measures_the_worker_start_before_committing_to_processes(k_problem
 
     monkeypatch.setattr(islands_mod, "_usable_cores", lambda: 4)
     monkeypatch.setattr(islands_mod, "_WORKER_START_SECONDS", {})
+    monkeypatch.setattr(islands_mod, "_SERIAL_CORRECTION", deque(maxlen=5))
     monkeypatch.setattr(islands_mod, "_probe", lambda *a: (1e-3, 50.0))
     monkeypatch.setattr(islands_mod, "measure_worker_start", measure)
     with fresh_workers():

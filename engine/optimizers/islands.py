@@ -16,6 +16,13 @@ Pieces:
   spawn context by default: Polars warns when a process that started threads forks, so the
   workers are fresh interpreters that rebuild the Problem from NumPy arrays). A distributed
   engine would be one more executor. Processes and pipes live in this module only (STYLE.md).
+* ``choose_executor``: which executor a run uses. ``executor = "auto"`` (the default) runs a
+  throwaway probe island for a few tens of milliseconds, multiplies its cost per evaluation by
+  the budget, and takes worker processes only when that serial estimate is ``AUTO_MARGIN`` (1.5)
+  times the estimate with processes (worker start-up, measured once per process, the compute
+  spread over the cores, the ring's messages). On the ID-DGA instances a whole run lasts tens of
+  milliseconds and a worker a second to start (benchmarks/results/islands.md): processes
+  rarely pay there. The choice and its figures go into the run's ``info``.
 * ``run_islands``: the master of Algorithm 1. It merges the islands' reports into one
   ``Tracker`` (island by island within each epoch, so the best-so-far history is per
   evaluation), records run time, start-up, communication time and evaluations per island
@@ -37,8 +44,12 @@ on the ID-DGA instances; a message costs tens of microseconds, a process wake-up
   G and per-record S counts. Reports travel in batches, sent while the island waits for its
   predecessor. The pairwise G distances of the diversity are computed once, at the end.
 * Workers load the Numba kernels before reporting ready, so start-up (``startup_seconds``) is
-  apart from the algorithm's run time (``algorithm_seconds``). ``worker_pool()`` keeps workers
-  alive across runs (a benchmark starts them once); ``ProcessExecutor`` takes them from it.
+  apart from the algorithm's run time (``algorithm_seconds``). Before starting fresh workers the
+  master loads (on a first run: compiles) the same kernels, so that the workers find them in
+  Numba's on-disk cache (the master's NUMBA_CACHE_DIR is passed on) instead of each compiling
+  them at once (issue #17: 133 s for a run of 3.5 s). Workers stay alive across runs in the
+  process's ``shared_pool`` (stopped at exit); ``worker_pool()`` gives a block a pool of its own
+  (a benchmark starts them once), ``fresh_workers()`` none.
 
 Reproducibility: island i draws from ``np.random.SeedSequence(seed).spawn(islands)[i]`` only,
 so a seed gives the same result with either executor and any scheduling.
@@ -1142,6 +1153,11 @@ _PROBE_BUDGET_SHARE = 20  # and at most 1/20 of the budget
 # Start method -> seconds for a round of fresh workers to get ready, measured in this process
 # (``ProcessExecutor.start``, ``measure_worker_start``); the prior until then.
 _WORKER_START_SECONDS: dict[str, float] = {}
+# Run time over the probe's estimate of the last local runs chosen by "auto" in this process: the
+# probe sees a run's first epochs only, which cost less per evaluation on the instances measured
+# (a random population; later ones are finer and slower to evaluate, ~3x on 1,000 SPARCS
+# records), so an estimate leans towards "local" until a run has corrected it.
+_SERIAL_CORRECTION: deque[float] = deque(maxlen=5)
 
 
 @dataclass(frozen=True)
@@ -1181,7 +1197,8 @@ def choose_executor(problem: Problem, specs: list[IslandSpec], config: dict[str,
     if probe is None:
         return ExecutorChoice("local", f"budget {budget} too small to measure, let alone to split over {n} processes")
     per_eval, evals_per_epoch = probe
-    serial = per_eval * budget
+    correction = float(np.clip(np.median(_SERIAL_CORRECTION), 1 / 3, 3)) if _SERIAL_CORRECTION else 1.0
+    serial = per_eval * budget * correction
     sm = config.get("start_method", "spawn")
     pool = active_pool(sm)
     fresh = n - (min(pool.idle_count(), n) if pool is not None else 0)
@@ -1192,7 +1209,7 @@ def choose_executor(problem: Problem, specs: list[IslandSpec], config: dict[str,
         epochs = budget / max(evals_per_epoch * n, 1.0)
         comm = epochs * n * _COMM_SECONDS_PER_ISLAND_EPOCH
         parallel = startup + serial / (par * _SPLIT_EFFICIENCY) + comm
-        return {"seconds_per_evaluation": per_eval, "serial_seconds": serial, "process_seconds": parallel,
+        return {"seconds_per_evaluation": per_eval, "correction": correction, "serial_seconds": serial, "process_seconds": parallel,
                 "startup_seconds": startup, "comm_seconds": comm, "cores_worth": par, "fresh_workers": fresh,
                 "worker_start_seconds": start_round}
 
@@ -1204,7 +1221,8 @@ def choose_executor(problem: Problem, specs: list[IslandSpec], config: dict[str,
         fresh = n - (min(pool.idle_count(), n) if pool is not None else 0)
         est = estimate(start_round)
     measured = "measured" if start_round is not None else "prior"
-    how = (f"serial {serial:.2f} s ({1e6 * per_eval:.1f} us/evaluation x {budget}) vs {n} islands in processes "
+    corrected = f" x {correction:.2f} (past runs)" if correction != 1.0 else ""
+    how = (f"serial {serial:.2f} s ({1e6 * per_eval:.1f} us/evaluation x {budget}{corrected}) vs {n} islands in processes "
            f"{est['process_seconds']:.2f} s ({est['startup_seconds']:.2f} s start-up of {fresh} new worker(s), "
            f"{measured}; {par:.1f} cores' worth)")
     if serial >= AUTO_MARGIN * est["process_seconds"]:
@@ -1373,6 +1391,10 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
         executor.close()
         shutdown = time.perf_counter() - t_close
     run_seconds = time.perf_counter() - t_start
+    if choice.executor == "local" and choice.estimate.get("serial_seconds"):
+        # What the estimate would have needed to be right (uncorrected), for the next runs.
+        est = choice.estimate
+        _SERIAL_CORRECTION.append((t_end - t_ready) / (est["serial_seconds"] / est["correction"]))
     algorithm = max(run_seconds - startup - shutdown, 0.0)
     comm = max(t_end - t_ready - max(compute), 0.0) if executor.parallel else serial_comm
     info: dict[str, Any] = {

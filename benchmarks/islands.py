@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import instances as inst_mod  # noqa: E402
 
 from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
-from engine.optimizers.islands import ProblemSpec, worker_pool  # noqa: E402
+from engine.optimizers.islands import ProblemSpec, fresh_workers, worker_pool  # noqa: E402
 
 ISLANDS = (1, 2, 4)
 LAGS = (0, 1)  # migration_lag: the paper's synchronous ring, and ours
@@ -164,9 +164,10 @@ def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
             for n, lag in CONFIGS:
                 warm[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
             split.append(run(inst, 2, 0, budget, seed=1000 * number + r, local=True))
-    for r in range(cold_runs):  # fresh worker processes: start-up and shut-down included
-        for n, lag in cold:
-            cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
+    with fresh_workers():  # not the process's warm pool: start-up and shut-down included
+        for r in range(cold_runs):
+            for n, lag in cold:
+                cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
     out = {"instance": inst.name, "nQID": inst.n_qids, "nR": inst.n_records, "budget": budget,
            "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
            "capacity_after": kernel_capacity(inst.problem(), budget), "islands": {}}

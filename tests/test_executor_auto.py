@@ -21,6 +21,7 @@ from engine.optimizers.islands import (
     parse_params,
     shared_pool,
     split,
+    worker_pool,
 )
 from engine.problem import Problem
 from tests.test_evolutionary import QIDS_K, adult_problem, same_run
@@ -184,3 +185,17 @@ def test_fresh_workers_block_bypasses_the_pool_and_executor_names_are_checked(k_
     assert ProcessExecutor(k_problem).pool is shared_pool()
     with pytest.raises(Exception, match="executor must be one of 'auto', 'local', 'process'"):
         parse_params("id-dga", {"executor": "threads"}, ID_DGA_DEFAULTS)
+
+
+def test_measure_worker_start_starts_a_new_worker_and_leaves_it_warm_in_the_pool(k_problem: Problem, monkeypatch):
+    monkeypatch.setattr(islands_mod, "_WORKER_START_SECONDS", {})
+    config = parse_params("id-dga", {"islands": 2}, ID_DGA_DEFAULTS)
+    specs = specs_for(config, 600)
+    with worker_pool() as pool:
+        seconds = islands_mod.measure_worker_start(k_problem, specs[0])
+        again = islands_mod.measure_worker_start(k_problem, specs[0])  # a new worker again, not the idle one
+        assert seconds > 0 and again > 0 and islands_mod._WORKER_START_SECONDS == {"spawn": again}
+        assert len(pool.idle) == 2 and all(w.proc.is_alive() for w in pool.idle)
+        # A run then takes the measured workers: none to start.
+        res = run_optimizer("id-dga", k_problem, budget=600, seed=1, params={"islands": 2, "executor": "process"})
+        assert res.info["fresh_workers"] == 0 and pool.started == 0

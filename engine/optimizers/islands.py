@@ -1268,7 +1268,7 @@ def measure_worker_start(problem: Problem, spec: IslandSpec, start_method: str =
     warm_up_island(problem, spec)  # the cache holds the kernels before the worker looks
     pool = active_pool(start_method)
     t0 = time.perf_counter()
-    (w,) = pool.acquire(1) if pool is not None else (_Worker(mp.get_context(start_method), "ppdp-island-probe"),)
+    w = _Worker(mp.get_context(start_method), "ppdp-island-start-probe")  # a new one, not an idle one
     healthy = False
     try:
         w.conn.send(("warm", ProblemSpec.of(problem), spec))

@@ -2,6 +2,7 @@
 
     python benchmarks/islands.py            # the 400-record instances, 5 runs, budgets x1 and x10
     python benchmarks/islands.py --quick    # T8 T16, 3 runs, budget x1
+    python benchmarks/islands.py --first-run   # the default executor's first run (issue #17), see below
 
 For each ID-DGA instance with nR = 400 (T3 T4 T7 T8 T11 T12 T15 T16, benchmarks/instances.py),
 ID-DGA runs with 1, 2 and 4 islands (population 40 in total, MI = 5, seeds 1000 * i + r, the
@@ -30,6 +31,16 @@ The speedup can only reach the number of cores this machine gives the process, l
 processes take (the load average before and after each instance is printed and written); the
 paper's node had 16 cores. Output: islands.md and islands.json in benchmarks/results (quick:
 benchmarks/results/quick).
+
+``--first-run`` (issue #17: "a new user meets the 133 s"): ID-DGA with default settings on a
+1,000-row, 10-QID SPARCS instance (k = 2, budget 100,000), each run in a fresh Python process:
+with default settings and with ``executor = "local"``, each first with an empty Numba cache
+directory (NUMBA_CACHE_DIR: the first run, kernels compiled) and then again in another fresh
+process on the cache the first one filled (the second run); ``--with-process`` adds
+``executor = "process"`` (4 islands, fresh workers) on an empty cache, and ``--code-root DIR``
+runs another checkout's code (e.g. the one before the change) the same way. Prints the ratios
+first run (default) / first run (local) and first run (default) / second run (local); writes
+islands_first_run.md and .json in benchmarks/results.
 """
 
 from __future__ import annotations
@@ -50,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import instances as inst_mod  # noqa: E402
 
 from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
-from engine.optimizers.islands import ProblemSpec, worker_pool  # noqa: E402
+from engine.optimizers.islands import ProblemSpec, fresh_workers, worker_pool  # noqa: E402
 
 ISLANDS = (1, 2, 4)
 LAGS = (0, 1)  # migration_lag: the paper's synchronous ring, and ours
@@ -153,9 +164,10 @@ def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
             for n, lag in CONFIGS:
                 warm[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
             split.append(run(inst, 2, 0, budget, seed=1000 * number + r, local=True))
-    for r in range(cold_runs):  # fresh worker processes: start-up and shut-down included
-        for n, lag in cold:
-            cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
+    with fresh_workers():  # not the process's warm pool: start-up and shut-down included
+        for r in range(cold_runs):
+            for n, lag in cold:
+                cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
     out = {"instance": inst.name, "nQID": inst.n_qids, "nR": inst.n_records, "budget": budget,
            "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
            "capacity_after": kernel_capacity(inst.problem(), budget), "islands": {}}
@@ -214,8 +226,141 @@ def table5(rows: list[dict], key: str) -> list[str]:
     return L
 
 
+# The child of ``--first-run``: a fresh interpreter that builds the instance and runs ID-DGA once.
+# Self-contained (only the code root's engine and benchmarks/instances.py), so that it runs any
+# checkout's code. Prints one JSON line.
+_FIRST_RUN_CHILD = """
+import json, sys, time
+root, data, rows, budget, seed, params = json.loads(sys.argv[1])
+sys.path[:0] = [root, root + "/benchmarks"]
+t0 = time.perf_counter()
+import numpy as np
+import instances as I
+from engine.encoding import encode_histogram
+from engine.models import build_model
+from engine.optimizers import run_optimizer
+from engine.problem import Problem
+frame, hs = I._sparcs(data)
+sample = np.sort(np.random.default_rng([seed, 3, 1]).choice(frame.height, size=rows, replace=False))
+q = I.SPARCS_QIDS
+table = encode_histogram(I._histogram(frame[sample.tolist()], q), q, [], [hs[x] for x in q])
+problem = Problem(table, [build_model("k-anonymity", {"k": 2})])
+t1 = time.perf_counter()
+res = run_optimizer("id-dga", problem, budget=budget, seed=seed, params=params)
+t2 = time.perf_counter()
+i = res.info
+print(json.dumps({"setup_seconds": t1 - t0, "run_seconds": t2 - t1, "td": res.td, "feasible": res.feasible,
+                  "n_qids": len(q), "n_records": int(table.n_records), "executor": i.get("executor"),
+                  "why": i.get("executor_why", ""), "startup_seconds": i.get("startup_seconds"),
+                  "choice_seconds": i.get("executor_choice_seconds"),
+                  "algorithm_seconds": i.get("algorithm_seconds")}))
+"""
+
+
+def first_run_child(root: Path, data: Path, rows: int, budget: int, seed: int, params: dict, cache: Path) -> dict:
+    """One ID-DGA run in a fresh interpreter with NUMBA_CACHE_DIR = ``cache``; its figures, and
+    the wall time of the whole process."""
+    import subprocess
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", _FIRST_RUN_CHILD,
+                          json.dumps([str(root), str(data), rows, budget, seed, params])],
+                         cwd=root, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t
+    if out.returncode != 0:
+        raise RuntimeError(f"first-run child failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["process_seconds"] = wall
+    return row
+
+
+def first_run(args: argparse.Namespace) -> int:
+    """``--first-run``: see the module's docstring."""
+    import shutil
+    import tempfile
+
+    root = Path(args.code_root).resolve() if args.code_root else Path(__file__).resolve().parents[1]
+    data = inst_mod.data_dir(args.data)
+    inst_mod._require(data, "sparcs")
+    out = Path(args.out) if args.out else Path(__file__).resolve().parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    n_cpu, usable = cores()
+    rows, budget, seed = args.rows, args.budget, args.seed
+    cases = [("default", {}), ("local", {"executor": "local"})]
+    if args.with_process:
+        cases.append(("process", {"executor": "process"}))
+    results: dict[str, dict] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="ppdp-numba-first-run-"))
+    try:
+        for name, params in cases:
+            cache = tmp / name  # empty: nothing compiled yet
+            load_before = load()
+            first = first_run_child(root, data, rows, budget, seed, params, cache)
+            second = first_run_child(root, data, rows, budget, seed, params, cache) if name != "process" else None
+            results[name] = {"params": params, "first": first, "second": second, "load_before": load_before,
+                             "load_after": load()}
+            print(f"{name}: first run {first['run_seconds']:.2f} s ({first['executor']}; {first['why']}), "
+                  + (f"second run {second['run_seconds']:.2f} s, " if second else "")
+                  + f"TD {first['td']:.1f}; load {load_before:.2f} -> {load():.2f}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    d, lo = results["default"], results["local"]
+    ratio_first = d["first"]["run_seconds"] / lo["first"]["run_seconds"]
+    ratio_warm = d["first"]["run_seconds"] / lo["second"]["run_seconds"]
+    ratio_second = d["second"]["run_seconds"] / lo["second"]["run_seconds"]
+    same = len({r["first"]["td"] for r in results.values()} | {r["second"]["td"] for r in results.values() if r["second"]}) == 1
+    print(f"ratio first run default / first run local: {ratio_first:.2f}; first run default / second run local: "
+          f"{ratio_warm:.2f}; second runs default / local: {ratio_second:.2f}; same TD everywhere: {same}", flush=True)
+    cmd = " ".join(["python benchmarks/islands.py"] + (args.argv or []))
+    L = ["# ID-DGA's first run with default settings (issue #17, item 1)\n",
+         f"Generated by `{cmd}` (code: {'this checkout' if not args.code_root else args.code_root}); machine with "
+         f"{n_cpu} cores, {usable} usable, shared with other work (load averages below). SPARCS 2015 (8 facility "
+         f"files), {rows} records drawn with `default_rng([{seed}, 3, 1])`, the 10 QIDs of benchmarks/instances.py "
+         f"(HAEF family hierarchies), k-anonymity k = 2, ID-DGA (4 islands, population 40, MI 5), budget "
+         f"{budget:,}, seed {seed}. Every run is a fresh Python process; \"first run\" = empty Numba cache "
+         f"directory (every kernel compiled), \"second run\" = a new process on the cache the first one filled. "
+         f"Run time = `run_optimizer` wall time (compilation, the executor choice and worker start-up included; "
+         f"imports and the instance build excluded).\n",
+         "| settings | executor that ran | why | first run (s) | second run (s) | TD | load before -> after |",
+         "|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        f, s2 = r["first"], r["second"]
+        L.append(f"| {name} | {f['executor']} | {f['why']} | {f['run_seconds']:.2f} | "
+                 f"{'' if s2 is None else format(s2['run_seconds'], '.2f')} | {f['td']:.1f} | "
+                 f"{r['load_before']:.2f} -> {r['load_after']:.2f} |")
+    L += ["", f"- first run with default settings / first run with executor = \"local\": **{ratio_first:.2f}**",
+          f"- first run with default settings / second run with executor = \"local\" (the issue's 3.5 s "
+          f"comparison, compile time included on one side only): **{ratio_warm:.2f}**",
+          f"- second runs, default / local: {ratio_second:.2f}", f"- same TD in every run: {same}"]
+    if "process" in results:
+        p = results["process"]["first"]
+        L.append(f"- executor = \"process\" on an empty cache: {p['run_seconds']:.2f} s, of which start-up "
+                 f"{p['startup_seconds']:.2f} s (the master compiles, then 4 fresh workers load the kernels)")
+    text = "\n".join(L) + "\n"
+    print("\n" + text, flush=True)
+    stem = args.first_run_name or "islands_first_run"
+    (out / f"{stem}.md").write_text(text, encoding="utf-8")
+    (out / f"{stem}.json").write_text(json.dumps({"cores": n_cpu, "usable_cores": usable, "rows": rows,
+                                                  "budget": budget, "seed": seed, "code_root": str(root),
+                                                  "ratio_first_over_local_first": ratio_first,
+                                                  "ratio_first_over_local_second": ratio_warm,
+                                                  "ratio_second_over_local_second": ratio_second,
+                                                  "same_td": same, "results": results}, indent=1) + "\n",
+                                      encoding="utf-8")
+    print(f"wrote {out / (stem + '.md')} and .json", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--first-run", action="store_true",
+                    help="first run of ID-DGA with default settings vs executor local, fresh processes (issue #17)")
+    ap.add_argument("--rows", type=int, default=1000, help="--first-run: SPARCS records (default 1000)")
+    ap.add_argument("--budget", type=int, default=100_000, help="--first-run: evaluations (default 100000)")
+    ap.add_argument("--with-process", action="store_true", help="--first-run: also executor = 'process'")
+    ap.add_argument("--code-root", help="--first-run: run this checkout's code (default: this one)")
+    ap.add_argument("--first-run-name", help="--first-run: output file stem (default islands_first_run)")
     ap.add_argument("--quick", action="store_true", help="instances T8 T16, 3 runs, budget x1")
     ap.add_argument("--runs", type=int, help="measured runs per (instance, islands) with warm workers (default 5, quick 3)")
     ap.add_argument("--cold-runs", type=int, help="runs with fresh worker processes (default 3, quick 1)")
@@ -225,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=inst_mod.DEFAULT_SEED, help="instance sampling seed")
     ap.add_argument("--out", help="output folder (default benchmarks/results, quick: benchmarks/results/quick)")
     args = ap.parse_args(argv)
+    if args.first_run:
+        args.argv = argv if argv is not None else sys.argv[1:]
+        return first_run(args)
     runs = args.runs or (3 if args.quick else 5)
     cold_runs = args.cold_runs if args.cold_runs is not None else (1 if args.quick else 3)
     scales = args.budget_scales or ([1.0] if args.quick else [1.0, 10.0])

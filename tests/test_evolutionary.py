@@ -208,7 +208,7 @@ class FailingSlowlyIsland(IDDGAIsland):
 def test_a_failed_island_is_reported_not_the_broken_pipe_of_its_neighbour(k_problem: Problem):
     """The successor's closed pipe stops an island quietly: the master reports the island that
     failed (seen in CI: 'island 0 failed ... BrokenPipeError' hid 'island 1 gives up')."""
-    config = parse_params("id-dga", {"islands": 2}, ID_DGA_DEFAULTS)
+    config = parse_params("id-dga", {"islands": 2, "executor": "process"}, ID_DGA_DEFAULTS)
     with worker_pool() as pool:
         with pytest.raises(RuntimeError, match="island 1 failed(?s:.*)island 1 gives up") as caught:
             run_islands(k_problem, FailingSlowlyIsland, config, name="failing", budget=900, seed=1)
@@ -217,7 +217,7 @@ def test_a_failed_island_is_reported_not_the_broken_pipe_of_its_neighbour(k_prob
 
 
 def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem):
-    config = parse_params("id-dga", {"islands": 2}, ID_DGA_DEFAULTS)
+    config = parse_params("id-dga", {"islands": 2, "executor": "process"}, ID_DGA_DEFAULTS)
     with worker_pool() as pool:
         with pytest.raises(RuntimeError, match="island 1 gives up"):
             run_islands(k_problem, FailingIsland, config, name="failing", budget=900, seed=1)
@@ -228,9 +228,11 @@ def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem)
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):  # the master stops early: the islands are told to stop
-            run_optimizer("id-dga", k_problem, budget=5000, seed=2, params={"diversity_every": 1, "islands": 2}, progress=stop)
+            run_optimizer("id-dga", k_problem, budget=5000, seed=2, params={"diversity_every": 1, "islands": 2,
+                                                                          "executor": "process"}, progress=stop)
         assert len(pool.idle) == 2
-        again = run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"diversity_every": 1, "islands": 2})
+        again = run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"diversity_every": 1, "islands": 2,
+                                                                             "executor": "process"})
         assert same_run(again, run_optimizer("id-dga", k_problem, budget=900, seed=2, params={"diversity_every": 1, "islands": 2,
                                                                                              "executor": "local"}))
         assert pool.started == 4

@@ -16,6 +16,13 @@ Pieces:
   spawn context by default: Polars warns when a process that started threads forks, so the
   workers are fresh interpreters that rebuild the Problem from NumPy arrays). A distributed
   engine would be one more executor. Processes and pipes live in this module only (STYLE.md).
+* ``choose_executor``: which executor a run uses. ``executor = "auto"`` (the default) runs a
+  throwaway probe island for a few tens of milliseconds, multiplies its cost per evaluation by
+  the budget, and takes worker processes only when that serial estimate is ``AUTO_MARGIN`` (1.5)
+  times the estimate with processes (worker start-up, measured once per process, the compute
+  spread over the cores, the ring's messages). On the ID-DGA instances a whole run lasts tens of
+  milliseconds and a worker a second to start (benchmarks/results/islands.md): processes
+  rarely pay there. The choice and its figures go into the run's ``info``.
 * ``run_islands``: the master of Algorithm 1. It merges the islands' reports into one
   ``Tracker`` (island by island within each epoch, so the best-so-far history is per
   evaluation), records run time, start-up, communication time and evaluations per island
@@ -37,8 +44,12 @@ on the ID-DGA instances; a message costs tens of microseconds, a process wake-up
   G and per-record S counts. Reports travel in batches, sent while the island waits for its
   predecessor. The pairwise G distances of the diversity are computed once, at the end.
 * Workers load the Numba kernels before reporting ready, so start-up (``startup_seconds``) is
-  apart from the algorithm's run time (``algorithm_seconds``). ``worker_pool()`` keeps workers
-  alive across runs (a benchmark starts them once); ``ProcessExecutor`` takes them from it.
+  apart from the algorithm's run time (``algorithm_seconds``). Before starting fresh workers the
+  master loads (on a first run: compiles) the same kernels, so that the workers find them in
+  Numba's on-disk cache (the master's NUMBA_CACHE_DIR is passed on) instead of each compiling
+  them at once (issue #17: 133 s for a run of 3.5 s). Workers stay alive across runs in the
+  process's ``shared_pool`` (stopped at exit); ``worker_pool()`` gives a block a pool of its own
+  (a benchmark starts them once), ``fresh_workers()`` none.
 
 Reproducibility: island i draws from ``np.random.SeedSequence(seed).spawn(islands)[i]`` only,
 so a seed gives the same result with either executor and any scheduling.
@@ -49,6 +60,8 @@ population (``pop_size`` is the whole population, ID-DGA §5.2: N = 40 over NSP 
 
 from __future__ import annotations
 
+import atexit
+import math
 import multiprocessing as mp
 import os
 import queue
@@ -75,6 +88,8 @@ from engine.problem import Problem, fitness_key
 # Parameters
 # ---------------------------------------------------------------------------------------
 
+EXECUTORS = ("auto", "local", "process")
+
 # Options every population-based optimizer takes (ours, not the papers', except islands/MI).
 COMMON_DEFAULTS: dict[str, Any] = {
     "islands": 1,  # NSP; 4 for id-dga (ID-DGA §5.2)
@@ -83,7 +98,9 @@ COMMON_DEFAULTS: dict[str, Any] = {
     # e - lag. 0 = the paper's synchronous migration; lag >= 1 lets an island run up to ``lag``
     # epochs ahead of its predecessor instead of waiting for it. Reproducible either way.
     "migration_lag": 0,
-    "executor": "process",  # "process" (one process per island) or "local" (same results, serial)
+    # "auto" (islands in processes only when the estimate says it pays, see ``choose_executor``),
+    # "process" (one process per island) or "local" (all islands in this process). Same results.
+    "executor": "auto",
     "start_method": "spawn",  # multiprocessing start method of the worker processes
     "oracle": False,  # memetic repair S := S*(G) on every evaluated solution (PAPER_NOTES §3)
     # Record the population diversity every n generations for HAEF Fig. 9 (0 = never). Off by
@@ -120,8 +137,9 @@ def parse_params(name: str, params: dict[str, Any], defaults: dict[str, Any]) ->
             raise SpecError(f"{name} optimizer: {key} must be in [0, 1], got {out[key]}.")
     if "f" in out and not 0.0 < out["f"] <= 2.0:
         raise SpecError(f"{name} optimizer: F must be in (0, 2] (HAEF §4.3.2), got {out['f']}.")
-    if out.get("executor") not in (None, "process", "local"):
-        raise SpecError(f"{name} optimizer: executor must be 'process' or 'local', not {out['executor']!r}.")
+    if out.get("executor") not in (None, *EXECUTORS):
+        raise SpecError(f"{name} optimizer: executor must be one of {', '.join(map(repr, EXECUTORS))}, "
+                        f"not {out['executor']!r}. Hint: executor = \"auto\".")
     if "start_method" in out and out["start_method"] not in mp.get_all_start_methods():
         raise SpecError(f"{name} optimizer: start_method must be one of {mp.get_all_start_methods()}, "
                         f"not {out['start_method']!r}. Hint: \"spawn\".")
@@ -518,16 +536,27 @@ class ProblemSpec:
         return Problem(self.table, self.models, backend=self.backend)
 
 
-def warm_up(problem: Problem) -> None:
+def warm_up(problem: Problem, oracle: bool = True) -> None:
     """Call once every kernel an island uses, so that a fresh process loads them from Numba's
     on-disk cache now (tens to hundreds of ms) and not inside the first epoch. Touches neither
-    an island nor the problem's evaluation counter."""
+    an island nor the problem's evaluation counter. ``oracle`` False skips the kernels of the
+    oracle repair (each kernel loaded is start-up time, and compile time on a first run)."""
     g = np.zeros(problem.n_qids, dtype=np.int64)
     s = np.ones(problem.n_records, dtype=bool)
     retained = problem.retained_from_s(s[None])
     problem.evaluator.evaluate(g[None], retained)
     problem.record_class_sizes(g, s)
-    problem.optimal_retained(g)  # class statistics (and pairs) of the general path, oracle kernels
+    if oracle:
+        problem.optimal_retained(g)  # class statistics (and pairs) of the general path, oracle kernels
+
+
+def warm_up_island(problem: Problem, spec: IslandSpec) -> None:
+    """Everything a worker loads before reporting ready for ``spec``'s island (``warm_up`` and the
+    island's own kernels). The master calls it before starting fresh workers, so that on a first
+    run it compiles the kernels once into Numba's on-disk cache and the workers only load them,
+    instead of every worker compiling the same kernels at once."""
+    warm_up(problem, oracle=bool(spec.config.get("oracle", False)))
+    spec.build(problem).warm_up()
 
 
 # Largest pickled migrant written straight into the ring pipe (Linux pipes buffer 64 KiB). An
@@ -783,12 +812,15 @@ def _worker(conn: Any) -> None:
             if msg is None:
                 break
             kind = msg[0]
-            if kind == "setup":
+            if kind == "warm":  # load the kernels of ``spec``'s island only (``measure_worker_start``)
+                _, pspec, spec = msg
+                warm_up_island(pspec.build(), spec)
+                conn.send(("ready", None))
+            elif kind == "setup":
                 _, pspec, spec, pred, succ, n = msg
                 problem = pspec.build()
-                warm_up(problem)
+                warm_up_island(problem, spec)
                 island = spec.build(problem)
-                island.warm_up()
                 conn.send(("ready", None))
                 # The master sends "run" as soon as every island is ready: wait for it awake
                 # (a blocked process takes a while to wake; the run's clock is already going).
@@ -816,7 +848,8 @@ class _Worker:
     def __init__(self, ctx: Any, name: str) -> None:
         parent, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child,), daemon=True, name=name)
-        self.proc.start()
+        with _numba_cache_env():
+            self.proc.start()
         child.close()
         self.conn = parent
 
@@ -837,59 +870,146 @@ class _Worker:
 
 
 class WorkerPool:
-    """Island worker processes kept alive across runs (see ``worker_pool``).
+    """Island worker processes kept alive across runs (see ``worker_pool`` and ``shared_pool``).
 
     A run takes as many idle workers as it has islands (starting new ones when needed) and
-    gives them back at the end; a worker whose run failed is stopped, not reused.
+    gives them back at the end; a worker whose run failed is stopped, not reused. At most
+    ``max_idle`` workers wait idle (the others are stopped when given back).
     """
 
-    def __init__(self, start_method: str = "spawn") -> None:
+    def __init__(self, start_method: str = "spawn", max_idle: int = 8) -> None:
         self.start_method = start_method
         self.ctx = mp.get_context(start_method)
         self.idle: list[_Worker] = []
         self.started = 0
+        self.max_idle = max_idle
+        self.pid = os.getpid()  # a forked child must not use its parent's workers
+        self._lock = threading.Lock()
 
     def acquire(self, n: int) -> list[_Worker]:
         out: list[_Worker] = []
-        while self.idle and len(out) < n:
-            w = self.idle.pop(0)
-            if w.proc.is_alive():
-                out.append(w)
-            else:
-                w.kill()
-        while len(out) < n:
-            out.append(_Worker(self.ctx, f"ppdp-island-pool-{self.started}"))
-            self.started += 1
+        with self._lock:
+            while self.idle and len(out) < n:
+                w = self.idle.pop(0)
+                if w.proc.is_alive():
+                    out.append(w)
+                else:
+                    w.kill()
+            fresh = n - len(out)
+            first = self.started
+            self.started += fresh
+        out.extend(_Worker(self.ctx, f"ppdp-island-pool-{first + i}") for i in range(fresh))
         return out
 
+    def idle_count(self) -> int:
+        """Idle workers still alive (what the next run can take without starting processes)."""
+        with self._lock:
+            return sum(1 for w in self.idle if w.proc.is_alive())
+
     def release(self, workers: list[_Worker]) -> None:
-        self.idle.extend(workers)
+        with self._lock:
+            keep = max(self.max_idle - len(self.idle), 0)
+            self.idle.extend(workers[:keep])
+            extra = workers[keep:]
+        for w in extra:
+            w.stop()
 
     def close(self) -> None:
-        for w in self.idle:
+        with self._lock:
+            idle, self.idle = self.idle, []
+        for w in idle:
             w.stop()
-        self.idle = []
 
 
-_POOLS: dict[str, WorkerPool] = {}
+# Start method -> the pool of a ``worker_pool`` block, or None inside ``fresh_workers``; outside
+# both, ``shared_pool``.
+_POOLS: dict[str, WorkerPool | None] = {}
+_SHARED: dict[str, WorkerPool] = {}
+_UNSET = object()
+
+
+def shared_pool(start_method: str = "spawn") -> WorkerPool:
+    """The warm pool of this Python process for ``start_method``: created on first use, reused by
+    every run with islands in processes outside ``worker_pool`` / ``fresh_workers`` blocks (so
+    only the first such run pays for starting workers), its workers stopped at exit."""
+    pool = _SHARED.get(start_method)
+    if pool is None or pool.pid != os.getpid():
+        pool = _SHARED[start_method] = WorkerPool(start_method)
+    return pool
+
+
+def _close_shared_pools() -> None:
+    for pool in list(_SHARED.values()):
+        if pool.pid == os.getpid():
+            pool.close()
+    _SHARED.clear()
+
+
+atexit.register(_close_shared_pools)
+
+
+def active_pool(start_method: str = "spawn") -> WorkerPool | None:
+    """The pool a run with this start method takes its workers from (None: fresh workers)."""
+    pool = _POOLS.get(start_method, _UNSET)
+    return shared_pool(start_method) if pool is _UNSET else pool
+
+
+@contextmanager
+def _pool_override(start_method: str, pool: WorkerPool | None) -> Iterator[None]:
+    previous = _POOLS.get(start_method, _UNSET)
+    _POOLS[start_method] = pool
+    try:
+        yield
+    finally:
+        if previous is _UNSET:
+            _POOLS.pop(start_method, None)
+        else:
+            _POOLS[start_method] = previous
 
 
 @contextmanager
 def worker_pool(start_method: str = "spawn") -> Iterator[WorkerPool]:
     """Within the ``with`` block, ``ProcessExecutor`` (any optimizer with islands in worker
-    processes and this start method) reuses long-lived workers instead of starting and stopping
-    processes for every run. Results do not change; only the start-up does."""
+    processes and this start method) reuses the long-lived workers of a pool of its own, stopped
+    at the end of the block (instead of the process's ``shared_pool``). Results do not change;
+    only the start-up does."""
     pool = WorkerPool(start_method)
-    previous = _POOLS.get(start_method)
-    _POOLS[start_method] = pool
     try:
-        yield pool
+        with _pool_override(start_method, pool):
+            yield pool
+    finally:
+        pool.close()
+
+
+@contextmanager
+def fresh_workers(start_method: str = "spawn") -> Iterator[None]:
+    """Within the ``with`` block, runs with islands in processes start their own workers and stop
+    them at the end (no pool): what a run costs in a process that has no warm workers."""
+    with _pool_override(start_method, None):
+        yield
+
+
+@contextmanager
+def _numba_cache_env() -> Iterator[None]:
+    """Let a new worker process use this process's Numba cache directory (NUMBA_CACHE_DIR): a
+    spawned interpreter reads it from its environment when Numba is imported, so a directory set
+    here only in ``numba.config`` (not in the environment) would otherwise send the worker to
+    another cache, where it compiles every kernel again."""
+    from numba.core import config as numba_config
+
+    cache_dir = numba_config.CACHE_DIR
+    previous = os.environ.get("NUMBA_CACHE_DIR")
+    if not cache_dir or previous == cache_dir:
+        yield
+        return
+    os.environ["NUMBA_CACHE_DIR"] = cache_dir
+    try:
+        yield
     finally:
         if previous is None:
-            _POOLS.pop(start_method, None)
+            os.environ.pop("NUMBA_CACHE_DIR", None)
         else:
-            _POOLS[start_method] = previous
-        pool.close()
+            os.environ["NUMBA_CACHE_DIR"] = previous
 
 
 class ProcessExecutor:
@@ -897,16 +1017,20 @@ class ProcessExecutor:
     of pipes: island i sends its best straight to island i + 1 after each epoch, and its report
     to the master, which only collects (see ``_ring_epochs``).
 
-    Workers come from the active ``worker_pool`` of the start method, else are started for the
-    run and stopped at ``close``.
+    Workers come from ``active_pool(start_method)`` (the process's warm ``shared_pool`` unless a
+    ``worker_pool`` or ``fresh_workers`` block says otherwise); with no pool they are started for
+    the run and stopped at ``close``. Fresh workers load the kernels the master compiled first
+    (``warm_up_island``); their start-up time is remembered for ``choose_executor``.
     """
 
     parallel = True
 
-    def __init__(self, problem: Problem, *, start_method: str = "spawn", pool: WorkerPool | None = None) -> None:
+    def __init__(self, problem: Problem, *, start_method: str = "spawn", pool: WorkerPool | None | object = _UNSET) -> None:
         self.problem = problem
+        self.start_method = start_method
         self.ctx = mp.get_context(start_method)
-        self.pool = pool if pool is not None else _POOLS.get(start_method)
+        self.pool = active_pool(start_method) if pool is _UNSET else pool
+        self.fresh = 0  # workers started for this run (not taken idle from a pool)
         self.workers: list[_Worker] = []
         self.running: list[bool] = []  # ``run`` sent and ``done`` not yet received, per island
         self.failed = False
@@ -928,6 +1052,10 @@ class ProcessExecutor:
         self.running = [False] * n
         ring: list[tuple[Any, Any]] = []
         try:
+            self.fresh = n - min(self.pool.idle_count(), n) if self.pool is not None else n
+            if self.fresh:  # compile (first run) or load the kernels here once, before the workers load them
+                warm_up_island(self.problem, specs[0])
+            t0 = time.perf_counter()
             self.workers = (self.pool.acquire(n) if self.pool is not None
                             else [_Worker(self.ctx, f"ppdp-island-{spec.index}") for spec in specs])
             # (reader, writer) of the pipe i -> i + 1; made after the workers exist, so that a
@@ -939,6 +1067,9 @@ class ProcessExecutor:
                 self.workers[i].conn.send(("setup", pspec, spec, pred, succ, n))
             for i in range(n):
                 self._recv(i)
+            if self.fresh:
+                rounds = -(-self.fresh // _usable_cores())
+                _WORKER_START_SECONDS[self.start_method] = (time.perf_counter() - t0) / rounds
         except BaseException:
             self.failed = True
             raise
@@ -1004,6 +1135,158 @@ class ProcessExecutor:
 
 
 # ---------------------------------------------------------------------------------------
+# Which executor runs the islands
+# ---------------------------------------------------------------------------------------
+
+# Figures of ``executor = "auto"``'s estimate. Priors from benchmarks/results/islands.json (2-core
+# machine, spawn): starting fresh workers (spawn, imports, Numba kernels from the cache) took
+# about 1.3 s per round of as many workers as cores; a warm worker's setup (the problem pickled
+# and rebuilt) ~5 ms; the ring's messages ~0.3 ms per island and epoch; two islands ran their
+# halves at most ~1.7 times as fast as one ran the whole ("split ceiling"), hence the efficiency.
+AUTO_MARGIN = 1.5  # islands in processes only when estimated at least this many times faster
+_WORKER_START_PRIOR = 1.3
+_WARM_SETUP_SECONDS = 0.005
+_COMM_SECONDS_PER_ISLAND_EPOCH = 0.0003
+_SPLIT_EFFICIENCY = 0.85
+_PROBE_SECONDS = 0.03  # how long the probe island runs (after its first, untimed epoch)
+_PROBE_BUDGET_SHARE = 20  # and at most 1/20 of the budget
+# Start method -> seconds for a round of fresh workers to get ready, measured in this process
+# (``ProcessExecutor.start``, ``measure_worker_start``); the prior until then.
+_WORKER_START_SECONDS: dict[str, float] = {}
+# Run time over the probe's estimate of the last local runs chosen by "auto" in this process: the
+# probe sees a run's first epochs only, which cost less per evaluation on the instances measured
+# (a random population; later ones are finer and slower to evaluate, ~3x on 1,000 SPARCS
+# records), so an estimate leans towards "local" until a run has corrected it.
+_SERIAL_CORRECTION: deque[float] = deque(maxlen=5)
+
+
+@dataclass(frozen=True)
+class ExecutorChoice:
+    """The executor a run uses, why, and the figures of the estimate (seconds; empty when the
+    choice needed none)."""
+
+    executor: str  # "local" or "process"
+    why: str
+    estimate: dict[str, float] = field(default_factory=dict)
+
+
+def choose_executor(problem: Problem, specs: list[IslandSpec], config: dict[str, Any], budget: int) -> ExecutorChoice:
+    """The executor of a run: the one requested, or for ``"auto"`` islands in processes only when
+    the estimated run time with them beats this process alone by ``AUTO_MARGIN``.
+
+    Estimate: the serial run = seconds per evaluation of a probe island (``_probe``: the run's
+    own island code on the problem, another seed) times the budget; in processes = start-up
+    (workers to start, by rounds of as many as cores, at the measured or prior cost; idle workers
+    of the warm pool nearly free) + the serial run spread over min(islands, free cores) at the
+    split efficiency + the ring's messages. A new executor (e.g. a distributed one) gets its
+    branch here.
+    """
+    requested = config.get("executor", "auto")
+    n = len(specs)
+    if n == 1:
+        return ExecutorChoice("local", "one island: nothing to run in parallel")
+    if requested != "auto":
+        return ExecutorChoice(requested, f"executor = {requested!r} requested")
+    cores = _usable_cores()
+    if cores < 2:
+        return ExecutorChoice("local", f"{cores} usable core: islands in processes would share it")
+    # Other load on the machine is left out: it slows both ways (and n processes get a larger
+    # share of a busy machine than one), and the worker start-up it slows is measured.
+    par = float(min(n, cores))
+    probe = _probe(problem, specs[0], int(config["migration_interval"]), budget)
+    if probe is None:
+        return ExecutorChoice("local", f"budget {budget} too small to measure, let alone to split over {n} processes")
+    per_eval, evals_per_epoch = probe
+    correction = float(np.clip(np.median(_SERIAL_CORRECTION), 1 / 3, 3)) if _SERIAL_CORRECTION else 1.0
+    serial = per_eval * budget * correction
+    sm = config.get("start_method", "spawn")
+    pool = active_pool(sm)
+    fresh = n - (min(pool.idle_count(), n) if pool is not None else 0)
+    start_round = _WORKER_START_SECONDS.get(sm)
+
+    def estimate(start_round: float) -> dict[str, float]:
+        startup = math.ceil(fresh / cores) * start_round + n * _WARM_SETUP_SECONDS
+        epochs = budget / max(evals_per_epoch * n, 1.0)
+        comm = epochs * n * _COMM_SECONDS_PER_ISLAND_EPOCH
+        parallel = startup + serial / (par * _SPLIT_EFFICIENCY) + comm
+        return {"seconds_per_evaluation": per_eval, "correction": correction, "serial_seconds": serial, "process_seconds": parallel,
+                "startup_seconds": startup, "comm_seconds": comm, "cores_worth": par, "fresh_workers": fresh,
+                "worker_start_seconds": start_round}
+
+    est = estimate(start_round if start_round is not None else _WORKER_START_PRIOR)
+    if fresh and start_round is None and serial >= AUTO_MARGIN * est["process_seconds"]:
+        # The prior says processes pay: measure what starting a worker costs here before
+        # committing (once per process; the worker waits in the pool for this run).
+        start_round = measure_worker_start(problem, specs[0], sm)
+        fresh = n - (min(pool.idle_count(), n) if pool is not None else 0)
+        est = estimate(start_round)
+    measured = "measured" if start_round is not None else "prior"
+    corrected = f" x {correction:.2f} (past runs)" if correction != 1.0 else ""
+    how = (f"serial {serial:.2f} s ({1e6 * per_eval:.1f} us/evaluation x {budget}{corrected}) vs {n} islands in processes "
+           f"{est['process_seconds']:.2f} s ({est['startup_seconds']:.2f} s start-up of {fresh} new worker(s), "
+           f"{measured}; {par:.1f} cores' worth)")
+    if serial >= AUTO_MARGIN * est["process_seconds"]:
+        return ExecutorChoice("process", f"auto: {how}: processes at least {AUTO_MARGIN}x faster", est)
+    return ExecutorChoice("local", f"auto: {how}: processes not {AUTO_MARGIN}x faster", est)
+
+
+def _probe(problem: Problem, spec: IslandSpec, mi: int, budget: int) -> tuple[float, float] | None:
+    """(seconds per evaluation, evaluations per epoch) of an island like ``spec``'s, measured on
+    a throwaway copy with another seed (the run's own draws are untouched): one untimed epoch
+    (which loads or, on a first run, compiles the kernels this process needs anyway), then epochs
+    for about ``_PROBE_SECONDS``, within 1/``_PROBE_BUDGET_SHARE`` of the budget. None when that
+    leaves no timed epoch."""
+    cap = max(budget // _PROBE_BUDGET_SHARE, 1)
+    island = replace(spec, budget=min(spec.budget, cap), seed=np.random.SeedSequence(0x5EED)).build(problem)
+    counted = problem.evaluations  # the probe's evaluations are not the run's
+    try:
+        island.warm_up()
+        island.run(mi, None)
+        epochs: list[tuple[float, int]] = []  # (seconds, evaluations) of each timed epoch
+        t_end = time.perf_counter() + _PROBE_SECONDS
+        while island.can_evolve() and time.perf_counter() < t_end:
+            used, t0 = island.used, time.perf_counter()
+            island.run(mi, None)
+            if island.used > used:
+                epochs.append((time.perf_counter() - t0, island.used - used))
+    finally:
+        problem.evaluations = counted
+    if not epochs:
+        return None
+    # Time over evaluations (epochs differ a lot: the improvement step's evaluations), leaving
+    # out an epoch 10 times slower than the median one: on a first run, an epoch that compiles a
+    # kernel (a path the first epoch did not take) must not pass for the problem's cost.
+    seconds = np.array([e[0] for e in epochs])
+    evals = np.array([e[1] for e in epochs], dtype=np.float64)
+    keep = seconds / evals <= 10 * np.median(seconds / evals)
+    return float(seconds[keep].sum() / evals[keep].sum()), float(evals.mean())
+
+
+def measure_worker_start(problem: Problem, spec: IslandSpec, start_method: str = "spawn") -> float:
+    """Seconds a fresh worker takes to start and load ``spec``'s kernels (spawn, imports, Numba
+    cache), remembered for this process. The worker then waits in ``active_pool``, if any."""
+    warm_up_island(problem, spec)  # the cache holds the kernels before the worker looks
+    pool = active_pool(start_method)
+    t0 = time.perf_counter()
+    w = _Worker(mp.get_context(start_method), "ppdp-island-start-probe")  # a new one, not an idle one
+    healthy = False
+    try:
+        w.conn.send(("warm", ProblemSpec.of(problem), spec))
+        kind, payload = w.conn.recv()
+        if kind == "error":
+            raise RuntimeError(f"island worker failed to start:\n{payload}")
+        healthy = True
+    finally:
+        if pool is not None and healthy:
+            pool.release([w])
+        else:
+            w.stop()
+    seconds = time.perf_counter() - t0
+    _WORKER_START_SECONDS[start_method] = seconds
+    return seconds
+
+
+# ---------------------------------------------------------------------------------------
 # The master
 # ---------------------------------------------------------------------------------------
 
@@ -1062,7 +1345,9 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     seeds = np.random.SeedSequence(seed).spawn(n)
     specs = [IslandSpec(factory, dict(config), b, s, i, p)
              for i, (b, s, p) in enumerate(zip(split(budget, n), seeds, pops, strict=True))]
-    use_processes = n > 1 and config.get("executor", "process") == "process"
+    choice = choose_executor(problem, specs, config, budget)
+    choice_seconds = time.perf_counter() - t_start
+    use_processes = choice.executor == "process"
     executor: IslandExecutor = (ProcessExecutor(problem, start_method=config.get("start_method", "spawn"))
                                 if use_processes else LocalExecutor(problem))
     pooled = use_processes and executor.pool is not None
@@ -1106,11 +1391,19 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
         executor.close()
         shutdown = time.perf_counter() - t_close
     run_seconds = time.perf_counter() - t_start
+    if choice.executor == "local" and choice.estimate.get("serial_seconds"):
+        # What the estimate would have needed to be right (uncorrected), for the next runs.
+        est = choice.estimate
+        _SERIAL_CORRECTION.append((t_end - t_ready) / (est["serial_seconds"] / est["correction"]))
     algorithm = max(run_seconds - startup - shutdown, 0.0)
     comm = max(t_end - t_ready - max(compute), 0.0) if executor.parallel else serial_comm
     info: dict[str, Any] = {
         "islands": n,
-        "executor": "process" if use_processes else "local",
+        "executor": choice.executor,
+        "executor_why": choice.why,  # the request, or the estimate of executor = "auto"
+        "executor_estimate": choice.estimate,
+        "executor_choice_seconds": choice_seconds,  # part of startup_seconds (the probe of "auto")
+        "fresh_workers": getattr(executor, "fresh", 0),
         "worker_pool": pooled,
         "migration_interval": int(config["migration_interval"]),
         "migration_lag": int(config.get("migration_lag", 0)),

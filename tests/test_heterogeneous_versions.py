@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from connectors import connect
-from engine.errors import VerificationError
+from engine.errors import SpecError, VerificationError
 from engine.release import run_release
 from engine.spec import load_spec
 from tests.attack.harness import check_deltas
@@ -117,6 +117,14 @@ def test_second_version_repairs_the_graph_with_an_exact_delta_and_nobody_below_k
     assert set(tables[1]["ppdp_row_id"]) <= set(tables[2]["ppdp_row_id"])
     counts = attacker_candidates(db, [1, 2], {1: s1, 2: s2})
     assert len(counts) == 306 and min(counts.values()) >= K
+    # the cohort leaves together: their rows vanish together, nobody is narrowed below k
+    change(db, ["DELETE FROM adult WHERE id > 100000"])
+    v3 = run_release(spec, progress=False).run
+    assert v3.status == "succeeded" and v3.solution["repair"]["deleted"] == 6 and v3.metrics["released_records"] == 300
+    counts = attacker_candidates(db, [1, 2, 3], {1: s1, 2: s2, 3: source_state(db)})
+    assert len(counts) == 300 and min(counts.values()) >= K
+    tables[3] = read(db, "SELECT * FROM published.adult_het__v3")
+    assert check_deltas(tables, read(db, "SELECT * FROM published.adult_het__delta")) == []
 
 
 def test_a_lone_insert_is_withheld_then_published_when_others_join(tmp_path):
@@ -129,6 +137,7 @@ def test_a_lone_insert_is_withheld_then_published_when_others_join(tmp_path):
     s2 = source_state(db)
     assert v2.status == "succeeded" and v2.metrics["held_back"]["inserts_withheld"] == 1
     assert v2.metrics["released_records"] == 300 and v2.verification["passed"]
+    assert v2.cross_version["metrics_after_withholding"]["released_records"] == 300
     rid = read(db, "SELECT row_id FROM _ppdp.row_ids WHERE key = '500000'")["row_id"][0]
     assert rid not in read(db, "SELECT ppdp_row_id FROM published.adult_het__v2")["ppdp_row_id"].to_list()
     assert read(db, "SELECT COUNT(*) AS n FROM _ppdp.hetero_edges WHERE version = 2 AND '500000' IN (original, anonymized)")["n"][0] == 0
@@ -212,3 +221,19 @@ def test_postgres_second_version_with_a_withheld_insert(tmp_path, postgres_datab
     finally:
         pg.close()
     assert check_deltas({1: v1, 2: v2}, delta) == []
+
+
+def test_a_later_version_with_other_columns_or_k_is_refused(tmp_path):
+    db = load_adult(tmp_path / "h.duckdb", rows=120)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    change(db, COHORT)
+    p = tmp_path / "s.toml"
+    text = p.read_text()
+    p.write_text(text.replace('"occupation"]', ']\ndrop = ["occupation"]'))
+    with pytest.raises(SpecError, match="published other quasi-identifiers or columns"):
+        run_release(load_spec(p), progress=False)
+    p.write_text(text.replace("k = 5", "k = 4"))
+    with pytest.raises(SpecError, match="with k = 4; its graph cannot be continued"):
+        run_release(load_spec(p), progress=False)
+    assert read(db, "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'adult_het__v2'")["n"][0] == 0

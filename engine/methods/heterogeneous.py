@@ -14,10 +14,43 @@ the source alone, every published tuple covers at least k source tuples and ever
 is covered by at least k published tuples; from the private edges, the graph is exactly
 k-regular with every self edge, and every edge is consistent.
 
+Later versions (issue #16 item 7). The previous version's graph is repaired locally
+(engine/hetero/repair.py: deleted pairs re-paired, inserted tuples swapped in with k-1 edges,
+modified tuples keep their edges), then the search runs for the budget from it. Rows keep their
+``ppdp_row_id``; versions and ``__delta`` are the shared stages'.
+
+What the cross-version check means here. The attacker holds every version and delta, knows
+every person's QIDs in every version and who joined, left or changed (their own columns). For a
+person p, a published row r is a *candidate* (could be p's) unless some published version v
+(u the published version before it) rules it out:
+  (A) r is published in v while p is not in the source of v, or r does not cover p's QIDs of v
+      (p's own row always covers p; this method never carries a row past its person's leaving);
+  (B) r is published in u, p is in the source of u and v, and r is not in v (a person's row is
+      never withdrawn while the person stays; a new person's row may appear late: withheld);
+  (C) r is in u and v, p is in the source of u and v, and whether r's own (non-QID) columns
+      changed differs from whether p's changed.
+The check (sql/hetero.py ``cross_version_failures``): every person whose row is in the new
+version, and every person who left at this step, keeps at least k candidates. Rows that vanish
+(B) and rows whose own columns change (C) shrink others' candidate sets, which is why a lone
+departure or a lone change of a sensitive value is caught: the one vanished (changed) row is
+the person's. To keep repaired and re-searched graphs from shrinking candidate sets, published
+generalizations never narrow: a tuple covers its edges, every original it covered before that
+is still present (at its current values, ``_ppdp.hetero_members``), and its previous ranges and
+sets; so a person covered by a row stays covered while both remain. The price is utility that
+can only widen across versions (a fresh release, a new output name, starts tight again).
+
+Holding back: a new person with fewer than k candidates is withheld (left out of the graph, the
+version re-planned without them) until later versions bring enough similar records; a failing
+person who stayed, changed or left makes the step refuse with the count and a hint (keeping a
+departed person's previous row would need that person as a ghost node of the repaired graph, and
+the check to model an attacker who cannot tell carried rows from others: not done).
+``dynamic.policy = "strict"`` refuses instead of withholding; ``dynamic.max_repair_fraction``
+bounds the withheld rows.
+
 Spec: ``[method] name = "heterogeneous"``, ``params = { initial = "k-member" | "l-greedy" |
 "hungarian", objective = "gcp" | "sil", seconds = 30, seed = 0 }``; k is the k of the spec's
 k-anonymity model (the only model this method supports); the search budget is
-``optimizer.budget`` move evaluations. Not yet: later versions (the graph's local repair).
+``optimizer.budget`` move evaluations. A later version needs the same k.
 """
 
 from __future__ import annotations
@@ -119,14 +152,19 @@ class Heterogeneous:
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         if ctx.previous is not None:
-            self._check_continuable(ctx, settings(prep.spec))
+            self._check_continuable(ctx, prep, settings(prep.spec))
         return self._decide(ctx, prep, frozenset())
 
-    def _check_continuable(self, ctx: RunContext, s: Settings) -> None:
+    def _check_continuable(self, ctx: RunContext, prep: Prepared, s: Settings) -> None:
         prev = ctx.previous.solution or {}
         if prev.get("method") != "heterogeneous" or prev.get("k") != s.k:
             raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was not published by method 'heterogeneous' with "
                             f"k = {s.k}; its graph cannot be continued. Hint: publish under a new output name, or restore k.")
+        own = [c for c in prep.released_columns if c not in prep.spec.qid_columns]
+        before = (sorted(prev.get("numeric_qids", []) + prev.get("categorical_qids", [])), prev.get("own_columns"))
+        if before != (sorted(prep.spec.qid_columns), own) and prev.get("sources_stored"):
+            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} published other quasi-identifiers or columns; "
+                            "the versions could not be compared across. Hint: publish under a new output name.")
         if not prev.get("sources_stored"):
             raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was published before ppdp stored each version's "
                             "source QIDs, which the cross-version check needs. Hint: publish under a new output name.")
@@ -218,7 +256,8 @@ class Heterogeneous:
             sources.append((row["__key"], HS.OWN, None, _digest(tuple(row[c] for c in own))))
         solution = {"method": "heterogeneous", "k": s.k, "initial": s.initial, "objective": s.objective,
                     "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": False,
-                    "numeric_qids": numeric, "categorical_qids": categorical, "sources_stored": True}
+                    "numeric_qids": numeric, "categorical_qids": categorical, "own_columns": own,
+                    "sources_stored": True}
         if ctx.previous is not None:
             solution["repair"] = repair | {"from_version": ctx.previous.version}
         metrics = {"records": prep.source_rows, "released_records": n, "suppressed": 0,
@@ -293,6 +332,7 @@ class Heterogeneous:
         spec, con = prep.spec, ctx.con
         st: HeteroState = plan.state
         withheld: frozenset[str] = frozenset()
+        replanned = plan
         limit = int(spec.max_repair_fraction * prep.source_rows)
         for _ in range(MAX_ROUNDS + 1):
             _, failing = self._failures(ctx, prep, st, published)
@@ -324,6 +364,8 @@ class Heterogeneous:
                     "publish less often so that more records join together")
         record = {"versions_checked": len(published) + 1, "passed": True, "rule": "heterogeneous candidates (sql/hetero.py)",
                   "held_back": {"inserts_withheld": len(withheld), "deletes_delayed": 0, "changes_delayed": 0}}
+        if withheld:  # the run record's metrics describe the first plan; these the published one
+            record["metrics_after_withholding"] = {key: replanned.metrics[key] for key in ("gcp", "sil", "released_records")}
         return HistoryOutcome(None, len(withheld), 0, record)
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:

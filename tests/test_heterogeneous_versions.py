@@ -237,3 +237,24 @@ def test_a_later_version_with_other_columns_or_k_is_refused(tmp_path):
     with pytest.raises(SpecError, match="with k = 4; its graph cannot be continued"):
         run_release(load_spec(p), progress=False)
     assert read(db, "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'adult_het__v2'")["n"][0] == 0
+
+
+def test_a_broken_second_version_graph_fails_the_verification(tmp_path, monkeypatch):
+    """v2's private graph loses one edge after the repair: the verification refuses v2 and v1 stays."""
+    from engine.methods.heterogeneous import Heterogeneous
+
+    db = load_adult(tmp_path / "h.duckdb", rows=150)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    change(db, COHORT)
+    original = Heterogeneous.write_private_state
+
+    def drop_one_edge(self, ctx, prep, plan):
+        original(self, ctx, prep, plan)
+        o, a = next((o, a) for o, a in plan.state.edges.iter_rows() if o != a)
+        ctx.con.execute("DELETE FROM _ppdp.hetero_edges WHERE original = ? AND anonymized = ? AND version = 2", [o, a])
+
+    monkeypatch.setattr(Heterogeneous, "write_private_state", drop_one_edge)
+    with pytest.raises(VerificationError, match="the private graph is exactly k-regular with every self edge failed"):
+        run_release(spec, progress=False)
+    assert read(db, "SELECT COUNT(*) AS n FROM published.adult_het")["n"][0] == 150

@@ -53,7 +53,7 @@ def test_a_broken_graph_fails_the_verification(tmp_path, monkeypatch):
 
     def drop_one_edge(self, ctx, prep, plan):
         original(self, ctx, prep, plan)
-        edges = plan.state[0]
+        edges = plan.state.edges
         o, a = next((o, a) for o, a in edges.iter_rows() if o != a)
         ctx.con.execute("DELETE FROM _ppdp.hetero_edges WHERE original = ? AND anonymized = ?", [o, a])
 

@@ -6,5 +6,6 @@ incremental.py  §5's incremental structures: O(d) evaluation of a 2-opt move, N
                 (_incremental_kernels.py) with a plain-Python twin (_incremental_py.py)
 initial.py      initial graphs: k-member, l-greedy, Doka's Hungarian, §5.5 cluster conversion
 ils.py          the iterated local search of Alg. 1-2 (anytime, seeded, objective over time)
-Nothing here is registered as a release method yet; the pipeline integration comes later.
+repair.py       later versions: the previous graph repaired locally after deletes and inserts
+The release method is engine/methods/heterogeneous.py.
 """

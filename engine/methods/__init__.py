@@ -58,6 +58,11 @@ class ReleaseMethod(Protocol):
         """Whether a row of the previous version may stand unchanged in this one (held back)."""
         ...
 
+    # A method with ``publishes_classes = False`` also implements
+    # ``cross_version(ctx, prep, plan, candidate, published) -> engine.stages.history.HistoryOutcome``:
+    # the history stage calls it instead of the class-based check from the second version on (it
+    # checks the method's own cross-version rule, holds back what it can, or raises VerificationError).
+
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         """The method's own independent SQL checks of the written version (each a dict with
         ``check``, ``passed`` and what it found); [] when the model checks say everything."""

@@ -14,14 +14,48 @@ the source alone, every published tuple covers at least k source tuples and ever
 is covered by at least k published tuples; from the private edges, the graph is exactly
 k-regular with every self edge, and every edge is consistent.
 
+Later versions (issue #16 item 7). The previous version's graph is repaired locally
+(engine/hetero/repair.py: deleted pairs re-paired, inserted tuples swapped in with k-1 edges,
+modified tuples keep their edges), then the search runs for the budget from it. Rows keep their
+``ppdp_row_id``; versions and ``__delta`` are the shared stages'.
+
+What the cross-version check means here. The attacker holds every version and delta, knows
+every person's QIDs in every version and who joined, left or changed (their own columns). For a
+person p, a published row r is a *candidate* (could be p's) unless some published version v
+(u the published version before it) rules it out:
+  (A) r is published in v while p is not in the source of v, or r does not cover p's QIDs of v
+      (p's own row always covers p; this method never carries a row past its person's leaving);
+  (B) r is published in u, p is in the source of u and v, and r is not in v (a person's row is
+      never withdrawn while the person stays; a new person's row may appear late: withheld);
+  (C) r is in u and v, p is in the source of u and v, and whether r's own (non-QID) columns
+      changed differs from whether p's changed.
+The check (sql/hetero.py ``cross_version_failures``): every person whose row is in the new
+version, and every person who left at this step, keeps at least k candidates. Rows that vanish
+(B) and rows whose own columns change (C) shrink others' candidate sets, which is why a lone
+departure or a lone change of a sensitive value is caught: the one vanished (changed) row is
+the person's. To keep repaired and re-searched graphs from shrinking candidate sets, published
+generalizations never narrow: a tuple covers its edges, every original it covered before that
+is still present (at its current values, ``_ppdp.hetero_members``), and its previous ranges and
+sets; so a person covered by a row stays covered while both remain. The price is utility that
+can only widen across versions (a fresh release, a new output name, starts tight again).
+
+Holding back: a new person with fewer than k candidates is withheld (left out of the graph, the
+version re-planned without them) until later versions bring enough similar records; a failing
+person who stayed, changed or left makes the step refuse with the count and a hint (keeping a
+departed person's previous row would need that person as a ghost node of the repaired graph, and
+the check to model an attacker who cannot tell carried rows from others: not done).
+``dynamic.policy = "strict"`` refuses instead of withholding; ``dynamic.max_repair_fraction``
+bounds the withheld rows.
+
 Spec: ``[method] name = "heterogeneous"``, ``params = { initial = "k-member" | "l-greedy" |
 "hungarian", objective = "gcp" | "sil", seconds = 30, seed = 0 }``; k is the k of the spec's
 k-anonymity model (the only model this method supports); the search budget is
-``optimizer.budget`` move evaluations. Not yet: later versions (the graph's local repair).
+``optimizer.budget`` move evaluations. A later version needs the same k.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -31,16 +65,19 @@ import polars as pl
 
 from engine import catalog
 from engine.catalog import RunRecord
-from engine.errors import DataError, SpecError
+from engine.errors import DataError, SpecError, VerificationError
 from engine.hetero import initial as I
 from engine.hetero.ils import iterated_local_search
 from engine.hetero.metrics import QidTable, gcp, sil
+from engine.hetero.repair import RepairError, repair_graph
 from engine.methods import METHODS, ReleasePlan
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
 from sql import hetero as HS
 from sql import micro as M
+from sql import publish as P
 from sql import queries as Q
+from sql.quoting import quote_table
 
 PARAMS = {"initial", "objective", "seconds", "seed"}
 INITIAL = {"k-member": I.k_member, "l-greedy": I.l_greedy, "hungarian": I.hungarian}
@@ -85,6 +122,27 @@ def _is_numeric(dtype: pl.DataType) -> bool:
     return dtype.is_numeric()
 
 
+@dataclass(frozen=True, eq=False)
+class HeteroState:
+    """What the method decided for a version: the frames to store and what its SQL needs."""
+
+    edges: pl.DataFrame  # original key, anonymized key
+    members: pl.DataFrame  # original key, anonymized key: the edges plus earlier versions' still present
+    values: pl.DataFrame  # key, attribute, lo, hi, label: each anonymized tuple's generalization
+    sources: pl.DataFrame  # key, attribute, num, label: every source record's QIDs and own digest
+    numeric: tuple[str, ...]
+    categorical: tuple[str, ...]
+    own: tuple[str, ...]  # released non-QID columns (the record's own values)
+    graph_keys: frozenset[str]  # the records in this version's graph (published unless withheld)
+    new_keys: frozenset[str]  # graph records that were not in the previous version's graph
+
+
+def _digest(values: tuple) -> str:
+    """A record's own released columns as one digest (the cross-version check compares them)."""
+    joined = "\x1f".join("\x00" if v is None else str(v) for v in values)
+    return hashlib.md5(joined.encode()).hexdigest()
+
+
 class Heterogeneous:
     name = "heterogeneous"
     publishes_classes = False
@@ -93,20 +151,41 @@ class Heterogeneous:
         settings(spec)
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
-        spec = prep.spec
         if ctx.previous is not None:
-            raise SpecError(f"Release {ctx.release} already has v{ctx.previous.version}: later versions of a heterogeneous "
-                            "release (the graph's local repair) are not available yet. Hint: publish under a new output name.")
+            self._check_continuable(ctx, prep, settings(prep.spec))
+        return self._decide(ctx, prep, frozenset())
+
+    def _check_continuable(self, ctx: RunContext, prep: Prepared, s: Settings) -> None:
+        prev = ctx.previous.solution or {}
+        if prev.get("method") != "heterogeneous" or prev.get("k") != s.k:
+            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was not published by method 'heterogeneous' with "
+                            f"k = {s.k}; its graph cannot be continued. Hint: publish under a new output name, or restore k.")
+        own = [c for c in prep.released_columns if c not in prep.spec.qid_columns]
+        before = (sorted(prev.get("numeric_qids", []) + prev.get("categorical_qids", [])), prev.get("own_columns"))
+        if before != (sorted(prep.spec.qid_columns), own) and prev.get("sources_stored"):
+            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} published other quasi-identifiers or columns; "
+                            "the versions could not be compared across. Hint: publish under a new output name.")
+        if not prev.get("sources_stored"):
+            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was published before ppdp stored each version's "
+                            "source QIDs, which the cross-version check needs. Hint: publish under a new output name.")
+
+    def _decide(self, ctx: RunContext, prep: Prepared, withheld: frozenset[str]) -> ReleasePlan:
+        """The graph over the source's records minus ``withheld``: a fresh search for the first
+        version, the previous graph repaired locally (engine/hetero/repair.py) for later ones;
+        then the iterated local search for the budget."""
+        spec = prep.spec
         s = settings(spec)
-        records = ctx.con.query(M.record_select(prep.source, spec.key, spec.qid_columns, list(spec.sensitive))).sort("__key")
+        own = [c for c in prep.released_columns if c not in spec.qid_columns]
+        everyone = ctx.con.query(M.record_select(prep.source, spec.key, spec.qid_columns, own)).sort("__key")
+        for q in spec.qid_columns:
+            if everyone[q].null_count():
+                raise DataError(f"Quasi-identifier {q!r} has NULL values; the heterogeneous release needs every value.")
+        records = everyone.filter(~pl.col("__key").is_in(list(withheld))) if withheld else everyone
         n = records.height
         if n < s.k:
-            raise DataError(f"The source has {n} rows, fewer than k = {s.k}.")
+            raise DataError(f"The source has {n} rows{' not withheld' if withheld else ''}, fewer than k = {s.k}.")
         numeric = [q for q in spec.qid_columns if _is_numeric(records.schema[q])]
         categorical = [q for q in spec.qid_columns if q not in numeric]
-        for q in spec.qid_columns:
-            if records[q].null_count():
-                raise DataError(f"Quasi-identifier {q!r} has NULL values; the heterogeneous release needs every value.")
         domains = {q: sorted({str(v) for v in records[q].to_list()}) for q in categorical}
         for q, values in domains.items():
             bad = [v for v in values if HS.SET_SEPARATOR in v]
@@ -114,75 +193,201 @@ class Heterogeneous:
                 raise DataError(f"Values of {q!r} contain '{HS.SET_SEPARATOR}', the set separator of the published column: "
                                 f"{bad[:3]}. Hint: clean them or drop the column.")
         num = records.select(numeric).to_numpy().astype(np.float64) if numeric else np.zeros((n, 0))
-        cat = np.stack([np.array([domains[q].index(str(v)) for v in records[q].to_list()]) for q in categorical], axis=1) \
+        code = {q: {v: i for i, v in enumerate(vals)} for q, vals in domains.items()}
+        cat = np.stack([np.array([code[q][str(v)] for v in records[q].to_list()]) for q in categorical], axis=1) \
             if categorical else np.zeros((n, 0), dtype=np.int64)
         table = QidTable(num, cat, tuple(len(domains[q]) for q in categorical))
-        start = INITIAL[s.initial](table, s.k) if s.initial != "k-member" else I.k_member(table, s.k, seed=s.seed)
+        keys = records["__key"].to_list()
+        repair: dict[str, Any] = {}
+        previous_keys: set[str] = set()
+        start = None
+        index = {key: i for i, key in enumerate(keys)}
+        kept_members: dict[int, set[int]] = {}  # t -> originals t covered before and still present
+        prev_values: dict[tuple[str, str], tuple] = {}  # (key, attribute) -> (lo, hi, label) of the previous version
+        if ctx.previous is not None:
+            prev_edges = ctx.con.query(HS.state_select("edges", ctx.release, ctx.previous.version, ctx.dialect))
+            covered: dict[str, list[str]] = {}
+            for o, a in prev_edges.select("original", "anonymized").iter_rows():
+                covered.setdefault(a, []).append(o)
+            previous_keys = set(covered)
+            members = ctx.con.query(HS.state_select("members", ctx.release, ctx.previous.version, ctx.dialect))
+            for o, a in members.select("original", "anonymized").iter_rows():
+                if a in index and o in index:
+                    kept_members.setdefault(index[a], set()).add(index[o])
+            for key, attribute, lo, hi, label in ctx.con.query(
+                    HS.state_select("values", ctx.release, ctx.previous.version, ctx.dialect)).select(
+                    "key", "attribute", "lo", "hi", "label").iter_rows():
+                if key in index:
+                    prev_values[(key, attribute)] = (lo, hi, label)
+            try:
+                fixed = repair_graph(covered, keys, table, s.k)
+                start = fixed.graph
+                repair = {"kept": fixed.kept, "inserted": fixed.inserted, "deleted": fixed.deleted,
+                          "direct_edges": fixed.direct_edges, "swaps": fixed.swaps, "started_over": False}
+            except RepairError:  # degenerate instance: no valid swap; the initial heuristic instead
+                repair = {"started_over": True}
+        if start is None:
+            start = INITIAL[s.initial](table, s.k) if s.initial != "k-member" else I.k_member(table, s.k, seed=s.seed)
         result = iterated_local_search(table, start, objective=s.objective, seconds=s.seconds,
                                        max_evaluations=spec.budget, seed=s.seed)
         cover = result.graph.cover
-        keys = records["__key"].to_list()
         edges = [(keys[int(o)], keys[t]) for t in range(n) for o in cover[t]]
-        values = []
+        # Published generalizations never narrow across versions (see the module docstring): a
+        # tuple covers its graph edges, every original it covered before that is still here (at
+        # its current values), and its previous ranges and sets.
+        member_rows, values = [], []
         for t in range(n):
-            members = cover[t]
+            members = np.array(sorted(set(cover[t].tolist()) | kept_members.get(t, set())), dtype=np.int64)
+            member_rows += [(keys[int(o)], keys[t]) for o in members]
             for j, q in enumerate(numeric):
                 col = num[members, j]
-                values.append((keys[t], q, float(col.min()), float(col.max()), None))
+                lo, hi, _ = prev_values.get((keys[t], q), (None, None, None))
+                values.append((keys[t], q, float(col.min() if lo is None else min(col.min(), lo)),
+                               float(col.max() if hi is None else max(col.max(), hi)), None))
             for j, q in enumerate(categorical):
-                labels = sorted({domains[q][int(c)] for c in cat[members, j]})
-                values.append((keys[t], q, None, None, HS.SET_SEPARATOR.join(labels)))
+                labels = {domains[q][int(c)] for c in cat[members, j]}
+                _, _, before = prev_values.get((keys[t], q), (None, None, None))
+                labels |= set(before.split(HS.SET_SEPARATOR)) if before else set()
+                values.append((keys[t], q, None, None, HS.SET_SEPARATOR.join(sorted(labels))))
+        sources = []
+        for row in everyone.iter_rows(named=True):
+            sources += [(row["__key"], q, float(row[q]), None) for q in numeric]
+            sources += [(row["__key"], q, None, str(row[q])) for q in categorical]
+            sources.append((row["__key"], HS.OWN, None, _digest(tuple(row[c] for c in own))))
         solution = {"method": "heterogeneous", "k": s.k, "initial": s.initial, "objective": s.objective,
                     "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": False,
-                    "numeric_qids": numeric, "categorical_qids": categorical}
+                    "numeric_qids": numeric, "categorical_qids": categorical, "own_columns": own,
+                    "sources_stored": True}
+        if ctx.previous is not None:
+            solution["repair"] = repair | {"from_version": ctx.previous.version}
         metrics = {"records": prep.source_rows, "released_records": n, "suppressed": 0,
                    "gcp": float(gcp(table, result.graph)), "sil": float(sil(table, result.graph)),
                    f"initial_{s.objective}": float(result.initial_objective), s.objective: float(result.objective)}
-        state = (pl.DataFrame(edges, schema={"original": pl.String, "anonymized": pl.String}, orient="row"),
-                 pl.DataFrame(values, schema={"key": pl.String, "attribute": pl.String, "lo": pl.Float64, "hi": pl.Float64,
-                                              "label": pl.String}, orient="row"),
-                 tuple(numeric), tuple(categorical))
+        state = HeteroState(
+            pl.DataFrame(edges, schema={"original": pl.String, "anonymized": pl.String}, orient="row"),
+            pl.DataFrame(member_rows, schema={"original": pl.String, "anonymized": pl.String}, orient="row"),
+            pl.DataFrame(values, schema={"key": pl.String, "attribute": pl.String, "lo": pl.Float64, "hi": pl.Float64,
+                                         "label": pl.String}, orient="row"),
+            pl.DataFrame(sources, schema={"key": pl.String, "attribute": pl.String, "num": pl.Float64, "label": pl.String},
+                         orient="row"),
+            tuple(numeric), tuple(categorical), tuple(own), frozenset(keys),
+            frozenset(keys) - previous_keys if ctx.previous is not None else frozenset())
         return ReleasePlan("heterogeneous", solution, metrics, n, state=state)
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
-        edges, values, _, _ = plan.state
+        """The graph's edges, each anonymized tuple's generalization, and every source record's
+        QIDs and own digest (the next version repairs the graph and checks across versions)."""
+        st: HeteroState = plan.state
         for stmt in HS.ddl(ctx.dialect):
             ctx.con.execute(stmt)
-        for table, frame in (("hetero_edges", edges), ("hetero_values", values)):
+        for table, frame in (("hetero_edges", st.edges), ("hetero_members", st.members), ("hetero_values", st.values),
+                             ("hetero_sources", st.sources)):
             catalog.append_version_rows(ctx.con, table, ctx.release, ctx.version, frame, ctx.run_id)
 
     def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
         spec = prep.spec
-        _, _, numeric, categorical = plan.state
+        st: HeteroState = plan.state
         taken = set(prep.columns)
-        clash = [f"{q}_{e}" for q in numeric for e in ("min", "max") if f"{q}_{e}" in taken]
+        clash = [f"{q}_{e}" for q in st.numeric for e in ("min", "max") if f"{q}_{e}" in taken]
         if clash:
             raise SpecError(f"The published bound columns {clash} would clash with source columns. Hint: rename or drop those.")
         full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
         return HS.candidate_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
-                                   numeric=list(numeric), categorical=list(categorical), key=spec.key)
+                                   numeric=list(st.numeric), categorical=list(st.categorical), key=spec.key)
 
     def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
-        return False  # no later versions yet (see the module docstring)
+        # A previous row cannot stand unchanged: its generalization belongs to the previous graph.
+        # (The shared class-based history stage is not used by this method: cross_version is.)
+        return False
+
+    def _failures(self, ctx: RunContext, prep: Prepared, st: HeteroState, published: list[int]) -> tuple[str, pl.DataFrame]:
+        """Run the cross-version check over every published version and this one's table."""
+        spec = prep.spec
+        versions = [(v, quote_table(spec.output_schema, f"{spec.output_name}__v{v}", ctx.dialect))
+                    for v in published + [ctx.version]]
+        check = HS.cross_version_failures(versions, release=ctx.release, k=settings(spec).k, numeric=list(st.numeric),
+                                          categorical=list(st.categorical), own=list(st.own),
+                                          stage=f"xv_{ctx.run_id}", d=ctx.dialect)
+        for stmt in check.setup:
+            ctx.con.execute(stmt)
+        failing = ctx.con.query(check.query)
+        for stmt in check.cleanup:
+            ctx.con.execute(stmt)
+        return "; ".join(check.setup + (check.query,)), failing
+
+    def cross_version(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate, published: list[int]):
+        """The history stage's hook for this method (``publishes_classes`` is False): check that
+        nobody can be narrowed below k across versions (sql/hetero.py ``cross_version_failures``)
+        and withhold new records that could; refuse when anyone else could.
+
+        Withholding a new record takes it out of this version's graph: the graph is repaired and
+        searched again without it, the private state and the version table are rewritten (the
+        candidate rows are the graph's), and the record is published by a later version, when
+        enough others share its ranges."""
+        from engine.stages.history import (  # the stage imports the methods
+            MAX_ROUNDS,
+            HistoryOutcome,
+        )
+
+        spec, con = prep.spec, ctx.con
+        st: HeteroState = plan.state
+        withheld: frozenset[str] = frozenset()
+        replanned = plan
+        limit = int(spec.max_repair_fraction * prep.source_rows)
+        for _ in range(MAX_ROUNDS + 1):
+            _, failing = self._failures(ctx, prep, st, published)
+            if failing.height == 0:
+                break
+            new = {key for key, departed in failing.select("key", "departed").iter_rows() if not departed and key in st.new_keys}
+            others = failing.filter(~pl.col("key").is_in(list(new)))
+            if others.height:
+                _refuse(ctx, others, "records that stayed, changed or left cannot be held back by this method (a row "
+                        "kept from the previous version would not fit the repaired graph)",
+                        "publish less often so that more records join, change and leave together, or publish under a new "
+                        "output name")
+            if not spec.holds_back_changes:
+                _refuse(ctx, failing, "dynamic.policy \"strict\" publishes a step whole or not at all",
+                        "use dynamic.policy = \"stable-levels\" to withhold such new records until enough others join")
+            withheld |= new
+            if len(withheld) > limit:
+                _refuse(ctx, failing, f"withholding them needs {len(withheld)} rows, more than dynamic.max_repair_fraction "
+                        f"allows ({limit} of {prep.source_rows})", "raise dynamic.max_repair_fraction, or publish less often")
+            replanned = self._decide(ctx, prep, withheld)
+            st = replanned.state
+            for table in HS.PRIVATE_TABLES:
+                con.execute(HS.delete_version(table.removeprefix("hetero_"), ctx.dialect), [ctx.release, ctx.version])
+            self.write_private_state(ctx, prep, replanned)
+            con.execute(P.drop_table(candidate.relation))
+            con.execute(P.create_as(candidate.relation, P.shuffled(self.candidate_select(ctx, prep, replanned))))
+        else:
+            _refuse(ctx, failing, f"{MAX_ROUNDS} rounds of withholding did not make every record safe",
+                    "publish less often so that more records join together")
+        record = {"versions_checked": len(published) + 1, "passed": True, "rule": "heterogeneous candidates (sql/hetero.py)",
+                  "held_back": {"inserts_withheld": len(withheld), "deletes_delayed": 0, "changes_delayed": 0}}
+        if withheld:  # the run record's metrics describe the first plan; these the published one
+            record["metrics_after_withholding"] = {key: replanned.metrics[key] for key in ("gcp", "sil", "released_records")}
+        return HistoryOutcome(None, len(withheld), 0, record)
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         """The consistency graph from the published table and the source; the private graph's
-        degrees and self edges; every private edge consistent with what was published."""
+        degrees and self edges; every private edge consistent with what was published; from the
+        second version on, the cross-version rule re-checked on the written tables."""
         spec, d = prep.spec, ctx.dialect
-        _, _, numeric, categorical = plan.state
+        st: HeteroState = plan.state
+        numeric, categorical = list(st.numeric), list(st.categorical)
         k = int(plan.solution["k"])
         full = Q.Source(spec.schema, spec.table, spec.query, d)
-        cover_sql = HS.coverage_degrees(table, full, list(numeric), list(categorical))
+        cover_sql = HS.coverage_degrees(table, full, numeric, categorical, release=ctx.release, key=spec.key)
         cov = ctx.con.query(cover_sql).row(0, named=True)
         graph_sql = HS.graph_degrees(ctx.release, ctx.version, d)
         g = ctx.con.query(graph_sql).row(0, named=True)
         edge_sql = HS.inconsistent_edges(table, full, release=ctx.release, version=ctx.version, key=spec.key,
-                                         numeric=list(numeric), categorical=list(categorical))
+                                         numeric=numeric, categorical=categorical)
         bad = int(ctx.con.query(edge_sql)["n"][0])
-        n = plan.released_rows
+        n = int(ctx.con.query(P.count_rows(table))["n"][0])  # the graph's records (new ones may be withheld)
         regular = (g["min_anon"] == g["max_anon"] == k and g["min_orig"] == g["max_orig"] == k
                    and g["self_edges"] == n and g["distinct_edges"] == g["edges"] == n * k)
-        return [
+        checks = [
             {"check": "every published tuple covers and every source tuple is covered by at least k (consistency graph)",
              "passed": (cov["min_published_covers"] or 0) >= k and (cov["min_source_covered"] or 0) >= k
              and cov["published_tuples"] == n and cov["source_tuples"] == n,
@@ -194,6 +399,23 @@ class Heterogeneous:
             {"check": "every edge of the graph is consistent with the published tuple", "passed": bad == 0,
              "detail": f"{bad} edge(s) not covered", "query": edge_sql},
         ]
+        published = [r.version for r in catalog.published_runs(ctx.con, ctx.release)]
+        if published:
+            sql, failing = self._failures(ctx, prep, st, published)
+            checks.append({"check": "nobody can be narrowed below k rows across versions", "passed": failing.height == 0,
+                           "failing_records": failing.height,
+                           "fewest_candidates": int(failing["candidates"].min()) if failing.height else None,
+                           "detail": f"{failing.height} record(s) with fewer than {k} candidate rows", "query": sql})
+        return checks
+
+
+def _refuse(ctx: RunContext, failing: pl.DataFrame, why: str, hint: str) -> None:
+    departed = int(failing["departed"].sum())
+    raise VerificationError(
+        f"Cross-version privacy check failed for release {ctx.release} v{ctx.version}: someone holding every version and "
+        f"knowing who joined, left or changed could narrow {failing.height} record(s) ({departed} of them left at this step) "
+        f"to fewer than k rows (fewest: {int(failing['candidates'].min())}); {why}. Nothing was published. Hint: {hint}."
+    )
 
 
 METHODS.register("heterogeneous")(Heterogeneous())

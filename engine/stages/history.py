@@ -101,6 +101,8 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     """Hold back what would single someone out across versions, or refuse the step."""
     if not published:
         return HistoryOutcome(None)
+    if not method.publishes_classes:  # no equivalence classes: the method's own rule (cross_version)
+        return method.cross_version(ctx, prep, plan, candidate, published)
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
     previous = version_tables(ctx, published)
     prev_rel = previous[-1][1]

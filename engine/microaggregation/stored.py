@@ -238,8 +238,9 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
              catalogue: SensitiveCatalogue, forged_rows: dict[int, str], sensitive_column: str,
              restored: Restored | None = None, deferred: Sequence[str] = ()) -> Snapshot:
     """The frames of ``state`` with real ids mapped back to keys, labels over each group's real
-    records, and a fresh random row id for each new forged record. A record is labelled by its
-    current source values, a deferred one (``apply``) by the values it was grouped with."""
+    records, and a fresh random row id for each new forged record. A record is grouped by its
+    current source values, a deferred one (``apply``) by the values it was grouped with; the
+    labels cover both."""
     key_of = {i: key for key, i in id_of.items()}
     index = {key: i for i, key in enumerate(records.keys)}
     held = set(deferred)
@@ -260,8 +261,13 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
         rows = [grouped(key) for key in keys]
         members += [(key, g.gid) for key in keys]
         published += sum(1 for key in keys if key in index)
+        # A deferred change's record is still in the source with new values: the labels cover
+        # those too, so its row (relabelled with its group, like every member's) shows the person
+        # as the source has them now; only its place in the groups waits.
+        now_values = [{kd.column: value_text(kd, records.columns[kd.column][index[key]]) for kd in kinds}
+                      for key in keys if key in held and key in index]
         for kd in kinds:
-            vals = [vals_[kd.column] for vals_, _ in rows]
+            vals = [vals_[kd.column] for vals_, _ in rows] + [v[kd.column] for v in now_values]
             if kd.kind == "continuous":
                 nums = [float(v) for v in vals]
                 label = f"[{number_text(min(nums))}, {number_text(max(nums))}]"

@@ -84,6 +84,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     # epochs ahead of its predecessor instead of waiting for it. Reproducible either way.
     "migration_lag": 0,
     "executor": "process",  # "process" (one process per island) or "local" (same results, serial)
+    "ray_address": "",  # executor = "ray": the cluster ("" = RAY_ADDRESS, a running one, or a new local one)
     "start_method": "spawn",  # multiprocessing start method of the worker processes
     "oracle": False,  # memetic repair S := S*(G) on every evaluated solution (PAPER_NOTES §3)
     # Record the population diversity every n generations for HAEF Fig. 9 (0 = never). Off by
@@ -120,8 +121,8 @@ def parse_params(name: str, params: dict[str, Any], defaults: dict[str, Any]) ->
             raise SpecError(f"{name} optimizer: {key} must be in [0, 1], got {out[key]}.")
     if "f" in out and not 0.0 < out["f"] <= 2.0:
         raise SpecError(f"{name} optimizer: F must be in (0, 2] (HAEF §4.3.2), got {out['f']}.")
-    if out.get("executor") not in (None, "process", "local"):
-        raise SpecError(f"{name} optimizer: executor must be 'process' or 'local', not {out['executor']!r}.")
+    if out.get("executor") not in (None, "process", "local", "ray"):
+        raise SpecError(f"{name} optimizer: executor must be 'process', 'local' or 'ray', not {out['executor']!r}.")
     if "start_method" in out and out["start_method"] not in mp.get_all_start_methods():
         raise SpecError(f"{name} optimizer: start_method must be one of {mp.get_all_start_methods()}, "
                         f"not {out['start_method']!r}. Hint: \"spawn\".")
@@ -1065,6 +1066,9 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     use_processes = n > 1 and config.get("executor", "process") == "process"
     executor: IslandExecutor = (ProcessExecutor(problem, start_method=config.get("start_method", "spawn"))
                                 if use_processes else LocalExecutor(problem))
+    if n > 1 and config.get("executor") == "ray":  # islands as Ray actors (ray_executor.py)
+        from engine.optimizers.ray_executor import RayExecutor
+        executor = RayExecutor(problem, address=config.get("ray_address") or None)
     pooled = use_processes and executor.pool is not None
     tracker = Tracker(problem, budget, name=name, progress=progress)
     mi = int(config["migration_interval"]) if n > 1 else max(int(config["migration_interval"]), 50)
@@ -1110,7 +1114,7 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     comm = max(t_end - t_ready - max(compute), 0.0) if executor.parallel else serial_comm
     info: dict[str, Any] = {
         "islands": n,
-        "executor": "process" if use_processes else "local",
+        "executor": getattr(executor, "name", "process" if use_processes else "local"),
         "worker_pool": pooled,
         "migration_interval": int(config["migration_interval"]),
         "migration_lag": int(config.get("migration_lag", 0)),

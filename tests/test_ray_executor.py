@@ -7,6 +7,7 @@ Skipped when Ray is not installed, unless PPDP_REQUIRE_RAY=1 (CI installs ppdp[r
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -14,15 +15,15 @@ import pytest
 try:
     import ray
 except ImportError:
-    if os.environ.get("PPDP_REQUIRE_RAY") == "1":
-        raise
+    if os.environ.get("PPDP_REQUIRE_RAY", "") not in ("", "0"):
+        pytest.fail("Ray is not installed (PPDP_REQUIRE_RAY=1). Hint: pip install 'ppdp[ray]'", pytrace=False)
     pytest.skip("Ray is not installed (pip install 'ppdp[ray]'); PPDP_REQUIRE_RAY=1 makes this an error",
                 allow_module_level=True)
 
 from engine.errors import SpecError
 from engine.optimizers import run_optimizer
 from engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-from engine.optimizers.islands import IslandSpec, LocalExecutor
+from engine.optimizers.islands import IslandSpec, LocalExecutor, parse_params, run_islands
 from engine.optimizers.lattice import max_suppressed_records
 from engine.optimizers.ray_executor import (
     RayExecutor,
@@ -31,7 +32,7 @@ from engine.optimizers.ray_executor import (
     ray_actor_pool,
 )
 from engine.problem import Problem
-from tests.test_evolutionary import QIDS_K, adult_problem, same_run
+from tests.test_evolutionary import QIDS_K, FailingIsland, adult_problem, same_run
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +92,32 @@ def test_ray_executor_runs_islands_in_other_processes(ray_cluster, k_problem: Pr
         ex.close()
         loc.close()
     assert ex.actors == []
+
+
+def test_failed_and_stopped_runs_on_ray(ray_cluster, k_problem: Problem):
+    pool = ray_cluster
+    config = parse_params("failing", {"islands": 2, "migration_interval": 2}, ID_DGA_DEFAULTS)
+    idle = len(pool.idle)
+    with pytest.raises(RuntimeError, match="island 1 gives up"):
+        run_islands(k_problem, FailingIsland, {**config, "executor": "ray"}, name="failing", budget=900, seed=1)
+    assert len(pool.idle) == max(idle - 2, 0)  # a failed run's actors are stopped, not reused
+
+    def stop(evaluations: int, td: float, feasible: bool) -> None:
+        if evaluations > 100:
+            raise KeyboardInterrupt
+
+    params = {"islands": 2, "migration_interval": 2, "executor": "ray"}
+    with pytest.raises(KeyboardInterrupt):  # the master stops early: its actors go back to the pool
+        run_optimizer("id-dga", k_problem, budget=5000, seed=2, params=params, progress=stop)
+    assert len(pool.idle) >= 2
+    again = run_optimizer("id-dga", k_problem, budget=900, seed=2, params=params)
+    assert same_run(again, run_optimizer("id-dga", k_problem, budget=900, seed=2, params={**params, "executor": "local"}))
+
+
+def test_ray_executor_without_ray_is_a_spec_error(k_problem: Problem, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails, as when it is not installed
+    with pytest.raises(SpecError, match=r"needs Ray.*ppdp\[ray\]"):
+        run_optimizer("id-dga", k_problem, budget=100, params={"islands": 2, "executor": "ray"})
 
 
 @pytest.mark.parametrize("limit", [1.0, 0.02])

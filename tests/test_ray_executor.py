@@ -1,5 +1,5 @@
-"""Ray executors (issue #17 item 2) on a local Ray cluster on 127.0.0.1 that this module starts
-and stops: islands as Ray actors give the run of in-process islands for a seed, and the lattice
+"""Ray executors (issue #17 item 2) on a local one-node Ray cluster that this module starts and
+stops: islands as Ray actors give the run of in-process islands for a seed, and the lattice
 search with its node batches on Ray workers is certified with the in-process optimum.
 
 Skipped when Ray is not installed, unless PPDP_REQUIRE_RAY=1 (CI installs ppdp[ray])."""
@@ -39,8 +39,10 @@ from tests.test_evolutionary import QIDS_K, FailingIsland, adult_problem, same_r
 def ray_cluster():
     if ray.is_initialized():  # pragma: no cover - a cluster this module did not start
         pytest.skip("Ray is already initialized in this process")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             log_to_driver=False)
+    # A one-node cluster of this machine (Ray publishes it on the machine's own address even when
+    # asked for 127.0.0.1), stopped by ray.shutdown().
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    assert len(ray.nodes()) == 1
     try:
         with ray_actor_pool() as pool:  # actors started once for the module (seconds each)
             yield pool

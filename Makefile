@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,plot]'
+	$(BIN)/pip install --quiet -e '.[test,plot,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)

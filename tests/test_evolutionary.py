@@ -328,7 +328,7 @@ def test_unknown_and_fixed_parameters_raise_spec_error(k_problem: Problem):
             run_optimizer(name, k_problem, budget=100, params={"popsize": 10})
     for name, params in (("id-ga", {"islands": 2}), ("tlef", {"schedule": "adaptive"}), ("id-dga", {"mr": 2.0}),
                          ("haef", {"f": 0}), ("de", {"strategy": "best/3"}), ("ga", {"islands": 50}),
-                         ("id-dga", {"executor": "ray"}), ("ga", {"pop_size": "40"})):
+                         ("id-dga", {"executor": "dask"}), ("ga", {"pop_size": "40"})):
         with pytest.raises(SpecError):
             run_optimizer(name, k_problem, budget=100, params=params)
 

@@ -88,7 +88,7 @@ from engine.problem import Problem, fitness_key
 # Parameters
 # ---------------------------------------------------------------------------------------
 
-EXECUTORS = ("auto", "local", "process")
+EXECUTORS = ("auto", "local", "process", "ray")
 
 # Options every population-based optimizer takes (ours, not the papers', except islands/MI).
 COMMON_DEFAULTS: dict[str, Any] = {
@@ -101,6 +101,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     # "auto" (islands in processes only when the estimate says it pays, see ``choose_executor``),
     # "process" (one process per island) or "local" (all islands in this process). Same results.
     "executor": "auto",
+    "ray_address": "",  # executor = "ray": the cluster ("" = RAY_ADDRESS, a running one, or a new local one)
     "start_method": "spawn",  # multiprocessing start method of the worker processes
     "oracle": False,  # memetic repair S := S*(G) on every evaluated solution (PAPER_NOTES §3)
     # Record the population diversity every n generations for HAEF Fig. 9 (0 = never). Off by
@@ -1350,6 +1351,9 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     use_processes = choice.executor == "process"
     executor: IslandExecutor = (ProcessExecutor(problem, start_method=config.get("start_method", "spawn"))
                                 if use_processes else LocalExecutor(problem))
+    if n > 1 and config.get("executor") == "ray":  # islands as Ray actors (ray_executor.py)
+        from engine.optimizers.ray_executor import RayExecutor
+        executor = RayExecutor(problem, address=config.get("ray_address") or None)
     pooled = use_processes and executor.pool is not None
     tracker = Tracker(problem, budget, name=name, progress=progress)
     mi = int(config["migration_interval"]) if n > 1 else max(int(config["migration_interval"]), 50)
@@ -1399,7 +1403,7 @@ def run_islands(problem: Problem, factory: type[Island], config: dict[str, Any],
     comm = max(t_end - t_ready - max(compute), 0.0) if executor.parallel else serial_comm
     info: dict[str, Any] = {
         "islands": n,
-        "executor": choice.executor,
+        "executor": getattr(executor, "name", choice.executor),
         "executor_why": choice.why,  # the request, or the estimate of executor = "auto"
         "executor_estimate": choice.estimate,
         "executor_choice_seconds": choice_seconds,  # part of startup_seconds (the probe of "auto")

@@ -59,8 +59,12 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     mode = params.pop("mode", "bound")
     batch = int(params.pop("batch", 64))
     limit = params.pop("suppression_limit", 1.0)
+    executor = params.pop("executor", "local")
     if params:
-        raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. Known: mode, batch, suppression_limit.")
+        raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. "
+                        "Known: mode, batch, suppression_limit, executor.")
+    if executor not in ("local", "ray"):
+        raise SpecError(f"lattice optimizer: executor must be 'local' or 'ray', not {executor!r}.")
     max_suppressed = max_suppressed_records(problem, limit, "lattice")
     if mode not in ("bound", "exhaustive"):
         raise SpecError(f"lattice optimizer: mode must be 'bound' or 'exhaustive', not {mode!r}.")
@@ -80,6 +84,11 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         over = problem.n_records - retained.sum(axis=1) > max_suppressed
         retained[over] = problem.table.counts
         return retained, problem.evaluate(G, retained=retained)
+
+    if executor == "ray":  # the same numbers from Ray workers holding the histogram (ray_executor.py)
+        from engine.optimizers.ray_executor import RayNodeEvaluator
+        evaluate = RayNodeEvaluator(problem, max_suppressed)  # noqa: F811 - its actors stop with it
+    info["executor"] = executor
 
     if mode == "exhaustive":
         nodes = all_nodes(heights)[: budget]

@@ -57,7 +57,7 @@ microaggregation's ``_ppdp.micro_groups``), made a partition of today's records
 smaller than k, are clustered by k-member among themselves, or, fewer than k, join the class
 they widen least), converted to a k-regular graph and searched. The run record's solution
 carries ``from_release`` (release, version, method, classes, pooled records, the converted
-graph's objective) and ``initial_objective`` / ``final_objective`` (before and after the
+graph's GCP and SIL) and ``initial_objective`` / ``final_objective`` (before and after the
 search; ``objective`` stays the objective's name). Only the first version starts from the other
 release: later versions repair this release's own graph (and restart with k-member if the repair
 finds no valid swap).
@@ -489,7 +489,7 @@ def release_start(con, spec, s: Settings, keys: list[str], table: QidTable):
     classes, info = release_classes(con, spec, s.from_release)
     conversion = graph_from_classes(table, [classes.get(key) for key in keys], s.k, seed=s.seed)
     info |= {"classes_kept": conversion.classes_kept, "pooled": conversion.pooled, "pool_clusters": conversion.pool_clusters,
-             f"converted_{s.objective}": float((gcp if s.objective == "gcp" else sil)(table, conversion.graph))}
+             "converted_gcp": float(gcp(table, conversion.graph)), "converted_sil": float(sil(table, conversion.graph))}
     return conversion.graph, info
 
 

@@ -10,12 +10,14 @@ import duckdb
 import numpy as np
 import pytest
 
+from connectors import connect
 from engine.errors import SpecError
 from engine.hetero.convert import graph_from_classes
 from engine.hetero.metrics import QidTable
+from engine.methods import METHODS
 from engine.release import run_release
 from engine.spec import load_spec
-from tests.conftest import load_adult, write_spec
+from tests.conftest import load_adult, snapshot, write_spec
 
 QIDS = ["age", "sex", "race", "education"]
 KEEP = ["marital-status", "native-country", "workclass", "occupation"]
@@ -70,6 +72,30 @@ def test_a_generalization_release_converted_and_improved_by_local_search(tmp_pat
     assert out.run.metrics["released_records"] == 1000  # the heterogeneous release suppresses nobody
 
 
+@pytest.mark.postgres
+def test_postgres_generalization_release_converted_and_improved(tmp_path, postgres_database):
+    """The same on PostgreSQL: the classes read through the version table and _ppdp.row_ids there."""
+    db = load_adult(tmp_path / "g.duckdb", rows=300)
+    con = duckdb.connect(str(db), read_only=True)
+    frame = con.sql("SELECT * FROM adult").pl()
+    con.close()
+    pg = connect(postgres_database)
+    pg.write_frame("public", "adult", frame)
+    pg.close()
+
+    def on_postgres(p: Path) -> Path:
+        p.write_text(p.read_text().replace(f'database = "duckdb://{db}"', f'database = "{postgres_database}"')
+                     .replace('table = "adult"', 'table = "adult"\nschema = "public"'))
+        return p
+
+    gen = run_release(load_spec(on_postgres(write_spec(tmp_path / "g.toml", db=db, qids=QIDS, keep=KEEP, output="adult_src"))),
+                      progress=False)
+    out = run_release(load_spec(on_postgres(het_spec(tmp_path / "h.toml", db, "published.adult_src"))), progress=False)
+    start = assert_improved_release(out, "generalization")
+    assert start["classes_kept"] == gen.run.metrics["class_sizes"]["classes"]
+    assert start["pooled"] == gen.run.metrics["suppressed"]
+
+
 def adult_with_disease(db: Path, rows: int) -> Path:
     load_adult(db, rows=rows)
     con = duckdb.connect(str(db))
@@ -98,8 +124,18 @@ def test_a_missing_release_another_method_or_another_source_is_refused(tmp_path)
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE adult_copy AS SELECT * FROM adult")
     con.close()
+    # the database-side check alone (for validate.prepare, before the run record) writes nothing
+    before = snapshot(db)
+    spec = load_spec(het_spec(tmp_path / "a.toml", db, "published.nowhere"))
+    con = connect(f"duckdb://{db}")
+    try:
+        with pytest.raises(SpecError, match="names no published release 'published.nowhere'"):
+            METHODS.get("heterogeneous").check_database(spec, con)
+    finally:
+        con.close()
+    assert snapshot(db) == before
     with pytest.raises(SpecError, match="names no published release 'published.nowhere'"):
-        run_release(load_spec(het_spec(tmp_path / "a.toml", db, "published.nowhere")), progress=False)
+        run_release(spec, progress=False)
     run_release(load_spec(write_spec(tmp_path / "g.toml", db=db, qids=QIDS, keep=KEEP, output="adult_src")), progress=False)
     with pytest.raises(SpecError, match=r"from source.table = 'adult', this release reads 'adult_copy'"):
         run_release(load_spec(het_spec(tmp_path / "b.toml", db, "published.adult_src", table="adult_copy")), progress=False)

@@ -178,6 +178,13 @@ class Heterogeneous:
     def check_params(self, spec) -> None:
         settings(spec)
 
+    def check_database(self, spec, con) -> None:
+        """The checks that need the database, before anything is written: the release named by
+        ``params.from`` exists and has classes of the same source (``source_release``)."""
+        s = settings(spec)
+        if s.initial == FROM_RELEASE:
+            source_release(con, spec, s.from_release)
+
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         if ctx.previous is not None:
             self._check_continuable(ctx, prep, settings(prep.spec))
@@ -444,13 +451,10 @@ class Heterogeneous:
         return checks
 
 
-def release_classes(con, spec, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Each source key's class in the current version of the release ``name`` (``params.from``),
-    read privately, and what was read: a generalization release's published QID tuples mapped to
-    source keys by ``_ppdp.row_ids`` (its suppressed keys are not in a class), a microaggregation
-    release's ``_ppdp.micro_groups``. SpecError (one line) when the release does not exist, has no
-    published version, was published by another method, or over another source or key."""
-    d = con.dialect
+def source_release(con, spec, name: str) -> tuple[str, RunRecord, str]:
+    """The release ``name`` (``params.from``): its identity, current run and method. SpecError
+    (one line) when it does not exist, has no published version, was published by a method
+    without classes, or over another source or key. Reads only the catalog."""
     try:
         release = catalog.resolve_release(con, name)
     except SpecError:
@@ -469,6 +473,16 @@ def release_classes(con, spec, name: str) -> tuple[dict[str, Any], dict[str, Any
             raise SpecError(f"method.params.from: release {release} was published from source.{field} = "
                             f"{theirs.get(field)!r}, this release reads {ours.get(field)!r}; its classes are not of these "
                             "records. Hint: initialise from a release of the same source and key.")
+    return release, run, method
+
+
+def release_classes(con, spec, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each source key's class in the current version of the release ``name`` (``params.from``,
+    checked by ``source_release``), read privately, and what was read: a generalization release's
+    published QID tuples mapped to source keys by ``_ppdp.row_ids`` (its suppressed keys are not
+    in a class), a microaggregation release's ``_ppdp.micro_groups``."""
+    d = con.dialect
+    release, run, method = source_release(con, spec, name)
     if method == "microaggregation":
         frame = con.query(HS.micro_classes(d), [release, run.version])
     else:

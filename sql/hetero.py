@@ -241,3 +241,21 @@ def cross_version_failures(versions: list[tuple[int, str]], *, release: str, k: 
              "LEFT JOIN good AS g ON g.pkey = t.pkey AND g.rid = t.rid GROUP BY t.pkey, t.departed "
              f"HAVING COUNT(g.rid) < {int(k)} ORDER BY t.pkey")
     return CrossVersionCheck(tuple(setup), query, tuple(f"DROP TABLE IF EXISTS {t}" for t in (src, pub, pairs)))
+
+
+# -- a homogeneous release as the starting graph (params.initial = "release") ----------------------
+
+def generalized_classes(version_table: str, qids: list[str], d: str = "duckdb") -> str:
+    """(source key, class number) of every row a generalization release published in the version
+    table ``version_table`` (quoted): a class is a generalized QID tuple (``qids``, that release's
+    quasi-identifiers). Suppressed keys are not in the table. Parameter: the release's identity."""
+    rid = quote_ident("ppdp_row_id", d)
+    order = ", ".join(f"p.{quote_ident(q, d)}" for q in qids)
+    return (f"SELECT i.key AS key, DENSE_RANK() OVER (ORDER BY {order}) AS grp FROM {version_table} AS p "
+            f"JOIN {private('row_ids', d)} AS i ON i.release = ? AND i.row_id = CAST(p.{rid} AS VARCHAR)")
+
+
+def micro_classes(d: str = "duckdb") -> str:
+    """(source key, group) of the real records of one version of a microaggregation release
+    (params: release, version); forged rows are not source records and are not listed."""
+    return f"SELECT key, grp FROM {private('micro_groups', d)} WHERE release = ? AND version = ?"

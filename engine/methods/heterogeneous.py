@@ -47,10 +47,25 @@ the check to model an attacker who cannot tell carried rows from others: not don
 ``dynamic.policy = "strict"`` refuses instead of withholding; ``dynamic.max_repair_fraction``
 bounds the withheld rows.
 
+Starting from another release (issue #16 item 5, §5.5). ``initial = "release"`` with
+``from = "<schema>.<name>"`` improves an existing ppdp generalization or microaggregation release
+of the same source (``source`` table/schema/query/file and key as given in both specs; otherwise
+a one-line SpecError names the difference): the classes of its current version are read
+privately (a generalization's published QID tuples mapped to keys through ``_ppdp.row_ids``, a
+microaggregation's ``_ppdp.micro_groups``), made a partition of today's records
+(engine/hetero/convert.py: records it suppressed or never saw, and members of classes now
+smaller than k, are clustered by k-member among themselves, or, fewer than k, join the class
+they widen least), converted to a k-regular graph and searched. The run record's solution
+carries ``from_release`` (release, version, method, classes, pooled records, the converted
+graph's GCP and SIL) and ``initial_objective`` / ``final_objective`` (before and after the
+search; ``objective`` stays the objective's name). Only the first version starts from the other
+release: later versions repair this release's own graph (and restart with k-member if the repair
+finds no valid swap).
+
 Spec: ``[method] name = "heterogeneous"``, ``params = { initial = "k-member" | "l-greedy" |
-"hungarian", objective = "gcp" | "sil", seconds = 30, seed = 0 }``; k is the k of the spec's
-k-anonymity model (the only model this method supports); the search budget is
-``optimizer.budget`` move evaluations. A later version needs the same k.
+"hungarian" | "release", from = "<schema>.<name>", objective = "gcp" | "sil", seconds = 30,
+seed = 0 }``; k is the k of the spec's k-anonymity model (the only model this method supports);
+the search budget is ``optimizer.budget`` move evaluations. A later version needs the same k.
 """
 
 from __future__ import annotations
@@ -67,20 +82,25 @@ from engine import catalog
 from engine.catalog import RunRecord
 from engine.errors import DataError, SpecError, VerificationError
 from engine.hetero import initial as I
+from engine.hetero.convert import graph_from_classes
 from engine.hetero.ils import iterated_local_search
 from engine.hetero.metrics import QidTable, gcp, sil
 from engine.hetero.repair import RepairError, repair_graph
 from engine.methods import METHODS, ReleasePlan
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
+from sql import catalog as C
 from sql import hetero as HS
 from sql import micro as M
 from sql import publish as P
 from sql import queries as Q
 from sql.quoting import quote_table
 
-PARAMS = {"initial", "objective", "seconds", "seed"}
+PARAMS = {"initial", "from", "objective", "seconds", "seed"}
 INITIAL = {"k-member": I.k_member, "l-greedy": I.l_greedy, "hungarian": I.hungarian}
+FROM_RELEASE = "release"  # params.initial: the classes of the existing release params.from (§5.5)
+CONVERTIBLE = ("generalization", "microaggregation")  # the methods whose releases have classes
+SOURCE_FIELDS = ("table", "schema", "query", "file", "key")  # what must match for "the same source"
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,7 @@ class Settings:
     objective: str
     seconds: float
     seed: int
+    from_release: str | None = None  # params.from, with initial = "release"
 
 
 def settings(spec) -> Settings:
@@ -104,8 +125,15 @@ def settings(spec) -> Settings:
     if k < 2:
         raise SpecError(f"method 'heterogeneous' needs k >= 2, got {k}.")
     initial = params.get("initial", "k-member")
-    if initial not in INITIAL:
-        raise SpecError(f"method.params.initial {initial!r} is not available. Known: {', '.join(INITIAL)}.")
+    if initial not in INITIAL and initial != FROM_RELEASE:
+        raise SpecError(f"method.params.initial {initial!r} is not available. Known: {', '.join([*INITIAL, FROM_RELEASE])}.")
+    source = params.get("from")
+    if initial == FROM_RELEASE and (not isinstance(source, str) or not source.strip()):
+        raise SpecError("method.params.initial = \"release\" needs params.from = \"<schema>.<name>\", an existing "
+                        "generalization or microaggregation release of the same source.")
+    if initial != FROM_RELEASE and source is not None:
+        raise SpecError(f"method.params.from applies to initial = \"release\" only, not to {initial!r}. "
+                        "Hint: set initial = \"release\" or remove params.from.")
     objective = params.get("objective", "gcp")
     if objective not in ("gcp", "sil"):
         raise SpecError(f"method.params.objective must be \"gcp\" or \"sil\", got {objective!r}.")
@@ -115,7 +143,7 @@ def settings(spec) -> Settings:
     seed = params.get("seed", spec.seed)
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise SpecError(f"method.params.seed must be an integer, got {seed!r}.")
-    return Settings(k, initial, objective, float(seconds), seed)
+    return Settings(k, initial, objective, float(seconds), seed, source)
 
 
 def _is_numeric(dtype: pl.DataType) -> bool:
@@ -149,6 +177,13 @@ class Heterogeneous:
 
     def check_params(self, spec) -> None:
         settings(spec)
+
+    def check_database(self, spec, con) -> None:
+        """The checks that need the database, before anything is written: the release named by
+        ``params.from`` exists and has classes of the same source (``source_release``)."""
+        s = settings(spec)
+        if s.initial == FROM_RELEASE:
+            source_release(con, spec, s.from_release)
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         if ctx.previous is not None:
@@ -226,8 +261,12 @@ class Heterogeneous:
                           "direct_edges": fixed.direct_edges, "swaps": fixed.swaps, "started_over": False}
             except RepairError:  # degenerate instance: no valid swap; the initial heuristic instead
                 repair = {"started_over": True}
-        if start is None:
-            start = INITIAL[s.initial](table, s.k) if s.initial != "k-member" else I.k_member(table, s.k, seed=s.seed)
+        converted: dict[str, Any] = {}
+        if start is None and s.initial == FROM_RELEASE and ctx.previous is None:
+            start, converted = release_start(ctx.con, spec, s, keys, table)
+        if start is None:  # a release's classes only start the first version; k-member restarts
+            initial = s.initial if s.initial in INITIAL else "k-member"
+            start = INITIAL[initial](table, s.k) if initial != "k-member" else I.k_member(table, s.k, seed=s.seed)
         result = iterated_local_search(table, start, objective=s.objective, seconds=s.seconds,
                                        max_evaluations=spec.budget, seed=s.seed)
         cover = result.graph.cover
@@ -257,7 +296,10 @@ class Heterogeneous:
         solution = {"method": "heterogeneous", "k": s.k, "initial": s.initial, "objective": s.objective,
                     "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": False,
                     "numeric_qids": numeric, "categorical_qids": categorical, "own_columns": own,
-                    "sources_stored": True}
+                    "sources_stored": True, "initial_objective": float(result.initial_objective),
+                    "final_objective": float(result.objective)}
+        if converted:
+            solution["from_release"] = converted
         if ctx.previous is not None:
             solution["repair"] = repair | {"from_version": ctx.previous.version}
         metrics = {"records": prep.source_rows, "released_records": n, "suppressed": 0,
@@ -407,6 +449,62 @@ class Heterogeneous:
                            "fewest_candidates": int(failing["candidates"].min()) if failing.height else None,
                            "detail": f"{failing.height} record(s) with fewer than {k} candidate rows", "query": sql})
         return checks
+
+
+def source_release(con, spec, name: str) -> tuple[str, RunRecord, str]:
+    """The release ``name`` (``params.from``): its identity, current run and method. SpecError
+    (one line) when it does not exist, has no published version, was published by a method
+    without classes, or over another source or key. Reads only the catalog."""
+    try:
+        release = catalog.resolve_release(con, name)
+    except SpecError:
+        raise SpecError(f"method.params.from names no published release {name!r} in this database. "
+                        "Hint: give an existing release as schema.name ('ppdp runs' lists them).") from None
+    run = catalog.latest_success(con, release)
+    if run is None:
+        raise SpecError(f"method.params.from: release {release} has no published version. Hint: publish it first.")
+    method = (run.spec.get("method") or {}).get("name", "generalization")
+    if method not in CONVERTIBLE:
+        raise SpecError(f"method.params.from: release {release} was published by method {method!r}, which has no classes "
+                        f"to convert. Hint: give a {' or '.join(CONVERTIBLE)} release.")
+    theirs, ours = run.spec.get("source") or {}, spec.raw.get("source") or {}
+    for field in SOURCE_FIELDS:
+        if theirs.get(field) != ours.get(field):
+            raise SpecError(f"method.params.from: release {release} was published from source.{field} = "
+                            f"{theirs.get(field)!r}, this release reads {ours.get(field)!r}; its classes are not of these "
+                            "records. Hint: initialise from a release of the same source and key.")
+    return release, run, method
+
+
+def release_classes(con, spec, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each source key's class in the current version of the release ``name`` (``params.from``,
+    checked by ``source_release``), read privately, and what was read: a generalization release's
+    published QID tuples mapped to source keys by ``_ppdp.row_ids`` (its suppressed keys are not
+    in a class), a microaggregation release's ``_ppdp.micro_groups``."""
+    d = con.dialect
+    release, run, method = source_release(con, spec, name)
+    if method == "microaggregation":
+        frame = con.query(HS.micro_classes(d), [release, run.version])
+    else:
+        where = con.query(C.select_release(d), [release]).row(0, named=True)
+        table_name = f"{where['output_name']}__v{run.version}"
+        if con.relation_columns(where["output_schema"], table_name) is None:
+            raise DataError(f"method.params.from: the version table {where['output_schema']}.{table_name} of release "
+                            f"{release} is gone. Hint: publish that release again.")
+        qids = [q["column"] for q in run.spec.get("quasi_identifiers", [])]
+        frame = con.query(HS.generalized_classes(quote_table(where["output_schema"], table_name, d), qids, d), [release])
+    classes = dict(zip(frame["key"].cast(pl.String).to_list(), frame["grp"].to_list(), strict=True))
+    return classes, {"release": release, "version": run.version, "method": method, "classes": len(set(classes.values()))}
+
+
+def release_start(con, spec, s: Settings, keys: list[str], table: QidTable):
+    """The starting graph from the classes of release ``s.from_release`` over ``keys`` (the rows of
+    ``table``): engine/hetero/convert.py, and what the run record says about it."""
+    classes, info = release_classes(con, spec, s.from_release)
+    conversion = graph_from_classes(table, [classes.get(key) for key in keys], s.k, seed=s.seed)
+    info |= {"classes_kept": conversion.classes_kept, "pooled": conversion.pooled, "pool_clusters": conversion.pool_clusters,
+             "converted_gcp": float(gcp(table, conversion.graph)), "converted_sil": float(sil(table, conversion.graph))}
+    return conversion.graph, info
 
 
 def _refuse(ctx: RunContext, failing: pl.DataFrame, why: str, hint: str) -> None:

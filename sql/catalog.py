@@ -228,7 +228,7 @@ def list_jobs(d: str = "duckdb") -> str:
 
 # Private tables holding per-version rows (release, version, ...): the shared ones here, the
 # methods' in sql/hetero.py and sql/micro.py.
-VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "hetero_edges", "hetero_values",
+VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "hetero_edges", "hetero_values", "hetero_members", "hetero_sources",
                     "micro_groups", "micro_labels", "micro_values", "micro_forged")
 
 

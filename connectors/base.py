@@ -78,6 +78,11 @@ def connect(url: str, *, read_only: bool = False) -> Connector:
         except ImportError as exc:  # pragma: no cover - optional module
             raise ConnectorError(f"PostgreSQL support is not available: {exc}") from None
         scheme = "postgresql"
+    elif scheme == "spark":
+        try:
+            from connectors import spark_connector  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - optional module
+            raise ConnectorError(f"Spark support is not available: {exc}") from None
     return CONNECTORS.get(scheme)(url, read_only=read_only)
 
 

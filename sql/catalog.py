@@ -224,3 +224,20 @@ def select_job_spec(d: str = "duckdb") -> str:
 def list_jobs(d: str = "duckdb") -> str:
     """Every job with its state and timestamps, by name."""
     return f"SELECT name, enabled, created_at, updated_at FROM {private('jobs', d)} ORDER BY name"
+
+
+# Private tables holding per-version rows (release, version, ...): the shared ones here, the
+# methods' in sql/hetero.py and sql/micro.py.
+VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "hetero_edges", "hetero_values", "hetero_members", "hetero_sources",
+                    "micro_groups", "micro_labels", "micro_values", "micro_forged")
+
+
+def delete_unpublished_versions(table: str, d: str = "duckdb") -> str:
+    """Remove a release's rows of versions from ``?`` on (params: release, version): what a run
+    that failed without a rollback (Spark) left for a version number the next run reuses."""
+    return f"DELETE FROM {private(table, d)} WHERE release = ? AND version >= ?"
+
+
+def count_unpublished_versions(table: str, d: str = "duckdb") -> str:
+    """How many rows ``delete_unpublished_versions`` would remove (params: release, version)."""
+    return f"SELECT COUNT(*) AS n FROM {private(table, d)} WHERE release = ? AND version >= ?"

@@ -291,6 +291,8 @@ def hex_prefix_bigint(expr: str, d: str = "duckdb") -> str:
     """The first 12 hex digits of an md5 as a BIGINT (for an order-free sum fingerprint)."""
     if d == "postgres":
         return f"CAST(CAST(('x' || SUBSTR({expr}, 1, 12)) AS BIT(48)) AS BIGINT)"
+    if d == "spark":  # Spark casts no '0x' text: CONV reads the hex digits
+        return f"CAST(CONV(SUBSTR({expr}, 1, 12), 16, 10) AS BIGINT)"
     return f"CAST(('0x' || SUBSTR({expr}, 1, 12)) AS BIGINT)"
 
 

@@ -90,3 +90,4 @@ def snapshot(db: Path) -> list[tuple]:
 
 
 from tests.conftest_pg import *  # noqa: F401,F403,E402
+from tests.conftest_spark import *  # noqa: F401,F403,E402

@@ -17,7 +17,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from connectors import connect
-from connectors.base import Connector
+from connectors.base import ADVISORY_LOCKS, TRANSACTIONAL_DDL, Connector
 from connectors.postgres_connector import first_keyword, number_placeholders
 from engine.errors import ConnectorError
 from sql.quoting import quote_ident, quote_table
@@ -47,6 +47,11 @@ class ConnectorSuite:
 
     def count(self, con: Connector, relation: str) -> int:
         return int(con.query(f"SELECT COUNT(*) AS n FROM {relation}")["n"][0])
+
+    def needs(self, con: Connector, capability: str) -> None:
+        """Skip a promise the connector does not make (it says so in ``capabilities``)."""
+        if capability not in con.capabilities:
+            pytest.skip(f"{type(con).__name__} does not declare {capability}")
 
     # -- query / execute ---------------------------------------------------------------------
 
@@ -120,6 +125,7 @@ class ConnectorSuite:
             other.close()
 
     def test_failing_statement_rolls_back_everything(self, con: Connector, schema: str) -> None:
+        self.needs(con, TRANSACTIONAL_DDL)
         t = self.table(con, schema, "t")
         con.execute(f"CREATE TABLE {t} (x INTEGER)")
         with pytest.raises(ConnectorError), con.transaction():
@@ -134,6 +140,7 @@ class ConnectorSuite:
         assert self.count(con, t) == 1
 
     def test_python_exception_rolls_back(self, con: Connector, schema: str) -> None:
+        self.needs(con, TRANSACTIONAL_DDL)
         t = self.table(con, schema, "t")
         con.execute(f"CREATE TABLE {t} (x INTEGER)")
         with pytest.raises(RuntimeError, match="boom"), con.transaction():
@@ -142,6 +149,7 @@ class ConnectorSuite:
         assert self.count(con, t) == 0
 
     def test_nested_transaction_joins_the_outer_one(self, con: Connector, schema: str) -> None:
+        self.needs(con, TRANSACTIONAL_DDL)
         t = self.table(con, schema, "t")
         con.execute(f"CREATE TABLE {t} (x INTEGER)")
         with pytest.raises(RuntimeError), con.transaction():
@@ -209,6 +217,54 @@ class TestDuckDB(ConnectorSuite):
     @pytest.fixture
     def url(self, tmp_path: Path) -> str:
         return f"duckdb://{tmp_path / 'suite.duckdb'}"
+
+
+@pytest.mark.spark
+class TestSpark(ConnectorSuite):
+    """Spark in local mode; one session per process (``spark_url``), a schema per test."""
+
+    @pytest.fixture
+    def url(self, spark_url: str) -> str:
+        return spark_url
+
+    def test_no_transaction_means_statements_stand(self, con: Connector, schema: str) -> None:
+        """What Spark does instead of a rollback: each statement stands on its own (ppdp's safety
+        comes from verifying before the view switch, tests/test_spark_connector.py)."""
+        assert TRANSACTIONAL_DDL not in con.capabilities and ADVISORY_LOCKS not in con.capabilities
+        t = self.table(con, schema, "t")
+        con.execute(f"CREATE TABLE {t} (x INTEGER)")
+        with pytest.raises(RuntimeError), con.transaction():
+            con.execute(f"INSERT INTO {t} VALUES (1)")
+            raise RuntimeError("boom")
+        assert self.count(con, t) == 1
+
+    def test_names_with_spaces_quotes_and_keywords(self, con: Connector, schema: str) -> None:
+        """Spark's catalog takes schema and table names of letters, digits and _ only (a clear
+        ConnectorError otherwise); column names may be anything, quoted."""
+        with pytest.raises(ConnectorError, match="not a valid name"):
+            con.execute(f"CREATE SCHEMA {quote_ident('my odd schema', con.dialect)}")
+        frame = pl.DataFrame({"group": [1, 2], "a b": ["x", "y"], 'q"uote': [0.5, None], "order": ["?", "'"]})
+        con.write_frame(schema, "select", frame)
+        rel = self.table(con, schema, "select")
+        assert [c for c, _ in con.relation_columns(schema, "select")] == frame.columns
+        cols = ", ".join(quote_ident(c, con.dialect) for c in frame.columns)
+        back = con.query(f"SELECT {cols} FROM {rel} WHERE {quote_ident('order', con.dialect)} = ? ORDER BY 1", ["?"])
+        assert back.row(0) == (1, "x", 0.5, "?")
+        view = self.table(con, schema, "from")
+        con.execute(f"CREATE VIEW {view} AS SELECT {quote_ident('group', con.dialect)} FROM {rel}")
+        assert self.count(con, view) == 2
+
+    def test_run_lock_excludes_another_connector(self, con: Connector, url: str) -> None:
+        """The flock of a local warehouse: a second holder (here another connector) is refused."""
+        other = connect(url)
+        try:
+            assert con.try_lock("ppdp:published.y")
+            assert not other.try_lock("ppdp:published.y")
+            con.unlock("ppdp:published.y")
+            assert other.try_lock("ppdp:published.y")
+            other.unlock("ppdp:published.y")
+        finally:
+            other.close()
 
 
 @pytest.mark.postgres

@@ -41,6 +41,11 @@ class ReleaseMethod(Protocol):
         """Refuse bad ``[method] params`` (SpecError), before anything is read or written."""
         ...
 
+    def check_database(self, spec: ReleaseSpec, con) -> None:
+        """Refuse what the database makes wrong for this method (e.g. a release it starts from),
+        before anything is written; reads only."""
+        ...
+
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         """Choose the release (search, or reuse of the previous version's decisions in
         ``ctx.previous``); may read the source through ``ctx.con``, writes nothing."""

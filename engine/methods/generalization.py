@@ -103,6 +103,9 @@ class Generalization:
     name = "generalization"
     publishes_classes = True
 
+    def check_database(self, spec, con) -> None:
+        """Nothing in the database beyond the source (validated by the shared stage)."""
+
     def check_params(self, spec) -> None:
         if spec.method_params:
             raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "

@@ -157,6 +157,9 @@ class Microaggregation:
     name = "microaggregation"
     publishes_classes = True
 
+    def check_database(self, spec, con) -> None:
+        """Nothing in the database beyond the source (validated by the shared stage)."""
+
     def check_params(self, spec) -> None:
         """The parameters and the catalogue (it must load) before anything is read or written."""
         _catalogue(spec, settings(spec).catalogue)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import catalog
+from engine.leftovers import discard_unpublished_versions
 from engine.methods import ReleaseMethod, ReleasePlan
 from engine.stages.context import RunContext
 from engine.stages.validate import Prepared
@@ -31,6 +32,8 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
     catalog.ensure_schema(con)
     ctx.version = catalog.next_version(con, ctx.release)
+    # without transactions (Spark) a failed run's private rows of this version number remain
+    discard_unpublished_versions(con, ctx.release, ctx.version)
     con.execute(P.create_schema(spec.output_schema, d))
     salt = catalog.release_salt(con, ctx.release, spec.output_schema, spec.output_name)
     full = Q.Source(spec.schema, spec.table, spec.query, d)

@@ -62,7 +62,9 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     """Read and validate the source, hierarchies and models. Writes nothing."""
     from engine.methods import METHODS  # a method module imports this one
 
-    METHODS.get(spec.method).check_params(spec)
+    method = METHODS.get(spec.method)
+    method.check_params(spec)
+    method.check_database(spec, con)
     check_release_identifiers(con, spec.output_schema, spec.output_name)
     missing = missing_roles(con, spec.reader_roles)
     if missing:

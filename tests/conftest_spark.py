@@ -1,0 +1,31 @@
+"""Fixtures for tests marked ``spark``: one local Spark session (and warehouse) per test process.
+
+Spark runs one session per process and its warehouse is fixed when it starts, so every Spark
+test shares ``spark_url`` and keeps to schemas and release names of its own. Without pyspark the
+tests are skipped — or fail when ``PPDP_REQUIRE_SPARK=1`` (CI machines meant to have Spark).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+__all__ = ["spark_url", "spark_required"]
+
+
+def spark_required() -> bool:
+    return os.environ.get("PPDP_REQUIRE_SPARK", "") not in ("", "0")
+
+
+@pytest.fixture(scope="session")
+def spark_url(tmp_path_factory) -> str:
+    """``spark://local[2]?warehouse=...``: Parquet tables in a temp folder, the catalog in the
+    session (a Derby metastore, the product's default, costs ~25 s to create on this machine)."""
+    if importlib.util.find_spec("pyspark") is None:
+        if spark_required():
+            pytest.fail("PPDP_REQUIRE_SPARK=1 but pyspark is not installed (pip install 'ppdp[spark]').")
+        pytest.skip("pyspark is not installed (pip install 'ppdp[spark]')")
+    folder = tmp_path_factory.mktemp("spark") / "warehouse"
+    return f"spark://local[2]?warehouse={folder}&catalog=in-memory&conf.spark.sql.shuffle.partitions=1"

@@ -1,0 +1,212 @@
+"""Box bounds for the certified lattice search (issue #18 item 3).
+
+Notation: a node G (a level per QID), a histogram row h (records identical on every QID and
+SA), w_q(j, h) the TD weight 1/|v| of row h's value of QID q at level j (non-increasing in j),
+and TD(G, S) = sum over kept records r of sum_q w_q(G_q, r). A *box* [L, U] is every node G
+with L <= G <= U componentwise; [0, top] is the whole lattice, [G, G] the node G.
+
+**Meet levels.** For two rows h, p and a QID q let m_q(h, p) be the lowest level at which their
+values of q generalize to the same value (hierarchies are trees, so they stay equal above it).
+Two records share a class at G iff G >= m(h, p) componentwise. Two records of one row have
+m = 0.
+
+**Minimum class size.** Every class S*(G) keeps has at least ``kmin = max(k, l_distinct)``
+records (k-anonymity: size >= k; distinct l-diversity: l distinct SA values need l records;
+t-closeness sets no size, so kmin may be 1).
+
+**Partner bound.** Let r, a record of row h, be kept at some G in [L, U]. Its class has at
+least kmin records, so there are kmin - 1 other records p_1..p_{kmin-1} with G >= m(h, p_i);
+hence m(h, p_i) <= U (*partners inside the box*) and G_q >= max(L_q, m_q(h, p_i)), so with
+non-increasing weights r contributes sum_q w_q(G_q, h) <= v(h, p_i) := sum_q w_q(max(L_q,
+m_q(h, p_i)), h) for each i: at most min_i v(h, p_i), which is at most the (kmin - 1)-th largest
+v(h, p) over the other records p with m(h, p) <= U (counted with multiplicity), and r is
+suppressed (contributes 0) when fewer than kmin - 1 exist. With kmin <= 1 the bound is
+u_L(h) = sum_q w_q(L_q, h). Summing b(h) * count_h over rows bounds TD(G, S*(G)) (and TD of any
+(G, S) whose kept classes meet the models) for every G in the box: B(L, U).
+
+Properties the search relies on: (1) a sub-box has a bound no larger (a larger L raises every
+level, a smaller U removes partners); (2) B(L, U) <= TD(L, nothing suppressed) = UB(L), the
+older bound; (3) for k-anonymity alone B(G, G) = TD(G, S*(G)) exactly (a record has its
+partners at G iff its class is large enough). The monotonicity pruning of the brief (a node
+anonymous with nothing suppressed bounds everything above it) is the case U = top, L = G with
+every record's partners at G: B = UB(G) = TD(G).
+
+**Dominated partners.** For kmin = 2 only the best partner inside U matters; a partner p with
+m(h, p) >= m(h, p') componentwise is inside U only if p' is, and has v(h, p) <= v(h, p') for
+every L, so only the Pareto-minimal meet vectors of each row are kept. With kmin > 2 the
+multiplicities matter and every distinct meet vector is kept with its record count.
+
+The partner table is O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows (or kmin <= 1)
+the bound is UB(L), which is still sound. Proof tests: tests/test_lattice_bounds.py checks
+B(L, U) >= TD(G, S*(G)) for every G of random boxes by exhaustive evaluation, the exactness (3),
+the Pareto reduction, and the search's certified optimum against exhaustive search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from engine.problem import Problem
+
+MAX_PARTNER_ROWS = 20_000  # O(rows^2 x nQID) to build the partner table: seconds up to here
+
+
+def min_class_size(problem: Problem) -> int:
+    """The fewest records a class S*(G) keeps may have (see the module docstring)."""
+    o = problem.oracle_params
+    return max(int(o.k), int(o.l_distinct), 1)
+
+
+@nb.njit(cache=True)
+def _meet_levels(h, codes, gen, heights):
+    """m[p, q]: lowest level at which rows h and p agree on QID q; heights[q] + 1 (never inside
+    a box) when even the top level keeps them apart (a hierarchy without a single root)."""
+    n, nq = codes.shape
+    m = np.empty((n, nq), dtype=np.int64)
+    for p in range(n):
+        for q in range(nq):
+            j = 0
+            while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
+                j += 1
+            m[p, q] = j
+    return m
+
+
+@dataclass(frozen=True)
+class PartnerTable:
+    """Per row, the meet vectors of its candidate partners (CSR) and their record counts."""
+
+    kmin: int
+    start: np.ndarray  # (H + 1,) offsets into meet / mult
+    meet: np.ndarray  # (P, nQ) int64 meet levels
+    mult: np.ndarray  # (P,) records behind each meet vector
+
+
+def partner_table(problem: Problem) -> PartnerTable:
+    """Candidate partners of every row: Pareto-minimal meet vectors (kmin = 2) or all distinct
+    ones with their record counts (kmin > 2); a row's own other records appear as m = 0."""
+    t = problem.table
+    kmin = min_class_size(problem) if t.n_rows <= MAX_PARTNER_ROWS else 1
+    gen = t.lookup[0]
+    codes = np.ascontiguousarray(t.codes, dtype=np.int64)
+    heights = np.asarray(t.heights, dtype=np.int64)
+    n = t.n_rows
+    counts = t.counts.astype(np.int64)
+    start = [0]
+    meets: list[np.ndarray] = []
+    mults: list[np.ndarray] = []
+    for h in range(n if kmin >= 2 else 0):
+        mult = counts.copy()
+        mult[h] -= 1  # the row's other records
+        keep = mult > 0
+        # Rows that differ only in the SA share a QID tuple: their meet vector is all zeros.
+        vecs = _meet_levels(h, codes, gen, heights)[keep]
+        mu = mult[keep]
+        if len(vecs):
+            vecs, inverse = np.unique(vecs, axis=0, return_inverse=True)
+            mu = np.bincount(inverse.ravel(), weights=mu, minlength=len(vecs)).astype(np.int64)
+            if kmin == 2:
+                vecs = vecs[np.argsort(vecs.sum(axis=1), kind="stable")]
+                vecs = vecs[_pareto_minimal(np.ascontiguousarray(vecs))]
+                mu = np.ones(len(vecs), dtype=np.int64)
+        meets.append(vecs)
+        mults.append(mu)
+        start.append(start[-1] + len(vecs))
+    if kmin < 2:
+        start = [0] * (n + 1)
+    meet = np.concatenate(meets) if meets else np.zeros((0, t.n_qids), dtype=np.int64)
+    mult = np.concatenate(mults) if mults else np.zeros(0, dtype=np.int64)
+    return PartnerTable(kmin, np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
+                        np.asarray(mult, dtype=np.int64))
+
+
+@nb.njit(cache=True)
+def _pareto_minimal(vecs):
+    """Mask of the rows of ``vecs`` (distinct, sorted by sum) that no other row is <= everywhere."""
+    n, nq = vecs.shape
+    keep = np.ones(n, dtype=np.bool_)
+    for i in range(n):
+        for j in range(i):  # only rows with a smaller or equal sum can dominate row i
+            if not keep[j]:
+                continue
+            dominated = True
+            for q in range(nq):
+                if vecs[j, q] > vecs[i, q]:
+                    dominated = False
+                    break
+            if dominated:
+                keep[i] = False
+                break
+    return keep
+
+
+@nb.njit(cache=True)
+def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
+    """Bound on TD over every node of the box [L, U] (see box_bound)."""
+    n_nodes, nq = L.shape
+    n = codes.shape[0]
+    out = np.zeros(n_nodes)
+    vals = np.empty(meet.shape[0] + 1)
+    muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
+    for i in range(n_nodes):
+        total = 0.0
+        for h in range(n):
+            if kmin <= 1:
+                own = 0.0
+                for q in range(nq):
+                    own += weight[q, L[i, q], codes[h, q]]
+                total += counts[h] * own
+                continue
+            npart = 0
+            for row in range(start[h], start[h + 1]):
+                inside = True
+                for q in range(nq):
+                    if meet[row, q] > U[i, q]:
+                        inside = False
+                        break
+                if not inside:
+                    continue
+                v = 0.0
+                for q in range(nq):
+                    lv = L[i, q] if L[i, q] > meet[row, q] else meet[row, q]
+                    v += weight[q, lv, codes[h, q]]
+                vals[npart] = v
+                muls[npart] = mult[row]
+                npart += 1
+            best = 0.0
+            if kmin == 2:
+                for j in range(npart):
+                    if vals[j] > best:
+                        best = vals[j]
+            else:
+                order = np.argsort(-vals[:npart])
+                acc = 0
+                for j in order:
+                    acc += muls[j]
+                    if acc >= kmin - 1:
+                        best = vals[j]
+                        break
+            total += counts[h] * best
+        out[i] = total
+    return out
+
+
+class BoxBound:
+    """B(L, U) for batches of boxes (module docstring); O(rows x partners x nQID) a box."""
+
+    def __init__(self, problem: Problem) -> None:
+        t = problem.table
+        self.partners = partner_table(problem)
+        self._codes = np.ascontiguousarray(t.codes, dtype=np.int64)
+        self._weight = t.lookup[1]
+        self._counts = t.counts.astype(np.float64)
+
+    def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """(n,) bounds of the boxes [L[i], U[i]]."""
+        L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
+        U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
+        p = self.partners
+        return _box_bounds(L, U, self._codes, self._weight, self._counts, p.start, p.meet, p.mult, p.kmin)

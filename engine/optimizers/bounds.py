@@ -62,8 +62,8 @@ def min_class_size(problem: Problem) -> int:
 
 @nb.njit(cache=True)
 def _meet_levels(h, codes, gen, heights):
-    """m[p, q]: lowest level at which rows h and p agree on QID q; heights[q] + 1 (never inside
-    a box) when even the top level keeps them apart (a hierarchy without a single root)."""
+    """m[p, q]: lowest level at which rows h and p agree on QID q (at most heights[q]: every
+    hierarchy has one root, engine/hierarchy.py; heights[q] + 1, outside every box, otherwise)."""
     n, nq = codes.shape
     m = np.empty((n, nq), dtype=np.int64)
     for p in range(n):

@@ -31,10 +31,12 @@ partners at G iff its class is large enough). The monotonicity pruning of the br
 anonymous with nothing suppressed bounds everything above it) is the case U = top, L = G with
 every record's partners at G: B = UB(G) = TD(G).
 
-**Dominated partners.** For kmin = 2 only the best partner inside U matters; a partner p with
-m(h, p) >= m(h, p') componentwise is inside U only if p' is, and has v(h, p) <= v(h, p') for
-every L, so only the Pareto-minimal meet vectors of each row are kept. With kmin > 2 the
-multiplicities matter and every distinct meet vector is kept with its record count.
+**Dominated partners.** Records with equal meet vectors are merged (with their count). A
+partner p with m(h, p) >= m(h, p') componentwise (p' dominates p) is inside U only if p' is, and
+has v(h, p) <= v(h, p') for every L. So when dominators of p with kmin - 1 records in all are
+kept, p never changes the (kmin - 1)-th largest value and is dropped (rows in order of meet-level
+sum, counting only kept dominators, so each removal leaves its dominators in place). For
+kmin = 2 this keeps exactly the Pareto-minimal meet vectors.
 
 The partner table is O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows (or kmin <= 1)
 the bound is UB(L), which is still sound. Proof tests: tests/test_lattice_bounds.py checks
@@ -108,10 +110,10 @@ def partner_table(problem: Problem) -> PartnerTable:
         if len(vecs):
             vecs, inverse = np.unique(vecs, axis=0, return_inverse=True)
             mu = np.bincount(inverse.ravel(), weights=mu, minlength=len(vecs)).astype(np.int64)
-            if kmin == 2:
-                vecs = vecs[np.argsort(vecs.sum(axis=1), kind="stable")]
-                vecs = vecs[_pareto_minimal(np.ascontiguousarray(vecs))]
-                mu = np.ones(len(vecs), dtype=np.int64)
+            order = np.argsort(vecs.sum(axis=1), kind="stable")
+            vecs, mu = np.ascontiguousarray(vecs[order]), mu[order]
+            keep = _undominated(vecs, mu, kmin - 1)
+            vecs, mu = vecs[keep], mu[keep]
         meets.append(vecs)
         mults.append(mu)
         start.append(start[-1] + len(vecs))
@@ -124,22 +126,30 @@ def partner_table(problem: Problem) -> PartnerTable:
 
 
 @nb.njit(cache=True)
-def _pareto_minimal(vecs):
-    """Mask of the rows of ``vecs`` (distinct, sorted by sum) that no other row is <= everywhere."""
+def _undominated(vecs, mult, need):
+    """Mask of the rows of ``vecs`` (distinct, sorted by sum) that fewer than ``need`` records of
+    kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first."""
     n, nq = vecs.shape
-    keep = np.ones(n, dtype=np.bool_)
+    keep = np.zeros(n, dtype=np.bool_)
+    kept = np.empty(n, dtype=np.int64)
+    n_kept = 0
     for i in range(n):
-        for j in range(i):  # only rows with a smaller or equal sum can dominate row i
-            if not keep[j]:
-                continue
+        above = 0
+        for x in range(n_kept):
+            j = kept[x]
             dominated = True
             for q in range(nq):
                 if vecs[j, q] > vecs[i, q]:
                     dominated = False
                     break
             if dominated:
-                keep[i] = False
-                break
+                above += mult[j]
+                if above >= need:
+                    break
+        if above < need:
+            keep[i] = True
+            kept[n_kept] = i
+            n_kept += 1
     return keep
 
 

@@ -54,6 +54,7 @@ import numpy as np
 from engine.problem import Problem
 
 MAX_PARTNER_ROWS = 20_000  # O(rows^2 x nQID) to build the partner table: seconds up to here
+MAX_KEY = 2**62  # meet vectors are merged by a mixed-radix key of prod(heights + 2) values
 
 
 def min_class_size(problem: Problem) -> int:
@@ -88,10 +89,11 @@ class PartnerTable:
 
 
 def partner_table(problem: Problem) -> PartnerTable:
-    """Candidate partners of every row: Pareto-minimal meet vectors (kmin = 2) or all distinct
-    ones with their record counts (kmin > 2); a row's own other records appear as m = 0."""
+    """Candidate partners of every row (``_row_partners``); none, with kmin = 1 (the bound is then
+    UB(L)), when kmin <= 1 or the table is too large for the O(rows^2) table."""
     t = problem.table
-    kmin = min_class_size(problem) if t.n_rows <= MAX_PARTNER_ROWS else 1
+    fits = t.n_rows <= MAX_PARTNER_ROWS and np.prod(t.heights.astype(float) + 2) < MAX_KEY
+    kmin = min_class_size(problem) if fits else 1
     gen = t.lookup[0]
     codes = np.ascontiguousarray(t.codes, dtype=np.int64)
     heights = np.asarray(t.heights, dtype=np.int64)
@@ -101,19 +103,7 @@ def partner_table(problem: Problem) -> PartnerTable:
     meets: list[np.ndarray] = []
     mults: list[np.ndarray] = []
     for h in range(n if kmin >= 2 else 0):
-        mult = counts.copy()
-        mult[h] -= 1  # the row's other records
-        keep = mult > 0
-        # Rows that differ only in the SA share a QID tuple: their meet vector is all zeros.
-        vecs = _meet_levels(h, codes, gen, heights)[keep]
-        mu = mult[keep]
-        if len(vecs):
-            vecs, inverse = np.unique(vecs, axis=0, return_inverse=True)
-            mu = np.bincount(inverse.ravel(), weights=mu, minlength=len(vecs)).astype(np.int64)
-            order = np.argsort(vecs.sum(axis=1), kind="stable")
-            vecs, mu = np.ascontiguousarray(vecs[order]), mu[order]
-            keep = _undominated(vecs, mu, kmin - 1)
-            vecs, mu = vecs[keep], mu[keep]
+        vecs, mu = _row_partners(h, codes, gen, heights, counts, kmin - 1)
         meets.append(vecs)
         mults.append(mu)
         start.append(start[-1] + len(vecs))
@@ -123,6 +113,43 @@ def partner_table(problem: Problem) -> PartnerTable:
     mult = np.concatenate(mults) if mults else np.zeros(0, dtype=np.int64)
     return PartnerTable(kmin, np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
                         np.asarray(mult, dtype=np.int64))
+
+
+@nb.njit(cache=True)
+def _row_partners(h, codes, gen, heights, counts, need):
+    """Row h's partner table: its distinct meet vectors with their record counts (the row's own
+    other records as the zero vector), sorted by level sum, without those dominated by ``need``
+    records of kept vectors (``_undominated``)."""
+    m = _meet_levels(h, codes, gen, heights)
+    n, nq = m.shape
+    mult = counts.copy()
+    mult[h] -= 1
+    # Equal vectors merged: sort by a mixed-radix key (levels <= heights + 1).
+    key = np.zeros(n, dtype=np.int64)
+    for p in range(n):
+        for q in range(nq):
+            key[p] = key[p] * (heights[q] + 2) + m[p, q]
+    order = np.argsort(key, kind="mergesort")
+    vecs = np.empty((n, nq), dtype=np.int64)
+    mu = np.zeros(n, dtype=np.int64)
+    sums = np.zeros(n, dtype=np.int64)
+    d = -1
+    last = -1
+    for p in order:
+        if mult[p] == 0:
+            continue
+        if d < 0 or key[p] != last:
+            d += 1
+            last = key[p]
+            vecs[d] = m[p]
+            sums[d] = m[p].sum()
+        mu[d] += mult[p]
+    d += 1
+    by_sum = np.argsort(sums[:d], kind="mergesort")
+    vecs = vecs[:d][by_sum]
+    mu = mu[:d][by_sum]
+    keep = _undominated(vecs, mu, need)
+    return vecs[keep], mu[keep]
 
 
 @nb.njit(cache=True)
@@ -155,7 +182,7 @@ def _undominated(vecs, mult, need):
 
 @nb.njit(cache=True)
 def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
-    """Bound on TD over every node of the box [L, U] (see box_bound)."""
+    """B(L[i], U[i]) for each i (module docstring)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros(n_nodes)
@@ -170,7 +197,12 @@ def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
                     own += weight[q, L[i, q], codes[h, q]]
                 total += counts[h] * own
                 continue
+            # Partners come in order of level sum, so those already merged at L (v = the row's
+            # own weight, the most any partner gives) come first: stop once kmin - 1 are seen.
             npart = 0
+            best = 0.0
+            low = 0
+            done = False
             for row in range(start[h], start[h + 1]):
                 inside = True
                 for q in range(nq):
@@ -180,25 +212,35 @@ def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
                 if not inside:
                     continue
                 v = 0.0
+                at_low = True
                 for q in range(nq):
-                    lv = L[i, q] if L[i, q] > meet[row, q] else meet[row, q]
-                    v += weight[q, lv, codes[h, q]]
+                    if L[i, q] >= meet[row, q]:
+                        v += weight[q, L[i, q], codes[h, q]]
+                    else:
+                        at_low = False
+                        v += weight[q, meet[row, q], codes[h, q]]
+                if at_low:
+                    low += mult[row]
+                    if low >= kmin - 1:
+                        best = v
+                        done = True
+                        break
                 vals[npart] = v
                 muls[npart] = mult[row]
                 npart += 1
-            best = 0.0
-            if kmin == 2:
-                for j in range(npart):
-                    if vals[j] > best:
-                        best = vals[j]
-            else:
-                order = np.argsort(-vals[:npart])
-                acc = 0
-                for j in order:
-                    acc += muls[j]
-                    if acc >= kmin - 1:
-                        best = vals[j]
-                        break
+            if not done:
+                if kmin == 2:
+                    for j in range(npart):
+                        if vals[j] > best:
+                            best = vals[j]
+                else:
+                    order = np.argsort(-vals[:npart])
+                    acc = 0
+                    for j in order:
+                        acc += muls[j]
+                        if acc >= kmin - 1:
+                            best = vals[j]
+                            break
             total += counts[h] * best
         out[i] = total
     return out

@@ -198,3 +198,22 @@ def test_box_search_evaluates_fewer_nodes_than_node_search() -> None:
     node = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "nodes"})
     assert box.certified and node.certified and box.td == pytest.approx(node.td, rel=1e-12)
     assert box.info["nodes_evaluated"] < node.info["nodes_evaluated"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_capped_box_search_reports_a_valid_remaining_bound(seed: int) -> None:
+    """Stopped by max_boxes or the budget: not certified, something evaluated, and the bound left
+    is at least the exhaustive optimum (what the reports print as 'bound left')."""
+    rng = np.random.default_rng(87_000 + seed)
+    table = random_table(rng, n_qids=int(rng.integers(3, 5)), max_records=60, min_leaves=3)
+    while lattice_size(table.heights) < 50:
+        table = random_table(rng, n_qids=int(rng.integers(3, 5)), max_records=60, min_leaves=3)
+    models = [build_model("k-anonymity", {"k": 2})]
+    size = lattice_size(table.heights)
+    full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive"})
+    for budget, params in ((size, {"max_boxes": 1}), (size, {"max_boxes": 3}), (1, {})):
+        got = run_optimizer("lattice", Problem(table, models), budget=budget, params={"mode": "bound", **params})
+        assert got.evaluations >= 1
+        if not got.certified:
+            assert got.info["remaining_upper_bound"] >= full.td - TOL, params
+        assert got.td <= full.td + TOL

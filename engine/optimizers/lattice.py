@@ -23,6 +23,9 @@ UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.
 ``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
 Certification also needs an exact oracle (OracleParams.exact).
 
+``max_boxes`` (mode bound; default max(4 x budget, 10,000)) caps the box bounds computed; a
+search stopped by it or by the budget reports the largest bound left (``remaining_upper_bound``).
+
 ``suppression_limit`` (ARX's semantics, a fraction of nR in [0, 1], default 1 = no limit): a
 node whose S*(G) suppresses more than ``floor(limit * nR)`` records is infeasible and reported
 as (G, nothing suppressed). The bounds are unchanged: an exact S*(G) keeps the most records
@@ -112,7 +115,8 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
-    boxes_cap = 4 * int(budget) if max_boxes is None else int(max_boxes)
+    # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
+    boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
     certified, remaining, boxes = _box_search(problem, tracker, evaluate, batch, boxes_cap)
     info.update(nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
     return tracker.result(certified=certified and exact, info=info)
@@ -146,6 +150,9 @@ def _box_search(problem: Problem, tracker: Tracker, evaluate, batch: int,
         if -heap[0][0] <= best_td:
             return True, -heap[0][0], boxes
         if tracker.exhausted or boxes >= max_boxes:
+            if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
+                G = heap[0][2][None, :]
+                tracker.offer(G, *evaluate(G))
             return False, -heap[0][0], boxes
         leaves: list[np.ndarray] = []
         lows: list[np.ndarray] = []

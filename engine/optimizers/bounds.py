@@ -53,7 +53,7 @@ import numpy as np
 
 from engine.problem import Problem
 
-MAX_PARTNER_ROWS = 20_000  # O(rows^2 x nQID) to build the partner table: seconds up to here
+MAX_PARTNER_ROWS = 5_000  # O(rows^2 x nQID) to build the partner table: a few seconds up to here
 MAX_KEY = 2**62  # meet vectors are merged by a mixed-radix key of prod(heights + 2) values
 
 

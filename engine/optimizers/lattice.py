@@ -14,7 +14,11 @@ largest bound left: every node lies in exactly one box left on the heap or dropp
 bound <= the best TD. Each box split costs one bound computation (``boxes_bounded`` in the
 info); only boxes of one node count as evaluations against the budget. The bound subsumes the
 older ones: for kmin = 1 it is TD(L, nothing suppressed), and a node anonymous with nothing
-suppressed bounds its whole box by its own TD (the monotonicity pruning).
+suppressed bounds its whole box by its own TD (the monotonicity pruning). Without a partner
+bound (kmin = 1, e.g. t-closeness alone, or a table too large for the partner table, see
+bounds.MAX_PARTNER_ROWS) the box bound is UB(L) and mode bound runs the node search below
+instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
+``info["search"]`` says which ran.
 
 ``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
 (UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next
@@ -115,10 +119,15 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
+    bound = BoxBound(problem)
+    if bound.partners.kmin < 2:  # no partner bound: B(L, U) = UB(L), which the node search uses
+        certified, remaining = _node_search(problem, tracker, evaluate, batch)
+        info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified and exact, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
-    certified, remaining, boxes = _box_search(problem, tracker, evaluate, batch, boxes_cap)
-    info.update(nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+    certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap)
+    info.update(search="boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
     return tracker.result(certified=certified and exact, info=info)
 
 
@@ -130,7 +139,7 @@ def _best_feasible(ev, best_td: float) -> float:
     return max(best_td, float(feas_td.max())) if feas_td.size else best_td
 
 
-def _box_search(problem: Problem, tracker: Tracker, evaluate, batch: int,
+def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
                 max_boxes: int) -> tuple[bool, float | None, int]:
     """Best-first branch and bound over boxes [L, U] (module docstring, engine/optimizers/bounds.py).
 
@@ -138,7 +147,6 @@ def _box_search(problem: Problem, tracker: Tracker, evaluate, batch: int,
     round pops up to ``batch`` boxes above the best TD, bounds all their halves in one call and
     evaluates all popped one-node boxes in one call: both batches can be spread over workers.
     """
-    bound = BoxBound(problem)
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
     root = float(bound(L0, heights[None, :])[0])

@@ -24,7 +24,13 @@ from test_oracle import tiny_table
 
 from engine.models import build_model
 from engine.optimizers import run_optimizer
-from engine.optimizers.bounds import BoxBound, PartnerTable, _meet_levels, min_class_size
+from engine.optimizers.bounds import (
+    BoxBound,
+    PartnerTable,
+    _meet_levels,
+    min_class_size,
+    t_partners_needed,
+)
 from engine.optimizers.lattice import all_nodes, lattice_size
 from engine.problem import Problem
 
@@ -87,7 +93,7 @@ def test_box_bound_against_every_keep_vector(models_key: str, seed: int) -> None
         inside = best_at[in_box(nodes, lo, hi)].max()
         assert value >= inside - TOL, (lo, hi, value, inside)
         bites += value < problem.td_upper_bound(lo) - TOL
-    if min_class_size(problem) >= 2:
+    if bound.active and min_class_size(problem) >= 2:
         assert bites > 0  # the partner bound is tighter than TD with nothing suppressed somewhere
 
 
@@ -129,39 +135,76 @@ def test_single_node_bound_is_exact_for_k_anonymity(k: int, seed: int) -> None:
     assert np.allclose(BoxBound(problem)(nodes, nodes), td, rtol=0, atol=1e-9)
 
 
-def full_partner_table(problem: Problem) -> PartnerTable:
-    """Every other record of every row as a partner (no Pareto reduction, no merging)."""
+def full_tables(problem: Problem) -> list[PartnerTable]:
+    """Every candidate record of every row as a partner (no merging, no dominance reduction):
+    any other record with need kmin - 1, and the records of other SA values with need_t."""
     t = problem.table
     codes = np.ascontiguousarray(t.codes, dtype=np.int64)
     heights = np.asarray(t.heights, dtype=np.int64)
-    start, meets = [0], []
-    for h in range(t.n_rows):
-        m = _meet_levels(h, codes, t.lookup[0], heights)
-        reps = t.counts.astype(np.int64).copy()
-        reps[h] -= 1
-        rows = np.repeat(m, reps, axis=0)
-        meets.append(rows)
-        start.append(start[-1] + len(rows))
-    meet = np.ascontiguousarray(np.concatenate(meets), dtype=np.int64)
-    return PartnerTable(min_class_size(problem), np.asarray(start, dtype=np.int64), meet,
-                        np.ones(len(meet), dtype=np.int64))
+    counts = t.counts.astype(np.int64)
+    sa = np.asarray(t.sa)
+    kinds = []
+    if min_class_size(problem) >= 2:
+        kinds.append((np.full(t.n_rows, min_class_size(problem) - 1), lambda h: counts - (np.arange(t.n_rows) == h)))
+    need_t = t_partners_needed(problem)
+    if need_t.any():
+        kinds.append((need_t, lambda h: np.where(sa != sa[h], counts, 0)))
+    out = []
+    for need, candidates in kinds:
+        start, meets = [0], []
+        for h in range(t.n_rows):
+            rows = np.repeat(_meet_levels(h, codes, t.lookup[0], heights), candidates(h), axis=0)
+            meets.append(rows)
+            start.append(start[-1] + len(rows))
+        meet = np.ascontiguousarray(np.concatenate(meets), dtype=np.int64)
+        out.append(PartnerTable(np.asarray(start, dtype=np.int64), meet, np.ones(len(meet), dtype=np.int64),
+                                np.asarray(need, dtype=np.int64)))
+    return out
 
 
-@pytest.mark.parametrize("k", [2, 3, 4])
-@pytest.mark.parametrize("seed", range(10))
-def test_reduced_partner_table_gives_the_bound_of_every_partner(k: int, seed: int) -> None:
-    """(d) Merged equal meet vectors without those dominated by k - 1 kept records (the
-    Pareto-minimal ones for k = 2) give the same bound as every other record as a partner."""
-    rng = np.random.default_rng(84_000 + 10 * k + seed)
+@pytest.mark.parametrize("models_key", ["k=2", "k=3", "k=4", "t=0.1", "t=0.3", "k=2,t=0.1"])
+@pytest.mark.parametrize("seed", range(8))
+def test_reduced_partner_table_gives_the_bound_of_every_partner(models_key: str, seed: int) -> None:
+    """(d) Merged equal meet vectors without those dominated by need kept records (the
+    Pareto-minimal ones for need 1) give the same bound as every candidate record listed."""
+    rng = np.random.default_rng([84_000, seed, len(models_key)])
     table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
-    problem = Problem(table, [build_model("k-anonymity", {"k": k})])
+    while "t" in models_key and table.n_sa == 0:
+        table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
+    models = []
+    for part in models_key.split(","):
+        name, value = part.split("=")
+        models.append(build_model("k-anonymity", {"k": int(value)}) if name == "k"
+                      else build_model("t-closeness", {"t": float(value)}))
+    problem = Problem(table, models)
     reduced = BoxBound(problem)
     full = BoxBound(problem)
-    full.partners = full_partner_table(problem)
-    assert len(full.partners.meet) >= len(reduced.partners.meet)
+    full.tables = full_tables(problem)
+    assert len(full.tables) == len(reduced.tables)
     boxes = [random_box(rng, table.heights) for _ in range(40)]
     L, U = np.stack([b[0] for b in boxes]), np.stack([b[1] for b in boxes])
     assert np.allclose(reduced(L, U), full(L, U), rtol=0, atol=1e-9)
+
+
+def test_t_partners_needed_by_hand() -> None:
+    """q = (0.75, 0.25), t = 0.1: a record of value 1 needs ceil(1/0.35 - 1) = 2 records of value
+    0 in its class (1 of 3 is 0.33 <= 0.35; 1 of 2 is 0.5, too many); value 0 needs
+    ceil(1/0.85 - 1) = 1 record of value 1 (an all-0 class has 1.0 > 0.85)."""
+    import polars as pl
+
+    from engine.encoding import COUNT_COLUMN, encode_histogram
+    from engine.hierarchy import flat
+
+    hist = pl.DataFrame({"q": ["a", "b", "c", "d"], "s": ["0", "0", "0", "1"], COUNT_COLUMN: [1, 1, 1, 1]})
+    table = encode_histogram(hist, ["q"], ["s"], [flat("q", ["a", "b", "c", "d"])])
+    problem = Problem(table, [build_model("t-closeness", {"t": 0.1})])
+    value_1 = int(np.flatnonzero(np.isclose(table.sa_distribution, 0.25))[0])
+    assert t_partners_needed(problem).tolist() == [2 if code == value_1 else 1 for code in table.sa]
+    top = np.asarray(table.heights, dtype=np.int64)
+    # At the bottom nobody shares a class: nothing can be kept; at the top everything can.
+    bound = BoxBound(problem)
+    assert bound(np.zeros_like(top), np.zeros_like(top))[0] == 0.0
+    assert bound(top, top)[0] == pytest.approx(problem.td_upper_bound(top))
 
 
 @pytest.mark.parametrize("limit", [1.0, 0.3])

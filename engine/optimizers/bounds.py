@@ -24,6 +24,13 @@ suppressed (contributes 0) when fewer than kmin - 1 exist. With kmin <= 1 the bo
 u_L(h) = sum_q w_q(L_q, h). Summing b(h) * count_h over rows bounds TD(G, S*(G)) (and TD of any
 (G, S) whose kept classes meet the models) for every G in the box: B(L, U).
 
+**t-closeness partners.** The t-distance is Euclidean (engine/evaluator/_kernels.py), at least
+|P(s) - q_s| for every SA value s, so a kept class holding a_s >= 1 records of r's SA value s
+among n has a_s / n <= q_s + t, hence n - a_s >= a_s (1 / (q_s + t) - 1) >= 1 / (q_s + t) - 1:
+r needs need_t(s) = ceil(1 / (q_s + t) - 1) partners *with another SA value*. The same argument
+gives the need_t(s)-th largest v over those partners inside U (a second partner table, whose
+candidates are the records of other SA values); a row's bound is the smaller of the two.
+
 Properties the search relies on: (1) a sub-box has a bound no larger (a larger L raises every
 level, a smaller U removes partners); (2) B(L, U) <= TD(L, nothing suppressed) = UB(L), the
 older bound; (3) for k-anonymity alone B(G, G) = TD(G, S*(G)) exactly (a record has its
@@ -38,8 +45,8 @@ kept, p never changes the (kmin - 1)-th largest value and is dropped (rows in or
 sum, counting only kept dominators, so each removal leaves its dominators in place). For
 kmin = 2 this keeps exactly the Pareto-minimal meet vectors.
 
-The partner table is O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows (or kmin <= 1)
-the bound is UB(L), which is still sound. Proof tests: tests/test_lattice_bounds.py checks
+The partner tables are O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows (or with
+neither a minimum class size nor a binding t) the bound is UB(L), which is still sound. Proof tests: tests/test_lattice_bounds.py checks
 B(L, U) >= TD(G, S*(G)) for every G of random boxes by exhaustive evaluation, the exactness (3),
 the Pareto reduction, and the search's certified optimum against exhaustive search.
 """
@@ -80,50 +87,85 @@ def _meet_levels(h, codes, gen, heights):
 
 @dataclass(frozen=True)
 class PartnerTable:
-    """Per row, the meet vectors of its candidate partners (CSR) and their record counts."""
+    """Per row, the meet vectors of its candidate partners (CSR), their record counts, and how
+    many partner records a kept record of the row needs (0: no partner bound for the row)."""
 
-    kmin: int
     start: np.ndarray  # (H + 1,) offsets into meet / mult
     meet: np.ndarray  # (P, nQ) int64 meet levels
     mult: np.ndarray  # (P,) records behind each meet vector
+    need: np.ndarray  # (H,) partner records needed
+
+    @property
+    def active(self) -> bool:
+        return bool(np.any(self.need > 0))
 
 
-def partner_table(problem: Problem) -> PartnerTable:
-    """Candidate partners of every row (``_row_partners``); none, with kmin = 1 (the bound is then
-    UB(L)), when kmin <= 1 or the table is too large for the O(rows^2) table."""
+def t_partners_needed(problem: Problem) -> np.ndarray:
+    """Per row, the records with another SA value a kept record of the row needs in its class
+    under t-closeness (module docstring); zeros without t-closeness."""
     t = problem.table
-    fits = t.n_rows <= MAX_PARTNER_ROWS and np.prod(t.heights.astype(float) + 2) < MAX_KEY
-    kmin = min_class_size(problem) if fits else 1
+    o = problem.oracle_params
+    if o.t < 0 or t.n_sa == 0:
+        return np.zeros(t.n_rows, dtype=np.int64)
+    share = np.asarray(t.sa_distribution, dtype=np.float64)[t.sa] + float(o.t)
+    # ceil(1 / (q_s + t) - 1), a hair below to absorb rounding (a smaller need is still sound)
+    need = np.ceil(np.where(share < 1.0, 1.0 / share - 1.0, 0.0) - 1e-9)
+    return np.maximum(need, 0).astype(np.int64)
+
+
+def partner_tables(problem: Problem) -> list[PartnerTable]:
+    """The size table (any other record; need kmin - 1) and the t-closeness table (records with
+    another SA value; need per row), those that bind; none when the table is too large for the
+    O(rows^2) tables (the bound is then UB(L))."""
+    t = problem.table
+    if t.n_rows > MAX_PARTNER_ROWS or np.prod(t.heights.astype(float) + 2) >= MAX_KEY:
+        return []
+    counts = t.counts.astype(np.int64)
+    out = []
+    kmin = min_class_size(problem)
+    if kmin >= 2:
+        out.append(_table(problem, np.full(t.n_rows, kmin - 1, dtype=np.int64), lambda h: _minus_self(counts, h)))
+    need_t = t_partners_needed(problem)
+    if np.any(need_t > 0):
+        sa = np.asarray(t.sa)
+        out.append(_table(problem, need_t, lambda h: np.where(sa != sa[h], counts, 0)))
+    return out
+
+
+def _minus_self(counts: np.ndarray, h: int) -> np.ndarray:
+    mult = counts.copy()
+    mult[h] -= 1  # the row's other records
+    return mult
+
+
+def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
+    """``candidates(h)``: records per row that may share a class with a record of row h."""
+    t = problem.table
     gen = t.lookup[0]
     codes = np.ascontiguousarray(t.codes, dtype=np.int64)
     heights = np.asarray(t.heights, dtype=np.int64)
-    n = t.n_rows
-    counts = t.counts.astype(np.int64)
     start = [0]
     meets: list[np.ndarray] = []
     mults: list[np.ndarray] = []
-    for h in range(n if kmin >= 2 else 0):
-        vecs, mu = _row_partners(h, codes, gen, heights, counts, kmin - 1)
-        meets.append(vecs)
-        mults.append(mu)
-        start.append(start[-1] + len(vecs))
-    if kmin < 2:
-        start = [0] * (n + 1)
+    for h in range(t.n_rows):
+        if need[h] > 0:
+            vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]))
+            meets.append(vecs)
+            mults.append(mu)
+        start.append(start[-1] + (len(meets[-1]) if need[h] > 0 else 0))
     meet = np.concatenate(meets) if meets else np.zeros((0, t.n_qids), dtype=np.int64)
     mult = np.concatenate(mults) if mults else np.zeros(0, dtype=np.int64)
-    return PartnerTable(kmin, np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
-                        np.asarray(mult, dtype=np.int64))
+    return PartnerTable(np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
+                        np.asarray(mult, dtype=np.int64), need.astype(np.int64))
 
 
 @nb.njit(cache=True)
-def _row_partners(h, codes, gen, heights, counts, need):
-    """Row h's partner table: its distinct meet vectors with their record counts (the row's own
-    other records as the zero vector), sorted by level sum, without those dominated by ``need``
-    records of kept vectors (``_undominated``)."""
+def _row_partners(h, codes, gen, heights, mult, need):
+    """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
+    each row p with their record counts (the row's own other records: the zero vector), sorted by
+    level sum, without those dominated by ``need`` records of kept vectors (``_undominated``)."""
     m = _meet_levels(h, codes, gen, heights)
     n, nq = m.shape
-    mult = counts.copy()
-    mult[h] -= 1
     # Equal vectors merged: sort by a mixed-radix key (levels <= heights + 1).
     key = np.zeros(n, dtype=np.int64)
     for p in range(n):
@@ -181,24 +223,25 @@ def _undominated(vecs, mult, need):
 
 
 @nb.njit(cache=True)
-def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
-    """B(L[i], U[i]) for each i (module docstring)."""
+def _row_bounds(L, U, codes, weight, start, meet, mult, need):
+    """out[i, h]: the bound of one record of row h over the box [L[i], U[i]] (module docstring):
+    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
-    out = np.zeros(n_nodes)
+    out = np.zeros((n_nodes, n))
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
     for i in range(n_nodes):
-        total = 0.0
         for h in range(n):
-            if kmin <= 1:
+            k = need[h]
+            if k <= 0:
                 own = 0.0
                 for q in range(nq):
                     own += weight[q, L[i, q], codes[h, q]]
-                total += counts[h] * own
+                out[i, h] = own
                 continue
             # Partners come in order of level sum, so those already merged at L (v = the row's
-            # own weight, the most any partner gives) come first: stop once kmin - 1 are seen.
+            # own weight, the most any partner gives) come first: stop once k of them are seen.
             npart = 0
             best = 0.0
             low = 0
@@ -221,7 +264,7 @@ def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
                         v += weight[q, meet[row, q], codes[h, q]]
                 if at_low:
                     low += mult[row]
-                    if low >= kmin - 1:
+                    if low >= k:
                         best = v
                         done = True
                         break
@@ -229,7 +272,7 @@ def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
                 muls[npart] = mult[row]
                 npart += 1
             if not done:
-                if kmin == 2:
+                if k == 1:
                     for j in range(npart):
                         if vals[j] > best:
                             best = vals[j]
@@ -238,11 +281,10 @@ def _box_bounds(L, U, codes, weight, counts, start, meet, mult, kmin):
                     acc = 0
                     for j in order:
                         acc += muls[j]
-                        if acc >= kmin - 1:
+                        if acc >= k:
                             best = vals[j]
                             break
-            total += counts[h] * best
-        out[i] = total
+            out[i, h] = best
     return out
 
 
@@ -251,14 +293,25 @@ class BoxBound:
 
     def __init__(self, problem: Problem) -> None:
         t = problem.table
-        self.partners = partner_table(problem)
+        self.tables = partner_tables(problem)
         self._codes = np.ascontiguousarray(t.codes, dtype=np.int64)
         self._weight = t.lookup[1]
         self._counts = t.counts.astype(np.float64)
+        self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
+                                  np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
+
+    @property
+    def active(self) -> bool:
+        """Some row has a partner bound (otherwise B(L, U) = UB(L))."""
+        return any(p.active for p in self.tables)
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
-        """(n,) bounds of the boxes [L[i], U[i]]."""
+        """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""
         L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
         U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
-        p = self.partners
-        return _box_bounds(L, U, self._codes, self._weight, self._counts, p.start, p.meet, p.mult, p.kmin)
+        per_row = None
+        for p in self.tables or [self._none]:
+            r = _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need)
+            per_row = r if per_row is None else np.minimum(per_row, r)
+        # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
+        return np.multiply(per_row, self._counts).sum(axis=1)

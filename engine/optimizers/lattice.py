@@ -120,7 +120,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
     bound = BoxBound(problem)
-    if bound.partners.kmin < 2:  # no partner bound: B(L, U) = UB(L), which the node search uses
+    if not bound.active:  # no partner bound: B(L, U) = UB(L), which the node search uses
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)

@@ -55,9 +55,9 @@ def render(meta: dict, rows: list[dict]) -> str:
            f"({meta['machine']}); total {meta['seconds']:.0f} s. Budget {meta['budget']:,} node evaluations per "
            "instance. Mode `bound`: box branch and bound with the partner bound (engine/optimizers/bounds.py); "
            "mode `nodes`: the earlier best-first by TD with nothing suppressed. *bound left* = the largest bound "
-           "of an unexplored part when not certified. Seconds exclude numba's compilation. *boxes bounded* empty: "
-           "mode bound ran the node search, as it does when no partner bound applies (t-closeness alone: no "
-           "minimum class size); it evaluates whole batches of 64 nodes, hence 64 on lattices solved at once.", "",
+           "of an unexplored part when not certified. Seconds exclude numba's compilation (the machine is shared: "
+           "times are indicative). *boxes bounded* empty: mode bound ran the node search, as it does when no "
+           "partner bound applies. Nodes are evaluated in batches of up to 64.", "",
            "| case | t | nQID | nR | lattice nodes | mode | certified | TD | bound left | nodes evaluated "
            "| boxes bounded | seconds |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -214,6 +214,7 @@ def run_task(task: dict[str, Any]) -> dict[str, Any]:
     if task["name"] == "lattice":
         out["upper_bound"] = res.info.get("remaining_upper_bound")
         out["nodes_evaluated"] = res.info.get("nodes_evaluated")
+        out["boxes_bounded"] = res.info.get("boxes_bounded")  # box branch and bound (mode bound)
         return out
     grid = _grid(budget)
     curve = res.curve(budget)

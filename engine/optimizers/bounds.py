@@ -30,6 +30,8 @@ among n has a_s / n <= q_s + t, hence n - a_s >= a_s (1 / (q_s + t) - 1) >= 1 / 
 r needs need_t(s) = ceil(1 / (q_s + t) - 1) partners *with another SA value*. The same argument
 gives the need_t(s)-th largest v over those partners inside U (a second partner table, whose
 candidates are the records of other SA values); a row's bound is the smaller of the two.
+This needs a distance >= |P(s) - q_s|: the Euclidean one is the only t-closeness distance
+(engine/models/t_closeness.py); a hierarchical EMD, which can be smaller, would need its own.
 
 Properties the search relies on: (1) a sub-box has a bound no larger (a larger L raises every
 level, a smaller U removes partners); (2) B(L, U) <= TD(L, nothing suppressed) = UB(L), the
@@ -46,9 +48,12 @@ sum, counting only kept dominators, so each removal leaves its dominators in pla
 kmin = 2 this keeps exactly the Pareto-minimal meet vectors.
 
 The partner tables are O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows (or with
-neither a minimum class size nor a binding t) the bound is UB(L), which is still sound. Proof tests: tests/test_lattice_bounds.py checks
-B(L, U) >= TD(G, S*(G)) for every G of random boxes by exhaustive evaluation, the exactness (3),
-the Pareto reduction, and the search's certified optimum against exhaustive search.
+neither a minimum class size nor a binding t) the bound is UB(L), which is still sound.
+
+Proof tests (tests/test_lattice_bounds.py): B(L, U) >= TD of every feasible (G, S) in the box
+by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
+random tables and boxes; (1) and (2); the exactness (3); the reduced tables against every
+candidate listed; need_t by hand; the search's certified optimum against exhaustive search.
 """
 
 from __future__ import annotations

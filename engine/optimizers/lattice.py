@@ -6,17 +6,18 @@ lattice. Three modes:
 ``mode = "bound"`` (default): best-first branch and bound over *boxes* of the lattice (issue #18
 item 3). A box [L, U] is every node G with L <= G <= U; its bound (engine/optimizers/bounds.py,
 proved there) is an upper bound on TD(G, S*(G)) for every G in it: a kept record needs
-kmin - 1 partners that share its class at G <= U, and then contributes at most what it would at
+kmin - 1 partners (kmin = max(k, l)) that share its class at G <= U, or under t-closeness a
+number of partners with other SA values, and then contributes at most what it would at
 max(L, its meet levels with them). The box with the largest bound is split in two along its
 widest QID (children's bounds only shrink); a box of one node is evaluated (in batches, with
 ``Problem.evaluate_optimal``). The result is certified as soon as the best TD found is >= the
 largest bound left: every node lies in exactly one box left on the heap or dropped with a
 bound <= the best TD. Each box split costs one bound computation (``boxes_bounded`` in the
 info); only boxes of one node count as evaluations against the budget. The bound subsumes the
-older ones: for kmin = 1 it is TD(L, nothing suppressed), and a node anonymous with nothing
+older ones: without partners it is TD(L, nothing suppressed), and a node anonymous with nothing
 suppressed bounds its whole box by its own TD (the monotonicity pruning). Without a partner
-bound (kmin = 1, e.g. t-closeness alone, or a table too large for the partner table, see
-bounds.MAX_PARTNER_ROWS) the box bound is UB(L) and mode bound runs the node search below
+bound (neither a minimum class size nor a binding t, or a table too large for the partner
+tables, see bounds.MAX_PARTNER_ROWS) the box bound is UB(L) and mode bound runs the node search
 instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
 

@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
-from engine.hierarchy import Hierarchy, flat, intervals, masking, read_arx_csv
+from engine.hierarchy import Hierarchy, flat, from_rows, intervals, masking, read_arx_csv
 from engine.models import build_model
 from engine.problem import Problem
 
@@ -119,7 +119,7 @@ class Instance:
         return base if self.family == "id-dga" else 10 * base
 
     def problem(self, t: float | None = None) -> Problem:
-        if self.family == "id-dga":
+        if self.k is not None:  # ID-DGA's family and the 14-QID SPARCS instances
             return Problem(self.table, [build_model("k-anonymity", {"k": self.k})])
         return Problem(self.table, [build_model("t-closeness", {"t": float(t)})])
 
@@ -219,6 +219,42 @@ def haef_instances(root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
     return out
 
 
+# -- a 14-QID SPARCS instance (issue #18: certify a 14-QID lattice built from SPARCS) ---------
+
+SPARCS14_EXTRA = ["APR Risk of Mortality", "APR Medical Surgical Description", "Emergency Department Indicator",
+                  "Payment Typology 2"]
+SPARCS14_SHAPES = [(14, 200), (14, 400)]  # nQID, nR, as T13/T15 of the ID-DGA family
+
+
+def sparcs14_instances(root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
+    """S1, S2: the 10 HAEF QIDs + 4 more SPARCS attributes, k-anonymity k = 2 (ID-DGA's setting).
+
+    The extra QIDs: APR Risk of Mortality (Minor/Moderate vs Major/Extreme, then *), APR Medical
+    Surgical Description, Emergency Department Indicator and Payment Typology 2 (empty recoded to
+    None), the last three flat. nR records drawn uniformly without replacement, instance i from
+    ``np.random.default_rng([seed, 3, i])``. 14 QIDs with the HAEF hierarchies: 368,640 nodes (the flat ones have height 1).
+    """
+    frame, hs = _sparcs(str(root))
+    frame = frame.with_columns(pl.when(pl.col("Payment Typology 2").fill_null("") == "").then(pl.lit("None"))
+                               .otherwise(pl.col("Payment Typology 2")).alias("Payment Typology 2"))
+    risk = {"Minor": "Minor-Moderate", "Moderate": "Minor-Moderate", "Major": "Major-Extreme",
+            "Extreme": "Major-Extreme"}
+    hs = {**hs,
+          "APR Risk of Mortality": from_rows("APR Risk of Mortality", [[v, g, "*"] for v, g in risk.items()],
+                                             source="generated: risk groups"),
+          **{q: flat(q, frame[q].unique().to_list()) for q in SPARCS14_EXTRA[1:]}}
+    qids = SPARCS_QIDS + SPARCS14_EXTRA
+    out = []
+    for i, (nq, nr) in enumerate(SPARCS14_SHAPES, start=1):
+        rng = np.random.default_rng([seed, 3, i])
+        rows = np.sort(rng.choice(frame.height, size=nr, replace=False))
+        sample = frame[rows.tolist()]
+        table = encode_histogram(_histogram(sample, qids[:nq]), qids[:nq], [], [hs[q] for q in qids[:nq]])
+        out.append(Instance(f"S{i}", "sparcs14", "sparcs (8 facility files, 2015)", qids[:nq], [], frame.width,
+                            rows, table, k=2))
+    return out
+
+
 class DataMissing(SystemExit):
     """The benchmark data are not where the command looked (a clear message, no traceback)."""
 
@@ -231,13 +267,16 @@ def _require(root: Path, relative: str) -> None:
 
 
 def build(family: str, root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
-    """The instances of ``family`` ('id-dga': T1-T16, 'haef': D1-D16) drawn from the data under ``root``."""
+    """The instances of ``family`` ('id-dga': T1-T16, 'haef': D1-D16, 'sparcs14': S1-S2) drawn from the
+    data under ``root``."""
     _require(root, MACH_FILE if family == "id-dga" else "sparcs")
     if family == "id-dga":
         return iddga_instances(root, seed)
     if family == "haef":
         return haef_instances(root, seed)
-    raise ValueError(f"unknown family {family!r}: 'id-dga' or 'haef'")
+    if family == "sparcs14":
+        return sparcs14_instances(root, seed)
+    raise ValueError(f"unknown family {family!r}: 'id-dga', 'haef' or 'sparcs14'")
 
 
 if __name__ == "__main__":  # print the instance tables (ID-DGA Table 1, HAEF Table 1)

@@ -1,24 +1,43 @@
 """Lattice search with exact suppression (PAPER_NOTES §3): certified optimum TD.
 
 For a fixed G the best S is S*(G) (the oracle), so the search space is the generalization
-lattice. TD(G, S) <= TD(G, nothing suppressed) =: UB(G), and UB only decreases upward in the
-lattice (1/|v_g| shrinks as values generalize). Nodes are visited best-first by UB from the
-bottom node, which yields them in non-increasing UB order; as soon as the next UB is no larger
-than the best TD found, no unvisited node can beat it and the result is certified optimal.
-``mode = "exhaustive"`` evaluates every node instead (certified when the lattice fits the
-budget). Certification also needs an exact oracle (OracleParams.exact).
+lattice. Three modes:
+
+``mode = "bound"`` (default): best-first branch and bound over *boxes* of the lattice (issue #18
+item 3). A box [L, U] is every node G with L <= G <= U; its bound (engine/optimizers/bounds.py,
+proved there) is an upper bound on TD(G, S*(G)) for every G in it: a kept record needs
+kmin - 1 partners (kmin = max(k, l)) that share its class at G <= U, or under t-closeness a
+number of partners with other SA values, and then contributes at most what it would at
+max(L, its meet levels with them). The box with the largest bound is split in two along its
+widest QID (children's bounds only shrink); a box of one node is evaluated (in batches, with
+``Problem.evaluate_optimal``). The result is certified as soon as the best TD found is >= the
+largest bound left: every node lies in exactly one box left on the heap or dropped with a
+bound <= the best TD. Each box split costs one bound computation (``boxes_bounded`` in the
+info); only boxes of one node count as evaluations against the budget. The bound subsumes the
+older ones: without partners it is TD(L, nothing suppressed), and a node anonymous with nothing
+suppressed bounds its whole box by its own TD (the monotonicity pruning). Without a partner
+bound (neither a minimum class size nor a binding t, or a table too large for the partner
+tables, see bounds.MAX_PARTNER_ROWS) the box bound is UB(L) and mode bound runs the node search
+instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
+``info["search"]`` says which ran.
+
+``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
+(UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next
+UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.py).
+
+``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
+Certification also needs an exact oracle (OracleParams.exact).
+
+``max_boxes`` (mode bound; default max(4 x budget, 10,000)) caps the box bounds computed; a
+search stopped by it or by the budget reports the largest bound left (``remaining_upper_bound``).
 
 ``suppression_limit`` (ARX's semantics, a fraction of nR in [0, 1], default 1 = no limit): a
 node whose S*(G) suppresses more than ``floor(limit * nR)`` records is infeasible and reported
-as (G, nothing suppressed). The bound proof is unchanged: an exact S*(G) keeps the most records
+as (G, nothing suppressed). The bounds are unchanged: an exact S*(G) keeps the most records
 of every class (all records of a class weigh the same in TD), so it also suppresses the fewest
-records; G is feasible within the limit iff S*(G) is, and its TD is then TD(G, S*(G)) <= UB(G).
-The result is certified optimal over every (G, S) that suppresses at most the limit.
-
-Predictive tagging (Flash's monotonicity) would not save an evaluation here: a node that is
-not anonymous only tells about its specializations, whose UB is at least its own, and
-best-first order has already visited them; an anonymous node tells about generalizations,
-which still need S* for their TD (and with a zero limit their UB is already below the best).
+records; G is feasible within the limit iff S*(G) is, and its TD is then TD(G, S*(G)), which
+every bound above bounds. The result is certified optimal over every (G, S) that suppresses at
+most the limit.
 """
 
 from __future__ import annotations
@@ -31,6 +50,7 @@ import numpy as np
 
 from engine.errors import SpecError
 from engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
+from engine.optimizers.bounds import BoxBound
 from engine.problem import Problem
 
 
@@ -55,19 +75,23 @@ def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
 @OPTIMIZERS.register("lattice")
 def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
                    progress: ProgressFn | None = None) -> OptimizerResult:
-    """Best-first (or exhaustive) lattice search with S = S*(G); see the module docstring."""
+    """Certified lattice search with S = S*(G): box branch and bound, node best-first or
+    exhaustive; see the module docstring."""
     mode = params.pop("mode", "bound")
     batch = int(params.pop("batch", 64))
     limit = params.pop("suppression_limit", 1.0)
     executor = params.pop("executor", "local")
+    max_boxes = params.pop("max_boxes", None)
     if params:
         raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. "
-                        "Known: mode, batch, suppression_limit, executor.")
+                        "Known: mode, batch, suppression_limit, max_boxes, executor.")
     if executor not in ("local", "ray"):
         raise SpecError(f"lattice optimizer: executor must be 'local' or 'ray', not {executor!r}.")
     max_suppressed = max_suppressed_records(problem, limit, "lattice")
-    if mode not in ("bound", "exhaustive"):
-        raise SpecError(f"lattice optimizer: mode must be 'bound' or 'exhaustive', not {mode!r}.")
+    if mode not in MODES:
+        raise SpecError(f"lattice optimizer: mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}.")
+    if batch < 1:
+        raise SpecError(f"lattice optimizer: batch must be a positive number of nodes, got {batch}.")
     heights = problem.heights
     size = lattice_size(heights)
     tracker = Tracker(problem, budget, name="lattice", progress=progress)
@@ -80,6 +104,8 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
             retained = np.tile(problem.table.counts, (len(G), 1))
             return retained, problem.evaluate(G, retained=retained)
+        if max_suppressed >= problem.n_records:  # no limit: S*(G) and its evaluation in one pass
+            return problem.evaluate_optimal(G)
         retained = np.stack([problem.optimal_retained(g) for g in G])
         over = problem.n_records - retained.sum(axis=1) > max_suppressed
         retained[over] = problem.table.counts
@@ -98,25 +124,100 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
             tracker.offer(G, retained, ev)
         info["nodes_evaluated"] = tracker.used
         return tracker.result(certified=exact and len(nodes) == size, info=info)
+    if mode == "nodes":
+        certified, remaining = _node_search(problem, tracker, evaluate, batch)
+        info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified and exact, info=info)
+    bound = BoxBound(problem)
+    if not bound.active:  # no partner bound: B(L, U) = UB(L), which the node search uses
+        certified, remaining = _node_search(problem, tracker, evaluate, batch)
+        info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified and exact, info=info)
+    # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
+    boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
+    certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap)
+    info.update(search="boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+    return tracker.result(certified=certified and exact, info=info)
 
+
+MODES = ("bound", "nodes", "exhaustive")
+
+
+def _best_feasible(ev, best_td: float) -> float:
+    feas_td = ev.td[ev.feasible]
+    return max(best_td, float(feas_td.max())) if feas_td.size else best_td
+
+
+def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
+                max_boxes: int) -> tuple[bool, float | None, int]:
+    """Best-first branch and bound over boxes [L, U] (module docstring, engine/optimizers/bounds.py).
+
+    Returns (no box left above the best TD, largest bound left or None, boxes bounded). Each
+    round pops up to ``batch`` boxes above the best TD, bounds all their halves in one call and
+    evaluates all popped one-node boxes in one call: both batches can be spread over workers.
+    """
+    heights = np.asarray(problem.heights, dtype=np.int64)
+    L0 = np.zeros((1, len(heights)), dtype=np.int64)
+    root = float(bound(L0, heights[None, :])[0])
+    boxes = 1
+    heap: list[tuple[float, int, np.ndarray, np.ndarray]] = [(-root, 0, L0[0], heights.copy())]
+    order = 1  # FIFO among equal bounds, so runs are reproducible
+    best_td = -np.inf
+    while heap:
+        if -heap[0][0] <= best_td:
+            return True, -heap[0][0], boxes
+        if tracker.exhausted or boxes >= max_boxes:
+            if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
+                G = heap[0][2][None, :]
+                tracker.offer(G, *evaluate(G))
+            return False, -heap[0][0], boxes
+        leaves: list[np.ndarray] = []
+        lows: list[np.ndarray] = []
+        highs: list[np.ndarray] = []
+        while (heap and -heap[0][0] > best_td and len(leaves) < min(batch, tracker.remaining)
+               and len(lows) < 2 * batch):
+            _, _, L, U = heapq.heappop(heap)
+            if np.array_equal(L, U):
+                leaves.append(L)
+                continue
+            q = int(np.argmax(U - L))  # the widest QID: halves its range
+            mid = (L[q] + U[q]) // 2
+            U1 = U.copy()
+            U1[q] = mid
+            L2 = L.copy()
+            L2[q] = mid + 1
+            lows += [L, L2]
+            highs += [U1, U]
+        if lows:
+            b = bound(np.stack(lows), np.stack(highs))
+            boxes += len(lows)
+            for value, L, U in zip(b.tolist(), lows, highs, strict=True):
+                if value > best_td:  # a box at or below the best TD cannot improve it
+                    heapq.heappush(heap, (-value, order, L, U))
+                    order += 1
+        if leaves:
+            G = np.stack(leaves)
+            retained, ev = evaluate(G)
+            tracker.offer(G, retained, ev)
+            best_td = _best_feasible(ev, best_td)
+    return True, None, boxes
+
+
+def _node_search(problem: Problem, tracker: Tracker, evaluate, batch: int) -> tuple[bool, float | None]:
+    """Best-first over nodes by UB(G) (mode "nodes"); (certified, largest UB left or None)."""
+    heights = problem.heights
     bottom = tuple([0] * len(heights))
     heap: list[tuple[float, tuple[int, ...]]] = [(-problem.td_upper_bound(np.array(bottom)), bottom)]
     seen = {bottom}
-    certified = False
     best_td = -np.inf
-    pruned_bound = None
     while True:
         if not heap:
-            certified = exact
-            break
+            return True, None
         if tracker.exhausted:
-            pruned_bound = -heap[0][0]
-            break
+            return False, -heap[0][0]
         ub = -heap[0][0]
         if ub <= best_td:
-            certified = exact
-            pruned_bound = ub
-            break
+            return True, ub
         # Pop a batch of nodes in UB order (all still above best_td) to amortize the call.
         G = []
         while heap and len(G) < min(batch, tracker.remaining) and -heap[0][0] > best_td:
@@ -131,8 +232,4 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         G = np.array(G, dtype=np.int64)
         retained, ev = evaluate(G)
         tracker.offer(G, retained, ev)
-        feas_td = ev.td[ev.feasible]
-        if feas_td.size:
-            best_td = max(best_td, float(feas_td.max()))
-    info.update(nodes_evaluated=tracker.used, remaining_upper_bound=pruned_bound)
-    return tracker.result(certified=certified, info=info)
+        best_td = _best_feasible(ev, best_td)

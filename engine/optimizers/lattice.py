@@ -73,6 +73,22 @@ def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
 
 
 @OPTIMIZERS.register("lattice")
+def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int):
+    """(retained, evaluation) of (G, S*(G)) for each node of G; a node whose S*(G) suppresses
+    more than ``max_suppressed`` records is evaluated with nothing suppressed (infeasible). The
+    in-process search and the Ray workers (ray_executor.py) both call this."""
+    G = np.asarray(G, dtype=np.int64)
+    if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
+        retained = np.tile(problem.table.counts, (len(G), 1))
+        return retained, problem.evaluate(G, retained=retained)
+    if max_suppressed >= problem.n_records:  # no limit: S*(G) and its evaluation in one pass
+        return problem.evaluate_optimal(G)
+    retained = np.stack([problem.optimal_retained(g) for g in G])
+    over = problem.n_records - retained.sum(axis=1) > max_suppressed
+    retained[over] = problem.table.counts
+    return retained, problem.evaluate(G, retained=retained)
+
+
 def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
                    progress: ProgressFn | None = None) -> OptimizerResult:
     """Certified lattice search with S = S*(G): box branch and bound, node best-first or
@@ -100,16 +116,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
                             "suppression_limit": float(limit), "max_suppressed": max_suppressed}
 
     def evaluate(G: np.ndarray):
-        """(retained, evaluation) of S*(G), or of nothing suppressed beyond the limit (infeasible)."""
-        if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
-            retained = np.tile(problem.table.counts, (len(G), 1))
-            return retained, problem.evaluate(G, retained=retained)
-        if max_suppressed >= problem.n_records:  # no limit: S*(G) and its evaluation in one pass
-            return problem.evaluate_optimal(G)
-        retained = np.stack([problem.optimal_retained(g) for g in G])
-        over = problem.n_records - retained.sum(axis=1) > max_suppressed
-        retained[over] = problem.table.counts
-        return retained, problem.evaluate(G, retained=retained)
+        return evaluate_nodes(problem, G, max_suppressed)
 
     if executor == "ray":  # the same numbers from Ray workers holding the histogram (ray_executor.py)
         from engine.optimizers.ray_executor import RayNodeEvaluator

@@ -40,6 +40,7 @@ import numpy as np
 from engine.errors import SpecError
 from engine.evaluator import Evaluation
 from engine.optimizers.islands import Individual, Island, IslandSpec, ProblemSpec, warm_up
+from engine.optimizers.lattice import evaluate_nodes
 from engine.problem import Problem
 
 # Epochs the master submits ahead of the reports it has read. Every submitted epoch runs (an
@@ -176,20 +177,6 @@ def _give_back(ray: Any, hosts: list[Any], pool: RayActorPool | None, healthy: b
     elif ray.is_initialized():
         for h in hosts:
             ray.kill(h)
-
-
-def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int) -> tuple[np.ndarray, Evaluation]:
-    """(retained, evaluation) of (G, S*(G)) for each node of G; a node whose S*(G) suppresses
-    more than ``max_suppressed`` records is evaluated with nothing suppressed (infeasible).
-    The computation of ``lattice_search``'s ``evaluate``, step for step."""
-    G = np.asarray(G, dtype=np.int64)
-    if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
-        retained = np.tile(problem.table.counts, (len(G), 1))
-        return retained, problem.evaluate(G, retained=retained)
-    retained = np.stack([problem.optimal_retained(g) for g in G])
-    over = problem.n_records - retained.sum(axis=1) > max_suppressed
-    retained[over] = problem.table.counts
-    return retained, problem.evaluate(G, retained=retained)
 
 
 class RayExecutor:

@@ -72,7 +72,6 @@ def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
     return math.floor(float(limit) * problem.n_records + 1e-9)
 
 
-@OPTIMIZERS.register("lattice")
 def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int):
     """(retained, evaluation) of (G, S*(G)) for each node of G; a node whose S*(G) suppresses
     more than ``max_suppressed`` records is evaluated with nothing suppressed (infeasible). The
@@ -89,6 +88,7 @@ def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int):
     return retained, problem.evaluate(G, retained=retained)
 
 
+@OPTIMIZERS.register("lattice")
 def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
                    progress: ProgressFn | None = None) -> OptimizerResult:
     """Certified lattice search with S = S*(G): box branch and bound, node best-first or

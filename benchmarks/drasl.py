@@ -452,8 +452,15 @@ def _compare(first: list[dict], updates: list[dict], methods: list[str]) -> list
                 uo = next((u for u in updates if u["dataset"] == ds and u["method"] == other), None)
                 if ud and uo:
                     for kind in ("insert", "delete", "modify"):
-                        a, b = ud["sweeps"][kind][-1][metric], uo["sweeps"][kind][-1][metric]
-                        upd.append(f"{kind} {'lower' if a < b else 'NOT lower'} ({a:.4g} vs {b:.4g})")
+                        ra, rb = ud["sweeps"][kind][-1], uo["sweeps"][kind][-1]
+                        a, b = ra[metric], rb[metric]
+                        if ud["base_rows"] != uo["base_rows"] and metric == "total_pr":
+                            # Total_Pr sums over groups: tables of other sizes compare per group
+                            a, b = a / ra["groups"], b / rb["groups"]
+                            upd.append(f"{kind} {'lower' if a < b else 'NOT lower'} per group ({a:.4g} vs {b:.4g}; "
+                                       f"{ud['base_rows']:,} vs {uo['base_rows']:,} base rows)")
+                        else:
+                            upd.append(f"{kind} {'lower' if a < b else 'NOT lower'} ({a:.4g} vs {b:.4g})")
                 lines.append(f"- {ds}, DRASL vs {other}, {metric}: first release lower at {len(lower)} of "
                              f"{len(ks)} K values" + (f"; after updates: {', '.join(upd)}" if upd else "") + ".")
     return lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 
 import pytest
 
@@ -27,5 +28,9 @@ def spark_url(tmp_path_factory) -> str:
         if spark_required():
             pytest.fail("PPDP_REQUIRE_SPARK=1 but pyspark is not installed (pip install 'ppdp[spark]').")
         pytest.skip("pyspark is not installed (pip install 'ppdp[spark]')")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        if spark_required():
+            pytest.fail("PPDP_REQUIRE_SPARK=1 but no Java runtime (Spark needs Java 17: apt-get install openjdk-17-jre-headless).")
+        pytest.skip("no Java runtime for Spark (install Java 17, e.g. openjdk-17-jre-headless)")
     folder = tmp_path_factory.mktemp("spark") / "warehouse"
     return f"spark://local[2]?warehouse={folder}&catalog=in-memory&conf.spark.sql.shuffle.partitions=1"

@@ -92,7 +92,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
 
 
 def uncovered_query(table: str, source: Source, *, release: str, version: int, key: str,
-                    continuous: list[str], semantic: list[str], previous: str | None = None) -> str:
+                    continuous: list[str], semantic: list[str], nominal: list[str] = (), previous: str | None = None) -> str:
     """Published (row, QID) pairs whose label does not cover the row's source value: 0 when every
     generalized value covers its group's source values (independent of how groups were made).
     A record whose change the method deferred is grouped by the values it had
@@ -117,12 +117,18 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
         return (f"EXISTS (SELECT 1 FROM {private('hierarchies', d)} AS h WHERE h.release = {rel} AND h.version = {v} "
                 f"AND h.attribute = {quote_literal(c, d)} AND h.leaf = {leaf} AND h.value = p.{quote_ident(c, d)})")
 
-    now = [within(c, f"src.{quote_ident(c, d)}") for c in continuous] + [under(c, text(c, dialect=d)) for c in semantic]
-    then = [within(c, grouped(c)) for c in continuous] + [under(c, grouped(c)) for c in semantic]
+    def member(c: str, value: str) -> str:  # the value is one of the '|'-joined set
+        return f"STRPOS('|' || p.{quote_ident(c, d)} || '|', '|' || {value} || '|') > 0"
+
+    nominal = list(nominal)
+    now = ([within(c, f"src.{quote_ident(c, d)}") for c in continuous] + [under(c, text(c, dialect=d)) for c in semantic]
+           + [member(c, text(c, dialect=d)) for c in nominal])
+    then = ([within(c, grouped(c)) for c in continuous] + [under(c, grouped(c)) for c in semantic]
+            + [member(c, grouped(c)) for c in nominal])
     ok = f"(({' AND '.join(now)}) OR ({' AND '.join(then)}))" if now else "TRUE"
     standing = ""
     if previous is not None:
-        same = " AND ".join(f"o.{quote_ident(c, d)} = p.{quote_ident(c, d)}" for c in continuous + semantic) or "TRUE"
+        same = " AND ".join(f"o.{quote_ident(c, d)} = p.{quote_ident(c, d)}" for c in continuous + semantic + nominal) or "TRUE"
         standing = (f" AND NOT EXISTS (SELECT 1 FROM {previous} AS o WHERE o.{quote_ident('ppdp_row_id', d)} = "
                     f"p.{quote_ident('ppdp_row_id', d)} AND {same})")
     return (f"SELECT COUNT(*) AS uncovered FROM {table} AS p "

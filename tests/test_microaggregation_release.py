@@ -93,7 +93,7 @@ def test_bad_parameters_are_refused_before_any_write(tmp_path):
     before = snapshot(db)
     cases = [('catalogue = "nope.csv"', "Catalogue .*nope.csv.* does not exist"),
              ('catalogue = "diseases32", k = 5', "must be an integer >= 2 equal to the k-anonymity model's k \\(8\\)"),
-             ('catalogue = "diseases32", kinds = { sex = "ordinal" }', "publishes continuous and semantic QIDs"),
+             ('catalogue = "diseases32", kinds = { sex = "ordinal" }', "publishes continuous, semantic, nominal QIDs"),
              ('catalogue = "diseases32", colour = 1', "does not take \\['colour'\\]")]
     for params, message in cases:
         with pytest.raises(SpecError, match=message):

@@ -5,7 +5,8 @@ default: the metric f_link of eq. 14 with the synonymous-linkage probability of 
 sensitive-value catalogue; engine/microaggregation/algorithms.py lists the baselines). Each
 group's QIDs are published generalized to the group: a continuous QID as the range ``[lo, hi]``
 of its real records' values, a semantic nominal QID as their lowest common ancestor in the QID's
-hierarchy. Sensitive values and kept columns are released as they are.
+hierarchy, a nominal QID declared ``nominal`` as the sorted set of their values joined by ``|``.
+Sensitive values and kept columns are released as they are.
 
 Later versions: the source's deletes, modifications and inserts since the stored version are
 applied to the stored groups by the algorithm's dynamic operations (DRASL Alg. 2-5), which add
@@ -59,7 +60,7 @@ from sql import queries as Q
 from sql.quoting import quote_table
 
 PARAMS = {"algorithm", "k", "alpha", "beta", "seed", "catalogue", "kinds"}
-SUPPORTED_KINDS = ("continuous", "semantic")
+SUPPORTED_KINDS = ("continuous", "semantic", "nominal")
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def settings(spec) -> Settings:
             raise SpecError(f"method.params.kinds names {col!r}, which is not a quasi-identifier.")
         if kind not in SUPPORTED_KINDS:
             raise SpecError(f"method.params.kinds.{col} = {kind!r}: the microaggregation release publishes "
-                            f"{' and '.join(SUPPORTED_KINDS)} QIDs. Hint: give the QID a hierarchy and kind \"semantic\".")
+                            f"{', '.join(SUPPORTED_KINDS)} QIDs. Hint: give the QID a hierarchy and kind \"semantic\", or kind \"nominal\".")
     return Settings(algorithm, int(k), float(params.get("alpha", ALPHA)), float(params.get("beta", BETA)), int(seed), catalogue,
                     tuple(sorted(kinds.items())))
 
@@ -133,6 +134,7 @@ class MicroState:
     snapshot: stored.Snapshot
     continuous: tuple[str, ...]
     semantic: tuple[str, ...]
+    nominal: tuple[str, ...]  # published as the sorted set of the group's values joined by '|'
     sensitive_type: str | None  # declared type of the sensitive column, for the forged rows
     counters: dict[str, int]
 
@@ -185,7 +187,11 @@ class Microaggregation:
             kinds.append(QidKind(q, kind, hierarchy=h if kind == "semantic" else None) if kind
                          else default_kind(q, frame.schema[q], hierarchy=h))
         if any(k.kind not in SUPPORTED_KINDS for k in kinds):
-            raise SpecError("method 'microaggregation' needs every QID continuous or semantic (with a hierarchy).")
+            raise SpecError("method 'microaggregation' needs every QID continuous, semantic (with a hierarchy) or nominal.")
+        for k in kinds:
+            if k.kind == "nominal" and frame[k.column].cast(pl.String).str.contains("|", literal=True).any():
+                raise DataError(f"Nominal QID {k.column!r} has a value containing '|', the separator of its published "
+                                "value sets. Hint: recode those values.")
         for k in kinds:
             if frame[k.column].null_count():
                 raise DataError(f"QID {k.column!r} has NULL values; microaggregation groups every record. "
@@ -224,6 +230,7 @@ class Microaggregation:
             metrics["updates"] = found.counts() | {"deferred": len(deferred)}
         state_out = MicroState(snap, tuple(k.column for k in kinds if k.kind == "continuous"),
                                tuple(k.column for k in kinds if k.kind == "semantic"),
+                               tuple(k.column for k in kinds if k.kind == "nominal"),
                                _sensitive_type(ctx, prep) if snap.forged.height else None, counters)
         return ReleasePlan("microaggregation", solution, metrics, snap.rows, state=state_out)
 
@@ -285,7 +292,8 @@ class Microaggregation:
         previous = (quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.version}", ctx.dialect)
                     if ctx.previous is not None else None)
         sql = M.uncovered_query(table, full, release=ctx.release, version=ctx.version, key=spec.key,
-                                continuous=list(st.continuous), semantic=list(st.semantic), previous=previous)
+                                continuous=list(st.continuous), semantic=list(st.semantic), nominal=list(st.nominal),
+                                previous=previous)
         n = int(ctx.con.query(sql)["uncovered"][0])
         checks = [{"check": "generalized values cover the source values", "passed": n == 0, "uncovered": n,
                    "detail": f"{n} published value(s) do not cover their record's source value", "query": sql}]

@@ -5,7 +5,7 @@ A version's private state is four frames (sql/micro.py says where they live):
 - ``members``  (key, grp): the real records of each group;
 - ``labels``   (grp, attribute, value): each group's published value per QID: a continuous QID's
   range ``[lo, hi]`` over the group's real records, a semantic QID's lowest common ancestor in
-  its hierarchy. Forged rows carry their group's labels (their own QIDs are never published);
+  its hierarchy, a nominal QID's sorted value set joined by ``|``. Forged rows carry their group's labels (their own QIDs are never published);
 - ``values``   (key, attribute, value): the QID and sensitive values each real record was grouped
   with, as text, so that the next version finds modified records and rebuilds the centroids;
 - ``forged``   (fid, grp, sa, donor, row_id, template, qids): each forged record's sensitive
@@ -271,6 +271,8 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
             if kd.kind == "continuous":
                 nums = [float(v) for v in vals]
                 label = f"[{number_text(min(nums))}, {number_text(max(nums))}]"
+            elif kd.kind == "nominal":  # the value set (DRASL: "value set" for non-semantic QIDs)
+                label = "|".join(sorted(set(vals)))
             else:
                 label = lowest_common_ancestor(kd.hierarchy, vals)
             labels.append((g.gid, kd.column, label))

@@ -441,6 +441,14 @@ class _Work:
         for arr, val in zip(self.stats, _stats(self.counts[i], self.s.catalogue), strict=True):
             arr[i] = val[0]
 
+    def append_group(self, group: Group) -> None:
+        """Add a group at the end, with its centroid, SA counts and stats."""
+        self.groups.append(group)
+        self.cents = [np.vstack([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in self.cents]
+        self.counts = np.vstack([self.counts, np.zeros((1, self.counts.shape[1]), dtype=self.counts.dtype)])
+        self.stats = [np.concatenate([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in self.stats]
+        self.refresh(len(self.groups) - 1)
+
     def remove_group(self, i: int) -> Group:
         g = self.groups.pop(i)
         self.cents = [np.delete(a, i, axis=0) for a in self.cents]
@@ -681,10 +689,6 @@ def add_groups(state: DynamicState, records: Sequence[NewRecord], groups: Sequen
                 raise DataError(f"Record id {r.id} is already in the release. Hint: use modify() to change it.")
             rows.append(w.add_row(r.qids, _check_sa(w.s, r.sa), r.id))
             w.real_row[int(r.id)] = rows[-1]
-        w.groups.append(Group(next_gid, tuple(rows)))
+        w.append_group(Group(next_gid, tuple(rows)))
         next_gid += 1
-        w.cents = [np.vstack([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in w.cents]
-        w.counts = np.vstack([w.counts, np.zeros((1, w.counts.shape[1]), dtype=w.counts.dtype)])
-        w.stats = [np.concatenate([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in w.stats]
-        w.refresh(len(w.groups) - 1)
     return w.freeze()

@@ -147,14 +147,6 @@ def _add_counterfeit(w: dynamic._Work, qids: EncodedRow, sa: int, template_id: i
     return row
 
 
-def _append_group(w: dynamic._Work, group: Group) -> None:
-    w.groups.append(group)
-    w.cents = [np.vstack([a, np.zeros((1, a.shape[1]), dtype=a.dtype)]) for a in w.cents]
-    w.counts = np.vstack([w.counts, np.zeros((1, w.counts.shape[1]), dtype=w.counts.dtype)])
-    w.stats = [np.concatenate([a, np.zeros((1, *a.shape[1:]), dtype=a.dtype)]) for a in w.stats]
-    w.refresh(len(w.groups) - 1)
-
-
 def _delete(w: dynamic._Work, record_id: int, *, allow_empty: bool = False) -> None:
     try:
         row = w.real_row.pop(int(record_id))
@@ -199,7 +191,7 @@ def _insert(w: dynamic._Work, record: NewRecord) -> None:
     values = _counterfeit_values(real_sa, len(w.s.catalogue.values), w.s.k, sa)
     fakes = tuple(_add_counterfeit(w, record.qids, v, record.id) for v in values)
     gid = max((g.gid for g in w.groups), default=-1) + 1
-    _append_group(w, Group(gid, (row,), fakes))
+    w.append_group(Group(gid, (row,), fakes))
 
 
 class MInvariance:

@@ -120,7 +120,31 @@ def load_adult(root: Path) -> Dataset:
         path = BUNDLED_ADULT
     frame = pl.read_csv(path, separator=";")
     table = _encode(frame, ["age"], ADULT_CATEGORICAL)
-    return Dataset("adult", str(path), "age (numeric); " + ", ".join(ADULT_CATEGORICAL), table)
+    return Dataset("adult-arx", str(path), "age (numeric); " + ", ".join(ADULT_CATEGORICAL), table)
+
+
+UCI_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+               "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country"]
+UCI_NUMERIC = ["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]
+BUNDLED_UCI = ROOT / "benchmarks" / "data" / "adult.data.gz"
+
+
+def load_adult14(root: Path) -> Dataset:
+    """The UCI adult.data with all 14 attributes as QIDs, as the paper (6 numeric, 8 categorical;
+    "?" is a category of its own), in a seeded random order (the paper "randomly selected up to
+    10,000 tuples"): <data>/uci/adult.data when present, else benchmarks/data/adult.data.gz."""
+    import gzip
+    import io
+
+    local = root / "uci" / "adult.data"
+    text = local.read_text() if local.exists() else gzip.open(BUNDLED_UCI, "rt").read()
+    frame = pl.read_csv(io.StringIO(text), has_header=False, new_columns=[*UCI_COLUMNS, "salary"],
+                        infer_schema_length=0).with_columns(pl.all().str.strip_chars()).drop_nulls()
+    frame = frame[np.random.default_rng(SAMPLE_SEED).permutation(frame.height)]
+    categorical = [c for c in UCI_COLUMNS if c not in UCI_NUMERIC]
+    table = _encode(frame, UCI_NUMERIC, categorical)
+    qids = ", ".join(UCI_NUMERIC) + " (numeric); " + ", ".join(categorical)
+    return Dataset("adult14", str(local if local.exists() else BUNDLED_UCI.relative_to(ROOT)), qids, table)
 
 
 def load_sparcs(root: Path) -> Dataset | None:
@@ -176,9 +200,14 @@ def thin_history(history, ratio: float = 1.05) -> list[list]:
     return [[round(float(h[0]), 4), int(h[1]), float(h[2])] for h in kept]
 
 
+def scan_name(neighbors: int) -> str:
+    """How the local search picks a node's partners: the paper's full scan or our candidate lists."""
+    return "paper" if neighbors == 0 else f"near-{neighbors}"
+
+
 def run_case(ds: Dataset, n: int, k: int, seeds: int, seconds: float, hungarian_max: int,
-             log) -> list[dict]:
-    """Every heuristic x objective x seed at one (dataset, n, k)."""
+             log, neighbor_counts: tuple[int, ...] = (0,)) -> list[dict]:
+    """Every heuristic x objective x seed x scan at one (dataset, n, k)."""
     table = ds.head(n)
     runs = []
     for name, build in heuristics(n, hungarian_max).items():
@@ -187,26 +216,53 @@ def run_case(ds: Dataset, n: int, k: int, seeds: int, seconds: float, hungarian_
             start = build(table, k, seed)
             build_s = time.perf_counter() - t0
             for objective, full in FULL_METRIC.items():
-                # Smaller chunks than the default 100,000 evaluations: the history (Fig. 5's
-                # curve) is recorded between chunks, so this only refines the curve.
-                r = iterated_local_search(table, start, objective=objective, seconds=seconds,
-                                          seed=seed, chunk_evaluations=10_000)
-                rpi = 100.0 * (r.initial_objective - r.objective) / r.initial_objective
-                check = abs(full(table, r.graph) - r.objective)
-                best_at = next(h[0] for h in r.history if h[2] <= r.objective + 1e-12)
-                runs.append({
-                    "dataset": ds.name, "n": n, "k": k, "initial": name, "objective": objective,
-                    "seed": seed, "build_seconds": round(build_s, 3),
-                    "initial_value": r.initial_objective, "ls_value": r.objective, "rpi": rpi,
-                    "evaluations": r.evaluations, "local_optima": r.local_optima,
-                    "ls_seconds": round(r.seconds, 3), "best_found_at_s": round(best_at, 3),
-                    "full_recompute_diff": check,
-                    "history": thin_history(r.history),
-                })
-                log(f"  {ds.name} n={n} k={k} {name:<9} {objective} seed {seed}: "
-                    f"{r.initial_objective:.5f} -> {r.objective:.5f} RPI {rpi:6.2f} % "
-                    f"({r.evaluations:,} evals, check {check:.1e})")
+                for neighbors in neighbor_counts:
+                    # Smaller chunks than the default 100,000 evaluations: the history (Fig. 5's
+                    # curve) is recorded between chunks, so this only refines the curve.
+                    r = iterated_local_search(table, start, objective=objective, seconds=seconds,
+                                              seed=seed, chunk_evaluations=10_000, neighbors=neighbors)
+                    rpi = 100.0 * (r.initial_objective - r.objective) / r.initial_objective
+                    check = abs(full(table, r.graph) - r.objective)
+                    best_at = next(h[0] for h in r.history if h[2] <= r.objective + 1e-12)
+                    runs.append({
+                        "dataset": ds.name, "n": n, "k": k, "initial": name, "objective": objective,
+                        "scan": scan_name(neighbors), "seed": seed, "build_seconds": round(build_s, 3),
+                        "initial_value": r.initial_objective, "ls_value": r.objective, "rpi": rpi,
+                        "evaluations": r.evaluations, "local_optima": r.local_optima,
+                        "ls_seconds": round(r.seconds, 3), "best_found_at_s": round(best_at, 3),
+                        "full_recompute_diff": check,
+                        "history": thin_history(r.history),
+                    })
+                    log(f"  {ds.name} n={n} k={k} {name:<9} {objective} {scan_name(neighbors)} seed {seed}: "
+                        f"{r.initial_objective:.5f} -> {r.objective:.5f} RPI {rpi:6.2f} % "
+                        f"({r.evaluations:,} evals, check {check:.1e})")
     return runs
+
+
+LOADERS = {"adult14": load_adult14, "adult-arx": load_adult, "sparcs": load_sparcs}
+
+
+def _case_worker(root: str, name: str, n: int, k: int, seeds: int, seconds: float, hungarian_max: int,
+                 neighbor_counts: tuple[int, ...]) -> list[dict]:
+    """One (dataset, n, k) case in a worker process (spawned: it loads the dataset itself)."""
+    warm_up()
+    return run_case(LOADERS[name](Path(root)), n, k, seeds, seconds, hungarian_max,
+                    lambda msg: print(msg, file=sys.stderr, flush=True), neighbor_counts)
+
+
+def run_cases(cases, datasets: dict, root: Path, seeds: int, seconds: float, hungarian_max: int,
+              neighbor_counts: tuple[int, ...], jobs: int, log) -> list[dict]:
+    """Every case, in this process (jobs = 1) or ``jobs`` spawned workers, in case order."""
+    if jobs <= 1:
+        return [r for name, n, k in cases for r in run_case(datasets[name], n, k, seeds, seconds, hungarian_max,
+                                                             log, neighbor_counts)]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(_case_worker, str(root), name, n, k, seeds, seconds, hungarian_max, neighbor_counts)
+                   for name, n, k in cases]
+        return [r for f in futures for r in f.result()]
 
 
 def _still_improving(run: dict) -> bool:
@@ -217,12 +273,12 @@ def _still_improving(run: dict) -> bool:
 
 def summarize(runs: list[dict]) -> list[dict]:
     """Mean initial / LS objective and RPI over the seeds, one row per case."""
-    keys = sorted({(r["dataset"], r["n"], r["k"], r["initial"], r["objective"]) for r in runs},
-                  key=lambda t: (t[0], t[1], t[2], t[4], t[3]))
+    keys = sorted({(r["dataset"], r["n"], r["k"], r["initial"], r["objective"], r["scan"]) for r in runs},
+                  key=lambda t: (t[0], t[1], t[2], t[4], t[3], t[5]))
     out = []
-    for ds, n, k, name, objective in keys:
+    for ds, n, k, name, objective, scan in keys:
         sel = [r for r in runs if (r["dataset"], r["n"], r["k"], r["initial"],
-                                   r["objective"]) == (ds, n, k, name, objective)]
+                                   r["objective"], r["scan"]) == (ds, n, k, name, objective, scan)]
         rpis = np.array([r["rpi"] for r in sel])
         lo, hi = PAPER_RPI[objective]
         mean = float(rpis.mean())
@@ -231,7 +287,7 @@ def summarize(runs: list[dict]) -> list[dict]:
         if name == "hungarian":  # the paper's prose gives ranges over k-member and l-greedy only
             verdict += " (paper gives no range for this start)"
         out.append({
-            "dataset": ds, "n": n, "k": k, "initial": name, "objective": objective,
+            "dataset": ds, "n": n, "k": k, "initial": name, "objective": objective, "scan": scan,
             "seeds": len(sel), "initial_value": float(np.mean([r["initial_value"] for r in sel])),
             "ls_value": float(np.mean([r["ls_value"] for r in sel])), "mean_rpi": mean,
             "min_rpi": float(rpis.min()), "max_rpi": float(rpis.max()),
@@ -286,7 +342,7 @@ def plot(out: Path, runs: list[dict], summary: list[dict], fig5_n: int, fig5_k: 
                 h = np.array(r["history"], dtype=float)
                 # A step curve: the best objective holds until the next improvement.
                 ax.step(np.maximum(h[:, 0], 1e-3), h[:, 2], where="post",
-                        label=f"{r['initial']} + LS")
+                        label=f"{r['initial']} + LS ({r['scan']})")
                 ax.axhline(r["initial_value"], ls=":", lw=0.8, color=ax.lines[-1].get_color())
             ax.set_xscale("log")
             ax.set_xlabel("seconds (log)")
@@ -304,10 +360,12 @@ def plot(out: Path, runs: list[dict], summary: list[dict], fig5_n: int, fig5_k: 
         for ax, objective in zip(axes, FULL_METRIC, strict=True):
             for n in sorted({s["n"] for s in rows}):
                 for name in ("k-member", "l-greedy", "hungarian"):
-                    pts = sorted((s["k"], s["mean_rpi"]) for s in rows if s["n"] == n
-                                 and s["initial"] == name and s["objective"] == objective)
-                    if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{name}, n={n:,}")
+                    for scan in sorted({s["scan"] for s in rows}):
+                        pts = sorted((s["k"], s["mean_rpi"]) for s in rows if s["n"] == n and s["scan"] == scan
+                                     and s["initial"] == name and s["objective"] == objective)
+                        if pts:
+                            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if scan == "paper" else "s",
+                                    ls=":" if scan == "paper" else "-", label=f"{name} {scan}, n={n:,}")
             lo, hi = PAPER_RPI[objective]
             ax.axhspan(lo, hi, color="grey", alpha=0.2, label="paper's range")
             ax.set_xlabel("k")
@@ -341,34 +399,35 @@ def markdown(command: str, meta: dict, summary: list[dict], builds: list[dict],
         lines.append(f"- {note}")
     lines += ["", "## Table 6 layout: mean objective of the initial solution and after LS, "
               "RPI (eq. 9)", ""]
-    lines.append("| dataset | n | k | objective | initial | init. value | LS value | "
+    lines.append("| dataset | n | k | objective | initial | LS scan | init. value | LS value | "
                  "mean RPI % | min..max RPI % | last gain at s | still improving | "
                  "paper's range | verdict |")
-    lines.append("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+    lines.append("|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|---|")
     for s in summary:
         lo, hi = PAPER_RPI[s["objective"]]
         lines.append(
             f"| {s['dataset']} | {s['n']:,} | {s['k']} | {s['objective'].upper()} | "
-            f"{s['initial']} | {s['initial_value']:.4f} | {s['ls_value']:.4f} | "
+            f"{s['initial']} | {s['scan']} | {s['initial_value']:.4f} | {s['ls_value']:.4f} | "
             f"{s['mean_rpi']:.2f} | {s['min_rpi']:.2f}..{s['max_rpi']:.2f} | "
             f"{s['best_found_at_s']:.1f} | {s['still_improving']}/{s['seeds']} | {lo:g}-{hi:g} | "
             f"{s['verdict']} |")
     lines += ["", "## Does RPI reach the paper's ranges (GCP 5-8 %, SIL 30-54 %)?", ""]
     for objective in FULL_METRIC:
         for name in ("k-member", "l-greedy", "hungarian"):
-            sel = [s for s in summary if s["objective"] == objective and s["initial"] == name]
-            if not sel:
-                continue
-            low = [s for s in sel if not s["reaches_paper"]]
-            if low:
-                cases = ", ".join(f"{s['dataset']} n={s['n']:,} k={s['k']} "
-                                  f"({s['mean_rpi']:.1f} %)" for s in low)
-                lines.append(f"- {objective.upper()} over {name}: reached in "
-                             f"{len(sel) - len(low)} of {len(sel)} cases; NOT reached in {cases}.")
-            else:
-                lines.append(f"- {objective.upper()} over {name}: reached in all {len(sel)} "
-                             f"cases (RPI {min(s['mean_rpi'] for s in sel):.1f}-"
-                             f"{max(s['mean_rpi'] for s in sel):.1f} %).")
+            for scan in sorted({s["scan"] for s in summary}):
+                sel = [s for s in summary if s["objective"] == objective and s["initial"] == name and s["scan"] == scan]
+                if not sel:
+                    continue
+                low = [s for s in sel if not s["reaches_paper"]]
+                if low:
+                    cases = ", ".join(f"{s['dataset']} n={s['n']:,} k={s['k']} "
+                                      f"({s['mean_rpi']:.1f} %)" for s in low)
+                    lines.append(f"- {objective.upper()} over {name}, LS scan {scan}: reached in "
+                                 f"{len(sel) - len(low)} of {len(sel)} cases; NOT reached in {cases}.")
+                else:
+                    lines.append(f"- {objective.upper()} over {name}, LS scan {scan}: reached in all {len(sel)} "
+                                 f"cases (RPI {min(s['mean_rpi'] for s in sel):.1f}-"
+                                 f"{max(s['mean_rpi'] for s in sel):.1f} %).")
     lines.append("- " + meta["rpi_reading"])
     lines.append("- \"last gain at s\": mean time of the last improvement; \"still improving\": "
                  "runs whose last improvement came in the final fifth of the time limit, i.e. "
@@ -539,8 +598,11 @@ def main(argv=None) -> int:
                    help="k 5 10, 1,000 tuples, 1 seed, 5 s per run, 2 s move rate (< 3 min)")
     p.add_argument("--data", help="data directory holding arx/ and sparcs/ "
                                   "(default: $PPDP_DATA or ../shared/data)")
-    p.add_argument("--datasets", nargs="+", default=["adult", "sparcs"],
-                   choices=["adult", "sparcs"])
+    p.add_argument("--datasets", nargs="+", default=["adult14", "sparcs"], choices=list(LOADERS))
+    p.add_argument("--neighbors", nargs="+", type=int,
+                   help="LS candidate-list sizes to run (0 = the paper's full scan; default 0 32: both)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="cases run at once in worker processes, one core each (default 1)")
     p.add_argument("--rows", nargs="+", type=int, help="tuple counts n")
     p.add_argument("--k", nargs="+", type=int, help="k values")
     p.add_argument("--seeds", type=int)
@@ -580,26 +642,25 @@ def main(argv=None) -> int:
         print(msg, file=sys.stderr, flush=True)
 
     datasets, notes = [], []
-    if "adult" in args.datasets:
-        datasets.append(load_adult(root))
-    if "sparcs" in args.datasets:
-        sp = load_sparcs(root)
-        if sp is None:
-            notes.append(f"sparcs skipped: no files under {root / 'sparcs'} (pass --data or "
-                         f"set PPDP_DATA to the folder holding sparcs/).")
+    for name in args.datasets:
+        ds = LOADERS[name](root)
+        if ds is None:
+            notes.append(f"{name} skipped: no files under {root / name} (pass --data or "
+                         f"set PPDP_DATA to the folder holding it).")
         else:
-            datasets.append(sp)
+            datasets.append(ds)
     log(f"datasets: {', '.join(f'{d.name} ({d.table.n:,} rows)' for d in datasets)}")
     warm_up()
-
-    runs = []
+    neighbor_counts = tuple(args.neighbors if args.neighbors is not None else (0, 32))
+    cases = []
     for ds in datasets:
         for n in rows:
             if n > ds.table.n:
                 notes.append(f"{ds.name}: n = {n:,} skipped (the dataset has {ds.table.n:,} rows).")
                 continue
-            for k in ks:
-                runs += run_case(ds, n, k, seeds, seconds, args.hungarian_max, log)
+            cases += [(ds.name, n, k) for k in ks]
+    runs = run_cases(cases, {d.name: d for d in datasets}, root, seeds, seconds, args.hungarian_max,
+                     neighbor_counts, args.jobs, log)
     summary = summarize(runs)
     build_n = 10_000
     log(f"initial-solution times at {build_n:,} tuples, k = 5")
@@ -624,7 +685,8 @@ def main(argv=None) -> int:
         "mode": mode, "command": command,
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
                     "cpus": os.cpu_count(), "threads": 1},
-        "rows": rows, "k": ks, "seeds": seeds, "seconds_per_run": seconds,
+        "rows": rows, "k": ks, "seeds": seeds, "seconds_per_run": seconds, "scans": [scan_name(m) for m in neighbor_counts],
+        "jobs": args.jobs,
         "hungarian_max": args.hungarian_max, "move_seconds": move_seconds,
         "datasets": [{"name": d.name, "source": d.source, "qids": d.qids, "rows": d.table.n}
                      for d in datasets],

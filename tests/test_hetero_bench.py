@@ -37,7 +37,7 @@ def test_missing_sparcs_is_reported_not_fatal(tmp_path):
 ])
 def test_rpi_verdict_against_the_papers_range(rpis, objective, verdict, reaches):
     runs = [{"dataset": "d", "n": 10, "k": 3, "initial": "k-member", "objective": objective,
-             "seed": s, "initial_value": 1.0, "ls_value": 1.0 - r / 100, "rpi": r,
+             "scan": "near-32", "seed": s, "initial_value": 1.0, "ls_value": 1.0 - r / 100, "rpi": r,
              "build_seconds": 0.0, "best_found_at_s": 1.0, "ls_seconds": 5.0} for s, r in enumerate(rpis)]
     (row,) = hetero.summarize(runs)
     assert row["verdict"] == verdict
@@ -58,3 +58,17 @@ def test_thinned_history_keeps_the_ends_and_at_most_one_point_per_5_percent_of_t
     times = [h[0] for h in thin[1:-1]]
     assert all(b >= a * 1.05 for a, b in zip(times, times[1:], strict=False))
     assert len(thin) < 200  # log(5 / 0.001) / log(1.05) ~ 175
+
+
+def test_adult14_reads_all_fourteen_attributes_of_the_uci_file(tmp_path):
+    # The paper's adult: every attribute a QID, "?" a category of its own, seeded order.
+    (tmp_path / "uci").mkdir()
+    (tmp_path / "uci" / "adult.data").write_text(
+        "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, "
+        "United-States, <=50K\n"
+        "50, ?, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, "
+        "United-States, <=50K\n\n")
+    ds = hetero.load_adult14(tmp_path)
+    assert ds.table.n == 2 and ds.table.d == 14
+    assert sorted(ds.table.numeric[:, 0].tolist()) == [39.0, 50.0]  # age
+    assert ds.table.n_categories[0] == 2  # workclass: State-gov and "?"

@@ -39,6 +39,7 @@ from engine.hetero import _incremental_kernels as K
 from engine.hetero.graph import KRegularGraph
 from engine.hetero.incremental import IncrementalState, Objective, objective_code
 from engine.hetero.metrics import QidTable
+from engine.hetero.neighbors import nearest_neighbors
 
 _EPS = 1e-12
 # Control words of the kernel's persistent state (ctl array).
@@ -75,17 +76,29 @@ def _seed(seed):
 
 
 @njit(cache=True)
-def _explore(code, b, eval_limit, ctl, cand, in_cand, cover, num, cat, cat_off, num_range,
+def _explore(code, b, eval_limit, ctl, cand, in_cand, near, cover, num, cat, cat_off, num_range,
              cat_domain, num_sigma, cat_sigma, mn, mn2, mx, mx2, num_sum, cat_count, cat_hist,
              cat_max, cat_distinct, t_ncp, t_sil, totals):
-    """First-improvement scan of node b; 1 = improved, 0 = none, -1 = budget hit mid-scan."""
+    """First-improvement scan of node b; 1 = improved, 0 = none, -1 = budget hit mid-scan.
+
+    ``near`` (n, m): with m = 0 every other node is a partner (Alg. 2); otherwise only the
+    nodes of a's and b's m nearest tuples, a = the original moved out of b (engine/hetero/neighbors.py)."""
     n, k = cover.shape
+    m = near.shape[1]
+    partners = n if m == 0 else 2 * m
     s_start = np.random.randint(1, k)
-    t_start = np.random.randint(n)
+    t_start = np.random.randint(partners)
     for si in range(k - 1):
         s1 = 1 + (s_start - 1 + si) % (k - 1)
-        for ti in range(n):
-            t2 = (t_start + ti) % n
+        a = cover[b, s1]
+        for ti in range(partners):
+            p = (t_start + ti) % partners
+            if m == 0:
+                t2 = p
+            elif p < m:
+                t2 = near[a, p]
+            else:
+                t2 = near[b, p - m]
             if t2 == b:
                 continue
             for s2 in range(1, k):
@@ -113,7 +126,7 @@ def _explore(code, b, eval_limit, ctl, cand, in_cand, cover, num, cat, cat_off, 
 
 
 @njit(cache=True)
-def _run_chunk(code, chunk_end, eval_limit, swaps, ctl, cand, in_cand, best_cover, best_total,
+def _run_chunk(code, chunk_end, eval_limit, swaps, ctl, cand, in_cand, near, best_cover, best_total,
                cover, num, cat, cat_off, num_range, cat_domain, num_sigma, cat_sigma, mn, mn2,
                mx, mx2, num_sum, cat_count, cat_hist, cat_max, cat_distinct, t_ncp, t_sil,
                totals):
@@ -156,7 +169,7 @@ def _run_chunk(code, chunk_end, eval_limit, swaps, ctl, cand, in_cand, best_cove
         ctl[_CAND_LEN] -= 1
         cand[pick] = cand[ctl[_CAND_LEN]]
         in_cand[b] = False
-        status = _explore(code, b, eval_limit, ctl, cand, in_cand, cover, num, cat, cat_off,
+        status = _explore(code, b, eval_limit, ctl, cand, in_cand, near, cover, num, cat, cat_off,
                           num_range, cat_domain, num_sigma, cat_sigma, mn, mn2, mx, mx2,
                           num_sum, cat_count, cat_hist, cat_max, cat_distinct, t_ncp, t_sil,
                           totals)
@@ -169,11 +182,14 @@ def _run_chunk(code, chunk_end, eval_limit, swaps, ctl, cand, in_cand, best_cove
 def iterated_local_search(table: QidTable, initial: KRegularGraph, *, objective: Objective = "gcp",
                           seconds: float = 10.0, max_evaluations: int | None = None,
                           seed: int = 0, perturbation_swaps: int | None = None,
-                          chunk_evaluations: int = 100_000) -> IlsResult:
+                          chunk_evaluations: int = 100_000, neighbors: int = 0) -> IlsResult:
     """Improve ``initial`` by ILS (Alg. 1-2) for ``seconds`` or ``max_evaluations``, seeded.
 
     Stops at whichever limit comes first; ``max_evaluations=None`` means time only. Returns the
     best graph found with the objective-over-time record (see the module docstring).
+    ``neighbors`` = m > 0 scans, for a node b and its edge (a, b'), only the partner nodes of the
+    m tuples nearest to a and to b (engine/hetero/neighbors.py; ours); 0 scans every node, as
+    Alg. 2. The lists are computed inside the time limit.
     """
     code = objective_code(objective)
     if seconds <= 0 and max_evaluations is None:
@@ -184,6 +200,7 @@ def iterated_local_search(table: QidTable, initial: KRegularGraph, *, objective:
     if chunk_evaluations < 1:
         raise SpecError(f"chunk_evaluations={chunk_evaluations} must be positive; hint: 100000")
     start = time.perf_counter()
+    near = nearest_neighbors(table, neighbors)
     state = IncrementalState(table, initial)
     n = state.n
     swaps = n if perturbation_swaps is None else int(perturbation_swaps)
@@ -208,7 +225,7 @@ def iterated_local_search(table: QidTable, initial: KRegularGraph, *, objective:
         if state.k == 1:
             break
         chunk_end = int(ctl[_EVALS]) + chunk_evaluations
-        _run_chunk(code, chunk_end, limit, swaps, ctl, cand, in_cand, best_cover, best_total,
+        _run_chunk(code, chunk_end, limit, swaps, ctl, cand, in_cand, near, best_cover, best_total,
                    *state.arrays)
         current = min(float(best_total[0]), float(totals[code])) / norm
         if current < best_seen - _EPS:

@@ -95,6 +95,7 @@ class _Flash:
         self.evaluated: set[int] = set()  # flat indices of checked nodes
         self.pruned = 0  # nodes that were tagged pruned while still untagged
         self.phase_two_candidates = 0  # anonymous, never checked, UB above the best after phase one
+        self._keys: dict[int, tuple[float, float, float]] = {}  # strategy key per flat index
 
     # -- node helpers --------------------------------------------------------------------
     def coords(self, idx: int) -> tuple[int, ...]:
@@ -110,13 +111,20 @@ class _Flash:
         dist = sum(self.distinct[q][node[q]] for q in range(self.nq)) / self.nq
         return (sum(node) / self.max_level, prec, 1.0 - dist)
 
+    def key_of(self, idx: int) -> tuple[float, float, float]:
+        """``key`` of a flat index, computed once (paths and the queue ask for the same nodes:
+        on adult k = 5 with a zero limit, 1,379 key computations for 145 checks)."""
+        out = self._keys.get(idx)
+        if out is None:
+            out = self._keys[idx] = self.key(self.coords(idx))
+        return out
+
     def successors(self, idx: int) -> list[int]:
         """Direct successors of a node, sorted by the strategy."""
         node = self.coords(idx)
-        succ = [(idx + self.strides[q], node[:q] + (node[q] + 1,) + node[q + 1 :])
-                for q in range(self.nq) if node[q] < self.h[q]]
-        succ.sort(key=lambda s: (self.key(s[1]), s[0]))
-        return [s[0] for s in succ]
+        succ = [idx + self.strides[q] for q in range(self.nq) if node[q] < self.h[q]]
+        succ.sort(key=lambda s: (self.key_of(s), s))
+        return succ
 
     def sorted_level(self, level: int) -> np.ndarray:
         """Untagged nodes of one level as flat indices, sorted by the strategy."""
@@ -218,7 +226,7 @@ class _Flash:
             if self.flat_tags[idx] == _UNTAGGED and not self.prune_if_dominated(idx) and not self.check(idx):
                 for s in self.successors(idx):
                     if self.flat_tags[s] == _UNTAGGED:
-                        heapq.heappush(self.queue, (self.key(self.coords(s)), s))
+                        heapq.heappush(self.queue, (self.key_of(s), s))
             if self.flat_tags[idx] in (_ANONYMOUS, _PRUNED):  # the lowest anonymous node is lower
                 high = mid - 1
             else:
@@ -231,7 +239,7 @@ class _Flash:
                 for idx in self.sorted_level(level).tolist():
                     if self.flat_tags[idx] != _UNTAGGED:
                         continue
-                    heapq.heappush(self.queue, (self.key(self.coords(idx)), idx))
+                    heapq.heappush(self.queue, (self.key_of(idx), idx))
                     while self.queue:
                         _, head = heapq.heappop(self.queue)
                         if self.flat_tags[head] == _UNTAGGED:

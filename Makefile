@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,plot,ray,spark]'
+	# Compile the Numba kernels now, so that no first release pays for it (engine/warmup.py)
+	$(BIN)/ppdp warm-up
 	touch $(STAMP)
 
 demo: $(STAMP)

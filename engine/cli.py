@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
@@ -33,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     ru.add_argument("name", nargs="?", help="only this release")
     ru.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
+    sub.add_parser("warm-up", help="compile every Numba kernel into the cache now (make demo and make test do), "
+                   "so that the first release does not pay for it")
     ini = sub.add_parser("init", help="create ppdp's private schema _ppdp (then jobs can be registered with SQL INSERT)")
     ini.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
@@ -279,7 +282,16 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+def cmd_warm_up(args: argparse.Namespace) -> int:
+    from engine.warmup import warm_up
+
+    t0 = time.perf_counter()
+    n = warm_up(lambda line: print(line, flush=True))
+    print(f"warm-up: {n} releases, {time.perf_counter() - t0:.0f} s; Numba's cache now holds ppdp's kernels")
+    return 0
+
+
+COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
 
 
 # --- printing ------------------------------------------------------------------------------

@@ -20,3 +20,16 @@ ANALYST_QUERY = (
     "       ROUND(100.0 * AVG(CASE WHEN \"salary-class\" = '>50K' THEN 1 ELSE 0 END), 1) AS pct_over_50k\n"
     "FROM published.adult\nGROUP BY occupation\nORDER BY people DESC\nLIMIT 8"
 )
+
+
+def load_csv_sample_with_id(table: str, rows: int) -> str:
+    """``load_csv_with_id`` limited to the first ``rows`` rows (an integer, not user text)."""
+    return load_csv_with_id(table) + f" LIMIT {int(rows)}"
+
+
+def add_catalogue_column(table: str, column: str) -> list[str]:
+    """Statements adding ``column`` filled from the list bound as ``?`` by a fixed hash of ``id``
+    (a sensitive value for the warm-up's microaggregation release)."""
+    t, c = quote_ident(table), quote_ident(column)
+    return [f"ALTER TABLE {t} ADD COLUMN {c} VARCHAR",
+            f"UPDATE {t} SET {c} = list_extract(?, CAST(hash(id, 7) % len(?) AS INTEGER) + 1)"]

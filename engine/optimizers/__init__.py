@@ -134,6 +134,12 @@ def run_optimizer(name: str, problem: Problem, *, budget: int, seed: int = 0, pa
     return OPTIMIZERS.get(name)(problem, budget=budget, seed=seed, params=dict(params or {}), progress=progress)
 
 
+def optimizer_names() -> list[str]:
+    """Every registered optimizer's name (the built-in modules imported first)."""
+    _load_builtin()
+    return OPTIMIZERS.names()
+
+
 def _load_builtin() -> None:
     # Importing the modules registers them; kept lazy so that `ppdp --help` stays fast.
     import importlib

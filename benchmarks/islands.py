@@ -3,6 +3,7 @@
     python benchmarks/islands.py            # the 400-record instances, 5 runs, budgets x1 and x10
     python benchmarks/islands.py --quick    # T8 T16, 3 runs, budget x1
     python benchmarks/islands.py --first-run   # the default executor's first run (issue #17), see below
+    python benchmarks/islands.py --heavy       # id-dga+oracle on all SPARCS records (issue #17 item 4)
 
 For each ID-DGA instance with nR = 400 (T3 T4 T7 T8 T11 T12 T15 T16, benchmarks/instances.py),
 ID-DGA runs with 1, 2 and 4 islands (population 40 in total, MI = 5, seeds 1000 * i + r, the
@@ -41,6 +42,21 @@ process on the cache the first one filled (the second run); ``--with-process`` a
 runs another checkout's code (e.g. the one before the change) the same way. Prints the ratios
 first run (default) / first run (local) and first run (default) / second run (local); writes
 islands_first_run.md and .json in benchmarks/results.
+
+``--heavy`` (issue #17 item 4: a heavy instance, where islands should pay): H1 = all 63,733
+SPARCS records over the 14 QIDs and hierarchies of the sparcs14 instances (49,099 distinct QID
+combinations), k-anonymity k = 5, ``id-dga+oracle``, seed 17, budget 20,000 evaluations in
+total (about 30 s for one island on this 2-core machine; ``--quick``: 3,000, 1 run). Cells (see
+``HEAVY_CELLS``): 1 island in this process; 2 islands in worker processes and as actors of a
+local one-node Ray cluster (2 CPUs, 127.0.0.1, started here and stopped at the end), each with
+the paper's synchronous migration and with lag 1; 2 islands one after the other in this process
+(the split ceiling, and the reference of the same-seed check). Same total work: two islands get
+half the budget and half the population each. Warm workers and actors (one unmeasured run per
+cell), a new Problem per run (the oracle's S*(G) cache lives one run, as in a worker), cells
+interleaved, medians of ``--runs`` (3). The cores' worth is probed before and after with two
+processes running one id-dga+oracle island of H1 each. Writes islands_heavy.md and .json
+(quick: in benchmarks/results/quick). The paper instances (the default mode) stay the record
+of why islands do not pay at 50-1,000 ms runs.
 """
 
 from __future__ import annotations

@@ -427,15 +427,47 @@ def heavy_problem(table) -> Problem:
 def heavy_run(table, cell: HeavyCell, budget: int, seed: int) -> dict:
     """One run of ``cell``; the figures the report needs (timings from ``run_islands``'s info)."""
     params = {"islands": cell.islands, "executor": cell.executor, "migration_lag": cell.lag}
-    res = run_optimizer(HEAVY_OPTIMIZER, heavy_problem(table), budget=budget, seed=seed, params=params)
+    problem = heavy_problem(table)
+    cpu = time.process_time()
+    res = run_optimizer(HEAVY_OPTIMIZER, problem, budget=budget, seed=seed, params=params)
+    cpu = time.process_time() - cpu
     i = res.info
-    return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"],
+    # master_cpu: this process's CPU time over the whole run (start-up included); with workers it
+    # is the master's serial share (collecting reports, the tracker, sending the setup).
+    return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"], "master_cpu": cpu,
             "shutdown": i["shutdown_seconds"], "ct": i["comm_seconds"], "cr": i["comm_ratio"],
             "islands_seconds": i["islands_seconds"], "compute": max(i["compute_seconds_per_island"]),
             "compute_sum": sum(i["compute_seconds_per_island"]),
             "compute_per_island": i["compute_seconds_per_island"], "epochs": i["epochs"],
             "evaluations_per_island": i["evaluations_per_island"], "executor": i["executor"],
             "td": res.td, "g": [int(x) for x in res.g], "feasible": res.feasible, "evaluations": res.evaluations}
+
+
+def wire_sizes(table, epochs: int = 3) -> dict:
+    """What travels per run and per epoch with two islands of H1 (bytes), and an island's epoch
+    time here: the Problem as a ``ProblemSpec`` (once per run, to each worker or the object
+    store), an epoch's migrant on the ring of pipes (``_encode_migrant``: S as bits) and as Ray
+    passes it (the pickled Individual), an epoch's report to the master (``_pack_reports``)."""
+    import pickle
+
+    from engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+    from engine.optimizers.islands import IslandSpec, _encode_migrant, _pack_reports, parse_params
+
+    problem = heavy_problem(table)
+    config = parse_params(HEAVY_OPTIMIZER, {"islands": 2, "oracle": True}, ID_DGA_DEFAULTS)
+    island = IslandSpec(IDDGAIsland, config, HEAVY_BUDGET // 2, np.random.SeedSequence(0), 0, 20).build(problem)
+    island.run(int(config["migration_interval"]), None)  # the initial population: not a typical epoch
+    rows = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        r = island.run(int(config["migration_interval"]), None)
+        seconds = time.perf_counter() - t
+        best, r.best = r.best, None
+        rows.append((seconds, len(_encode_migrant(best, None, 0)), len(pickle.dumps(best)),
+                     len(pickle.dumps(_pack_reports([r])))))
+    return {"problem_spec_bytes": len(pickle.dumps(ProblemSpec.of(problem))),
+            "epoch_seconds": med([x[0] for x in rows]), "ring_migrant_bytes": rows[-1][1],
+            "ray_migrant_bytes": rows[-1][2], "report_bytes": med([x[3] for x in rows])}
 
 
 def _start_ray() -> tuple[object | None, str]:
@@ -473,6 +505,7 @@ def heavy(args: argparse.Namespace) -> int:
           f"lattice {lattice:,} nodes; {HEAVY_OPTIMIZER}, k = {HEAVY_K}, budget {budget:,} evaluations in total, "
           f"seed {seed}; cores {n_cpu} ({usable} usable), load {load():.2f}", flush=True)
     cells = [c for c in HEAVY_CELLS if not (args.no_ray and c.executor == "ray")]
+    wire = wire_sizes(table)
     # The probe runs the islands' own kernels: one island of the heavy instance at a small budget,
     # a fresh Problem per run (as a worker's), for about probe_seconds per repetition.
     probe_budget = max(budget // 20, 100)
@@ -515,7 +548,8 @@ def heavy(args: argparse.Namespace) -> int:
     summary: dict[str, dict] = {}
     for c in cells:
         xs = raw[c.label]
-        cell = {k: med([x[k] for x in xs]) for k in ("rt", "ct", "cr", "compute", "compute_sum", "epochs", "startup")}
+        cell = {k: med([x[k] for x in xs]) for k in ("rt", "ct", "cr", "compute", "compute_sum", "epochs", "startup",
+                                                     "master_cpu")}
         cell["sr"] = rt1 / cell["rt"]
         cell["sr_over_worth"] = cell["sr"] / worth
         cell["sr_no_ct"] = rt1 / cell["compute"]
@@ -561,13 +595,20 @@ def heavy(args: argparse.Namespace) -> int:
          "(against RT(1): the work two half-populations did for the same budget). Ray: a local one-node cluster "
          f"of 2 CPUs on 127.0.0.1 started by the benchmark and stopped after it. {ray_note}\n",
          "| cell | RT (s) | SR | SR / cores' worth | CT (s) | CR | busiest island (s) | islands' compute (s) "
-         "| SR at CT = 0 | epochs | TD |",
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| SR at CT = 0 | master CPU (s) | epochs | TD |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         x = summary[c.label]
         L.append(f"| {c.label} | {x['rt']:.2f} | {x['sr']:.2f} | {x['sr_over_worth']:.2f} | {x['ct']:.2f} | "
                  f"{100 * x['cr']:.1f}% | {x['compute']:.2f} | {x['compute_sum']:.2f} | {x['sr_no_ct']:.2f} | "
-                 f"{x['epochs']:.0f} | {', '.join(f'{t:.1f}' for t in x['tds'])} |")
+                 f"{x['master_cpu']:.2f} | {x['epochs']:.0f} | {', '.join(f'{t:.1f}' for t in x['tds'])} |")
+    L += ["", "master CPU = this process's CPU time over the run (start-up included): with workers, the master's "
+          "serial share. What travels (one island of two, MI = 5, after its first epoch): the Problem as a "
+          f"ProblemSpec {wire['problem_spec_bytes'] / 1e6:.1f} MB once per run (start-up, not RT); per epoch and "
+          f"island a migrant of {wire['ring_migrant_bytes'] / 1e3:.1f} KB on the ring of pipes (S as bits; "
+          f"its header alone when the best did not change) or {wire['ray_migrant_bytes'] / 1e3:.1f} KB through "
+          f"Ray (the pickled Individual), and a report of {wire['report_bytes'] / 1e3:.1f} KB to the master "
+          f"(the new local bests' retained counts); an epoch's compute {1000 * wire['epoch_seconds']:.0f} ms."]
     L += ["", "Same seed, same result (TD and G of every run):"]
     L += [f"- {k}: {'yes' if v else 'no' if v is not None else 'not measured'}" for k, v in determinism.items()]
     L += ["", f"**Verdict** (target: 2 islands reach at least 0.85 of the cores' worth): {verdict}", ""]
@@ -578,6 +619,7 @@ def heavy(args: argparse.Namespace) -> int:
         "command": cmd, "cores": n_cpu, "usable_cores": usable, "records": n_rows, "qids": qids,
         "distinct_rows": len(table.counts), "lattice": lattice, "k": HEAVY_K, "optimizer": HEAVY_OPTIMIZER,
         "budget": budget, "seed": seed, "runs": runs, "warm_budget": warm_budget, "probe_budget": probe_budget,
+        "wire": wire,
         "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
         "capacity_after": capacity_after, "cores_worth": worth, "seconds": wall, "summary": summary,
         "determinism": determinism, "raw": raw}, indent=1) + "\n", encoding="utf-8")

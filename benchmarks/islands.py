@@ -427,17 +427,56 @@ def heavy_problem(table) -> Problem:
     return Problem(table, [build_model("k-anonymity", {"k": HEAVY_K})])
 
 
+def _cpu_of_descendants() -> dict[int, tuple[str, float]]:
+    """pid -> (command name, CPU seconds used so far) of this process and every process below it
+    (island workers, the local Ray cluster's raylet, GCS and actors), from /proc; {} elsewhere.
+    CPU seconds do not grow while a process waits for a core, so they show the islands' work
+    and the overheads whatever the machine's other load does to the wall times."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, str, float]] = {}
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            head, rest = (d / "stat").read_text().rsplit(")", 1)
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        f = rest.split()
+        name = "ray actor" if cmd and cmd[0].startswith(b"ray::") else head.split("(", 1)[1]
+        stats[int(d.name)] = (int(f[1]), name, (int(f[11]) + int(f[12])) / tick)
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        below = {pid for pid, (ppid, _, _) in stats.items() if ppid in mine} - mine
+        grew = bool(below)
+        mine |= below
+    return {pid: (stats[pid][1], stats[pid][2]) for pid in mine if pid in stats}
+
+
 def heavy_run(table, cell: HeavyCell, budget: int, seed: int) -> dict:
     """One run of ``cell``; the figures the report needs (timings from ``run_islands``'s info)."""
     params = {"islands": cell.islands, "executor": cell.executor, "migration_lag": cell.lag}
     problem = heavy_problem(table)
+    before = _cpu_of_descendants()
     cpu = time.process_time()
     res = run_optimizer(HEAVY_OPTIMIZER, problem, budget=budget, seed=seed, params=params)
     cpu = time.process_time() - cpu
+    after = _cpu_of_descendants()
+    used = {pid: (name, c - before.get(pid, (name, 0.0))[1]) for pid, (name, c) in after.items() if pid != os.getpid()}
+    # The island processes are the busy ones (a worker or actor per island, started before the
+    # run); the rest of the processes below this one is overhead (Ray's raylet, GCS, idle ones).
+    busy = sorted((c for _, c in used.values()), reverse=True)
+    islands_cpu = busy[:cell.islands] if cell.executor != "local" else [cpu]
+    other_cpu = sum(busy[cell.islands:]) if cell.executor != "local" else sum(busy)
     i = res.info
     # master_cpu: this process's CPU time over the whole run (start-up included); with workers it
     # is the master's serial share (collecting reports, the tracker, sending the setup).
     return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"], "master_cpu": cpu,
+            "island_cpu": max(islands_cpu), "islands_cpu": sum(islands_cpu), "other_cpu": other_cpu,
             "shutdown": i["shutdown_seconds"], "ct": i["comm_seconds"], "cr": i["comm_ratio"],
             "islands_seconds": i["islands_seconds"], "compute": max(i["compute_seconds_per_island"]),
             "compute_sum": sum(i["compute_seconds_per_island"]),
@@ -548,14 +587,17 @@ def heavy(args: argparse.Namespace) -> int:
     worth = min(capacity_before, capacity_after, 2.0)
     raw = {c.label: raw[c.label] for c in cells}
     rt1 = med([x["rt"] for x in raw[HEAVY_CELLS[0].label]])
+    cpu1 = med([x["island_cpu"] for x in raw[HEAVY_CELLS[0].label]])
     summary: dict[str, dict] = {}
     for c in cells:
         xs = raw[c.label]
         cell = {k: med([x[k] for x in xs]) for k in ("rt", "ct", "cr", "compute", "compute_sum", "epochs", "startup",
-                                                     "master_cpu")}
+                                                     "master_cpu", "island_cpu", "islands_cpu", "other_cpu")}
         cell["sr"] = rt1 / cell["rt"]
         cell["sr_over_worth"] = cell["sr"] / worth
         cell["sr_no_ct"] = rt1 / cell["compute"]
+        # Load-proof: one island's CPU seconds over the busier island's (two free cores, free messages)
+        cell["sr_cpu"] = cpu1 / cell["island_cpu"] if cell["island_cpu"] > 0 else float("nan")
         cell["tds"] = sorted({x["td"] for x in xs})
         cell["feasible"] = all(x["feasible"] for x in xs)
         summary[c.label] = cell
@@ -603,15 +645,22 @@ def heavy(args: argparse.Namespace) -> int:
          "(against RT(1): the work two half-populations did for the same budget). Ray: a local one-node cluster "
          f"of 2 CPUs on 127.0.0.1 started by the benchmark and stopped after it. {ray_note}\n",
          "| cell | RT (s) | SR | SR / cores' worth | CT (s) | CR | busiest island (s) | islands' compute (s) "
-         "| SR at CT = 0 | master CPU (s) | epochs | TD |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "| SR at CT = 0 | master CPU (s) | busier island CPU (s) | islands' CPU (s) | other CPU (s) | SR in CPU "
+         "| epochs | TD |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         x = summary[c.label]
         L.append(f"| {c.label} | {x['rt']:.2f} | {x['sr']:.2f} | {x['sr_over_worth']:.2f} | {x['ct']:.2f} | "
                  f"{100 * x['cr']:.1f}% | {x['compute']:.2f} | {x['compute_sum']:.2f} | {x['sr_no_ct']:.2f} | "
-                 f"{x['master_cpu']:.2f} | {x['epochs']:.0f} | {', '.join(f'{t:.1f}' for t in x['tds'])} |")
+                 f"{x['master_cpu']:.2f} | {x['island_cpu']:.2f} | {x['islands_cpu']:.2f} | {x['other_cpu']:.2f} | "
+                 f"{x['sr_cpu']:.2f} | {x['epochs']:.0f} | {', '.join(f'{t:.1f}' for t in x['tds'])} |")
     L += ["", "master CPU = this process's CPU time over the run (start-up included): with workers, the master's "
-          "serial share. What travels (one island of two, MI = 5, after its first epoch): the Problem as a "
+          "serial share. The CPU columns (from /proc; they do not grow while a process waits for a core, so the "
+          "machine's other load leaves them alone): busier island CPU = the CPU seconds (start-up included) of the busier island's "
+          "process (this process for the local cells, both islands together for \"2 islands, local\"), islands' "
+          "CPU = over all islands, other CPU = the other processes below this one (Ray's raylet, GCS, idle "
+          "workers); \"SR in CPU\" = one island's CPU / the busier island's CPU: the speedup two free cores would "
+          "give with free messages (the split ceiling in CPU time, imbalance of the halves included). What travels (one island of two, MI = 5, after its first epoch): the Problem as a "
           f"ProblemSpec {wire['problem_spec_bytes'] / 1e6:.1f} MB once per run (start-up, not RT); per epoch and "
           f"island a migrant of {wire['ring_migrant_bytes'] / 1e3:.1f} KB on the ring of pipes (S as bits; "
           f"its header alone when the best did not change) or {wire['ray_migrant_bytes'] / 1e3:.1f} KB through "

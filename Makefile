@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -74,6 +74,14 @@ bench-vs-arx: $(STAMP)
 
 bench-vs-arx-quick: $(STAMP)
 	$(BIN)/python benchmarks/vs_arx.py --quick
+
+# Islands on a heavy instance (issue #17 item 4): id-dga+oracle on all 63,733 SPARCS records,
+# 1 island vs 2 in processes and on a local Ray cluster; about 20 minutes (quick: 2). Data: $$PPDP_DATA.
+bench-islands-heavy: $(STAMP)
+	$(BIN)/python benchmarks/islands.py --heavy
+
+bench-islands-heavy-quick: $(STAMP)
+	$(BIN)/python benchmarks/islands.py --heavy --quick
 
 clean:
 	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache

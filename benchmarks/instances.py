@@ -226,15 +226,11 @@ SPARCS14_EXTRA = ["APR Risk of Mortality", "APR Medical Surgical Description", "
 SPARCS14_SHAPES = [(14, 200), (14, 400)]  # nQID, nR, as T13/T15 of the ID-DGA family
 
 
-def sparcs14_instances(root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
-    """S1, S2: the 10 HAEF QIDs + 4 more SPARCS attributes, k-anonymity k = 2 (ID-DGA's setting).
-
-    The extra QIDs: APR Risk of Mortality (Minor/Moderate vs Major/Extreme, then *), APR Medical
-    Surgical Description, Emergency Department Indicator and Payment Typology 2 (empty recoded to
-    None), the last three flat. nR records drawn uniformly without replacement, instance i from
-    ``np.random.default_rng([seed, 3, i])``. 14 QIDs with the HAEF hierarchies: 368,640 nodes (the flat ones have height 1).
-    """
-    frame, hs = _sparcs(str(root))
+@cache
+def sparcs14_data(root: str) -> tuple[pl.DataFrame, dict[str, Hierarchy], list[str]]:
+    """Every SPARCS record (the 8 facility files), the hierarchies and the 14 QIDs of the sparcs14
+    instances (``sparcs14_instances``; benchmarks/islands.py ``--heavy`` uses all the records)."""
+    frame, hs = _sparcs(root)
     frame = frame.with_columns(pl.when(pl.col("Payment Typology 2").fill_null("") == "").then(pl.lit("None"))
                                .otherwise(pl.col("Payment Typology 2")).alias("Payment Typology 2"))
     risk = {"Minor": "Minor-Moderate", "Moderate": "Minor-Moderate", "Major": "Major-Extreme",
@@ -243,7 +239,18 @@ def sparcs14_instances(root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
           "APR Risk of Mortality": from_rows("APR Risk of Mortality", [[v, g, "*"] for v, g in risk.items()],
                                              source="generated: risk groups"),
           **{q: flat(q, frame[q].unique().to_list()) for q in SPARCS14_EXTRA[1:]}}
-    qids = SPARCS_QIDS + SPARCS14_EXTRA
+    return frame, hs, SPARCS_QIDS + SPARCS14_EXTRA
+
+
+def sparcs14_instances(root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:
+    """S1, S2: the 10 HAEF QIDs + 4 more SPARCS attributes, k-anonymity k = 2 (ID-DGA's setting).
+
+    The extra QIDs: APR Risk of Mortality (Minor/Moderate vs Major/Extreme, then *), APR Medical
+    Surgical Description, Emergency Department Indicator and Payment Typology 2 (empty recoded to
+    None), the last three flat. nR records drawn uniformly without replacement, instance i from
+    ``np.random.default_rng([seed, 3, i])``. 14 QIDs with the HAEF hierarchies: 368,640 nodes (the flat ones have height 1).
+    """
+    frame, hs, qids = sparcs14_data(str(root))
     out = []
     for i, (nq, nr) in enumerate(SPARCS14_SHAPES, start=1):
         rng = np.random.default_rng([seed, 3, i])

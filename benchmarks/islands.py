@@ -3,6 +3,7 @@
     python benchmarks/islands.py            # the 400-record instances, 5 runs, budgets x1 and x10
     python benchmarks/islands.py --quick    # T8 T16, 3 runs, budget x1
     python benchmarks/islands.py --first-run   # the default executor's first run (issue #17), see below
+    python benchmarks/islands.py --heavy       # id-dga+oracle on all SPARCS records (issue #17 item 4)
 
 For each ID-DGA instance with nR = 400 (T3 T4 T7 T8 T11 T12 T15 T16, benchmarks/instances.py),
 ID-DGA runs with 1, 2 and 4 islands (population 40 in total, MI = 5, seeds 1000 * i + r, the
@@ -41,6 +42,21 @@ process on the cache the first one filled (the second run); ``--with-process`` a
 runs another checkout's code (e.g. the one before the change) the same way. Prints the ratios
 first run (default) / first run (local) and first run (default) / second run (local); writes
 islands_first_run.md and .json in benchmarks/results.
+
+``--heavy`` (issue #17 item 4: a heavy instance, where islands should pay): H1 = all 63,733
+SPARCS records over the 14 QIDs and hierarchies of the sparcs14 instances (49,099 distinct QID
+combinations), k-anonymity k = 5, ``id-dga+oracle``, seed 17, budget 20,000 evaluations in
+total (about 30 s for one island on this 2-core machine; ``--quick``: 3,000, 1 run). Cells (see
+``HEAVY_CELLS``): 1 island in this process; 2 islands in worker processes and as actors of a
+local one-node Ray cluster (2 CPUs, 127.0.0.1, started here and stopped at the end), each with
+the paper's synchronous migration and with lag 1; 2 islands one after the other in this process
+(the split ceiling, and the reference of the same-seed check). Same total work: two islands get
+half the budget and half the population each. Warm workers and actors (one unmeasured run per
+cell), a new Problem per run (the oracle's S*(G) cache lives one run, as in a worker), cells
+interleaved, medians of ``--runs`` (3). The cores' worth is probed before and after with two
+processes running one id-dga+oracle island of H1 each. Writes islands_heavy.md and .json
+(quick: in benchmarks/results/quick). The paper instances (the default mode) stay the record
+of why islands do not pay at 50-1,000 ms runs.
 """
 
 from __future__ import annotations
@@ -51,6 +67,7 @@ import multiprocessing as mp
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +77,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import instances as inst_mod  # noqa: E402
 
+from engine.encoding import encode_histogram  # noqa: E402
+from engine.models import build_model  # noqa: E402
 from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
 from engine.optimizers.islands import ProblemSpec, fresh_workers, worker_pool  # noqa: E402
+from engine.problem import Problem  # noqa: E402
 
 ISLANDS = (1, 2, 4)
 LAGS = (0, 1)  # migration_lag: the paper's synchronous ring, and ours
@@ -83,29 +103,35 @@ def load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
-def _kernel_worker(conn, pspec, budget: int) -> None:
-    """Runs ID-GA (one island, in this process) on the instance ``reps`` times when sent ``reps``
-    and answers with the wall time; None stops it. The islands' own workload, for ``kernel_capacity``."""
+def _kernel_worker(conn, pspec, budget: int, optimizer: str = "id-dga", fresh: bool = False) -> None:
+    """Runs ``optimizer`` (one island, in this process) on the instance ``reps`` times when sent
+    ``reps`` and answers with the wall time; None stops it. The islands' own workload, for
+    ``kernel_capacity``. ``fresh``: a new Problem for every run (the oracle's S*(G) cache of one
+    run would make the next runs of the same seeds cheaper: an island's Problem lives one run)."""
     _load_builtin()
     problem = pspec.build()
-    run_optimizer("id-dga", problem, budget=budget, seed=0, params={"islands": 1})  # load the kernels
+    run_optimizer(optimizer, problem, budget=budget, seed=0, params={"islands": 1})  # load the kernels
     while (reps := conn.recv()) is not None:
         t = time.perf_counter()
         for seed in range(reps):
-            run_optimizer("id-dga", problem, budget=budget, seed=seed, params={"islands": 1})
+            run_optimizer(optimizer, pspec.build() if fresh else problem, budget=budget, seed=seed,
+                          params={"islands": 1})
         conn.send(time.perf_counter() - t)
 
 
-def kernel_capacity(problem, budget: int, probes: int = 3, seconds: float = 0.3) -> float:
+def kernel_capacity(problem, budget: int, probes: int = 3, seconds: float = 0.3, optimizer: str = "id-dga",
+                    fresh: bool = False) -> float:
     """How many cores' worth two processes running the islands' own kernels get right now (2.0 =
-    two full cores): ID-GA on the instance, repeated for about ``seconds``, in one process alone
-    over the slower of two running at once, median of ``probes``. No messages: this is the most
-    that two islands' compute can gain on this machine (a pure-Python loop gets more out of two
-    busy virtual CPUs than these Numba kernels do, so the probe runs the kernels themselves)."""
+    two full cores): ``optimizer`` (ID-GA by default) on the instance, repeated for about
+    ``seconds``, in one process alone over the slower of two running at once, median of
+    ``probes``. No messages: this is the most that two islands' compute can gain on this machine
+    (a pure-Python loop gets more out of two busy virtual CPUs than these Numba kernels do, so
+    the probe runs the kernels themselves)."""
     ctx = mp.get_context("spawn")
     pspec = ProblemSpec.of(problem)
     pipes = [ctx.Pipe() for _ in range(2)]
-    procs = [ctx.Process(target=_kernel_worker, args=(child, pspec, budget), daemon=True) for _, child in pipes]
+    procs = [ctx.Process(target=_kernel_worker, args=(child, pspec, budget, optimizer, fresh), daemon=True)
+             for _, child in pipes]
     for p in procs:
         p.start()
     try:
@@ -352,6 +378,312 @@ def first_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- --heavy: ID-DGA+oracle on every SPARCS record (issue #17 item 4) -----------------------
+
+HEAVY_OPTIMIZER = "id-dga+oracle"
+HEAVY_K = 5
+HEAVY_BUDGET = 20_000  # evaluations in total, whatever the island count (~30 s for one island here)
+HEAVY_QUICK_BUDGET = 3_000
+HEAVY_SEED = 17
+# Below this many cores' worth for two processes the machine is too busy for the run to say
+# anything about two islands' speedup: the verdict says so.
+HEAVY_QUIET_WORTH = 1.5
+
+
+@dataclass(frozen=True)
+class HeavyCell:
+    """One way of running the heavy instance: island count, executor and migration lag."""
+
+    label: str
+    islands: int
+    executor: str
+    lag: int = 0
+
+
+HEAVY_CELLS = (
+    HeavyCell("1 island, local", 1, "local"),
+    HeavyCell("2 islands, process", 2, "process"),
+    HeavyCell("2 islands, process, lag 1", 2, "process", 1),
+    HeavyCell("2 islands, ray", 2, "ray"),
+    HeavyCell("2 islands, ray, lag 1", 2, "ray", 1),
+    # The same two islands one after the other in this process: the split ceiling (no second
+    # process, no messages) and the reference of the same-seed determinism check.
+    HeavyCell("2 islands, local", 2, "local"),
+)
+
+
+def heavy_table(data: Path):
+    """H1: every SPARCS record (8 facility files) over the 14 QIDs and hierarchies of the
+    sparcs14 instances, encoded as the histogram of distinct QID combinations."""
+    frame, hs, qids = inst_mod.sparcs14_data(str(data))
+    table = encode_histogram(inst_mod._histogram(frame, qids), qids, [], [hs[q] for q in qids])
+    return table, frame.height, qids
+
+
+def heavy_problem(table) -> Problem:
+    """A new Problem for every run: the oracle's S*(G) cache and the class cache live in the
+    Problem, and a worker builds its own for every run; reusing one here would hand the in-process
+    runs the previous run's S*(G) of the same seed."""
+    return Problem(table, [build_model("k-anonymity", {"k": HEAVY_K})])
+
+
+def _cpu_of_descendants() -> dict[int, tuple[str, float]]:
+    """pid -> (command name, CPU seconds used so far) of this process and every process below it
+    (island workers, the local Ray cluster's raylet, GCS and actors), from /proc; {} elsewhere.
+    CPU seconds do not grow while a process waits for a core, so they show the islands' work
+    and the overheads whatever the machine's other load does to the wall times."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return {}
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, str, float]] = {}
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            head, rest = (d / "stat").read_text().rsplit(")", 1)
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        f = rest.split()
+        name = "ray actor" if cmd and cmd[0].startswith(b"ray::") else head.split("(", 1)[1]
+        stats[int(d.name)] = (int(f[1]), name, (int(f[11]) + int(f[12])) / tick)
+    mine = {os.getpid()}
+    grew = True
+    while grew:
+        below = {pid for pid, (ppid, _, _) in stats.items() if ppid in mine} - mine
+        grew = bool(below)
+        mine |= below
+    return {pid: (stats[pid][1], stats[pid][2]) for pid in mine if pid in stats}
+
+
+def heavy_run(table, cell: HeavyCell, budget: int, seed: int) -> dict:
+    """One run of ``cell``; the figures the report needs (timings from ``run_islands``'s info)."""
+    params = {"islands": cell.islands, "executor": cell.executor, "migration_lag": cell.lag}
+    problem = heavy_problem(table)
+    before = _cpu_of_descendants()
+    cpu = time.process_time()
+    res = run_optimizer(HEAVY_OPTIMIZER, problem, budget=budget, seed=seed, params=params)
+    cpu = time.process_time() - cpu
+    after = _cpu_of_descendants()
+    used = {pid: (name, c - before.get(pid, (name, 0.0))[1]) for pid, (name, c) in after.items() if pid != os.getpid()}
+    # The island processes are the busy ones (a worker or actor per island, started before the
+    # run); the rest of the processes below this one is overhead (Ray's raylet, GCS, idle ones).
+    busy = sorted((c for _, c in used.values()), reverse=True)
+    islands_cpu = busy[:cell.islands] if cell.executor != "local" else [cpu]
+    other_cpu = sum(busy[cell.islands:]) if cell.executor != "local" else sum(busy)
+    i = res.info
+    # master_cpu: this process's CPU time over the whole run (start-up included); with workers it
+    # is the master's serial share (collecting reports, the tracker, sending the setup).
+    return {"rt": i["algorithm_seconds"], "run": i["run_seconds"], "startup": i["startup_seconds"], "master_cpu": cpu,
+            "island_cpu": max(islands_cpu), "islands_cpu": sum(islands_cpu), "other_cpu": other_cpu,
+            "shutdown": i["shutdown_seconds"], "ct": i["comm_seconds"], "cr": i["comm_ratio"],
+            "islands_seconds": i["islands_seconds"], "compute": max(i["compute_seconds_per_island"]),
+            "compute_sum": sum(i["compute_seconds_per_island"]),
+            "compute_per_island": i["compute_seconds_per_island"], "epochs": i["epochs"],
+            "evaluations_per_island": i["evaluations_per_island"], "executor": i["executor"],
+            "td": res.td, "g": [int(x) for x in res.g], "feasible": res.feasible, "evaluations": res.evaluations}
+
+
+def wire_sizes(table, epochs: int = 3) -> dict:
+    """What travels per run and per epoch with two islands of H1 (bytes), and an island's epoch
+    time here: the Problem as a ``ProblemSpec`` (once per run, to each worker or the object
+    store), an epoch's migrant on the ring of pipes (``_encode_migrant``: S as bits) and as Ray
+    passes it (the pickled Individual), an epoch's report to the master (``_pack_reports``)."""
+    import pickle
+
+    from engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+    from engine.optimizers.islands import IslandSpec, _encode_migrant, _pack_reports, parse_params
+
+    problem = heavy_problem(table)
+    config = parse_params(HEAVY_OPTIMIZER, {"islands": 2, "oracle": True}, ID_DGA_DEFAULTS)
+    island = IslandSpec(IDDGAIsland, config, HEAVY_BUDGET // 2, np.random.SeedSequence(0), 0, 20).build(problem)
+    island.run(int(config["migration_interval"]), None)  # the initial population: not a typical epoch
+    rows = []
+    for _ in range(epochs):
+        t = time.perf_counter()
+        r = island.run(int(config["migration_interval"]), None)
+        seconds = time.perf_counter() - t
+        best, r.best = r.best, None
+        rows.append((seconds, len(_encode_migrant(best, None, 0)), len(pickle.dumps(best)),
+                     len(pickle.dumps(_pack_reports([r])))))
+    return {"problem_spec_bytes": len(pickle.dumps(ProblemSpec.of(problem))),
+            "epoch_seconds": med([x[0] for x in rows]), "ring_migrant_bytes": rows[-1][1],
+            "ray_migrant_bytes": rows[-1][2], "report_bytes": med([x[3] for x in rows])}
+
+
+def _start_ray() -> tuple[object | None, str]:
+    """A local one-node Ray cluster of 2 CPUs on 127.0.0.1 for this process (None and why when
+    Ray is missing or already running here)."""
+    try:
+        import ray
+    except ImportError:
+        return None, "Ray is not installed (pip install 'ppdp[ray]')"
+    if ray.is_initialized():
+        return None, "Ray is already initialized in this process"
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             _node_ip_address="127.0.0.1")
+    return ray, ""
+
+
+def heavy(args: argparse.Namespace) -> int:
+    """``--heavy``: see the module's docstring."""
+    from contextlib import ExitStack
+
+    quick = args.quick
+    runs = args.runs or (1 if quick else 3)
+    budget = args.heavy_budget or (HEAVY_QUICK_BUDGET if quick else HEAVY_BUDGET)
+    seed = HEAVY_SEED if args.heavy_seed is None else args.heavy_seed
+    out = Path(args.out) if args.out else Path(__file__).resolve().parent / "results" / ("quick" if quick else "")
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "islands_heavy"
+    n_cpu, usable = cores()
+    data = inst_mod.data_dir(args.data)
+    inst_mod._require(data, "sparcs")
+    _load_builtin()
+    table, n_rows, qids = heavy_table(data)
+    lattice = int(np.prod(table.heights + 1))
+    print(f"H1: {n_rows:,} SPARCS records, {len(qids)} QIDs, {len(table.counts):,} distinct QID combinations, "
+          f"lattice {lattice:,} nodes; {HEAVY_OPTIMIZER}, k = {HEAVY_K}, budget {budget:,} evaluations in total, "
+          f"seed {seed}; cores {n_cpu} ({usable} usable), load {load():.2f}", flush=True)
+    cells = [c for c in HEAVY_CELLS if not (args.no_ray and c.executor == "ray")]
+    wire = wire_sizes(table)
+    # The probe runs the islands' own kernels: one island of the heavy instance at a small budget,
+    # a fresh Problem per run (as a worker's), for about probe_seconds per repetition.
+    probe_budget = max(budget // 20, 100)
+    probe_seconds = 2.0 if quick else 4.0
+    t_start = time.perf_counter()
+    load_before = load()
+    capacity_before = kernel_capacity(heavy_problem(table), probe_budget, seconds=probe_seconds,
+                                      optimizer=HEAVY_OPTIMIZER, fresh=True)
+    print(f"cores' worth before: {capacity_before:.2f}", flush=True)
+    raw: dict[str, list[dict]] = {c.label: [] for c in cells}
+    warm_budget = max(budget // 10, 200)
+    ray_note = ""
+    with ExitStack() as stack:
+        stack.enter_context(worker_pool())
+        ray = None
+        if any(c.executor == "ray" for c in cells):
+            ray, ray_note = _start_ray()
+            if ray is None:
+                print(f"no Ray cells: {ray_note}", flush=True)
+                cells = [c for c in cells if c.executor != "ray"]
+            else:
+                from engine.optimizers.ray_executor import ray_actor_pool
+                stack.callback(ray.shutdown)
+                stack.enter_context(ray_actor_pool())  # closed before the cluster stops
+        for c in cells:  # start and warm up the workers and actors; not measured
+            heavy_run(table, c, warm_budget, seed + 999)
+        for r in range(runs):  # interleaved: the machine's other load hits every cell alike
+            for c in cells:
+                x = heavy_run(table, c, budget, seed)
+                raw[c.label].append(x)
+                print(f"run {r + 1}/{runs} {c.label}: RT {x['rt']:.2f} s, busiest island {x['compute']:.2f} s, "
+                      f"islands' compute {x['compute_sum']:.2f} s, CT {x['ct']:.2f} s (CR {100 * x['cr']:.1f}%), "
+                      f"epochs {x['epochs']}, TD {x['td']:.1f}, load {load():.2f}", flush=True)
+    capacity_after = kernel_capacity(heavy_problem(table), probe_budget, seconds=probe_seconds,
+                                     optimizer=HEAVY_OPTIMIZER, fresh=True)
+    wall = time.perf_counter() - t_start
+    worth = min(capacity_before, capacity_after, 2.0)
+    raw = {c.label: raw[c.label] for c in cells}
+    rt1 = med([x["rt"] for x in raw[HEAVY_CELLS[0].label]])
+    cpu1 = med([x["island_cpu"] for x in raw[HEAVY_CELLS[0].label]])
+    summary: dict[str, dict] = {}
+    for c in cells:
+        xs = raw[c.label]
+        cell = {k: med([x[k] for x in xs]) for k in ("rt", "ct", "cr", "compute", "compute_sum", "epochs", "startup",
+                                                     "master_cpu", "island_cpu", "islands_cpu", "other_cpu")}
+        cell["sr"] = rt1 / cell["rt"]
+        cell["sr_over_worth"] = cell["sr"] / worth
+        cell["sr_no_ct"] = rt1 / cell["compute"]
+        # Load-proof: one island's CPU seconds over the busier island's (two free cores, free messages)
+        cell["sr_cpu"] = cpu1 / cell["island_cpu"] if cell["island_cpu"] > 0 else float("nan")
+        cell["tds"] = sorted({x["td"] for x in xs})
+        cell["feasible"] = all(x["feasible"] for x in xs)
+        summary[c.label] = cell
+
+    def same(a: str, b: str) -> bool | None:
+        if a not in raw or b not in raw:
+            return None
+        return all(x["td"] == y["td"] and x["g"] == y["g"] for x, y in zip(raw[a], raw[b], strict=True))
+
+    determinism = {
+        "process == local (2 islands, lag 0)": same("2 islands, process", "2 islands, local"),
+        "ray == local (2 islands, lag 0)": same("2 islands, ray", "2 islands, local"),
+        "ray == process (2 islands, lag 1)": same("2 islands, ray, lag 1", "2 islands, process, lag 1"),
+    }
+    two = [c.label for c in cells if c.islands == 2 and c.executor != "local"]
+    verdict = " ".join(f"{lab}: SR {summary[lab]['sr']:.2f} = {summary[lab]['sr_over_worth']:.2f} of the cores' "
+                       f"worth ({'meets' if summary[lab]['sr_over_worth'] >= 0.85 else 'misses'} 0.85)." for lab in two)
+    if worth < HEAVY_QUIET_WORTH:
+        verdict += (f" **Not evidence**: two processes got only {worth:.2f} cores' worth here (load {load_before:.1f} "
+                    f"before the runs), below {HEAVY_QUIET_WORTH}: the other load, not the islands, set these times "
+                    "(an SR / cores' worth above 1 says the probes and the runs met different load). Rerun on a "
+                    "quiet machine.")
+    cmd = " ".join(["python benchmarks/islands.py"] + (args.argv or []))
+    L = [f"# ID-DGA+oracle islands on a heavy instance ({'quick' if quick else 'full'} mode)\n",
+         f"Generated by `{cmd}`; machine with {n_cpu} cores, {usable} usable by this process, shared with other "
+         f"work (load {load_before:.2f} before, {load():.2f} after). Total {wall:.0f} s.\n",
+         f"Instance H1: all {n_rows:,} SPARCS 2015 records (8 facility files) over the 14 QIDs and hierarchies of "
+         f"the sparcs14 instances (benchmarks/instances.py `sparcs14_data`): {len(table.counts):,} distinct QID "
+         f"combinations (the histogram the Problem is built over), lattice {lattice:,} nodes. k-anonymity k = "
+         f"{HEAVY_K}; optimizer `{HEAVY_OPTIMIZER}` (every evaluated solution repaired with the exact suppression "
+         f"oracle S*(G)), population 40 in total, MI = 5 (one island: epochs of 50 generations, no migration); "
+         f"seed {seed} in every cell.\n",
+         f"Same total work: the budget is {budget:,} evaluations in total in every cell; with 2 islands each "
+         f"island gets half of it ({budget // 2:,}) and half of the population (20), as `run_islands` splits "
+         f"both. Every run builds a new Problem (the S*(G) cache lives one run, as in a worker). "
+         f"{runs} measured run(s) per cell after one unmeasured warm-up run per cell at budget {warm_budget:,} "
+         f"(workers from a persistent pool, Ray actors from `ray_actor_pool`); medians; cells interleaved.\n",
+         "RT = `algorithm_seconds` (the run without starting or stopping the workers); SR = RT(1 island) / RT; "
+         "CT = `comm_seconds` (islands phase wall time minus the busiest island's compute: messages, waiting for "
+         "the ring predecessor, the master's work); CR = CT / RT. \"cores' worth\" = the parallelism two processes "
+         f"running one {HEAVY_OPTIMIZER} island of H1 each (budget {probe_budget:,}, a fresh Problem per run, no "
+         f"messages) got alone versus together, probed before ({capacity_before:.2f}) and after "
+         f"({capacity_after:.2f}) the runs; the smaller, at most 2, is used: **{worth:.2f}**. "
+         "\"SR at CT = 0\" = RT(1) / busiest island's compute. \"islands' compute\" = the sum over islands "
+         "(against RT(1): the work two half-populations did for the same budget). Ray: a local one-node cluster "
+         f"of 2 CPUs on 127.0.0.1 started by the benchmark and stopped after it. {ray_note}\n",
+         "| cell | RT (s) | SR | SR / cores' worth | CT (s) | CR | busiest island (s) | islands' compute (s) "
+         "| SR at CT = 0 | master CPU (s) | busier island CPU (s) | islands' CPU (s) | other CPU (s) | SR in CPU "
+         "| epochs | TD |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        x = summary[c.label]
+        L.append(f"| {c.label} | {x['rt']:.2f} | {x['sr']:.2f} | {x['sr_over_worth']:.2f} | {x['ct']:.2f} | "
+                 f"{100 * x['cr']:.1f}% | {x['compute']:.2f} | {x['compute_sum']:.2f} | {x['sr_no_ct']:.2f} | "
+                 f"{x['master_cpu']:.2f} | {x['island_cpu']:.2f} | {x['islands_cpu']:.2f} | {x['other_cpu']:.2f} | "
+                 f"{x['sr_cpu']:.2f} | {x['epochs']:.0f} | {', '.join(f'{t:.1f}' for t in x['tds'])} |")
+    L += ["", "master CPU = this process's CPU time over the run (start-up included): with workers, the master's "
+          "serial share. The CPU columns (from /proc; they do not grow while a process waits for a core, so the "
+          "machine's other load leaves them alone): busier island CPU = the CPU seconds (start-up included) of the busier island's "
+          "process (this process for the local cells, both islands together for \"2 islands, local\"), islands' "
+          "CPU = over all islands, other CPU = the other processes below this one (Ray's raylet, GCS, idle "
+          "workers); \"SR in CPU\" = one island's CPU / the busier island's CPU: the speedup two free cores would "
+          "give with free messages (the split ceiling in CPU time, imbalance of the halves included). What travels (one island of two, MI = 5, after its first epoch): the Problem as a "
+          f"ProblemSpec {wire['problem_spec_bytes'] / 1e6:.1f} MB once per run (start-up, not RT); per epoch and "
+          f"island a migrant of {wire['ring_migrant_bytes'] / 1e3:.1f} KB on the ring of pipes (S as bits; "
+          f"its header alone when the best did not change) or {wire['ray_migrant_bytes'] / 1e3:.1f} KB through "
+          f"Ray (the pickled Individual), and a report of {wire['report_bytes'] / 1e3:.1f} KB to the master "
+          f"(the new local bests' retained counts); an epoch's compute {1000 * wire['epoch_seconds']:.0f} ms."]
+    L += ["", "Same seed, same result (TD and G of every run):"]
+    L += [f"- {k}: {'yes' if v else 'no' if v is not None else 'not measured'}" for k, v in determinism.items()]
+    L += ["", f"**Verdict** (target: 2 islands reach at least 0.85 of the cores' worth): {verdict}", ""]
+    text = "\n".join(L) + "\n"
+    print("\n" + text, flush=True)
+    (out / f"{stem}.md").write_text(text, encoding="utf-8")
+    (out / f"{stem}.json").write_text(json.dumps({
+        "command": cmd, "cores": n_cpu, "usable_cores": usable, "records": n_rows, "qids": qids,
+        "distinct_rows": len(table.counts), "lattice": lattice, "k": HEAVY_K, "optimizer": HEAVY_OPTIMIZER,
+        "budget": budget, "seed": seed, "runs": runs, "warm_budget": warm_budget, "probe_budget": probe_budget,
+        "wire": wire,
+        "load_before": load_before, "load_after": load(), "capacity_before": capacity_before,
+        "capacity_after": capacity_after, "cores_worth": worth, "seconds": wall, "summary": summary,
+        "determinism": determinism, "raw": raw}, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {out / (stem + '.md')} and .json in {wall:.0f} s", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--first-run", action="store_true",
@@ -369,7 +701,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="data directory (default: $PPDP_DATA or ../shared/data)")
     ap.add_argument("--seed", type=int, default=inst_mod.DEFAULT_SEED, help="instance sampling seed")
     ap.add_argument("--out", help="output folder (default benchmarks/results, quick: benchmarks/results/quick)")
+    ap.add_argument("--heavy", action="store_true",
+                    help="id-dga+oracle on all 63,733 SPARCS records, 14 QIDs: 1 vs 2 islands, process and Ray")
+    ap.add_argument("--heavy-budget", type=int, help=f"--heavy: evaluations in total (default {HEAVY_BUDGET}, "
+                    f"quick {HEAVY_QUICK_BUDGET})")
+    ap.add_argument("--heavy-seed", type=int, help=f"--heavy: the runs' seed (default {HEAVY_SEED})")
+    ap.add_argument("--no-ray", action="store_true", help="--heavy: leave out the Ray cells")
     args = ap.parse_args(argv)
+    if args.heavy:
+        args.argv = argv if argv is not None else sys.argv[1:]
+        return heavy(args)
     if args.first_run:
         args.argv = argv if argv is not None else sys.argv[1:]
         return first_run(args)

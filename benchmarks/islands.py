@@ -65,6 +65,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -321,11 +322,17 @@ def first_run(args: argparse.Namespace) -> int:
     try:
         for name, params in cases:
             cache = tmp / name  # empty: nothing compiled yet
+            warm_up_s = None
+            if args.after_install:  # what `make` does after installing: ppdp warm-up fills the cache
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "engine.cli", "warm-up"], cwd=root, check=True,
+                               env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, stdout=subprocess.DEVNULL)
+                warm_up_s = time.perf_counter() - t0
             load_before = load()
             first = first_run_child(root, data, rows, budget, seed, params, cache)
             second = first_run_child(root, data, rows, budget, seed, params, cache) if name != "process" else None
             results[name] = {"params": params, "first": first, "second": second, "load_before": load_before,
-                             "load_after": load()}
+                             "load_after": load(), "warm_up_seconds": warm_up_s}
             print(f"{name}: first run {first['run_seconds']:.2f} s ({first['executor']}; {first['why']}), "
                   + (f"second run {second['run_seconds']:.2f} s, " if second else "")
                   + f"TD {first['td']:.1f}; load {load_before:.2f} -> {load():.2f}", flush=True)
@@ -344,17 +351,22 @@ def first_run(args: argparse.Namespace) -> int:
          f"{n_cpu} cores, {usable} usable, shared with other work (load averages below). SPARCS 2015 (8 facility "
          f"files), {rows} records drawn with `default_rng([{seed}, 3, 1])`, the 10 QIDs of benchmarks/instances.py "
          f"(HAEF family hierarchies), k-anonymity k = 2, ID-DGA (4 islands, population 40, MI 5), budget "
-         f"{budget:,}, seed {seed}. Every run is a fresh Python process; \"first run\" = empty Numba cache "
-         f"directory (every kernel compiled), \"second run\" = a new process on the cache the first one filled. "
-         f"Run time = `run_optimizer` wall time (compilation, the executor choice and worker start-up included; "
-         f"imports and the instance build excluded).\n",
-         "| settings | executor that ran | why | first run (s) | second run (s) | TD | load before -> after |",
-         "|---|---|---|---|---|---|---|"]
+         f"{budget:,}, seed {seed}. Every run is a fresh Python process; \"first run\" = "
+         + ("the first run after installing: an empty Numba cache directory filled by `ppdp warm-up`, as `make` "
+            "does after `pip install` (its time in the last column), " if args.after_install else
+            "empty Numba cache directory (every kernel compiled), ")
+         + "\"second run\" = a new process on the cache the first one filled. "
+         "Run time = `run_optimizer` wall time (compilation, the executor choice and worker start-up included; "
+         "imports and the instance build excluded).\n",
+         "| settings | executor that ran | why | first run (s) | second run (s) | TD | load before -> after "
+         "| install warm-up (s) |",
+         "|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         f, s2 = r["first"], r["second"]
+        w = r.get("warm_up_seconds")
         L.append(f"| {name} | {f['executor']} | {f['why']} | {f['run_seconds']:.2f} | "
                  f"{'' if s2 is None else format(s2['run_seconds'], '.2f')} | {f['td']:.1f} | "
-                 f"{r['load_before']:.2f} -> {r['load_after']:.2f} |")
+                 f"{r['load_before']:.2f} -> {r['load_after']:.2f} | {'' if w is None else format(w, '.0f')} |")
     L += ["", f"- first run with default settings / first run with executor = \"local\": **{ratio_first:.2f}**",
           f"- first run with default settings / second run with executor = \"local\" (the issue's 3.5 s "
           f"comparison, compile time included on one side only): **{ratio_warm:.2f}**",
@@ -691,6 +703,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1000, help="--first-run: SPARCS records (default 1000)")
     ap.add_argument("--budget", type=int, default=100_000, help="--first-run: evaluations (default 100000)")
     ap.add_argument("--with-process", action="store_true", help="--first-run: also executor = 'process'")
+    ap.add_argument("--after-install", action="store_true",
+                    help="--first-run: fill each empty cache with `ppdp warm-up` first, as make does after installing")
     ap.add_argument("--code-root", help="--first-run: run this checkout's code (default: this one)")
     ap.add_argument("--first-run-name", help="--first-run: output file stem (default islands_first_run)")
     ap.add_argument("--quick", action="store_true", help="instances T8 T16, 3 runs, budget x1")

@@ -44,7 +44,7 @@ from engine.hetero.neighbors import nearest_neighbors
 _EPS = 1e-12
 _CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 # Control words of the kernel's persistent state (ctl array).
-_EVALS, _CAND_LEN, _OPTIMA, _APPLIED = 0, 1, 2, 3
+_EVALS, _CAND_LEN, _OPTIMA, _APPLIED, _FULL = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,20 @@ def _run_chunk(code, chunk_end, eval_limit, swaps, ctl, cand, in_cand, near, bes
                totals):
     """Run ILS until ctl[evals] >= chunk_end (checked between nodes) or == eval_limit."""
     n, k = cover.shape
+    every = near[:, :0]  # no lists: every node is a partner (Alg. 2)
     while ctl[_EVALS] < chunk_end and ctl[_EVALS] < eval_limit:
+        if ctl[_CAND_LEN] == 0 and near.shape[1] > 0 and ctl[_FULL] == 0 and k > 1:
+            # A local optimum of the candidate-list neighbourhood: descend on in the paper's full
+            # neighbourhood before accepting (variable neighbourhood descent; ours).
+            ctl[_FULL] = 1
+            for t in range(n):
+                cand[t] = t
+                in_cand[t] = True
+            ctl[_CAND_LEN] = n
+            continue
         if ctl[_CAND_LEN] == 0:
             # A local optimum: acceptance, then perturbation (Alg. 1).
+            ctl[_FULL] = 0
             ctl[_OPTIMA] += 1
             if totals[code] < best_total[0] - _EPS:
                 best_cover[:, :] = cover
@@ -170,7 +181,8 @@ def _run_chunk(code, chunk_end, eval_limit, swaps, ctl, cand, in_cand, near, bes
         ctl[_CAND_LEN] -= 1
         cand[pick] = cand[ctl[_CAND_LEN]]
         in_cand[b] = False
-        status = _explore(code, b, eval_limit, ctl, cand, in_cand, near, cover, num, cat, cat_off,
+        scan = every if ctl[_FULL] == 1 else near
+        status = _explore(code, b, eval_limit, ctl, cand, in_cand, scan, cover, num, cat, cat_off,
                           num_range, cat_domain, num_sigma, cat_sigma, mn, mn2, mx, mx2,
                           num_sum, cat_count, cat_hist, cat_max, cat_distinct, t_ncp, t_sil,
                           totals)
@@ -190,7 +202,9 @@ def iterated_local_search(table: QidTable, initial: KRegularGraph, *, objective:
     Stops at whichever limit comes first; ``max_evaluations=None`` means time only. Returns the
     best graph found with the objective-over-time record (see the module docstring).
     ``neighbors`` = m > 0 scans, for a node b and its edge (a, b'), only the partner nodes of the
-    m tuples nearest to a and to b (engine/hetero/neighbors.py; ours); 0 scans every node, as
+    m tuples nearest to a and to b (engine/hetero/neighbors.py; ours), and at a local optimum of
+    that neighbourhood goes on in the full one before acceptance and perturbation (variable
+    neighbourhood descent: a local optimum is then one of Alg. 2); 0 scans every node, as
     Alg. 2. The lists are computed inside the time limit.
     ``clock``: "wall" (elapsed time, the default) or "cpu" (this process's CPU time: a benchmark
     on a shared machine gives every run the same work time whatever else runs).
@@ -212,7 +226,7 @@ def iterated_local_search(table: QidTable, initial: KRegularGraph, *, objective:
     n = state.n
     swaps = n if perturbation_swaps is None else int(perturbation_swaps)
     norm = float(table.d * n)
-    ctl = np.zeros(4, dtype=np.int64)
+    ctl = np.zeros(5, dtype=np.int64)
     cand = np.arange(n, dtype=np.int64)
     in_cand = np.ones(n, dtype=np.bool_)
     ctl[_CAND_LEN] = n

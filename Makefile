@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
+.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-scale-spark bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ bench-papers-quick: $(STAMP)
 
 bench-scale: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --rows 10000000
+
+# Spark local[2], 6 GB driver heap: 10M rows both resamplings, then 100M (long on 2 cores; needs ~2 GB disk in /tmp)
+bench-scale-spark: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --engine spark --rows 10000000
+	$(BIN)/python benchmarks/scale.py --engine spark --rows 10000000 --resample rare
+	$(BIN)/python benchmarks/scale.py --engine spark --rows 100000000
 
 bench-hetero-moves: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero_moves.py

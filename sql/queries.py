@@ -300,6 +300,13 @@ def fingerprint_query(source: Source, key: str, columns: list[str]) -> str:
     """Row count and an order-independent sum of row hashes: changes when any row changes."""
     d = source.dialect
     h = row_hash_expr([key] + [c for c in columns if c != key], d)
+    if d == "spark":
+        # 48-bit terms overflow Spark's BIGINT SUM (an error under ANSI) past ~65,000 rows, where
+        # DuckDB sums into HUGEINT and PostgreSQL into numeric: sum DECIMAL(38, 0), exact to
+        # 10^38 (~3 * 10^23 rows), and return its digits as text (the connector reads DECIMAL as
+        # float64, which would round the fingerprint)
+        return (f"SELECT COUNT(*) AS n, CAST(SUM(CAST({hex_prefix_bigint(h, d)} AS DECIMAL(38, 0))) AS STRING) AS s "
+                f"FROM {source.sql()}")
     return f"SELECT COUNT(*) AS n, SUM({hex_prefix_bigint(h, d)}) AS s FROM {source.sql()}"
 
 

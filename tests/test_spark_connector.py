@@ -163,3 +163,23 @@ def test_parameters_bind_in_text_order_through_ctes() -> None:
     CTE's value last (found while writing the connector; values are numbered by token now)."""
     text = spark_statements("WITH a AS (SELECT ? AS x) SELECT ? AS y, x FROM a WHERE x = ?", [1, 2, 3])[0]
     assert text == "WITH a AS (SELECT 1 AS x) SELECT 2 AS y, x FROM a WHERE x = 3"
+
+
+def test_fingerprint_of_a_large_table_equals_duckdbs(env: dict) -> None:
+    """The source fingerprint sums one 48-bit hash per row: Spark's BIGINT SUM overflowed (an
+    ANSI error) past ~65,000 rows, so a 200,000-row release failed before its search (found by
+    benchmarks/scale.py --engine spark). Same rows, same fingerprint as DuckDB's exact HUGEINT sum."""
+    from engine.stages.validate import source_fingerprint
+    from sql.queries import Source
+
+    rows = 100_000
+    schema = env["schema"]
+    env["con"].execute(f"CREATE TABLE `{schema}`.`big` AS SELECT id, CAST(id * 7 AS STRING) AS v FROM range({rows})")
+    spark = source_fingerprint(env["con"], Source(schema, "big", None, "spark"), "id", ["id", "v"])
+    duck = connect(f"duckdb://{env['folder'] / 'big.duckdb'}")
+    try:
+        duck.execute(f"CREATE TABLE big AS SELECT CAST(range AS BIGINT) AS id, CAST(range * 7 AS VARCHAR) AS v FROM range({rows})")
+        want = source_fingerprint(duck, Source(None, "big", None, "duckdb"), "id", ["id", "v"])
+    finally:
+        duck.close()
+    assert spark.startswith(f"{rows}:") and spark == want

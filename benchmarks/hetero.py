@@ -12,11 +12,13 @@ tuple, the cluster-to-graph conversion), then ``iterated_local_search`` runs for
 on one core. RPI = 100 * (initial - LS) / initial (the paper's eq. 9). The final objective is
 checked against a full recomputation (engine.hetero.metrics) and the check is in the JSON.
 
-Datasets (``--data`` / ``PPDP_DATA``, default ../shared/data next to the repository):
-  adult   arx/adult.csv (falls back to engine/data/adult/adult.csv), first n rows; our ARX copy
-          has 8 QIDs: age numeric; sex, race, marital-status, education, native-country,
-          workclass, occupation categorical. The paper used the UCI file with 14 attributes,
-          so the numbers are not directly comparable. 30,162 rows: larger n are skipped.
+Datasets (``--datasets``; ``--data`` / ``PPDP_DATA``, default ../shared/data next to the repository):
+  adult14 the paper's adult: the UCI adult.data (<data>/uci/adult.data, else the bundled
+          benchmarks/data/adult.data.gz) with all 14 attributes as QIDs (6 numeric, 8
+          categorical), seeded random order; 32,561 rows: larger n are skipped.
+  adult-arx  arx/adult.csv (falls back to engine/data/adult/adult.csv), first n rows; 8 QIDs:
+          age numeric; sex, race, marital-status, education, native-country, workclass,
+          occupation categorical.
   sparcs  sparcs/*.csv (8 facility files, 63,733 rows), a seeded uniform sample of n rows
           (nested: the n = 1,000 sample is inside the 5,000 one). Census-like, mostly numeric
           QIDs as the paper's IPUMS: Length of Stay ("120 +" read as 120), Total Charges,

@@ -54,7 +54,9 @@ bench-hetero-moves: $(STAMP)
 # Heterogeneous k-anonymity, Table 6 / Fig. 5-9 layout (issue #16). Full mode takes hours (see
 # the script's docstring); the quick mode is under 3 minutes. Data: --data or $$PPDP_DATA.
 bench-hetero: $(STAMP)
-	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --neighbors 32 --evaluations 20000000 --seeds 1 --rows 1000 10000 40000 --k 3 5 10 20 --jobs 2 --move-seconds 60 --out benchmarks/results/hetero/full_near32
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --neighbors 32 --evaluations 20000000 --seeds 5 --rows 1000 10000 --k 5 --jobs 2 --move-seconds 1 --out benchmarks/results/hetero/five_seeds
+	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --neighbors 0 --evaluations 20000000 --seeds 1 --rows 1000 10000 --k 3 5 --jobs 2 --move-seconds 1 --out benchmarks/results/hetero/full_paper_scan
 
 bench-hetero-quick: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --quick

@@ -287,8 +287,6 @@ print(json.dumps({"setup_seconds": t1 - t0, "run_seconds": t2 - t1, "td": res.td
 def first_run_child(root: Path, data: Path, rows: int, budget: int, seed: int, params: dict, cache: Path) -> dict:
     """One ID-DGA run in a fresh interpreter with NUMBA_CACHE_DIR = ``cache``; its figures, and
     the wall time of the whole process."""
-    import subprocess
-
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _FIRST_RUN_CHILD,

@@ -39,10 +39,11 @@ def nearest(num, cat, num_range, m, out):
             for j in range(qc):
                 if cat[i, j] != cat[t, j]:
                     d += 1.0
-            # strictly nearer than the m-th, or equal with a lower index (t grows: never)
-            if d < worst or best_i[m - 1] < 0:
+            # strictly nearer than the m-th (an empty slot holds inf); an equal distance keeps
+            # the earlier, lower index ahead
+            if d < worst:
                 p = m - 1
-                while p > 0 and (best_d[p - 1] > d or best_i[p - 1] < 0):
+                while p > 0 and best_d[p - 1] > d:
                     best_d[p] = best_d[p - 1]
                     best_i[p] = best_i[p - 1]
                     p -= 1

@@ -47,7 +47,6 @@ def _spec(db: Path, output: str, models: list[dict[str, Any]], optimizer: str, m
 
 def releases(db: Path) -> list[tuple[str, Any]]:
     """(label, spec) of every warm-up release on the sample in ``db``."""
-    from engine.hetero.ils import iterated_local_search  # noqa: F401 (imported: its kernels exist)
     from engine.methods.heterogeneous import INITIAL
     from engine.microaggregation.algorithms import ALGORITHMS
     from engine.optimizers import optimizer_names

@@ -14,6 +14,7 @@ from engine.encoding import EncodedTable
 from engine.evaluator import Evaluation, finish, make_evaluator
 from engine.evaluator import _batch as B
 from engine.evaluator import _kernels as K
+from engine.evaluator.class_memo import ClassMemo
 from engine.models import OracleParams, PrivacyModel
 
 
@@ -51,9 +52,9 @@ class Problem:
         self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
         # Allocations of S*(G) per class signature, shared by every node (evaluate_optimal).
         self._memo: tuple[np.ndarray, ...] | None = None
-        # Class ids per histogram row of the nodes evaluate_optimal saw last (the roll-up).
-        self._classes: dict[bytes, np.ndarray] = {}
-        self._classes_max = max(CLASS_CACHE_BYTES // max(4 * len(table.counts), 1), 1)
+        # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
+        self._class_memo: ClassMemo | None = None
+        self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -178,42 +179,74 @@ class Problem:
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.
         rollup = rollup and G.shape[0] * 4 * t.n_rows <= CLASS_CACHE_BYTES
-        parents, parent_of = self._parents(G) if rollup else ([], np.zeros(0, dtype=np.int64))
-        stacked = np.stack(parents) if parents else np.zeros((0, t.n_rows), dtype=np.int32)
+        memo = self.class_memo
+        parent_of = self._parents(G, memo) if rollup else np.zeros(0, dtype=np.int64)
         cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
         retained, ad, td, sup = K.evaluate_optimal_batch(
             G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, t.n_records,
-            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo, stacked, parent_of, cls_out)
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo, memo.ids, parent_of, cls_out)
         if rollup:
             for g, cls in zip(G, cls_out, strict=True):
-                if len(self._classes) >= self._classes_max:
-                    self._classes.pop(next(iter(self._classes)))  # the oldest entry
-                self._classes[g.tobytes()] = cls
+                memo.ids[memo.claim(g)] = cls
         return retained, finish(self.models, ad, td, sup)
 
-    def _parents(self, G: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """For each row of G, a predecessor (one QID one level lower) whose classes are known:
-        (class-id arrays of remembered ones, index per row: i into them, -2 - j for row j < p of
-        this batch, -1 for none)."""
-        parents: list[np.ndarray] = []
+    @property
+    def class_memo(self) -> ClassMemo:
+        """Class ids of the nodes evaluated last (engine/evaluator/class_memo.py)."""
+        if self._class_memo is None:
+            t = self.table
+            self._class_memo = ClassMemo(t.n_rows, t.n_qids, CLASS_CACHE_BYTES // max(4 * t.n_rows, 1))
+        return self._class_memo
+
+    @staticmethod
+    def _parents(G: np.ndarray, memo: ClassMemo) -> np.ndarray:
+        """For each row of G, a node below it whose classes are known: a slot of ``memo``
+        (>= 0), -2 - j for row j < p of this batch (one QID one level lower), -1 for none."""
         parent_of = np.full(G.shape[0], -1, dtype=np.int64)
         in_batch: dict[bytes, int] = {}
         for p, g in enumerate(G):
             for q in np.flatnonzero(g > 0).tolist():
                 below = g.copy()
                 below[q] -= 1
-                key = below.tobytes()
-                j = in_batch.get(key)
+                j = in_batch.get(below.tobytes())
                 if j is not None:
                     parent_of[p] = -2 - j
                     break
-                cls = self._classes.get(key)
-                if cls is not None:
-                    parent_of[p] = len(parents)
-                    parents.append(cls)
-                    break
+            else:
+                parent_of[p] = memo.predecessor(g)
             in_batch.setdefault(g.tobytes(), p)
-        return parents, parent_of
+        return parent_of
+
+    def evaluate_unsuppressed(self, G: np.ndarray) -> Evaluation:
+        """``evaluate(G)`` (nothing suppressed), one evaluation per row of G.
+
+        With the numba backend and k-anonymity alone (what Flash checks at a zero suppression
+        limit) from the classes alone, rolled up from a remembered node below each G
+        (``_kernels.unsuppressed_batch``): the same numbers, bit for bit (issue #18).
+        """
+        ev = self.evaluator
+        if ev.name != "numba" or ev.kinds is None or np.any(ev.kinds != 0):
+            return self.evaluate(G)
+        t = self.table
+        G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
+        memo = self.class_memo
+        parent_slot = np.empty(G.shape[0], dtype=np.int64)
+        out_slot = np.empty(G.shape[0], dtype=np.int64)
+        for p, g in enumerate(G):
+            parent_slot[p] = memo.predecessor(g)
+            out_slot[p] = memo.claim(g)
+        if self._scratch is None:
+            n = max(t.n_rows, 1)
+            size_t = K._table_size(n)
+            self._scratch = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.empty(2 * n, dtype=np.int32),
+                             np.ones(n, dtype=np.bool_), np.empty(size_t, dtype=np.int64),
+                             np.empty(size_t, dtype=np.int32), np.empty(n, dtype=np.int64), np.empty(n),
+                             np.empty(n, dtype=np.bool_))
+        smallest, td = K.unsuppressed_batch(G, t.codes, ev.gen, ev.n_gen, ev.weight, t.counts, memo.ids,
+                                            parent_slot, out_slot, *self._scratch)
+        self.evaluations += G.shape[0]
+        ad = np.repeat(smallest[:, None], len(self.models), axis=1)
+        return finish(self.models, ad, td, np.zeros(G.shape[0], dtype=np.int64))
 
     def td_upper_bound(self, g: np.ndarray) -> float:
         """TD of G with nothing suppressed: bounds TD of G and every node above it."""

@@ -167,13 +167,18 @@ def test_flash_checks_each_node_at_most_once():
     table, k = random_table(7)
     problem = k_problem(table, k)
     seen = []
-    real = problem.evaluate
+    real, real_unsuppressed = problem.evaluate, problem.evaluate_unsuppressed
 
     def spy(G, S=None, *, retained=None):
         seen.extend(map(tuple, np.atleast_2d(G)))
         return real(G, S, retained=retained)
 
+    def spy_unsuppressed(G):  # the zero-limit checks (classes only)
+        seen.extend(map(tuple, np.atleast_2d(G)))
+        return real_unsuppressed(G)
+
     problem.evaluate = spy  # type: ignore[method-assign]
+    problem.evaluate_unsuppressed = spy_unsuppressed  # type: ignore[method-assign]
     res = run_optimizer("flash", problem, budget=10**6)
     assert len(seen) == len(set(seen)) == res.info["nodes_checked"] == res.evaluations
 

@@ -137,7 +137,7 @@ def test_rollup_gives_the_classes_of_classify(seed: int) -> None:
     problem = Problem(table, models)
     half = len(nodes) // 2
     got = [problem.evaluate_optimal_fused(part) for part in (nodes[:half], nodes[half:]) if len(part)]
-    _, parent_of = problem._parents(nodes[half:])
+    parent_of = problem._parents(nodes[half:], problem.class_memo)
     if len(nodes) > 2:
         assert (parent_of != -1).any()  # the roll-up ran
     retained = np.concatenate([r for r, _ in got])
@@ -147,4 +147,5 @@ def test_rollup_gives_the_classes_of_classify(seed: int) -> None:
     gen, _, n_gen = table.lookup
     for g in nodes:
         cls, m = K.classify(g, table.codes, gen, n_gen, active)
-        assert np.array_equal(problem._classes[g.tobytes()], cls)
+        memo = problem.class_memo
+        assert np.array_equal(memo.ids[memo.slot(g)][: len(cls)], cls)

@@ -149,6 +149,57 @@ def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_ke
 
 
 @njit(cache=True)
+def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, out_slot, keys, cls, rep, ones,
+                       slot_key, slot_id, size, class_w, seen):
+    """Smallest class size (inf for an empty table) and TD of each (G[p], nothing suppressed):
+    the k-anonymity AD and the TD ``_batch.evaluate_batch`` gives with ``retained = counts``,
+    bit for bit, at the cost of the classes alone (Flash with a zero suppression limit needs
+    nothing else: issue #18).
+
+    ``ids`` holds class ids per row of remembered nodes (engine/evaluator/class_memo.py): the
+    classes of G[p] are rolled up (``_rollup_into``) from ``ids[parent_slot[p]]``, the classes of
+    a node below G[p], or classified from scratch when it is -1; they go to ``ids[out_slot[p]]``
+    (the parent is read before that write). TD: one weight per class
+    (its rows share every generalized value, hence every weight), summed over rows in order as
+    ``evaluate_batch`` sums them. The other arguments are scratch buffers (``keys``: n; ``cls``:
+    n; ``rep``: 2n; ``ones``: n, all True; the hash table: ``_table_size(n)``; ``size``,
+    ``class_w``, ``seen``: n), allocated once by the caller.
+    """
+    P = G.shape[0]
+    n, nq = codes.shape
+    smallest = np.full(P, np.inf)
+    td = np.zeros(P)
+    for p in range(P):
+        g = G[p]
+        if parent_slot[p] >= 0:
+            m = _rollup_into(g, codes, gen, n_gen, ids[parent_slot[p]], keys, cls, rep, ones, slot_key, slot_id)
+        else:
+            m = _classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
+        ids[out_slot[p], :] = cls
+        for c in range(m):
+            size[c] = 0
+            seen[c] = False
+        total = 0.0
+        for h in range(n):
+            c = cls[h]
+            size[c] += counts[h]
+            if not seen[c]:
+                row = 0.0
+                for qi in range(nq):
+                    row += weight[qi, g[qi], codes[h, qi]]
+                class_w[c] = row
+                seen[c] = True
+            total += counts[h] * class_w[c]
+        td[p] = total
+        best = np.inf
+        for c in range(m):
+            if size[c] > 0 and size[c] < best:
+                best = size[c]
+        smallest[p] = best
+    return smallest, td
+
+
+@njit(cache=True)
 def retained_from_records(s, offsets):
     """Retained records per histogram row from a per-record keep vector (records sorted by row)."""
     n = offsets.shape[0] - 1

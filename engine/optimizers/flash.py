@@ -165,8 +165,10 @@ class _Flash:
             raise _BudgetExhausted
         g = np.array(self.coords(idx), dtype=np.int64)
         if self.max_suppressed == 0:
-            retained = self.counts  # a zero limit admits only S = keep everything: no oracle needed
-            ev = self.problem.evaluate(g[None, :], retained=retained[None, :])
+            # A zero limit admits only S = keep everything: no oracle, only the classes (rolled
+            # up from a node checked earlier below this one).
+            retained = self.counts
+            ev = self.problem.evaluate_unsuppressed(g[None, :])
         else:
             # S*(G) and its evaluation from one classification (the fused oracle)
             fused, ev = self.problem.evaluate_optimal(g[None, :])

@@ -1,0 +1,61 @@
+"""Class ids of recently evaluated nodes, for the roll-up of a node's classes (issue #18).
+
+Classes only merge up the lattice: every class of G is a union of classes of any node below G,
+so G's classes can be built from a remembered node below it by classifying one row per class
+of that node (``_kernels._rollup_into``) instead of every histogram row, as ARX and Flash share
+work between neighbouring transformations. The memo is a ring of ``capacity`` slots: one
+(capacity, rows) int32 array, which the kernels read and write in place, plus the node of each
+slot; a new node takes the oldest slot.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class ClassMemo:
+    """A ring of class-id arrays (one per remembered node) and their nodes."""
+
+    def __init__(self, n_rows: int, n_qids: int, capacity: int) -> None:
+        self.capacity = max(int(capacity), 1)
+        self.ids = np.empty((self.capacity, max(n_rows, 1)), dtype=np.int32)
+        self.nodes = np.zeros((self.capacity, n_qids), dtype=np.int64)
+        self.levels = np.full(self.capacity, -1, dtype=np.int64)  # level sum; -1 = empty slot
+        self._slot_of: dict[bytes, int] = {}
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self._slot_of)
+
+    def slot(self, g: np.ndarray) -> int:
+        """The slot holding node g, or -1."""
+        return self._slot_of.get(np.asarray(g, dtype=np.int64).tobytes(), -1)
+
+    def predecessor(self, g: np.ndarray) -> int:
+        """The slot of a remembered node below g (or g itself), the highest such node (the
+        fewest classes to roll up), or -1 when none is remembered."""
+        g = np.asarray(g, dtype=np.int64)
+        hit = self._slot_of.get(g.tobytes())
+        if hit is not None:
+            return hit
+        below = np.all(self.nodes <= g, axis=1) & (self.levels >= 0)
+        if not below.any():
+            return -1
+        return int(np.argmax(np.where(below, self.levels, -1)))
+
+    def claim(self, g: np.ndarray) -> int:
+        """A slot for node g (its own when remembered, else the oldest one), marked as g's; the
+        caller writes g's class ids into ``ids[slot]``."""
+        g = np.asarray(g, dtype=np.int64)
+        key = g.tobytes()
+        hit = self._slot_of.get(key)
+        if hit is not None:
+            return hit
+        s = self._next
+        self._next = (s + 1) % self.capacity
+        if self.levels[s] >= 0:
+            del self._slot_of[self.nodes[s].tobytes()]
+        self.nodes[s] = g
+        self.levels[s] = int(g.sum())
+        self._slot_of[key] = s
+        return s

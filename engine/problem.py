@@ -217,16 +217,18 @@ class Problem:
             in_batch.setdefault(g.tobytes(), p)
         return parent_of
 
-    def evaluate_unsuppressed(self, G: np.ndarray) -> Evaluation:
-        """``evaluate(G)`` (nothing suppressed), one evaluation per row of G.
+    def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:
+        """``evaluate(G)`` (nothing suppressed), one evaluation per row of G (none when ``count``
+        is False: a node already counted, as Flash re-reads one beyond its suppression limit).
 
-        With the numba backend and k-anonymity alone (what Flash checks at a zero suppression
-        limit) from the classes alone, rolled up from a remembered node below each G
+        With the numba backend and k-anonymity alone (what Flash checks) from the classes
+        alone, rolled up from a remembered node below each G, or the node itself
         (``_kernels.unsuppressed_batch``): the same numbers, bit for bit (issue #18).
         """
         ev = self.evaluator
         if ev.name != "numba" or ev.kinds is None or np.any(ev.kinds != 0):
-            return self.evaluate(G)
+            G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+            return self.evaluate(G) if count else ev.evaluate(G, np.tile(self.table.counts, (G.shape[0], 1)))
         t = self.table
         G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
         memo = self.class_memo
@@ -244,7 +246,8 @@ class Problem:
                              np.empty(n, dtype=np.bool_))
         smallest, td = K.unsuppressed_batch(G, t.codes, ev.gen, ev.n_gen, ev.weight, t.counts, memo.ids,
                                             parent_slot, out_slot, *self._scratch)
-        self.evaluations += G.shape[0]
+        if count:
+            self.evaluations += G.shape[0]
         ad = np.repeat(smallest[:, None], len(self.models), axis=1)
         return finish(self.models, ad, td, np.zeros(G.shape[0], dtype=np.int64))
 

@@ -96,14 +96,19 @@ class _Flash:
         self.pruned = 0  # nodes that were tagged pruned while still untagged
         self.phase_two_candidates = 0  # anonymous, never checked, UB above the best after phase one
         self._keys: dict[int, tuple[float, float, float]] = {}  # strategy key per flat index
+        self._coords: dict[int, tuple[int, ...]] = {}  # node per flat index
 
     # -- node helpers --------------------------------------------------------------------
     def coords(self, idx: int) -> tuple[int, ...]:
-        out = []
-        for s in self.strides:
-            c, idx = divmod(idx, s)
-            out.append(c)
-        return tuple(out)
+        """The node of a flat index (remembered: paths, keys and tags ask for the same nodes)."""
+        out = self._coords.get(idx)
+        if out is None:
+            rest, levels = idx, []
+            for s in self.strides:
+                c, rest = divmod(rest, s)
+                levels.append(c)
+            out = self._coords[idx] = tuple(levels)
+        return out
 
     def key(self, node: tuple[int, ...]) -> tuple[float, float, float]:
         """Flash strategy: level, mean relative generalization, 1 - mean distinct ratio."""
@@ -175,8 +180,8 @@ class _Flash:
             retained = fused[0]
             if self.total - int(retained.sum()) > self.max_suppressed:
                 retained = self.counts  # beyond the suppression limit: Flash cannot suppress
-                # the evaluator directly: the node was counted once already
-                ev = self.problem.evaluator.evaluate(g[None, :], retained[None, :])
+                # Not counted again; rolled up from the classes the oracle just remembered.
+                ev = self.problem.evaluate_unsuppressed(g[None, :], count=False)
         self.tracker.offer(g[None, :], retained[None, :], ev)
         self.checked += 1
         self.evaluated.add(idx)

@@ -15,9 +15,10 @@ largest bound left: every node lies in exactly one box left on the heap or dropp
 bound <= the best TD. Each box split costs one bound computation (``boxes_bounded`` in the
 info); only boxes of one node count as evaluations against the budget. The bound subsumes the
 older ones: without partners it is TD(L, nothing suppressed), and a node anonymous with nothing
-suppressed bounds its whole box by its own TD (the monotonicity pruning). Without a partner
-bound (neither a minimum class size nor a binding t, or a table too large for the partner
-tables, see bounds.MAX_PARTNER_ROWS) the box bound is UB(L) and mode bound runs the node search
+suppressed bounds its whole box by its own TD (the monotonicity pruning). Tables too large for
+the partner tables (see bounds.MAX_PARTNER_ROWS) use the class bound instead when kmin >= 2: rows whose
+class at U has fewer than kmin records contribute 0, the others u_L. Without either (no minimum
+class size and no partner table) the box bound is UB(L) and mode bound runs the node search
 instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
 
@@ -136,14 +137,14 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
     bound = BoxBound(problem)
-    if not bound.active:  # no partner bound: B(L, U) = UB(L), which the node search uses
+    if not bound.active:  # no partner or class bound: B(L, U) = UB(L), which the node search uses
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
     certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap)
-    info.update(search="boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+    info.update(search="boxes by class" if bound.by_class else "boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
     return tracker.result(certified=certified and exact, info=info)
 
 

@@ -221,7 +221,8 @@ def test_search_certifies_the_exhaustive_optimum(limit: float, seed: int) -> Non
     params = {"suppression_limit": limit}
     full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
     exact = Problem(table, models).oracle_params.exact
-    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "nodes"}):
+    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "nodes"},
+                  {"mode": "bound", "greedy_start": True}):
         got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
         assert got.certified == exact, extra
         assert got.feasible == full.feasible, extra
@@ -350,8 +351,9 @@ def test_single_node_class_bound_is_exact_for_k_anonymity(class_bound_only: None
 @pytest.mark.parametrize("seed", range(15))
 def test_class_bound_search_certifies_the_exhaustive_optimum(class_bound_only: None, limit: float,
                                                              seed: int) -> None:
-    """(e) for the class bound: the box search on B_c returns exhaustive search's optimum,
-    certified, under no suppression limit and a 5% one."""
+    """(e) for the class bound: the box search on B_c (also started from the greedy descent's
+    incumbent) returns exhaustive search's optimum, certified, under no suppression limit and a
+    5% one."""
     rng = np.random.default_rng([91_000, seed, int(limit * 100)])
     table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
     models = [*random_models(rng), build_model("k-anonymity", {"k": int(rng.integers(2, 4))})]
@@ -359,7 +361,7 @@ def test_class_bound_search_certifies_the_exhaustive_optimum(class_bound_only: N
     params = {"suppression_limit": limit}
     full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
     exact = Problem(table, models).oracle_params.exact
-    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}):
+    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "bound", "greedy_start": True}):
         got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
         assert got.info["search"] == "boxes by class", extra
         assert got.certified == exact, extra

@@ -29,6 +29,15 @@ UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.
 ``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
 Certification also needs an exact oracle (OracleParams.exact).
 
+``greedy_start`` (mode bound; default on with the class bound, off otherwise): before the box
+search, a greedy descent from the top (lower the QID whose step down gives the best TD while
+that improves it; at most a tenth of the budget) gives an incumbent, so boxes below it are
+dropped from the start. On mach2019 (k = 5) it finds TD 504,678 in 151 evaluations, where the
+box search alone had evaluated one node after 20,000 boxes. (Splitting the QID whose halves
+have the smallest larger bound instead of the widest was tried and left out: at 20,000 boxes it
+left a larger bound, 943,963 against 757,690 on mach2019, 582,191 against 521,978 on
+creditcard.)
+
 ``max_boxes`` (mode bound; default max(4 x budget, 10,000)) caps the box bounds computed; a
 search stopped by it or by the budget reports the largest bound left (``remaining_upper_bound``).
 
@@ -99,7 +108,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     limit = params.pop("suppression_limit", 1.0)
     executor = params.pop("executor", "local")
     max_boxes = params.pop("max_boxes", None)
-    greedy = params.pop("greedy_start", False)
+    greedy = params.pop("greedy_start", None)  # default: on for the class bound (huge tables)
     if params:
         raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. "
                         "Known: mode, batch, suppression_limit, max_boxes, greedy_start, executor.")
@@ -145,7 +154,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
     certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap,
-                                              greedy=bool(greedy))
+                                              greedy=bound.by_class if greedy is None else bool(greedy))
     info.update(search="boxes by class" if bound.by_class else "boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
     return tracker.result(certified=certified and exact, info=info)
 

@@ -22,12 +22,14 @@ import reference as ref
 from test_evaluator_agreement import random_models, random_table
 from test_oracle import tiny_table
 
+import engine.optimizers.bounds as bounds_module
 from engine.models import build_model
 from engine.optimizers import run_optimizer
 from engine.optimizers.bounds import (
     BoxBound,
     PartnerTable,
     _meet_levels,
+    class_bounds_python,
     min_class_size,
     t_partners_needed,
 )
@@ -219,7 +221,8 @@ def test_search_certifies_the_exhaustive_optimum(limit: float, seed: int) -> Non
     params = {"suppression_limit": limit}
     full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
     exact = Problem(table, models).oracle_params.exact
-    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "nodes"}):
+    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "nodes"},
+                  {"mode": "bound", "greedy_start": True}):
         got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
         assert got.certified == exact, extra
         assert got.feasible == full.feasible, extra
@@ -260,3 +263,109 @@ def test_capped_box_search_reports_a_valid_remaining_bound(seed: int) -> None:
         if not got.certified:
             assert got.info["remaining_upper_bound"] >= full.td - TOL, params
         assert got.td <= full.td + TOL
+
+
+# --- The class bound (tables above MAX_PARTNER_ROWS; forced here with MAX_PARTNER_ROWS = 0) ---
+
+CLASS_MODELS = {k: v for k, v in MODELS.items() if k != "t=0.3"}  # kmin >= 2: the class bound binds
+
+
+@pytest.fixture
+def class_bound_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every table 'too large' for partner tables: BoxBound falls back to the class bound."""
+    monkeypatch.setattr(bounds_module, "MAX_PARTNER_ROWS", 0)
+
+
+@pytest.mark.parametrize("models_key", list(CLASS_MODELS))
+@pytest.mark.parametrize("seed", range(3))
+def test_class_bound_against_every_keep_vector(class_bound_only: None, models_key: str, seed: int) -> None:
+    """(a) for the class bound: on tiny tables, for every box, B_c(L, U) is at least the TD of
+    every feasible (G, S) inside it, S over all 2^nR keep vectors (plain-Python evaluation)."""
+    models = [build_model(n, p) for n, p in CLASS_MODELS[models_key]]
+    rng = np.random.default_rng([88_000, seed, list(CLASS_MODELS).index(models_key)])
+    table = tiny_table(rng)
+    problem = Problem(table, models)
+    bound = BoxBound(problem)
+    assert bound.by_class and not bound.tables
+    nodes = all_nodes(table.heights)
+    best_at = np.full(len(nodes), -1.0)
+    for i, g in enumerate(nodes):
+        for bits in itertools.product((0, 1), repeat=table.n_records):
+            _, td, feasible, _ = ref.evaluate(table, models, g, list(bits))
+            if feasible:
+                best_at[i] = max(best_at[i], td)
+    boxes = [(lo, hi) for lo in nodes for hi in nodes if np.all(lo <= hi)]
+    L, U = np.stack([b[0] for b in boxes]), np.stack([b[1] for b in boxes])
+    values = bound(L, U)
+    assert np.allclose(values, class_bounds_python(problem, L, U), rtol=0, atol=1e-9)  # kernel = twin
+    for (lo, hi), value in zip(boxes, values, strict=True):
+        assert value >= best_at[in_box(nodes, lo, hi)].max() - TOL, (lo, hi)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_class_bound_against_exhaustive_oracle(class_bound_only: None, seed: int) -> None:
+    """(b) for the class bound: B_c(L, U) >= TD(G, S*(G)) of every feasible node in random boxes;
+    sub-boxes never larger; B_c(L, U) <= UB(L); never below the partner bound's value (the partner
+    bound is the tighter of the two, so taking their minimum would change nothing)."""
+    rng = np.random.default_rng(89_000 + seed)
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
+    models = random_models(rng)
+    problem = Problem(table, models)
+    if min_class_size(problem) < 2:
+        models = [*models, build_model("k-anonymity", {"k": int(rng.integers(2, 4))})]
+        problem = Problem(table, models)
+    nodes, td, feasible = exhaustive(problem)
+    bound = BoxBound(problem)
+    assert bound.by_class
+    boxes = [random_box(rng, table.heights) for _ in range(30)]
+    subs = [sub_box(rng, L, U) for L, U in boxes]
+    L, U = np.stack([b[0] for b in boxes]), np.stack([b[1] for b in boxes])
+    L2, U2 = np.stack([b[0] for b in subs]), np.stack([b[1] for b in subs])
+    b, b2 = bound(L, U), bound(L2, U2)
+    assert np.allclose(b, class_bounds_python(problem, L, U), rtol=0, atol=1e-9)
+    for i in range(len(boxes)):
+        mask = in_box(nodes, L[i], U[i]) & feasible
+        if mask.any():
+            assert b[i] >= td[mask].max() - TOL, (L[i], U[i])
+        assert b2[i] <= b[i] + TOL, (L[i], U[i], L2[i], U2[i])
+        assert b[i] <= problem.td_upper_bound(L[i]) + TOL
+    bounds_module.MAX_PARTNER_ROWS = 5_000  # the partner bound on the same boxes (restored by the fixture)
+    partner = BoxBound(problem)
+    assert not partner.by_class
+    assert np.all(partner(L, U) <= b + TOL)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+@pytest.mark.parametrize("seed", range(6))
+def test_single_node_class_bound_is_exact_for_k_anonymity(class_bound_only: None, k: int, seed: int) -> None:
+    """(c) for the class bound: S*(G) keeps exactly the classes of at least k records, so
+    B_c(G, G) = TD(G, S*(G)) on every node."""
+    rng = np.random.default_rng(90_000 + 10 * k + seed)
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
+    problem = Problem(table, [build_model("k-anonymity", {"k": k})])
+    nodes, td, _ = exhaustive(problem)
+    assert np.allclose(BoxBound(problem)(nodes, nodes), td, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("limit", [1.0, 0.05])
+@pytest.mark.parametrize("seed", range(15))
+def test_class_bound_search_certifies_the_exhaustive_optimum(class_bound_only: None, limit: float,
+                                                             seed: int) -> None:
+    """(e) for the class bound: the box search on B_c (also started from the greedy descent's
+    incumbent) returns exhaustive search's optimum, certified, under no suppression limit and a
+    5% one."""
+    rng = np.random.default_rng([91_000, seed, int(limit * 100)])
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
+    models = [*random_models(rng), build_model("k-anonymity", {"k": int(rng.integers(2, 4))})]
+    size = lattice_size(table.heights)
+    params = {"suppression_limit": limit}
+    full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
+    exact = Problem(table, models).oracle_params.exact
+    for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "bound", "greedy_start": True}):
+        got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
+        assert got.info["search"] == "boxes by class", extra
+        assert got.certified == exact, extra
+        assert got.feasible == full.feasible, extra
+        if full.feasible:
+            assert got.td == pytest.approx(full.td, rel=1e-12, abs=1e-12), extra
+        assert got.evaluations <= size

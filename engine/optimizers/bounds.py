@@ -47,10 +47,32 @@ kept, p never changes the (kmin - 1)-th largest value and is dropped (rows in or
 sum, counting only kept dominators, so each removal leaves its dominators in place). For
 kmin = 2 this keeps exactly the Pareto-minimal meet vectors.
 
-The partner tables are O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows (or with
-neither a minimum class size nor a binding t) the bound is UB(L), which is still sound.
+The partner tables are O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows the class
+bound below replaces them when kmin >= 2; otherwise (neither a minimum class size nor a table
+small enough for the t-closeness table) the bound is UB(L), which is still sound.
 
-Proof tests (tests/test_lattice_bounds.py): B(L, U) >= TD of every feasible (G, S) in the box
+**Class bound** (tables too large for partner tables, kmin >= 2). Classify the rows at U. Let
+r, a record of row h, be kept at some G in [L, U] with its kept class C at G, |C| >= kmin.
+Classes only merge upward (hierarchies are trees: values equal at G_q stay equal at U_q >= G_q),
+so C lies inside r's class at U, which therefore has at least kmin records. Hence a row whose
+class at U has fewer than kmin records (counted with the row's count) contributes 0 at every G
+in the box, and a record of any other row contributes sum_q w_q(G_q, h) <= u_L(h) = sum_q
+w_q(L_q, h) (non-increasing weights, G >= L). So B_c(L, U) = sum over rows h in classes of at
+least kmin records at U of count_h * u_L(h) bounds TD(G, S*(G)), and TD of every (G, S) whose
+kept classes meet the models, for every G in the box. Only kmin is used: sound for k-anonymity,
+distinct and entropy l-diversity (l distinct SA values need l records, in kmin; entropy
+l-diversity implies distinct l-diversity) and alongside t-closeness (dropping a constraint only
+enlarges the feasible set). Properties: (1) a sub-box [L', U'] (L' >= L, U' <= U) has a bound
+no larger: u_L'(h) <= u_L(h), and each class at U' lies inside a class at U, so a class of at
+least kmin records at U' lies in one of at least kmin at U; (2) B_c(L, U) <= UB(L) (a sum of
+count_h * u_L(h) over a subset of the rows); (3) for k-anonymity alone B_c(G, G) = TD(G, S*(G))
+(S*(G) keeps exactly the classes of at least k records). It is the partner bound's size table
+with its partner values all replaced by u_L(h): a record has kmin - 1 partners inside U iff its
+class at U has kmin records, so on small tables the partner bound is never larger (taking
+their minimum would change nothing). Cost: one classification of the rows a box, O(rows x
+nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python``).
+
+Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
 by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
 random tables and boxes; (1) and (2); the exactness (3); the reduced tables against every
 candidate listed; need_t by hand; the search's certified optimum against exhaustive search.
@@ -63,6 +85,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from engine.evaluator._kernels import _classify_into, _table_size
 from engine.problem import Problem
 
 MAX_PARTNER_ROWS = 5_000  # O(rows^2 x nQID) to build the partner table: a few seconds up to here
@@ -293,27 +316,86 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need):
     return out
 
 
+@nb.njit(cache=True)
+def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
+    """out[i]: the class bound B_c(L[i], U[i]) (module docstring): the rows classified at U[i],
+    count_h * u_L(h) summed over the rows whose class there holds at least kmin records."""
+    n_boxes, nq = L.shape
+    n = codes.shape[0]
+    size = _table_size(n)
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.empty(size, dtype=np.int32)
+    active = np.ones(n, dtype=np.bool_)
+    records = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n_boxes)
+    for i in range(n_boxes):
+        m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        for c in range(m):
+            records[c] = 0
+        for h in range(n):
+            records[cls[h]] += counts[h]
+        total = 0.0
+        for h in range(n):
+            if records[cls[h]] >= kmin:
+                own = 0.0
+                for q in range(nq):
+                    own += weight[q, L[i, q], codes[h, q]]
+                total += counts[h] * own
+        out[i] = total
+    return out
+
+
+def class_bounds_python(problem: Problem, L: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Plain-Python twin of ``_class_bounds`` for the tests: classes as tuples of generalized
+    codes at U, records per class by a dict."""
+    t = problem.table
+    gen, weight, _ = t.lookup
+    kmin = min_class_size(problem)
+    out = []
+    for lo, hi in zip(np.atleast_2d(L).tolist(), np.atleast_2d(U).tolist(), strict=True):
+        key = [tuple(int(gen[q, hi[q], c]) for q, c in enumerate(row)) for row in t.codes.tolist()]
+        records: dict[tuple[int, ...], int] = {}
+        for k, n in zip(key, t.counts.tolist(), strict=True):
+            records[k] = records.get(k, 0) + int(n)
+        out.append(sum(int(n) * sum(float(weight[q, lo[q], c]) for q, c in enumerate(row))
+                       for row, k, n in zip(t.codes.tolist(), key, t.counts.tolist(), strict=True)
+                       if records[k] >= kmin))
+    return np.asarray(out, dtype=np.float64)
+
+
 class BoxBound:
-    """B(L, U) for batches of boxes (module docstring); O(rows x partners x nQID) a box."""
+    """B(L, U) for batches of boxes (module docstring); O(rows x partners x nQID) a box with
+    partner tables, O(rows x nQID) with the class bound (tables too large for partner tables)."""
 
     def __init__(self, problem: Problem) -> None:
         t = problem.table
         self.tables = partner_tables(problem)
+        self.kmin = min_class_size(problem)
+        # The class bound only where no partner table exists: on small tables the partner bound
+        # is never larger (module docstring), so their minimum would only cost time.
+        self.by_class = self.kmin >= 2 and not self.tables
+        self._gen, _, self._n_gen = t.lookup
         self._codes = np.ascontiguousarray(t.codes, dtype=np.int64)
         self._weight = t.lookup[1]
         self._counts = t.counts.astype(np.float64)
+        self._records = t.counts.astype(np.int64)
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
     @property
     def active(self) -> bool:
-        """Some row has a partner bound (otherwise B(L, U) = UB(L))."""
-        return any(p.active for p in self.tables)
+        """Some row has a partner or class bound (otherwise B(L, U) = UB(L))."""
+        return self.by_class or any(p.active for p in self.tables)
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
         """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""
         L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
         U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
+        if self.by_class:
+            return _class_bounds(L, U, self._codes, self._gen, self._n_gen, self._weight,
+                                 self._records, self.kmin)
         per_row = None
         for p in self.tables or [self._none]:
             r = _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need)

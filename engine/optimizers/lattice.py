@@ -15,9 +15,10 @@ largest bound left: every node lies in exactly one box left on the heap or dropp
 bound <= the best TD. Each box split costs one bound computation (``boxes_bounded`` in the
 info); only boxes of one node count as evaluations against the budget. The bound subsumes the
 older ones: without partners it is TD(L, nothing suppressed), and a node anonymous with nothing
-suppressed bounds its whole box by its own TD (the monotonicity pruning). Without a partner
-bound (neither a minimum class size nor a binding t, or a table too large for the partner
-tables, see bounds.MAX_PARTNER_ROWS) the box bound is UB(L) and mode bound runs the node search
+suppressed bounds its whole box by its own TD (the monotonicity pruning). Tables too large for
+the partner tables (see bounds.MAX_PARTNER_ROWS) use the class bound instead when kmin >= 2: rows whose
+class at U has fewer than kmin records contribute 0, the others u_L. Without either (no minimum
+class size and no partner table) the box bound is UB(L) and mode bound runs the node search
 instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
 
@@ -27,6 +28,15 @@ UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.
 
 ``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
 Certification also needs an exact oracle (OracleParams.exact).
+
+``greedy_start`` (mode bound; default on with the class bound, off otherwise): before the box
+search, a greedy descent from the top (lower the QID whose step down gives the best TD while
+that improves it; at most a tenth of the budget) gives an incumbent, so boxes below it are
+dropped from the start. On mach2019 (k = 5) it finds TD 504,678 in 151 evaluations, where the
+box search alone had evaluated one node after 20,000 boxes. (Splitting the QID whose halves
+have the smallest larger bound instead of the widest was tried and left out: at 20,000 boxes it
+left a larger bound, 943,963 against 757,690 on mach2019, 582,191 against 521,978 on
+creditcard.)
 
 ``max_boxes`` (mode bound; default max(4 x budget, 10,000)) caps the box bounds computed; a
 search stopped by it or by the budget reports the largest bound left (``remaining_upper_bound``).
@@ -98,9 +108,10 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     limit = params.pop("suppression_limit", 1.0)
     executor = params.pop("executor", "local")
     max_boxes = params.pop("max_boxes", None)
+    greedy = params.pop("greedy_start", None)  # default: on for the class bound (huge tables)
     if params:
         raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. "
-                        "Known: mode, batch, suppression_limit, max_boxes, executor.")
+                        "Known: mode, batch, suppression_limit, max_boxes, greedy_start, executor.")
     if executor not in ("local", "ray"):
         raise SpecError(f"lattice optimizer: executor must be 'local' or 'ray', not {executor!r}.")
     max_suppressed = max_suppressed_records(problem, limit, "lattice")
@@ -136,14 +147,15 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
     bound = BoxBound(problem)
-    if not bound.active:  # no partner bound: B(L, U) = UB(L), which the node search uses
+    if not bound.active:  # no partner or class bound: B(L, U) = UB(L), which the node search uses
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
-    certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap)
-    info.update(search="boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+    certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap,
+                                              greedy=bound.by_class if greedy is None else bool(greedy))
+    info.update(search="boxes by class" if bound.by_class else "boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
     return tracker.result(certified=certified and exact, info=info)
 
 
@@ -155,8 +167,35 @@ def _best_feasible(ev, best_td: float) -> float:
     return max(best_td, float(feas_td.max())) if feas_td.size else best_td
 
 
+def _greedy_descent(tracker: Tracker, evaluate, heights: np.ndarray) -> tuple[float, set[bytes]]:
+    """An incumbent for the box search: from the top, lower the one QID whose step down gives
+    the best feasible TD while that improves it (each step evaluates the node's lower
+    neighbours in one batch; at most a tenth of the budget). Returns the best feasible TD and
+    the nodes evaluated (``G.tobytes()``: the box search does not evaluate them again)."""
+    g = heights.copy()
+    retained, ev = evaluate(g[None, :])
+    tracker.offer(g[None, :], retained, ev)
+    best = _best_feasible(ev, -np.inf)
+    seen = {g.tobytes()}
+    cap = tracker.used + max(tracker.remaining // 10, 0)
+    while True:
+        down = np.flatnonzero(g > 0)
+        if down.size == 0 or tracker.used + down.size > cap:
+            return best, seen
+        G = np.repeat(g[None, :], down.size, axis=0)
+        G[np.arange(down.size), down] -= 1
+        retained, ev = evaluate(G)
+        tracker.offer(G, retained, ev)
+        seen.update(row.tobytes() for row in G)
+        td = np.where(ev.feasible, ev.td, -np.inf)
+        i = int(np.argmax(td))
+        if td[i] <= best:
+            return best, seen
+        best, g = float(td[i]), G[i]
+
+
 def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
-                max_boxes: int) -> tuple[bool, float | None, int]:
+                max_boxes: int, greedy: bool = False) -> tuple[bool, float | None, int]:
     """Best-first branch and bound over boxes [L, U] (module docstring, engine/optimizers/bounds.py).
 
     Returns (no box left above the best TD, largest bound left or None, boxes bounded). Each
@@ -169,7 +208,9 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     boxes = 1
     heap: list[tuple[float, int, np.ndarray, np.ndarray]] = [(-root, 0, L0[0], heights.copy())]
     order = 1  # FIFO among equal bounds, so runs are reproducible
-    best_td = -np.inf
+    best_td, evaluated = _greedy_descent(tracker, evaluate, heights) if greedy else (-np.inf, set())
+    if heights.tobytes() in evaluated and not heights.any():  # a one-node lattice, already evaluated
+        heap = []
     while heap:
         if -heap[0][0] <= best_td:
             return True, -heap[0][0], boxes
@@ -199,7 +240,8 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             b = bound(np.stack(lows), np.stack(highs))
             boxes += len(lows)
             for value, L, U in zip(b.tolist(), lows, highs, strict=True):
-                if value > best_td:  # a box at or below the best TD cannot improve it
+                # A box at or below the best TD cannot improve it; nor can a node already evaluated.
+                if value > best_td and not (evaluated and np.array_equal(L, U) and L.tobytes() in evaluated):
                     heapq.heappush(heap, (-value, order, L, U))
                     order += 1
         if leaves:

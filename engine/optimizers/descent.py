@@ -26,23 +26,30 @@ within 151 and 304 evaluations, against 335,241 and 114,615 of ID-DGA and HAEF a
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from engine.errors import SpecError
+from engine.evaluator import Evaluation
 from engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
 from engine.optimizers.lattice import evaluate_nodes, lattice_size, max_suppressed_records
 from engine.problem import Problem
 
 
 class _Descent:
-    """State of one run: checked nodes with their TD, the queue, the expanded set."""
+    """State of one run: checked nodes with their TD, the queue, the expanded set.
 
-    def __init__(self, problem: Problem, tracker: Tracker, max_suppressed: int) -> None:
-        self.problem = problem
+    ``evaluate(G) -> (retained, Evaluation)`` checks a batch of nodes (``lattice.evaluate_nodes``
+    or the lattice search's Ray evaluator); at most ``cap`` evaluations are used in all.
+    """
+
+    def __init__(self, tracker: Tracker, evaluate: Callable[[np.ndarray], tuple[np.ndarray, Evaluation]],
+                 cap: int | None = None) -> None:
+        self.evaluate = evaluate
         self.tracker = tracker
-        self.max_suppressed = max_suppressed
+        self.cap = tracker.budget if cap is None else cap
         self.score: dict[bytes, float] = {}  # checked node -> TD (-inf when infeasible)
         self.expanded: set[bytes] = set()
         self.queue: list[tuple[float, int, bytes]] = []  # (-TD, order, node), best first
@@ -56,11 +63,11 @@ class _Descent:
             if key not in self.score and key not in keys:
                 keys.add(key)
                 todo.append(g)
-        todo = todo[: self.tracker.remaining]
+        todo = todo[: max(min(self.tracker.remaining, self.cap - self.tracker.used), 0)]
         if not todo:
             return
         G = np.stack(todo)
-        retained, ev = evaluate_nodes(self.problem, G, self.max_suppressed)
+        retained, ev = self.evaluate(G)
         self.tracker.offer(G, retained, ev)
         for g, td, ok in zip(G, ev.td.tolist(), ev.feasible.tolist(), strict=True):
             key = g.tobytes()
@@ -87,17 +94,21 @@ class _Descent:
                 best, best_td = k, td
         return best
 
+    @property
+    def spent(self) -> bool:
+        return self.tracker.exhausted or self.tracker.used >= self.cap
+
     def dive(self, key: bytes) -> None:
         """Greedy depth-first descent: always on to the best new predecessor."""
         nxt: bytes | None = key
-        while nxt is not None and not self.tracker.exhausted:
+        while nxt is not None and not self.spent:
             nxt = self.expand(nxt)
 
     def run(self, top: np.ndarray, stepping: int) -> bool:
         """Search until the budget is spent; True when every node was expanded."""
         self.check([top])
         step = 0
-        while self.queue and not self.tracker.exhausted:
+        while self.queue and not self.spent:
             _, _, key = heapq.heappop(self.queue)
             if key in self.expanded:
                 continue
@@ -107,6 +118,18 @@ class _Descent:
             else:
                 self.expand(key)
         return not self.queue
+
+
+def greedy_incumbent(tracker: Tracker, evaluate: Callable[[np.ndarray], tuple[np.ndarray, Evaluation]],
+                     heights: np.ndarray, cap: int) -> tuple[float, set[bytes]]:
+    """One greedy dive from the top (the first dive of ``descent``) within ``cap`` evaluations
+    in all: (best feasible TD or -inf, nodes checked as ``G.tobytes()``). The certified lattice
+    search starts from it on huge tables (engine/optimizers/lattice.py)."""
+    top = np.asarray(heights, dtype=np.int64).copy()
+    state = _Descent(tracker, evaluate, cap)
+    state.check([top])
+    state.dive(top.tobytes())
+    return max(state.score.values(), default=-np.inf), set(state.score)
 
 
 @OPTIMIZERS.register("descent")
@@ -128,7 +151,7 @@ def descent(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, A
         raise SpecError(f"descent optimizer: stepping must be a positive number of expansions, got {stepping!r}.")
     max_suppressed = max_suppressed_records(problem, limit, "descent")
     tracker = Tracker(problem, budget, name="descent", progress=progress)
-    state = _Descent(problem, tracker, max_suppressed)
+    state = _Descent(tracker, lambda G: evaluate_nodes(problem, G, max_suppressed))
     complete = state.run(heights.copy(), stepping)
     size = lattice_size(heights)
     info = {"lattice_size": size, "nodes_checked": len(state.score), "nodes_expanded": len(state.expanded),

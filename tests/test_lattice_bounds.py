@@ -23,6 +23,7 @@ from test_evaluator_agreement import random_models, random_table
 from test_oracle import tiny_table
 
 import engine.optimizers.bounds as bounds_module
+import engine.optimizers.lattice as lattice_module
 from engine.models import build_model
 from engine.optimizers import run_optimizer
 from engine.optimizers.bounds import (
@@ -274,6 +275,7 @@ CLASS_MODELS = {k: v for k, v in MODELS.items() if k != "t=0.3"}  # kmin >= 2: t
 def class_bound_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every table 'too large' for partner tables: BoxBound falls back to the class bound."""
     monkeypatch.setattr(bounds_module, "MAX_PARTNER_ROWS", 0)
+    monkeypatch.setattr(lattice_module, "CLASS_BOUND_MIN_LATTICE", 0)  # tiny lattices take the box search too
 
 
 @pytest.mark.parametrize("models_key", list(CLASS_MODELS))
@@ -369,3 +371,17 @@ def test_class_bound_search_certifies_the_exhaustive_optimum(class_bound_only: N
         if full.feasible:
             assert got.td == pytest.approx(full.td, rel=1e-12, abs=1e-12), extra
         assert got.evaluations <= size
+
+
+def test_small_lattices_without_partner_tables_take_the_node_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The class bound runs only on lattices of CLASS_BOUND_MIN_LATTICE nodes or more; both
+    searches certify the same optimum."""
+    rng = np.random.default_rng(7)
+    table = random_table(rng, n_qids=3, max_records=60)
+    models = [build_model("k-anonymity", {"k": 2})]
+    monkeypatch.setattr(bounds_module, "MAX_PARTNER_ROWS", 0)
+    nodes = run_optimizer("lattice", Problem(table, models), budget=10**6)
+    monkeypatch.setattr(lattice_module, "CLASS_BOUND_MIN_LATTICE", 0)
+    boxes = run_optimizer("lattice", Problem(table, models), budget=10**6)
+    assert nodes.info["search"] == "nodes" and boxes.info["search"] == "boxes by class"
+    assert nodes.certified and boxes.certified and nodes.td == pytest.approx(boxes.td, abs=1e-9)

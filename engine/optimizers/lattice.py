@@ -16,8 +16,9 @@ bound <= the best TD. Each box split costs one bound computation (``boxes_bounde
 info); only boxes of one node count as evaluations against the budget. The bound subsumes the
 older ones: without partners it is TD(L, nothing suppressed), and a node anonymous with nothing
 suppressed bounds its whole box by its own TD (the monotonicity pruning). Tables too large for
-the partner tables (see bounds.MAX_PARTNER_ROWS) use the class bound instead when kmin >= 2: rows whose
-class at U has fewer than kmin records contribute 0, the others u_L. Without either (no minimum
+the partner tables (see bounds.MAX_PARTNER_ROWS) use the class bound instead when kmin >= 2 and
+the lattice has at least CLASS_BOUND_MIN_LATTICE nodes: rows whose class at U has fewer than
+kmin records contribute 0, the others u_L (on smaller lattices the node search is faster). Without either (no minimum
 class size and no partner table) the box bound is UB(L) and mode bound runs the node search
 instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
@@ -147,7 +148,10 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
     bound = BoxBound(problem)
-    if not bound.active:  # no partner or class bound: B(L, U) = UB(L), which the node search uses
+    # The class bound classifies the table at every box's U, where the node search rolls each
+    # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
+    # sooner (vs_arx: adult t-closeness 1.2 s against 2.8 s, cup 1.0 s against 2.5 s).
+    if not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE):
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified and exact, info=info)
@@ -160,6 +164,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
 
 
 MODES = ("bound", "nodes", "exhaustive")
+CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
 
 
 def _best_feasible(ev, best_td: float) -> float:

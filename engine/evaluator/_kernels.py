@@ -149,6 +149,31 @@ def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_ke
 
 
 @njit(cache=True)
+def _td_by_class(g, codes, weight, cls, ret, m, seen, class_w):
+    """(TD, kept records) of ``ret`` under ``g`` with one weight per class (its rows share every
+    generalized value, hence every weight), summed over rows in order as ``_batch.evaluate_batch``
+    sums its per-row weights: the same bits. ``seen``, ``class_w``: scratch of >= m."""
+    nq = codes.shape[1]
+    for c in range(m):
+        seen[c] = False
+    total = 0.0
+    kept = 0
+    for h in range(codes.shape[0]):
+        if ret[h] == 0:
+            continue
+        c = cls[h]
+        if not seen[c]:
+            row = 0.0
+            for qi in range(nq):
+                row += weight[qi, g[qi], codes[h, qi]]
+            class_w[c] = row
+            seen[c] = True
+        total += ret[h] * class_w[c]
+        kept += ret[h]
+    return total, kept
+
+
+@njit(cache=True)
 def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, out_slot, keys, cls, rep, ones,
                        slot_key, slot_id, size, class_w, seen):
     """Smallest class size (inf for an empty table) and TD of each (G[p], nothing suppressed):
@@ -166,7 +191,7 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
     ``class_w``, ``seen``: n), allocated once by the caller.
     """
     P = G.shape[0]
-    n, nq = codes.shape
+    n = codes.shape[0]
     smallest = np.full(P, np.inf)
     td = np.zeros(P)
     for p in range(P):
@@ -178,19 +203,9 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
         ids[out_slot[p], :] = cls
         for c in range(m):
             size[c] = 0
-            seen[c] = False
-        total = 0.0
         for h in range(n):
-            c = cls[h]
-            size[c] += counts[h]
-            if not seen[c]:
-                row = 0.0
-                for qi in range(nq):
-                    row += weight[qi, g[qi], codes[h, qi]]
-                class_w[c] = row
-                seen[c] = True
-            total += counts[h] * class_w[c]
-        td[p] = total
+            size[cls[h]] += counts[h]
+        td[p], _ = _td_by_class(g, codes, weight, cls, counts, m, seen, class_w)
         best = np.inf
         for c in range(m):
             if size[c] > 0 and size[c] < best:
@@ -715,7 +730,6 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     """
     P = G.shape[0]
     n = codes.shape[0]
-    nq = codes.shape[1]
     nm = kinds.shape[0]
     needs_pairs = False
     for j in range(nm):
@@ -779,7 +793,6 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
         for c in range(m):
             size[c] = 0
             kept_size[c] = 0
-            seen[c] = False
         for h in range(n):
             if cls[h] >= 0:
                 size[cls[h]] += counts[h]
@@ -900,21 +913,6 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
                 ad[p, j] = ad_distinct_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
             else:
                 ad[p, j] = ad_entropy_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
-        # TD: one weight per class (its rows share every generalized value), rows in order.
-        total = 0.0
-        kept = 0
-        for h in range(n):
-            if ret[h] == 0:
-                continue
-            c = cls[h]
-            if not seen[c]:
-                row = 0.0
-                for qi in range(nq):
-                    row += weight[qi, g[qi], codes[h, qi]]
-                class_w[c] = row
-                seen[c] = True
-            total += ret[h] * class_w[c]
-            kept += ret[h]
-        td[p] = total
+        td[p], kept = _td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
         sup[p] = n_records - kept
     return retained, ad, td, sup

@@ -18,9 +18,9 @@ older ones: without partners it is TD(L, nothing suppressed), and a node anonymo
 suppressed bounds its whole box by its own TD (the monotonicity pruning). Tables too large for
 the partner tables (see bounds.MAX_PARTNER_ROWS) use the class bound instead when kmin >= 2 and
 the lattice has at least CLASS_BOUND_MIN_LATTICE nodes: rows whose class at U has fewer than
-kmin records contribute 0, the others u_L (on smaller lattices the node search is faster). Without either (no minimum
-class size and no partner table) the box bound is UB(L) and mode bound runs the node search
-instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
+kmin records contribute 0, the others u_L (on smaller lattices the node search is faster).
+Without either (no minimum class size and no partner table) the box bound is UB(L) and mode
+bound runs the node search instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
 
 ``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
@@ -33,8 +33,8 @@ Certification also needs an exact oracle (OracleParams.exact).
 ``greedy_start`` (mode bound; default on with the class bound, off otherwise): before the box
 search, one greedy dive of the ``descent`` optimizer from the top (always on to the
 predecessor with the best TD; at most a tenth of the budget) gives an incumbent, so boxes below
-it are dropped from the start. On mach2019 (k = 5) it finds TD 504,678 in 151 evaluations, where the
-box search alone had evaluated one node after 20,000 boxes. (Splitting the QID whose halves
+it are dropped from the start. On mach2019 (k = 5) it finds TD 526,028 within 200 evaluations,
+where the box search alone had evaluated one node after 20,000 boxes. (Splitting the QID whose halves
 have the smallest larger bound instead of the widest was tried and left out: at 20,000 boxes it
 left a larger bound, 943,963 against 757,690 on mach2019, 582,191 against 521,978 on
 creditcard.)
@@ -180,14 +180,14 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     round pops up to ``batch`` boxes above the best TD, bounds all their halves in one call and
     evaluates all popped one-node boxes in one call: both batches can be spread over workers.
     """
+    from engine.optimizers.descent import greedy_incumbent  # here: descent imports this module
+
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
     root = float(bound(L0, heights[None, :])[0])
     boxes = 1
     heap: list[tuple[float, int, np.ndarray, np.ndarray]] = [(-root, 0, L0[0], heights.copy())]
     order = 1  # FIFO among equal bounds, so runs are reproducible
-    from engine.optimizers.descent import greedy_incumbent  # descent imports this module
-
     # at most a tenth of the budget for the incumbent
     best_td, evaluated = (greedy_incumbent(tracker, evaluate, heights, tracker.used + tracker.remaining // 10)
                           if greedy else (-np.inf, set()))

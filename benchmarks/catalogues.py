@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.instances import data_dir  # noqa: E402
 
-OUT_DIR = REPO / "engine" / "data" / "catalogues"
+OUT_DIR = REPO / "src" / "ppdp" / "engine" / "data" / "catalogues"
 DIAG, MDC, MDC_CODE = "CCS Diagnosis Description", "APR MDC Description", "APR MDC Code"
 
 

@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.instances import DEFAULT_SEED, T_VALUES, build, data_dir  # noqa: E402
-from engine.optimizers import run_optimizer  # noqa: E402
+from ppdp.engine.optimizers import run_optimizer  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 QUICK = ["T13", "T14", "T15", "T16", "D13", "D14", "D15", "D16", "S1", "S2"]

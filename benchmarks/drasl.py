@@ -65,18 +65,18 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
-from engine.microaggregation import attack as atk  # noqa: E402
-from engine.microaggregation import metrics  # noqa: E402
-from engine.microaggregation.algorithms import ALGORITHMS, Params  # noqa: E402
-from engine.microaggregation.distances import QidKind, encode, fit_schema  # noqa: E402
-from engine.microaggregation.dynamic import Modification, NewRecord, encode_record  # noqa: E402
-from engine.microaggregation.linkage import SensitiveCatalogue, builtin_catalogue  # noqa: E402
+from ppdp.engine.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
+from ppdp.engine.microaggregation import attack as atk  # noqa: E402
+from ppdp.engine.microaggregation import metrics  # noqa: E402
+from ppdp.engine.microaggregation.algorithms import ALGORITHMS, Params  # noqa: E402
+from ppdp.engine.microaggregation.distances import QidKind, encode, fit_schema  # noqa: E402
+from ppdp.engine.microaggregation.dynamic import Modification, NewRecord, encode_record  # noqa: E402
+from ppdp.engine.microaggregation.linkage import SensitiveCatalogue, builtin_catalogue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "drasl"
 BUNDLED_UCI = ROOT / "benchmarks" / "data" / "adult.data.gz"
-ADULT_HIERARCHIES = ROOT / "engine" / "data" / "adult"
+ADULT_HIERARCHIES = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"
 UCI_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
                "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
                "salary"]

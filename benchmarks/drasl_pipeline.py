@@ -61,9 +61,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.drasl import ADULT_HIERARCHIES, ADULT_QIDS, UPDATE_K, data_dir, load_adult  # noqa: E402
-from engine.errors import PpdpError  # noqa: E402
-from engine.release import run_release  # noqa: E402
-from engine.spec import ReleaseSpec, load_spec  # noqa: E402
+from ppdp.engine.errors import PpdpError  # noqa: E402
+from ppdp.engine.release import run_release  # noqa: E402
+from ppdp.engine.spec import ReleaseSpec, load_spec  # noqa: E402
 from tests.attack.harness import (  # noqa: E402
     KINDS,
     Backend,

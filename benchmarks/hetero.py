@@ -66,13 +66,13 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import hetero_moves  # noqa: E402
-from engine.hetero import initial  # noqa: E402
-from engine.hetero.ils import iterated_local_search  # noqa: E402
-from engine.hetero.metrics import QidTable, gcp, sil  # noqa: E402
+from ppdp.engine.hetero import initial  # noqa: E402
+from ppdp.engine.hetero.ils import iterated_local_search  # noqa: E402
+from ppdp.engine.hetero.metrics import QidTable, gcp, sil  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "hetero"
-BUNDLED_ADULT = ROOT / "engine" / "data" / "adult" / "adult.csv"
+BUNDLED_ADULT = ROOT / "src" / "ppdp" / "engine" / "data" / "adult" / "adult.csv"
 ADULT_CATEGORICAL = ["sex", "race", "marital-status", "education", "native-country",
                      "workclass", "occupation"]
 SPARCS_NUMERIC = ["Length of Stay", "Total Charges", "Total Costs",
@@ -471,7 +471,7 @@ def markdown(command: str, meta: dict, summary: list[dict], builds: list[dict],
 
 ADULT_COLUMNS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass",
                  "occupation", "salary-class"]
-DISEASES32 = ROOT / "engine" / "data" / "catalogues" / "diseases32.csv"
+DISEASES32 = ROOT / "src" / "ppdp" / "engine" / "data" / "catalogues" / "diseases32.csv"
 
 
 def _toml(value) -> str:
@@ -502,8 +502,8 @@ def from_releases(adult_csv: Path, rows: int, k: int, budgets: list[float], work
     search, and the RPI (eq. 9) of the searched objective. Everything through run_release."""
     import duckdb
 
-    from engine.release import run_release
-    from engine.spec import load_spec
+    from ppdp.engine.release import run_release
+    from ppdp.engine.spec import load_spec
 
     db = work / "adult.duckdb"
     diseases = [line.split(";")[0] for line in DISEASES32.read_text().splitlines()]

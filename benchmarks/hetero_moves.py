@@ -36,13 +36,13 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.hetero import _incremental_kernels as K  # noqa: E402
-from engine.hetero.graph import circulant_graph  # noqa: E402
-from engine.hetero.incremental import IncrementalState, objective_code  # noqa: E402
-from engine.hetero.metrics import QidTable, gcp, sil  # noqa: E402
+from ppdp.engine.hetero import _incremental_kernels as K  # noqa: E402
+from ppdp.engine.hetero.graph import circulant_graph  # noqa: E402
+from ppdp.engine.hetero.incremental import IncrementalState, objective_code  # noqa: E402
+from ppdp.engine.hetero.metrics import QidTable, gcp, sil  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT / "engine" / "data" / "adult" / "adult.csv"
+ADULT = ROOT / "src" / "ppdp" / "engine" / "data" / "adult" / "adult.csv"
 OUT = ROOT / "benchmarks" / "results" / "hetero_moves.json"
 ADULT_CATEGORICAL = ["sex", "race", "marital-status", "education", "native-country",
                      "workclass", "occupation"]

@@ -51,10 +51,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
-from engine.hierarchy import Hierarchy, flat, from_rows, intervals, masking, read_arx_csv
-from engine.models import build_model
-from engine.problem import Problem
+from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
+from ppdp.engine.hierarchy import Hierarchy, flat, from_rows, intervals, masking, read_arx_csv
+from ppdp.engine.models import build_model
+from ppdp.engine.problem import Problem
 
 DEFAULT_SEED = 2024
 REPO = Path(__file__).resolve().parents[1]

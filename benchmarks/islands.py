@@ -78,11 +78,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import instances as inst_mod  # noqa: E402
 
-from engine.encoding import encode_histogram  # noqa: E402
-from engine.models import build_model  # noqa: E402
-from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
-from engine.optimizers.islands import ProblemSpec, fresh_workers, worker_pool  # noqa: E402
-from engine.problem import Problem  # noqa: E402
+from ppdp.engine.encoding import encode_histogram  # noqa: E402
+from ppdp.engine.models import build_model  # noqa: E402
+from ppdp.engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.engine.optimizers.islands import ProblemSpec, fresh_workers, worker_pool  # noqa: E402
+from ppdp.engine.problem import Problem  # noqa: E402
 
 ISLANDS = (1, 2, 4)
 LAGS = (0, 1)  # migration_lag: the paper's synchronous ring, and ours
@@ -263,10 +263,10 @@ sys.path[:0] = [root, root + "/benchmarks"]
 t0 = time.perf_counter()
 import numpy as np
 import instances as I
-from engine.encoding import encode_histogram
-from engine.models import build_model
-from engine.optimizers import run_optimizer
-from engine.problem import Problem
+from ppdp.engine.encoding import encode_histogram
+from ppdp.engine.models import build_model
+from ppdp.engine.optimizers import run_optimizer
+from ppdp.engine.problem import Problem
 frame, hs = I._sparcs(data)
 sample = np.sort(np.random.default_rng([seed, 3, 1]).choice(frame.height, size=rows, replace=False))
 q = I.SPARCS_QIDS
@@ -323,7 +323,7 @@ def first_run(args: argparse.Namespace) -> int:
             warm_up_s = None
             if args.after_install:  # what `make` does after installing: ppdp warm-up fills the cache
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "engine.cli", "warm-up"], cwd=root, check=True,
+                subprocess.run([sys.executable, "-m", "ppdp.engine.cli", "warm-up"], cwd=root, check=True,
                                env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, stdout=subprocess.DEVNULL)
                 warm_up_s = time.perf_counter() - t0
             load_before = load()
@@ -502,8 +502,13 @@ def wire_sizes(table, epochs: int = 3) -> dict:
     passes it (the pickled Individual), an epoch's report to the master (``_pack_reports``)."""
     import pickle
 
-    from engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-    from engine.optimizers.islands import IslandSpec, _encode_migrant, _pack_reports, parse_params
+    from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+    from ppdp.engine.optimizers.islands import (
+        IslandSpec,
+        _encode_migrant,
+        _pack_reports,
+        parse_params,
+    )
 
     problem = heavy_problem(table)
     config = parse_params(HEAVY_OPTIMIZER, {"islands": 2, "oracle": True}, ID_DGA_DEFAULTS)
@@ -579,7 +584,7 @@ def heavy(args: argparse.Namespace) -> int:
                 print(f"no Ray cells: {ray_note}", flush=True)
                 cells = [c for c in cells if c.executor != "ray"]
             else:
-                from engine.optimizers.ray_executor import ray_actor_pool
+                from ppdp.engine.optimizers.ray_executor import ray_actor_pool
                 stack.callback(ray.shutdown)
                 stack.enter_context(ray_actor_pool())  # closed before the cluster stops
         for c in cells:  # start and warm up the workers and actors; not measured

@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import instances as inst_mod  # noqa: E402
 
-from engine.errors import SpecError  # noqa: E402
-from engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.engine.errors import SpecError  # noqa: E402
+from ppdp.engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ def adult_csv(data: str | None) -> Path:
     for base in (data, os.environ.get("PPDP_DATA"), str(ROOT.parent / "shared" / "data")):
         if base and (Path(base) / "arx" / "adult.csv").exists():
             return Path(base) / "arx" / "adult.csv"
-    return ROOT / "engine" / "data" / "adult" / "adult.csv"
+    return ROOT / "src" / "ppdp" / "engine" / "data" / "adult" / "adult.csv"
 
 
 BASE = "CREATE TEMP TABLE base AS SELECT row_number() OVER () - 1 AS rn, * FROM read_csv(?, delim = ';', header = true)"
@@ -116,7 +116,7 @@ def generate_parquet(folder: Path, n: int, csv: Path, resample: str) -> None:
 
 def register_spark_table(url: str, folder: str) -> None:
     """Runs in its own process: ``default.adult`` as an external Parquet table over ``folder``."""
-    from connectors.spark_connector import session_for
+    from ppdp.connectors.spark_connector import session_for
 
     session = session_for(url)
     session.sql("DROP TABLE IF EXISTS `default`.`adult`")
@@ -150,7 +150,7 @@ def jvm_peak_mb() -> float | None:
 
 
 def spec_file(workdir: Path, url: str, schema: str | None) -> Path:
-    hier = ROOT / "engine" / "data" / "adult"
+    hier = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"
     lines = ["[source]", f'database = "{url}"', 'table = "adult"', 'key = "id"'] + ([f'schema = "{schema}"'] if schema else [])
     for q in QIDS:
         lines += ["[[quasi_identifiers]]", f'column = "{q}"', f'hierarchy = "{hier / f"adult_hierarchy_{q}.csv"}"']
@@ -172,9 +172,9 @@ SECOND_VERSION = (
 
 def child(spec_path: str, out_json: str, second: str = "") -> None:
     """Runs in its own process: the release (and, with ``second``, a second version), nothing else."""
-    from connectors import connect
-    from engine.release import run_release
-    from engine.spec import load_spec
+    from ppdp.connectors import connect
+    from ppdp.engine.release import run_release
+    from ppdp.engine.spec import load_spec
 
     spec = load_spec(spec_path)
     t0 = time.perf_counter()
@@ -184,7 +184,7 @@ def child(spec_path: str, out_json: str, second: str = "") -> None:
         print(f"[{time.perf_counter() - t0:9.1f} s] {name}; peak RSS so far {rss:,.0f} MB", file=sys.stderr, flush=True)
 
     # every stage's end in the log too (a 100M-row run takes long: its partial figures count)
-    from engine.stages.context import StageClock
+    from ppdp.engine.stages.context import StageClock
 
     mark = StageClock.mark
 
@@ -353,7 +353,7 @@ def main() -> None:
         server = None
         try:
             if "postgres" in backends:
-                from connectors.throwaway_postgres import PostgresServer
+                from ppdp.connectors.throwaway_postgres import PostgresServer
 
                 server = PostgresServer.start()
                 t1 = time.perf_counter()
@@ -440,7 +440,7 @@ def write_spark_results(res: dict, args) -> None:
 def load_postgres(url: str, gen: Path) -> None:
     import duckdb
 
-    from connectors import connect
+    from ppdp.connectors import connect
 
     con = connect(url)
     src = duckdb.connect(str(gen), read_only=True)

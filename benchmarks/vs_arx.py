@@ -47,11 +47,11 @@ import polars as pl
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
-from engine.hierarchy import read_arx_csv  # noqa: E402
-from engine.models import build_model  # noqa: E402
-from engine.optimizers import run_optimizer  # noqa: E402
-from engine.problem import Problem  # noqa: E402
+from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
+from ppdp.engine.hierarchy import read_arx_csv  # noqa: E402
+from ppdp.engine.models import build_model  # noqa: E402
+from ppdp.engine.optimizers import run_optimizer  # noqa: E402
+from ppdp.engine.problem import Problem  # noqa: E402
 
 ARX_SOURCE = "issue #18: ARX 3.9.2 measured on this machine (fixed reference values, not rerun here)"
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]

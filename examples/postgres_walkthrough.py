@@ -20,16 +20,16 @@ sys.path.insert(0, str(ROOT))
 
 import polars as pl  # noqa: E402
 
-from connectors import connect  # noqa: E402
-from connectors.base import ConnectorError  # noqa: E402
-from connectors.throwaway_postgres import PostgresServer  # noqa: E402
+from ppdp.connectors import connect  # noqa: E402
+from ppdp.connectors.base import ConnectorError  # noqa: E402
+from ppdp.connectors.throwaway_postgres import PostgresServer  # noqa: E402
 
-ADULT = ROOT / "engine" / "data" / "adult"
+ADULT = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"
 
 
 def ppdp(*args: str) -> None:
     print(f"\n$ ppdp {' '.join(args)}")
-    subprocess.run([sys.executable, "-m", "engine.cli", *args], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], check=True, cwd=ROOT)
 
 
 def main() -> None:

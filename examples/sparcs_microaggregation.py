@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 import polars as pl  # noqa: E402
 
-from connectors import connect  # noqa: E402
-from engine.jobs import certificate, register_job, run_job  # noqa: E402
+from ppdp.connectors import connect  # noqa: E402
+from ppdp.engine.jobs import certificate, register_job, run_job  # noqa: E402
 
 DATA = ROOT / "examples" / "data" / "sparcs"
 JOB = "sparcs_micro"

@@ -7,7 +7,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-ADULT = Path(__file__).resolve().parents[1] / "engine" / "data" / "adult"
+from tests.support import paths as PATHS
+
+ADULT = PATHS.ADULT
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
 # Columns of main.adult as load_adult creates it: the id key, then adult.csv's header.
 ADULT_COLUMNS = ["id", "sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation",
@@ -89,5 +91,5 @@ def snapshot(db: Path) -> list[tuple]:
         con.close()
 
 
-from tests.conftest_pg import *  # noqa: F401,F403,E402
-from tests.conftest_spark import *  # noqa: F401,F403,E402
+from tests.support.conftest_pg import *  # noqa: F401,F403,E402
+from tests.support.conftest_spark import *  # noqa: F401,F403,E402

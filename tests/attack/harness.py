@@ -72,10 +72,10 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
-from connectors import connect
-from connectors.base import Connector
-from engine.errors import PpdpError
-from sql.quoting import quote_ident, quote_table
+from ppdp.connectors import connect
+from ppdp.connectors.base import Connector
+from ppdp.engine.errors import PpdpError
+from ppdp.sql.quoting import quote_ident, quote_table
 
 TOLERANCE = 1e-9
 ROW_ID = "ppdp_row_id"

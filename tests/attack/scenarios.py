@@ -15,10 +15,10 @@ from typing import Any
 
 import polars as pl
 
-from connectors.base import Connector
-from engine.catalog import list_runs, release_id
-from engine.release import run_release
-from engine.spec import ReleaseSpec, load_spec
+from ppdp.connectors.base import Connector
+from ppdp.engine.catalog import list_runs, release_id
+from ppdp.engine.release import run_release
+from ppdp.engine.spec import ReleaseSpec, load_spec
 from tests.attack.harness import Backend, ModelCheck, RowMatches, Scenario, SourceChange, Step
 from tests.conftest import ADULT, toml_str, write_spec
 

@@ -27,7 +27,7 @@ AGE_BANDS = {"0 to 17": "0 to 29", "18 to 29": "0 to 29", "30 to 49": "30 to 69"
 def main(source: Path) -> None:
     parts = sorted(source.glob("part-*.csv"))
     raw = pl.concat([pl.read_csv(p, columns=list(COLUMNS), infer_schema=False) for p in parts]).rename(COLUMNS)
-    catalogue = pl.read_csv(ROOT / "engine" / "data" / "catalogues" / "sparcs_ccs_by_mdc.csv", separator=";",
+    catalogue = pl.read_csv(ROOT / "src" / "ppdp" / "engine" / "data" / "catalogues" / "sparcs_ccs_by_mdc.csv", separator=";",
                             has_header=False, new_columns=["diagnosis", "mdc", "root"])
     complete = raw.filter(pl.all_horizontal([pl.col(c).is_not_null() & (pl.col(c) != "") for c in COLUMNS.values()]))
     known = complete.filter(pl.col("diagnosis").is_in(catalogue["diagnosis"].to_list()))

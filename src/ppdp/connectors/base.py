@@ -1,0 +1,91 @@
+"""The connector protocol (after dbt adapters: a short list of methods, one module per database)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import polars as pl
+
+from ppdp.engine.errors import ConnectorError
+from ppdp.engine.registry import Registry
+
+# Optional features a connector declares in ``capabilities`` (callers test these, never the
+# dialect name): database roles and GRANT/REVOKE; run locks that exclude other sessions
+# (advisory locks); DDL that rolls back with its transaction; a per-session statement timeout.
+ROLES = "roles"
+ADVISORY_LOCKS = "advisory_locks"
+TRANSACTIONAL_DDL = "transactional_ddl"
+STATEMENT_TIMEOUT = "statement_timeout"
+CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT})
+
+
+class Connector(Protocol):
+    """What ppdp needs from a database."""
+
+    dialect: str  # sqlglot dialect name
+    url: str
+    capabilities: frozenset[str]  # a subset of CAPABILITIES
+    max_identifier_length: int  # in UTF-8 bytes; longer names are truncated or refused by the database
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        """Run a query and return its result as a Polars frame."""
+        ...
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        """Run a statement that returns nothing."""
+        ...
+
+    def write_frame(self, schema: str, name: str, frame: pl.DataFrame) -> None:
+        """Create table schema.name from a frame (the table must not exist)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Commit on success, roll back on any exception."""
+        ...
+
+    def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
+        """(column, type) of a table or view, or None when it does not exist."""
+        ...
+
+    def try_lock(self, name: str) -> bool:
+        """Take a run lock named ``name`` without waiting; False when another session holds it."""
+        ...
+
+    def unlock(self, name: str) -> None: ...
+
+    def close(self) -> None: ...
+
+
+CONNECTORS: Registry[type] = Registry("database connector")
+
+
+def connect(url: str, *, read_only: bool = False) -> Connector:
+    """Open the database ``url`` names; the scheme picks the connector.
+
+    ``read_only`` (``ppdp show``, ``verify``, ``runs``, ``certificate``): nothing can be written,
+    and a DuckDB file that does not exist is a ConnectorError instead of a new empty file.
+    """
+    scheme, sep, _ = url.partition("://")
+    if not sep:
+        scheme = "duckdb"
+    if scheme == "duckdb":
+        from ppdp.connectors import duckdb_connector  # noqa: F401
+    elif scheme in ("postgresql", "postgres"):
+        try:
+            from ppdp.connectors import postgres_connector  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - optional module
+            raise ConnectorError(f"PostgreSQL support is not available: {exc}") from None
+        scheme = "postgresql"
+    elif scheme == "spark":
+        try:
+            from ppdp.connectors import spark_connector  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - optional module
+            raise ConnectorError(f"Spark support is not available: {exc}") from None
+    return CONNECTORS.get(scheme)(url, read_only=read_only)
+
+
+def iter_batches(frame: pl.DataFrame, size: int) -> Iterator[pl.DataFrame]:
+    for i in range(0, frame.height, size):
+        yield frame.slice(i, size)

@@ -1,0 +1,114 @@
+"""Embedded DuckDB: the default warehouse and the demo's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from ppdp.connectors.base import CONNECTORS, TRANSACTIONAL_DDL
+from ppdp.engine.errors import ConnectorError
+from ppdp.sql.quoting import quote_ident, quote_table
+
+
+def duckdb_path(url: str) -> str:
+    """``duckdb:///abs/x.db`` -> ``/abs/x.db``; ``duckdb://rel/x.db`` or a bare path -> as is."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    rest = rest.split("?", 1)[0]
+    if rest in ("/:memory:", ":memory:", ""):
+        return ":memory:"
+    return rest
+
+
+@CONNECTORS.register("duckdb")
+class DuckDBConnector:
+    dialect = "duckdb"
+    default_schema = "main"
+    # No roles (share with ppdp export); one writing process per file instead of advisory locks.
+    capabilities = frozenset({TRANSACTIONAL_DDL})
+    max_identifier_length = 1 << 20  # DuckDB does not truncate names
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        self.url = url
+        self.path = duckdb_path(url)
+        self.read_only = read_only and self.path != ":memory:"
+        if self.read_only and not Path(self.path).exists():
+            raise ConnectorError(f"DuckDB database {self.path!r} does not exist. "
+                                 "Hint: check the path (read-only commands never create a database).")
+        # URL options: duckdb:///x.db?memory_limit=3GB&threads=2
+        options = dict(p.split("=", 1) for p in url.partition("?")[2].split("&") if "=" in p)
+        unknown = set(options) - {"memory_limit", "threads"}
+        if unknown:
+            raise ConnectorError(f"Unknown DuckDB URL option(s) {sorted(unknown)}; known: memory_limit, threads.")
+        try:
+            self.con = duckdb.connect(self.path, read_only=self.read_only, config=options)
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise ConnectorError(
+                    f"DuckDB database {self.path!r} is in use by another process (another ppdp run?); "
+                    "try again when it has finished."
+                ) from None
+            raise ConnectorError(f"Cannot open DuckDB database {self.path!r}: {exc}") from None
+        except duckdb.Error as exc:
+            raise ConnectorError(f"Cannot open DuckDB database {self.path!r}: {exc}") from None
+        self._in_tx = False
+
+    def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
+        try:
+            # DuckDB 2.0: Polars output comes from relations, not from execute() results.
+            return self.con.sql(sql, params=params or None).pl()
+        except duckdb.Error as exc:
+            raise ConnectorError(f"DuckDB refused a query: {exc}") from exc
+
+    def execute(self, sql: str, params: list[Any] | None = None) -> None:
+        try:
+            self.con.execute(sql, params or [])
+        except duckdb.Error as exc:
+            raise ConnectorError(f"DuckDB refused a statement: {exc}") from exc
+
+    def write_frame(self, schema: str, name: str, frame: pl.DataFrame) -> None:
+        view = "__ppdp_frame"
+        self.con.register(view, frame.to_arrow())
+        try:
+            self.execute(f"CREATE TABLE {quote_table(schema, name)} AS SELECT * FROM {quote_ident(view)}")
+        finally:
+            self.con.unregister(view)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._in_tx:  # nested: join the outer transaction
+            yield
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        else:
+            self.con.execute("COMMIT")
+        finally:
+            self._in_tx = False
+
+    def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
+        rows = self.con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+            [schema, name],
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows] or None
+
+    def try_lock(self, name: str) -> bool:
+        """DuckDB lets one process write a database file at a time: opening it was the lock."""
+        return True
+
+    def unlock(self, name: str) -> None:
+        return None
+
+    def close(self) -> None:
+        self.con.close()

@@ -1,0 +1,334 @@
+"""The ``ppdp`` command line. Heavy imports happen inside the commands so --help is instant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ppdp", description="Privacy-preserving data publishing inside SQL databases.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("demo", help="load adult into a DuckDB file and publish a 5-anonymous release")
+    d.add_argument("--db", default="demo.duckdb", help="DuckDB file to create or reuse (default: demo.duckdb)")
+
+    r = sub.add_parser("run", help="run a release spec (TOML)")
+    r.add_argument("spec", help="path to the release spec")
+    r.add_argument("--db", help="database URL, overriding source.database")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    for name, text in (("verify", "re-run the SQL verification of a release's current version"),
+                       ("show", "metrics, chosen levels and class sizes of a release")):
+        c = sub.add_parser(name, help=text)
+        c.add_argument("name", help="release name (output.name)")
+        c.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+
+    ru = sub.add_parser("runs", help="list recorded runs")
+    ru.add_argument("name", nargs="?", help="only this release")
+    ru.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
+    sub.add_parser("warm-up", help="compile every Numba kernel into the cache now (make demo and make test do), "
+                   "so that the first release does not pay for it")
+    ini = sub.add_parser("init", help="create ppdp's private schema _ppdp (then jobs can be registered with SQL INSERT)")
+    ini.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
+    j = sub.add_parser("job", help="release jobs stored in the database: register, run, list, history, certificate")
+    jsub = j.add_subparsers(dest="job_command", required=True, metavar="JOB_COMMAND")
+    jr = jsub.add_parser("register", help="validate a TOML spec and store it as a job in _ppdp.jobs")
+    jr.add_argument("spec")
+    jr.add_argument("--name", help="job name (default: output.name)")
+    jrun = jsub.add_parser("run", help="run a job; a run with the same key as the current release is skipped")
+    jrun.add_argument("name")
+    jrun.add_argument("--dry-run", action="store_true", help="print the SQL and the metrics; write only the run record")
+    jrun.add_argument("--no-progress", action="store_true")
+    jsub.add_parser("list", help="registered jobs")
+    jh = jsub.add_parser("history", help="runs of one job")
+    jh.add_argument("name")
+    jc = jsub.add_parser("certificate", help="audit record of the current release (JSON and Markdown)")
+    jc.add_argument("name")
+    jc.add_argument("--format", choices=["json", "markdown", "both"], default="both")
+    for sp in (jr, jrun, jh, jc, jsub.choices["list"]):
+        sp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
+    sq = sub.add_parser("sql", help="a self-contained SQL script that rebuilds a release's current version")
+    sq.add_argument("name")
+    sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, snowflake, bigquery or spark")
+    sq.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+
+    e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
+    e.add_argument("out", help="DuckDB file to create (must not exist)")
+    e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    e.add_argument("--schema", default="published", help="published schema to copy (default: published)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from ppdp.engine.errors import PpdpError
+
+    try:
+        code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # `ppdp ... | head`: the reader left. Exit quietly like other CLIs (128 + SIGPIPE); point
+        # stdout at /dev/null so Python's own flush at exit does not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except PpdpError as exc:
+        print(f"ppdp: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
+        return 130
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ppdp.engine.release import run_release
+    from ppdp.engine.spec import load_spec
+
+    spec = load_spec(args.spec)
+    outcome = run_release(spec, database=args.db, progress=not args.no_progress)
+    _print_run(outcome.run)
+    print(f"published: {outcome.view} -> {outcome.table}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.release import run_release
+    from ppdp.engine.spec import load_spec
+    from ppdp.sql import demo as demo_sql
+
+    data = Path(__file__).parent / "data"
+    db = str(Path(args.db).resolve())
+    con = connect(f"duckdb://{db}")
+    try:
+        if con.relation_columns("main", "adult") is None:
+            csv = str(data / "adult" / "adult.csv")
+            con.execute(demo_sql.load_csv_with_id("adult"), [csv])
+            print(f"loaded adult (30,162 rows) into {db} as table main.adult")
+    finally:
+        con.close()
+    spec = load_spec(Path(str(data / "adult_k5.toml")))
+    outcome = run_release(spec, database=f"duckdb://{db}")
+    _print_run(outcome.run)
+    print(f"published: {outcome.view} -> {outcome.table}\n")
+    con = connect(f"duckdb://{db}")
+    try:
+        print("An analyst's query on the published view:\n")
+        print("  " + demo_sql.ANALYST_QUERY.replace("\n", "\n  ") + "\n")
+        _print_frame(con.query(demo_sql.ANALYST_QUERY))
+    finally:
+        con.close()
+    print(f"\nNext: ppdp show adult --db {db}   |   ppdp export adult_release.duckdb --db {db}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.release import reverify
+
+    con = connect(args.db, read_only=True)
+    try:
+        result = reverify(con, args.name)
+    finally:
+        con.close()
+    for c in result["checks"]:
+        print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
+    print(f"rows: {result['rows']} (expected {result['expected_rows']})")
+    print(f"{result['release']} v{result['version']}: " + ("verification passed" if result["passed"] else "verification FAILED")
+          + " (against what was published, t-closeness against the stored distribution)")
+    changed = {True: "the source has changed since this version was published (a new run would publish a new version)",
+               False: "the source is unchanged since this version was published",
+               None: "the source could not be read to compare"}[result["source_changed"]]
+    print(changed)
+    return 0 if result["passed"] else 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine import catalog
+
+    con = connect(args.db, read_only=True)
+    try:
+        runs = catalog.list_runs(con, catalog.resolve_release(con, args.name) if args.name else None)
+    finally:
+        con.close()
+    if getattr(args, "job", None):
+        runs = [r for r in runs if r.job == args.job]
+    if not runs:
+        print("no runs recorded")
+        return 0
+    print(f"{'started (UTC)':<20} {'release':<16} {'ver':>3} {'status':<10} {'TD':>14} {'suppr.':>7} {'cert.':<5} run id / error")
+    for r in runs:
+        td = r.metrics.get("td")
+        sup = r.metrics.get("suppressed")
+        tail = r.run_id if r.status == "succeeded" else (r.error or "")[:70]
+        print(f"{str(r.started_at)[:19]:<20} {r.release:<16} {r.version if r.version is not None else '-':>3} {r.status:<10} "
+              f"{'' if td is None else f'{td:,.2f}':>14} {'' if sup is None else int(sup):>7} "
+              f"{'yes' if r.solution.get('certified') else 'no':<5} {tail}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine import catalog
+    from ppdp.engine.errors import SpecError
+
+    con = connect(args.db, read_only=True)
+    try:
+        run = catalog.latest_success(con, catalog.resolve_release(con, args.name))
+    finally:
+        con.close()
+    if run is None:
+        raise SpecError(f"No published release named {args.name!r} in {args.db}. Hint: 'ppdp runs --db {args.db}' lists runs.")
+    _print_run(run)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.export import export_schema
+
+    con = connect(args.db, read_only=True)
+    try:
+        copied = export_schema(con, args.schema, args.out)
+    finally:
+        con.close()
+    print(f"exported {len(copied)} relation(s) of schema {args.schema!r} to {args.out}: {', '.join(copied)}")
+    return 0
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    from ppdp.engine import jobs
+
+    if args.job_command == "register":
+        name = jobs.register_job(args.db, args.spec, name=args.name)
+        print(f"registered job {name!r} in {args.db}")
+    elif args.job_command == "run":
+        outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
+        if outcome.run.status == "skipped":
+            print(f"skipped: the source and the job are unchanged since run {outcome.run.cross_version.get('note', '')[-32:]}; "
+                  f"current release {outcome.view} -> {outcome.table}")
+        elif args.dry_run:
+            for label, sql in (outcome.statements or {}).items():
+                print(f"-- {label}\n{sql};\n")
+            _print_run(outcome.run)
+            print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
+        else:
+            _print_run(outcome.run)
+            ch = outcome.run.changes or {}
+            if ch:
+                print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
+            cv = outcome.run.cross_version or {}
+            if cv.get("versions_checked"):
+                held = cv.get("held_back", {})
+                print(f"  cross-version  : {cv['history_classes']} history classes over {cv['versions_checked']} versions, "
+                      f"smallest {cv['smallest_history_class']} -> PASS; held back: {held.get('inserts_withheld', 0)} insertions, "
+                      f"{held.get('deletes_delayed', 0)} deletions, {held.get('changes_delayed', 0)} changes")
+            print(f"published: {outcome.view} -> {outcome.table}")
+    elif args.job_command == "list":
+        rows = jobs.list_jobs(args.db)
+        if not rows:
+            print("no jobs registered")
+        for r in rows:
+            print(f"{r['name']:<24} {'enabled' if r['enabled'] else 'disabled':<9} created {str(r['created_at'])[:19]}  updated {str(r['updated_at'])[:19]}")
+    elif args.job_command == "history":
+        return cmd_runs(argparse.Namespace(name=None, db=args.db, job=args.name))
+    elif args.job_command == "certificate":
+        cert = jobs.certificate(args.db, args.name)
+        if args.format in ("json", "both"):
+            print(json.dumps(cert, indent=2, default=str))
+        if args.format in ("markdown", "both"):
+            print(jobs.certificate_markdown(cert))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine import catalog
+
+    con = connect(args.db)
+    try:
+        with con.transaction():
+            catalog.ensure_schema(con)
+    finally:
+        con.close()
+    print(f"created schema _ppdp (jobs, runs, hierarchies, suppressed, row_ids, row_state) in {args.db}")
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.rebuild import rebuild_script
+
+    con = connect(args.db, read_only=True)
+    try:
+        print(rebuild_script(con, args.name, args.dialect))
+    finally:
+        con.close()
+    return 0
+
+
+def cmd_warm_up(args: argparse.Namespace) -> int:
+    from ppdp.engine.warmup import warm_up
+
+    t0 = time.perf_counter()
+    n = warm_up(lambda line: print(line, flush=True))
+    print(f"warm-up: {n} releases, {time.perf_counter() - t0:.0f} s; Numba's cache now holds ppdp's kernels")
+    return 0
+
+
+COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+
+
+# --- printing ------------------------------------------------------------------------------
+
+
+def _print_frame(frame) -> None:
+    import polars as pl
+
+    with pl.Config(tbl_rows=30, tbl_cols=20, tbl_hide_dataframe_shape=True, fmt_str_lengths=40):
+        print(frame)
+
+
+def _print_run(run) -> None:
+    m, s = run.metrics, run.solution
+    print(f"release {run.release} version {run.version}  [{run.status}]  run {run.run_id}")
+    if s:
+        print(f"  optimizer      : {s.get('optimizer')} (budget {s.get('budget')}, seed {s.get('seed')}), "
+              f"{s.get('evaluations')} evaluations in {s.get('seconds')} s, "
+              f"{'certified optimal' if s.get('certified') else 'NOT certified optimal'}")
+        levels = ", ".join(f"{q}={lv}/{s['heights'][q]}" for q, lv in s.get("levels", {}).items())
+        print(f"  levels (G)     : {levels}")
+        for note in s.get("notices", []):
+            print(f"  notice         : {note}")
+    if m:
+        print(f"  TD             : {m.get('td', float('nan')):,.2f} of {m.get('max_td', float('nan')):,.0f}  "
+              f"(query precision {m.get('query_precision', float('nan')):.2f} %)")
+        print(f"  suppressed     : {int(m.get('suppressed', 0)):,} of {m.get('records', 0):,} records")
+        if "workload_error" in m:
+            print(f"  workload error : {m['workload_error']:.4f} mean relative error of random COUNT queries")
+        cs = m.get("class_sizes", {})
+        if cs:
+            print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
+    for c in run.verification.get("checks", []):
+        print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+    if run.error:
+        print(f"  error          : {run.error}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

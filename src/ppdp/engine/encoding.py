@@ -1,0 +1,196 @@
+"""Encoding: the source table as a compressed histogram of integer codes.
+
+One GROUP BY over QIDs + SA (pushed into the database, see sql/queries.py) gives the distinct
+combinations with their counts. Here they become NumPy arrays: leaf codes per QID, a joint
+sensitive-value code, counts, and per-level lookup tables padded into dense 3-D arrays for the
+kernels. Records are numbered by histogram row (row h owns records offsets[h]..offsets[h+1]-1),
+so a per-record suppression vector S never needs the source keys: records of one row are
+indistinguishable, and the release chooses which concrete rows to drop by key order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from ppdp.engine.errors import DataError, HierarchyError
+from ppdp.engine.hierarchy import Hierarchy
+from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedTable:
+    """The histogram of a source table, ready for the evaluator.
+
+    ``values`` holds the original (text) values of each row's QIDs and SAs, in the same row
+    order as ``codes``; the release joins it back to the source.
+    """
+
+    qids: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    codes: np.ndarray  # (H, nQ) int32 leaf codes
+    sa: np.ndarray  # (H,) int32 joint sensitive code
+    sa_values: tuple[tuple, ...]  # joint sensitive value of each code
+    counts: np.ndarray  # (H,) int64
+    values: pl.DataFrame  # (H rows) original text of QIDs and SAs
+    excluded_null_rows: int = 0  # rows left out by null_policy = "suppress"
+    # Q of t-closeness by SA code, when given (``encode_histogram(reference=...)``): the whole
+    # source's distribution, NULL-QID rows included, or a release's stored one.
+    reference_q: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        """Distinct combinations (histogram rows)."""
+        return int(self.codes.shape[0])
+
+    @cached_property
+    def n_records(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def n_qids(self) -> int:
+        return len(self.qids)
+
+    @cached_property
+    def heights(self) -> np.ndarray:
+        return np.array([h.height for h in self.hierarchies], dtype=np.int64)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Record offsets per histogram row: records of row h are offsets[h]:offsets[h+1]."""
+        return np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+
+    @cached_property
+    def row_of_record(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_rows, dtype=np.int64), self.counts)
+
+    @property
+    def n_sa(self) -> int:
+        return max(len(self.sa_values), 1)
+
+    @cached_property
+    def sa_distribution(self) -> np.ndarray:
+        """Q of HAEF eq. 2-4: distribution of the joint SA over the whole source (§2)."""
+        if self.reference_q is not None:
+            return self.reference_q
+        q = np.bincount(self.sa, weights=self.counts, minlength=self.n_sa)
+        return q / q.sum()
+
+    @cached_property
+    def lookup(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(gen, weight, n_gen) padded arrays, see engine/evaluator/_kernels.py."""
+        nq = self.n_qids
+        levels = int(self.heights.max()) + 1 if nq else 1
+        leaves = max((len(h.rows) for h in self.hierarchies), default=1)
+        gen = np.zeros((nq, levels, leaves), dtype=np.int32)
+        weight = np.zeros((nq, levels, leaves), dtype=np.float64)
+        n_gen = np.ones((nq, levels), dtype=np.int64)
+        for q, h in enumerate(self.hierarchies):
+            for j in range(h.height + 1):
+                gen[q, j, : len(h.rows)] = h.level_codes[j]
+                weight[q, j, : len(h.rows)] = h.leaf_weights[j]
+                n_gen[q, j] = len(h.leaf_counts[j])
+        return gen, weight, n_gen
+
+    @cached_property
+    def level_td(self) -> np.ndarray:
+        """(nQ, levels) TD of each QID at each level with nothing suppressed.
+
+        TD is separable over QIDs, so TD(G, no suppression) = sum_q level_td[q, G[q]]: an
+        O(nQID) upper bound for every node above G in the lattice (weights only shrink upward).
+        """
+        gen, weight, _ = self.lookup
+        out = np.zeros(gen.shape[:2])
+        for q in range(self.n_qids):
+            # Records per leaf once, then a leaf-length product per level (no np.dot over the
+            # histogram: multi-threaded BLAS for a vector this small only contends for cores).
+            per_leaf = np.bincount(self.codes[:, q], weights=self.counts.astype(np.float64),
+                                   minlength=weight.shape[2])
+            for j in range(int(self.heights[q]) + 1):
+                out[q, j] = float(np.multiply(weight[q, j], per_leaf).sum())
+        return out
+
+    def td_upper_bound(self, g: np.ndarray) -> float:
+        return float(self.level_td[np.arange(self.n_qids), np.asarray(g)].sum())
+
+
+def encode_histogram(
+    histogram: pl.DataFrame,
+    qids: list[str],
+    sensitive: list[str],
+    hierarchies: list[Hierarchy],
+    *,
+    null_policy: str = "error",
+    reference: dict[tuple, float] | None = None,
+) -> EncodedTable:
+    """Turn ``histogram`` (text QID and SA columns + COUNT_COLUMN) into an EncodedTable.
+
+    Raises HierarchyError naming the column, the value and the hierarchy's file when a value
+    is not a leaf, and DataError for NULL QIDs under ``null_policy = "error"``. ``reference``
+    (joint SA text tuple -> share) is t-closeness's Q; its values get codes even when no
+    releasable row holds them, so the kernels and the SQL check measure the same distance.
+    """
+    excluded = 0
+    if qids:
+        null_mask = pl.any_horizontal([pl.col(c).is_null() for c in qids])
+        nulls = histogram.filter(null_mask)
+        if nulls.height:
+            n_null = int(nulls[COUNT_COLUMN].sum())
+            cols = [c for c in qids if nulls[c].null_count()]
+            if null_policy == "error":
+                raise DataError(
+                    f"{n_null} source rows have NULL in quasi-identifier(s) {', '.join(map(repr, cols))}. "
+                    "Hint: clean them, or set source.null_policy = \"suppress\" to withhold those rows from every release."
+                )
+            excluded = n_null
+            histogram = histogram.filter(~null_mask)
+    if histogram.height == 0:
+        raise DataError("The source has no rows to release. Hint: check the table or the WHERE clause of source.query.")
+
+    code_cols = []
+    for col, h in zip(qids, hierarchies, strict=True):
+        leaf = h.leaf_code
+        present = histogram[col].unique().to_list()
+        missing = [v for v in present if v not in leaf]
+        if missing:
+            shown = ", ".join(repr(v) for v in sorted(missing)[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise HierarchyError(
+                f"Column {col!r} has value(s) {shown}{more} that are not leaves of its hierarchy ({h.source}). "
+                "Hint: add them to the hierarchy's first column."
+            )
+        code_cols.append(pl.col(col).replace_strict(leaf, return_dtype=pl.Int32).alias(f"__code_{col}"))
+    if sensitive:
+        sa_struct = pl.struct([pl.col(c) for c in sensitive]).alias("__sa")
+        frame = histogram.with_columns(*code_cols, sa_struct)
+        sa_keys = frame.select(pl.col("__sa").unique().sort()).to_series().to_list()
+        sa_tuples = [tuple(d[c] for c in sensitive) for d in sa_keys]
+        if reference:
+            seen = set(sa_tuples)
+            sa_tuples += sorted((t for t in reference if t not in seen), key=lambda t: tuple("" if v is None else str(v) for v in t))
+        sa_index = {t: i for i, t in enumerate(sa_tuples)}
+        sa_codes = [sa_index[tuple(d[c] for c in sensitive)] for d in frame["__sa"].to_list()]
+        frame = frame.with_columns(pl.Series("__sa_code", sa_codes, dtype=pl.Int32)).drop("__sa")
+    else:
+        frame = histogram.with_columns(*code_cols, pl.lit(0, dtype=pl.Int32).alias("__sa_code"))
+        sa_tuples = [()]
+    # A canonical row order makes record numbering (and so seeded runs) independent of the
+    # order in which the database returned its GROUP BY.
+    frame = frame.sort([f"__code_{c}" for c in qids] + ["__sa_code"])
+    codes = frame.select([f"__code_{c}" for c in qids]).to_numpy().astype(np.int32).reshape(frame.height, len(qids))
+    return EncodedTable(
+        qids=tuple(qids),
+        sensitive=tuple(sensitive),
+        hierarchies=tuple(hierarchies),
+        codes=np.ascontiguousarray(codes),
+        sa=frame["__sa_code"].to_numpy().astype(np.int32),
+        sa_values=tuple(sa_tuples),
+        counts=frame[COUNT_COLUMN].to_numpy().astype(np.int64),
+        values=frame.select(list(qids) + list(sensitive)),
+        excluded_null_rows=excluded,
+        reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
+    )

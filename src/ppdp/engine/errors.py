@@ -1,0 +1,48 @@
+"""The exception tree of ppdp. Every message says what is wrong and ends with a hint."""
+
+import ppdp.sql.errors as _sql_errors
+
+
+class PpdpError(Exception):
+    """Base of every error ppdp raises on purpose (the CLI turns these into exit code 2)."""
+
+
+class SpecError(PpdpError):
+    """The release spec is malformed or names something that does not exist."""
+
+
+class HierarchyError(PpdpError):
+    """A generalization hierarchy is malformed or does not cover the data."""
+
+
+class DataError(PpdpError):
+    """The source data cannot be anonymized as asked (empty, NULLs, k > rows, ...)."""
+
+
+class UnknownNameError(SpecError, KeyError):
+    """A registry lookup failed; the message suggests the closest registered name."""
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class VerificationError(PpdpError):
+    """The independent SQL check of a materialized release failed; nothing was published."""
+
+
+class ConnectorError(PpdpError):
+    """The database could not be reached or refused a statement."""
+
+
+def known_names(names) -> str:
+    """The tail of an "unknown name" message: " Known: a, b." or, with nothing to choose from,
+    a sentence that says so (never "Known: .")."""
+    names = sorted(names)
+    return f" Known: {', '.join(names)}." if names else " Nothing is allowed here."
+
+
+class SqlSpecError(SpecError, _sql_errors.SqlBuildError):
+    """SQL could not be built from the spec (raised by ``sql/``, which cannot import engine)."""
+
+
+_sql_errors.error_class = SqlSpecError

@@ -1,0 +1,93 @@
+"""In-memory evaluator: Numba kernels over the encoded histogram.
+
+With the built-in models (k-anonymity, Euclidean t-closeness, distinct / entropy l-diversity)
+a batch is evaluated by one fused call (engine/evaluator/_batch.py); any other model goes
+through the per-solution kernels of _kernels.py and its own ``ad``. Both give the same numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppdp.engine.encoding import EncodedTable
+from ppdp.engine.evaluator import EVALUATORS, Evaluation, finish
+from ppdp.engine.evaluator import _batch as B
+from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.models import ClassStats, PrivacyModel
+
+
+@EVALUATORS.register("numba")
+class NumbaEvaluator:
+    name = "numba"
+
+    def __init__(self, table: EncodedTable, models: list[PrivacyModel]) -> None:
+        self.table = table
+        self.models = list(models)
+        self.gen, self.weight, self.n_gen = table.lookup
+        self.needs_pairs = any(m.needs_pairs for m in self.models)
+        self.q = table.sa_distribution
+        # Fused batch path when every model has a kind code in _batch (else None).
+        kinds = [B.MODEL_KINDS.get(m.name) for m in self.models]
+        self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
+
+    def class_stats(self, g: np.ndarray, retained: np.ndarray) -> tuple[np.ndarray, ClassStats, np.ndarray]:
+        """Class id per histogram row, the class statistics, and the pair id per row."""
+        t = self.table
+        g = np.ascontiguousarray(g, dtype=np.int64)
+        cls, m = K.classify(g, t.codes, self.gen, self.n_gen, retained > 0)
+        size = K.class_sizes(cls, m, retained)
+        if self.needs_pairs:
+            pid, pc, ps, pn = K.class_sa_pairs(cls, t.sa, t.n_sa, retained)
+        else:
+            pid = pc = ps = np.zeros(0, dtype=np.int32)
+            pn = np.zeros(0, dtype=np.int64)
+        return cls, ClassStats(size, pc, ps, pn, self.q), pid
+
+    def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
+        # Called once or twice per generation of an optimizer, often with a few rows: the
+        # conversions below are no-ops (and cheap) for the int64 2-D arrays it passes.
+        if G.ndim != 2:
+            G = np.atleast_2d(G)
+        if retained.ndim != 2:
+            retained = np.atleast_2d(retained)
+        if self.kinds is not None:
+            t = self.table
+            ad, td, sup = B.evaluate_batch(np.ascontiguousarray(G, dtype=np.int64),
+                                           np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen,
+                                           self.n_gen, self.weight, t.sa, t.n_sa, self.q, self.kinds, t.n_records)
+            return finish(self.models, ad, td, sup)
+        return self.evaluate_per_solution(G, retained)
+
+    def evaluate_per_solution(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
+        """The general path: the kernels of _kernels.py and each model's ``ad``, one solution at a time."""
+        G = np.atleast_2d(G)
+        retained = np.atleast_2d(retained)
+        P = G.shape[0]
+        ad = np.zeros((P, len(self.models)))
+        td = np.zeros(P)
+        sup = np.zeros(P, dtype=np.int64)
+        for p in range(P):
+            ret = np.ascontiguousarray(retained[p], dtype=np.int64)
+            _, stats, _ = self.class_stats(G[p], ret)
+            for j, m in enumerate(self.models):
+                ad[p, j] = m.ad(stats)
+            td[p] = K.transparency(np.ascontiguousarray(G[p], dtype=np.int64), self.table.codes, ret, self.weight)
+            sup[p] = self.table.n_records - int(ret.sum())
+        return finish(self.models, ad, td, sup)
+
+    def record_class_sizes(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        t = self.table
+        return B.record_class_sizes(np.ascontiguousarray(g, dtype=np.int64),
+                                    np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen, self.n_gen,
+                                    t.offsets)
+
+    def record_class_sizes_per_solution(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        """``record_class_sizes`` through ``class_stats`` (the general path, kept for the tests)."""
+        ret = np.ascontiguousarray(retained, dtype=np.int64)
+        cls, stats, _ = self.class_stats(g, ret)
+        # cls = -1 (nothing retained) picks the appended 0; there may be no class at all.
+        per_row = np.append(stats.size, 0)[cls]
+        # Records of row h: the first retained[h] are kept, the rest suppressed (size 0).
+        t = self.table
+        rank = np.arange(t.n_records) - t.offsets[t.row_of_record]
+        return np.where(rank < ret[t.row_of_record], per_row[t.row_of_record], 0)

@@ -1,0 +1,404 @@
+"""Box bounds for the certified lattice search (issue #18 item 3).
+
+Notation: a node G (a level per QID), a histogram row h (records identical on every QID and
+SA), w_q(j, h) the TD weight 1/|v| of row h's value of QID q at level j (non-increasing in j),
+and TD(G, S) = sum over kept records r of sum_q w_q(G_q, r). A *box* [L, U] is every node G
+with L <= G <= U componentwise; [0, top] is the whole lattice, [G, G] the node G.
+
+**Meet levels.** For two rows h, p and a QID q let m_q(h, p) be the lowest level at which their
+values of q generalize to the same value (hierarchies are trees, so they stay equal above it).
+Two records share a class at G iff G >= m(h, p) componentwise. Two records of one row have
+m = 0.
+
+**Minimum class size.** Every class S*(G) keeps has at least ``kmin = max(k, l_distinct)``
+records (k-anonymity: size >= k; distinct l-diversity: l distinct SA values need l records;
+t-closeness sets no size, so kmin may be 1).
+
+**Partner bound.** Let r, a record of row h, be kept at some G in [L, U]. Its class has at
+least kmin records, so there are kmin - 1 other records p_1..p_{kmin-1} with G >= m(h, p_i);
+hence m(h, p_i) <= U (*partners inside the box*) and G_q >= max(L_q, m_q(h, p_i)), so with
+non-increasing weights r contributes sum_q w_q(G_q, h) <= v(h, p_i) := sum_q w_q(max(L_q,
+m_q(h, p_i)), h) for each i: at most min_i v(h, p_i), which is at most the (kmin - 1)-th largest
+v(h, p) over the other records p with m(h, p) <= U (counted with multiplicity), and r is
+suppressed (contributes 0) when fewer than kmin - 1 exist. With kmin <= 1 the bound is
+u_L(h) = sum_q w_q(L_q, h). Summing b(h) * count_h over rows bounds TD(G, S*(G)) (and TD of any
+(G, S) whose kept classes meet the models) for every G in the box: B(L, U).
+
+**t-closeness partners.** The t-distance is Euclidean (engine/evaluator/_kernels.py), at least
+|P(s) - q_s| for every SA value s, so a kept class holding a_s >= 1 records of r's SA value s
+among n has a_s / n <= q_s + t, hence n - a_s >= a_s (1 / (q_s + t) - 1) >= 1 / (q_s + t) - 1:
+r needs need_t(s) = ceil(1 / (q_s + t) - 1) partners *with another SA value*. The same argument
+gives the need_t(s)-th largest v over those partners inside U (a second partner table, whose
+candidates are the records of other SA values); a row's bound is the smaller of the two.
+This needs a distance >= |P(s) - q_s|: the Euclidean one is the only t-closeness distance
+(engine/models/t_closeness.py); a hierarchical EMD, which can be smaller, would need its own.
+
+Properties the search relies on: (1) a sub-box has a bound no larger (a larger L raises every
+level, a smaller U removes partners); (2) B(L, U) <= TD(L, nothing suppressed) = UB(L), the
+older bound; (3) for k-anonymity alone B(G, G) = TD(G, S*(G)) exactly (a record has its
+partners at G iff its class is large enough). The monotonicity pruning of the brief (a node
+anonymous with nothing suppressed bounds everything above it) is the case U = top, L = G with
+every record's partners at G: B = UB(G) = TD(G).
+
+**Dominated partners.** Records with equal meet vectors are merged (with their count). A
+partner p with m(h, p) >= m(h, p') componentwise (p' dominates p) is inside U only if p' is, and
+has v(h, p) <= v(h, p') for every L. So when dominators of p with kmin - 1 records in all are
+kept, p never changes the (kmin - 1)-th largest value and is dropped (rows in order of meet-level
+sum, counting only kept dominators, so each removal leaves its dominators in place). For
+kmin = 2 this keeps exactly the Pareto-minimal meet vectors.
+
+The partner tables are O(rows^2 x nQID) to build; above ``MAX_PARTNER_ROWS`` rows the class
+bound below replaces them when kmin >= 2; otherwise (neither a minimum class size nor a table
+small enough for the t-closeness table) the bound is UB(L), which is still sound.
+
+**Class bound** (tables too large for partner tables, kmin >= 2). Classify the rows at U. Let
+r, a record of row h, be kept at some G in [L, U] with its kept class C at G, |C| >= kmin.
+Classes only merge upward (hierarchies are trees: values equal at G_q stay equal at U_q >= G_q),
+so C lies inside r's class at U, which therefore has at least kmin records. Hence a row whose
+class at U has fewer than kmin records (counted with the row's count) contributes 0 at every G
+in the box, and a record of any other row contributes sum_q w_q(G_q, h) <= u_L(h) = sum_q
+w_q(L_q, h) (non-increasing weights, G >= L). So B_c(L, U) = sum over rows h in classes of at
+least kmin records at U of count_h * u_L(h) bounds TD(G, S*(G)), and TD of every (G, S) whose
+kept classes meet the models, for every G in the box. Only kmin is used: sound for k-anonymity,
+distinct and entropy l-diversity (l distinct SA values need l records, in kmin; entropy
+l-diversity implies distinct l-diversity) and alongside t-closeness (dropping a constraint only
+enlarges the feasible set). Properties: (1) a sub-box [L', U'] (L' >= L, U' <= U) has a bound
+no larger: u_L'(h) <= u_L(h), and each class at U' lies inside a class at U, so a class of at
+least kmin records at U' lies in one of at least kmin at U; (2) B_c(L, U) <= UB(L) (a sum of
+count_h * u_L(h) over a subset of the rows); (3) for k-anonymity alone B_c(G, G) = TD(G, S*(G))
+(S*(G) keeps exactly the classes of at least k records). It is the partner bound's size table
+with its partner values all replaced by u_L(h): a record has kmin - 1 partners inside U iff its
+class at U has kmin records, so on small tables the partner bound is never larger (taking
+their minimum would change nothing). Cost: one classification of the rows a box, O(rows x
+nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python``).
+
+Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
+by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
+random tables and boxes; (1) and (2); the exactness (3); the reduced tables against every
+candidate listed; need_t by hand; the search's certified optimum against exhaustive search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from ppdp.engine.evaluator._kernels import _classify_into, _table_size
+from ppdp.engine.problem import Problem
+
+MAX_PARTNER_ROWS = 5_000  # O(rows^2 x nQID) to build the partner table: a few seconds up to here
+MAX_KEY = 2**62  # meet vectors are merged by a mixed-radix key of prod(heights + 2) values
+
+
+def min_class_size(problem: Problem) -> int:
+    """The fewest records a class S*(G) keeps may have (see the module docstring)."""
+    o = problem.oracle_params
+    return max(int(o.k), int(o.l_distinct), 1)
+
+
+@nb.njit(cache=True)
+def _meet_levels(h, codes, gen, heights):
+    """m[p, q]: lowest level at which rows h and p agree on QID q (at most heights[q]: every
+    hierarchy has one root, engine/hierarchy.py; heights[q] + 1, outside every box, otherwise)."""
+    n, nq = codes.shape
+    m = np.empty((n, nq), dtype=np.int64)
+    for p in range(n):
+        for q in range(nq):
+            j = 0
+            while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
+                j += 1
+            m[p, q] = j
+    return m
+
+
+@dataclass(frozen=True)
+class PartnerTable:
+    """Per row, the meet vectors of its candidate partners (CSR), their record counts, and how
+    many partner records a kept record of the row needs (0: no partner bound for the row)."""
+
+    start: np.ndarray  # (H + 1,) offsets into meet / mult
+    meet: np.ndarray  # (P, nQ) int64 meet levels
+    mult: np.ndarray  # (P,) records behind each meet vector
+    need: np.ndarray  # (H,) partner records needed
+
+    @property
+    def active(self) -> bool:
+        return bool(np.any(self.need > 0))
+
+
+def t_partners_needed(problem: Problem) -> np.ndarray:
+    """Per row, the records with another SA value a kept record of the row needs in its class
+    under t-closeness (module docstring); zeros without t-closeness."""
+    t = problem.table
+    o = problem.oracle_params
+    if o.t < 0 or t.n_sa == 0:
+        return np.zeros(t.n_rows, dtype=np.int64)
+    share = np.asarray(t.sa_distribution, dtype=np.float64)[t.sa] + float(o.t)
+    # ceil(1 / (q_s + t) - 1), a hair below to absorb rounding (a smaller need is still sound)
+    need = np.ceil(np.where(share < 1.0, 1.0 / share - 1.0, 0.0) - 1e-9)
+    return np.maximum(need, 0).astype(np.int64)
+
+
+def partner_tables(problem: Problem) -> list[PartnerTable]:
+    """The size table (any other record; need kmin - 1) and the t-closeness table (records with
+    another SA value; need per row), those that bind; none when the table is too large for the
+    O(rows^2) tables (the bound is then UB(L))."""
+    t = problem.table
+    if t.n_rows > MAX_PARTNER_ROWS or np.prod(t.heights.astype(float) + 2) >= MAX_KEY:
+        return []
+    counts = t.counts.astype(np.int64)
+    out = []
+    kmin = min_class_size(problem)
+    if kmin >= 2:
+        out.append(_table(problem, np.full(t.n_rows, kmin - 1, dtype=np.int64), lambda h: _minus_self(counts, h)))
+    need_t = t_partners_needed(problem)
+    if np.any(need_t > 0):
+        sa = np.asarray(t.sa)
+        out.append(_table(problem, need_t, lambda h: np.where(sa != sa[h], counts, 0)))
+    return out
+
+
+def _minus_self(counts: np.ndarray, h: int) -> np.ndarray:
+    mult = counts.copy()
+    mult[h] -= 1  # the row's other records
+    return mult
+
+
+def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
+    """``candidates(h)``: records per row that may share a class with a record of row h."""
+    t = problem.table
+    gen = t.lookup[0]
+    codes = np.ascontiguousarray(t.codes, dtype=np.int64)
+    heights = np.asarray(t.heights, dtype=np.int64)
+    start = [0]
+    meets: list[np.ndarray] = []
+    mults: list[np.ndarray] = []
+    for h in range(t.n_rows):
+        if need[h] > 0:
+            vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]))
+            meets.append(vecs)
+            mults.append(mu)
+        start.append(start[-1] + (len(meets[-1]) if need[h] > 0 else 0))
+    meet = np.concatenate(meets) if meets else np.zeros((0, t.n_qids), dtype=np.int64)
+    mult = np.concatenate(mults) if mults else np.zeros(0, dtype=np.int64)
+    return PartnerTable(np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
+                        np.asarray(mult, dtype=np.int64), need.astype(np.int64))
+
+
+@nb.njit(cache=True)
+def _row_partners(h, codes, gen, heights, mult, need):
+    """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
+    each row p with their record counts (the row's own other records: the zero vector), sorted by
+    level sum, without those dominated by ``need`` records of kept vectors (``_undominated``)."""
+    m = _meet_levels(h, codes, gen, heights)
+    n, nq = m.shape
+    # Equal vectors merged: sort by a mixed-radix key (levels <= heights + 1).
+    key = np.zeros(n, dtype=np.int64)
+    for p in range(n):
+        for q in range(nq):
+            key[p] = key[p] * (heights[q] + 2) + m[p, q]
+    order = np.argsort(key, kind="mergesort")
+    vecs = np.empty((n, nq), dtype=np.int64)
+    mu = np.zeros(n, dtype=np.int64)
+    sums = np.zeros(n, dtype=np.int64)
+    d = -1
+    last = -1
+    for p in order:
+        if mult[p] == 0:
+            continue
+        if d < 0 or key[p] != last:
+            d += 1
+            last = key[p]
+            vecs[d] = m[p]
+            sums[d] = m[p].sum()
+        mu[d] += mult[p]
+    d += 1
+    by_sum = np.argsort(sums[:d], kind="mergesort")
+    vecs = vecs[:d][by_sum]
+    mu = mu[:d][by_sum]
+    keep = _undominated(vecs, mu, need)
+    return vecs[keep], mu[keep]
+
+
+@nb.njit(cache=True)
+def _undominated(vecs, mult, need):
+    """Mask of the rows of ``vecs`` (distinct, sorted by sum) that fewer than ``need`` records of
+    kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first."""
+    n, nq = vecs.shape
+    keep = np.zeros(n, dtype=np.bool_)
+    kept = np.empty(n, dtype=np.int64)
+    n_kept = 0
+    for i in range(n):
+        above = 0
+        for x in range(n_kept):
+            j = kept[x]
+            dominated = True
+            for q in range(nq):
+                if vecs[j, q] > vecs[i, q]:
+                    dominated = False
+                    break
+            if dominated:
+                above += mult[j]
+                if above >= need:
+                    break
+        if above < need:
+            keep[i] = True
+            kept[n_kept] = i
+            n_kept += 1
+    return keep
+
+
+@nb.njit(cache=True)
+def _row_bounds(L, U, codes, weight, start, meet, mult, need):
+    """out[i, h]: the bound of one record of row h over the box [L[i], U[i]] (module docstring):
+    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0."""
+    n_nodes, nq = L.shape
+    n = codes.shape[0]
+    out = np.zeros((n_nodes, n))
+    vals = np.empty(meet.shape[0] + 1)
+    muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
+    for i in range(n_nodes):
+        for h in range(n):
+            k = need[h]
+            if k <= 0:
+                own = 0.0
+                for q in range(nq):
+                    own += weight[q, L[i, q], codes[h, q]]
+                out[i, h] = own
+                continue
+            # Partners come in order of level sum, so those already merged at L (v = the row's
+            # own weight, the most any partner gives) come first: stop once k of them are seen.
+            npart = 0
+            best = 0.0
+            low = 0
+            done = False
+            for row in range(start[h], start[h + 1]):
+                inside = True
+                for q in range(nq):
+                    if meet[row, q] > U[i, q]:
+                        inside = False
+                        break
+                if not inside:
+                    continue
+                v = 0.0
+                at_low = True
+                for q in range(nq):
+                    if L[i, q] >= meet[row, q]:
+                        v += weight[q, L[i, q], codes[h, q]]
+                    else:
+                        at_low = False
+                        v += weight[q, meet[row, q], codes[h, q]]
+                if at_low:
+                    low += mult[row]
+                    if low >= k:
+                        best = v
+                        done = True
+                        break
+                vals[npart] = v
+                muls[npart] = mult[row]
+                npart += 1
+            if not done:
+                if k == 1:
+                    for j in range(npart):
+                        if vals[j] > best:
+                            best = vals[j]
+                else:
+                    order = np.argsort(-vals[:npart])
+                    acc = 0
+                    for j in order:
+                        acc += muls[j]
+                        if acc >= k:
+                            best = vals[j]
+                            break
+            out[i, h] = best
+    return out
+
+
+@nb.njit(cache=True)
+def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
+    """out[i]: the class bound B_c(L[i], U[i]) (module docstring): the rows classified at U[i],
+    count_h * u_L(h) summed over the rows whose class there holds at least kmin records."""
+    n_boxes, nq = L.shape
+    n = codes.shape[0]
+    size = _table_size(n)
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.empty(size, dtype=np.int32)
+    active = np.ones(n, dtype=np.bool_)
+    records = np.zeros(n, dtype=np.int64)
+    out = np.zeros(n_boxes)
+    for i in range(n_boxes):
+        m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        for c in range(m):
+            records[c] = 0
+        for h in range(n):
+            records[cls[h]] += counts[h]
+        total = 0.0
+        for h in range(n):
+            if records[cls[h]] >= kmin:
+                own = 0.0
+                for q in range(nq):
+                    own += weight[q, L[i, q], codes[h, q]]
+                total += counts[h] * own
+        out[i] = total
+    return out
+
+
+def class_bounds_python(problem: Problem, L: np.ndarray, U: np.ndarray) -> np.ndarray:
+    """Plain-Python twin of ``_class_bounds`` for the tests: classes as tuples of generalized
+    codes at U, records per class by a dict."""
+    t = problem.table
+    gen, weight, _ = t.lookup
+    kmin = min_class_size(problem)
+    out = []
+    for lo, hi in zip(np.atleast_2d(L).tolist(), np.atleast_2d(U).tolist(), strict=True):
+        key = [tuple(int(gen[q, hi[q], c]) for q, c in enumerate(row)) for row in t.codes.tolist()]
+        records: dict[tuple[int, ...], int] = {}
+        for k, n in zip(key, t.counts.tolist(), strict=True):
+            records[k] = records.get(k, 0) + int(n)
+        out.append(sum(int(n) * sum(float(weight[q, lo[q], c]) for q, c in enumerate(row))
+                       for row, k, n in zip(t.codes.tolist(), key, t.counts.tolist(), strict=True)
+                       if records[k] >= kmin))
+    return np.asarray(out, dtype=np.float64)
+
+
+class BoxBound:
+    """B(L, U) for batches of boxes (module docstring); O(rows x partners x nQID) a box with
+    partner tables, O(rows x nQID) with the class bound (tables too large for partner tables)."""
+
+    def __init__(self, problem: Problem) -> None:
+        t = problem.table
+        self.tables = partner_tables(problem)
+        self.kmin = min_class_size(problem)
+        # The class bound only where no partner table exists: on small tables the partner bound
+        # is never larger (module docstring), so their minimum would only cost time.
+        self.by_class = self.kmin >= 2 and not self.tables
+        self._gen, _, self._n_gen = t.lookup
+        self._codes = np.ascontiguousarray(t.codes, dtype=np.int64)
+        self._weight = t.lookup[1]
+        self._counts = t.counts.astype(np.float64)
+        self._records = t.counts.astype(np.int64)
+        self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
+                                  np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
+
+    @property
+    def active(self) -> bool:
+        """Some row has a partner or class bound (otherwise B(L, U) = UB(L))."""
+        return self.by_class or any(p.active for p in self.tables)
+
+    def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""
+        L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
+        U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
+        if self.by_class:
+            return _class_bounds(L, U, self._codes, self._gen, self._n_gen, self._weight,
+                                 self._records, self.kmin)
+        per_row = None
+        for p in self.tables or [self._none]:
+            r = _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need)
+            per_row = r if per_row is None else np.minimum(per_row, r)
+        # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
+        return np.multiply(per_row, self._counts).sum(axis=1)

@@ -1,0 +1,147 @@
+"""Stage 1: read and check every input before anything is written or searched.
+
+The source's columns, key, hierarchies, histogram and the models' feasibility are checked here;
+any problem raises a PpdpError with one line, and the database is left as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from ppdp.connectors.base import Connector
+from ppdp.engine import catalog
+from ppdp.engine import hierarchy as hier
+from ppdp.engine.access import missing_roles
+from ppdp.engine.columns import check_declared
+from ppdp.engine.encoding import EncodedTable, encode_histogram
+from ppdp.engine.errors import DataError, SpecError
+from ppdp.engine.models import PrivacyModel, build_model, check_possible
+from ppdp.engine.naming import check_release_identifiers
+from ppdp.engine.spec import ReleaseSpec
+from ppdp.sql import history as H
+from ppdp.sql import inspect
+from ppdp.sql import queries as Q
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """Everything read from the database and validated, before any write."""
+
+    spec: ReleaseSpec
+    source: Q.Source
+    columns: list[str]  # source columns in order
+    released_columns: list[str]  # what the release keeps, in source order
+    hierarchies: list[hier.Hierarchy]
+    table: EncodedTable
+    models: list[PrivacyModel]
+    source_rows: int
+    distribution: pl.DataFrame | None = None  # t-closeness's Q: sa_key, sa_value (JSON), q
+
+
+def _closest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
+    if spec.table is not None:
+        schema = spec.schema or getattr(con, "default_schema", None)
+        cols = con.relation_columns(schema, spec.table)
+        if cols is None:
+            raise DataError(f"Source table {source.describe()} does not exist in {con.url}. Hint: check source.schema and source.table.")
+        return [c for c, _ in cols]
+    return con.query(inspect.empty_select(source.sql())).columns
+
+
+def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
+    """Read and validate the source, hierarchies and models. Writes nothing."""
+    from ppdp.engine.methods import METHODS  # a method module imports this one
+
+    method = METHODS.get(spec.method)
+    method.check_params(spec)
+    method.check_database(spec, con)
+    check_release_identifiers(con, spec.output_schema, spec.output_name)
+    missing = missing_roles(con, spec.reader_roles)
+    if missing:
+        raise SpecError(f"access.roles names role(s) that do not exist: {', '.join(missing)}. "
+                        "Hint: CREATE ROLE them or fix [access] roles.")
+    source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
+    columns = source_columns(spec, con, source)
+    for role, names in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
+                        ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
+        for name in names:
+            if name not in columns:
+                raise DataError(f"The {role} column {name!r} is not in {source.describe()}.{_closest(name, columns)}")
+    check_declared(spec, columns)
+
+    check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
+    n_rows = int(check["n"])
+    if n_rows == 0:
+        raise DataError(f"Source {source.describe()} is empty: there is nothing to release.")
+    if check["null_keys"]:
+        raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
+    if check["distinct_keys"] != n_rows:
+        raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
+
+    hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
+    histogram = con.query(Q.histogram_query(source, spec.qid_columns, list(spec.sensitive)))
+    distribution = reference_distribution(spec, con, source)
+    reference = None if distribution is None else {
+        tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
+    table = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), hierarchies, null_policy=spec.null_policy,
+                             reference=reference)
+
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    if any(m.needs_pairs for m in models) and not spec.sensitive:
+        raise SpecError("t-closeness and l-diversity need sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    check_possible(table, models)
+    dropped = {spec.key, *spec.identifiers, *spec.drop}
+    released = [c for c in columns if c not in dropped]
+    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)
+
+
+def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) -> pl.DataFrame | None:
+    """t-closeness's Q for this run: the distribution stored with the release's previous version
+    while its privacy models and sensitive columns are unchanged (a class that a version left
+    as it was must not start failing because the population drifted: the release would be stuck),
+    else the whole source's (NULL-QID rows included, as the SQL check counts them)."""
+    if not spec.sensitive:
+        return None
+    release = catalog.release_id(spec.output_schema, spec.output_name)
+    previous = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
+    if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
+        stored = catalog.stored_distribution(con, release, previous.version)
+        if stored.height:
+            return stored
+    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect))
+    values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
+    return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
+
+
+def load_hierarchy(spec: ReleaseSpec, qid, source: Q.Source, con: Connector) -> hier.Hierarchy:
+    """A QID's hierarchy: its ARX file, or generated from the column's distinct values."""
+    h = qid.hierarchy
+    if h.type == "arx":
+        path = Path(h.file)
+        if not path.is_absolute():
+            path = Path(spec.base_dir) / path
+        return hier.read_arx_csv(path, qid.column, duplicates=h.duplicates)
+    values = con.query(Q.distinct_values_query(source, qid.column))["v"].to_list()
+    if not values:
+        raise DataError(f"Column {qid.column!r} has only NULL values; a hierarchy cannot be generated.")
+    if h.type == "intervals":
+        return hier.intervals(qid.column, values, widths=h.widths, levels=h.levels or 4)
+    if h.type == "masking":
+        return hier.masking(qid.column, values, levels=h.levels)
+    return hier.GENERATORS[h.type](qid.column, values)
+
+
+def source_fingerprint(con: Connector, source: Q.Source, key: str, columns: list[str]) -> str:
+    """Row count and an order-free sum of row hashes of the whole source (SQL, in the database)."""
+    row = con.query(Q.fingerprint_query(source, key, columns)).row(0, named=True)
+    return f"{row['n']}:{row['s']}"

@@ -1,0 +1,87 @@
+"""Stage 6: independent SQL checks of the written version, before the view may move.
+
+Each privacy model is checked on the version table by a query of its own (t-closeness against
+the Q stored for this version); the row count must be what the plan and the history stage
+decided; every history class over all versions must satisfy every model (the cross-version
+guarantee, re-checked from the published tables alone); and applying the delta to the previous
+version must give this one exactly. Any failure raises: the transaction rolls back.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ppdp.connectors.base import Connector
+from ppdp.engine.errors import VerificationError
+from ppdp.engine.models import PrivacyModel
+from ppdp.engine.spec import ReleaseSpec
+from ppdp.engine.stages.context import RunContext
+from ppdp.engine.stages.history import failing_classes, version_tables
+from ppdp.engine.stages.validate import Prepared
+from ppdp.sql import catalog as C
+from ppdp.sql import history as H
+from ppdp.sql import publish as P
+from ppdp.sql import verify as V
+from ppdp.sql.quoting import quote_table
+
+
+def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str) -> str:
+    """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``)."""
+    return m.version_sql(relation, spec.qid_columns, list(spec.sensitive), V.stored_q(release, version, d), d)
+
+
+def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str, release: str,
+                 version: int) -> list[dict[str, Any]]:
+    checks = []
+    for m in models:
+        sql = model_check_sql(spec, m, relation, release, version, con.dialect)
+        row = con.query(sql).row(0, named=True)
+        ad = row["ad"]
+        ad_value = (math.inf if m.higher_is_safer else 0.0) if ad is None else float(ad)
+        checks.append({"model": m.name, "params": m.params(), "ad": None if ad is None else float(ad),
+                       "classes": int(row["classes"]), "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
+    return checks
+
+
+def verify(ctx: RunContext, prep: Prepared, table: str, expected_rows: int, published: list[int], *,
+           delta_written: bool, extra: list[dict[str, Any]] | None = None, classes: bool = True) -> dict[str, Any]:
+    """``classes``: the rows form equivalence classes (the models' class checks apply); a method
+    whose rows do not (heterogeneous k-anonymity) verifies its model in ``extra``."""
+    con, spec = ctx.con, ctx.spec
+    checks = check_models(con, spec, prep.models, table, ctx.release, ctx.version) if classes else []
+    rows = int(con.query(P.count_rows(table))["n"][0])
+    out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
+    problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
+    out["method_checks"] = list(extra or [])
+    problems += [f"{c['check']} failed ({c.get('detail', '')})" for c in out["method_checks"] if not c["passed"]]
+    if rows != expected_rows:
+        problems.append(f"{rows} rows materialized, {expected_rows} expected")
+    if rows == 0:
+        problems.append("the version is empty")
+    if published and classes:
+        versions = version_tables(ctx, published + [ctx.version])
+        # every row's history recomputed from the published tables alone (not the history
+        # stage's), written once for the model queries
+        sig_table = quote_table(C.PRIVATE_SCHEMA, f"vsig_{ctx.run_id}", ctx.dialect)
+        con.execute(P.create_as(sig_table, H.signatures(versions, spec.qid_columns, list(spec.sensitive), ctx.version, ctx.dialect)))
+        failing = failing_classes(ctx, prep, versions, ctx.version, P.select_all(sig_table))
+        con.execute(P.drop_table(sig_table))
+        out["cross_version"] = {"versions": len(versions), "failing_classes": {k: len(v) for k, v in failing.items()}}
+        problems += [f"{model} fails on {len(sigs)} history class(es) across versions" for model, sigs in failing.items()]
+    if published:  # without classes the method re-checks its own cross-version rule in ``extra``
+        prev = quote_table(spec.output_schema, f"{spec.output_name}__v{published[-1]}", ctx.dialect)
+        delta = quote_table(spec.output_schema, f"{spec.output_name}__delta", ctx.dialect)
+        cols = [c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or []]
+        if delta_written:
+            m = con.query(P.delta_mismatch(delta, ctx.version, table, prev, cols, ctx.dialect)).row(0, named=True)
+            out["delta"] = {k: int(v) for k, v in m.items()}
+            if m["mismatch"] or m["applied_rows"] != m["current_rows"]:
+                problems.append(f"applying the delta to v{published[-1]} does not give v{ctx.version} ({m['mismatch']} rows differ)")
+    out["passed"] = not problems
+    ctx.clock.mark("verification")
+    if problems:
+        exc = VerificationError(f"SQL verification of {table} failed ({'; '.join(problems)}); nothing was published.")
+        exc.verification = out  # the failed run's record keeps what was checked and found
+        raise exc
+    return out

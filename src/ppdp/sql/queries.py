@@ -1,0 +1,369 @@
+"""The statements of a release, as SQL text for one dialect.
+
+User names (tables, columns, schemas) only enter through ``quote_ident``/``quote_table`` or
+sqlglot identifiers; user values (release names, attribute names) only as bound parameters or
+sqlglot string literals. The one piece of user SQL we accept, ``source.query``, is parsed by
+sqlglot and must be a single SELECT; it is then embedded as a subquery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from ppdp.sql.errors import build_error
+from ppdp.sql.quoting import ident, quote_ident, quote_table, table_expr
+
+PRIVATE_SCHEMA = "_ppdp"
+COUNT_COLUMN = "__ppdp_n"  # the row count column of the histogram (engine.encoding reads it)
+ROW_ID = "ppdp_row_id"  # the release row id column of every published version
+
+
+@dataclass(frozen=True)
+class Source:
+    """The relation a release reads: a table or a user SELECT."""
+
+    schema: str | None
+    table: str | None
+    query: str | None
+    dialect: str = "duckdb"
+    # Keys withheld from this release before optimization (cross-version repair): the name of
+    # a private table with one VARCHAR column ``key``, and the key column it refers to.
+    withheld: str | None = None
+    key: str | None = None
+    # The dialect source.query is written in, when SQL for another dialect is generated from it
+    # (``ppdp sql``); None: ``dialect``.
+    query_dialect: str | None = None
+
+    def sql(self) -> str:
+        """FROM-clause text of the relation, aliased ``src``."""
+        if self.table is not None:
+            inner = quote_table(self.schema, self.table, self.dialect)
+            if self.withheld is None:
+                return f"{inner} AS src"
+            inner = f"SELECT * FROM {inner}"
+        else:
+            inner = self.parsed_query().sql(dialect=self.dialect)
+        if self.withheld is not None:
+            # NOT EXISTS, not NOT IN: PostgreSQL plans NOT IN (subquery) as a per-row scan of the
+            # subquery (NULL semantics forbid a hash anti-join); NOT EXISTS becomes Hash Anti Join.
+            inner = (f"SELECT * FROM ({inner}) AS w WHERE NOT EXISTS (SELECT 1 FROM "
+                     f"{quote_table(PRIVATE_SCHEMA, self.withheld, self.dialect)} AS wk "
+                     f"WHERE wk.key = {text(self.key or '', 'w', self.dialect)})")
+        return f"({inner}) AS src"
+
+    def parsed_query(self) -> exp.Expression:
+        try:
+            parsed = sqlglot.parse(self.query or "", read=self.query_dialect or self.dialect)
+        except sqlglot.errors.ParseError as exc:
+            raise build_error(f"source.query is not valid SQL: {str(exc).splitlines()[0]}") from None
+        if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
+            raise build_error("source.query must be exactly one SELECT statement. Hint: one SELECT (or WITH ... SELECT), no trailing statements.")
+        return parsed[0]
+
+    def describe(self) -> str:
+        return quote_table(self.schema, self.table, self.dialect) if self.table is not None else "source.query"
+
+
+# DuckDB writes an integral DOUBLE as '39.0', PostgreSQL (and Snowflake, BigQuery) as '39'.
+# Hierarchy leaves, suppressed keys and row ids are text, so a release published from one and
+# rebuilt on the other matched nothing. The canonical text of a floating value is PostgreSQL's
+# shortest round-trip form: integral values without '.0' (exact for |x| < 1e15, where neither
+# database switches to an exponent), all other values as both databases already agree ('39.5',
+# '1e+20'). DuckDB strips the '.0' only when the column's type is DOUBLE/FLOAT: typeof() of a
+# column is a constant, so other types keep a plain CAST at no cost.
+_FLOAT_TYPES = ("DOUBLE", "FLOAT")
+
+
+def text_expr(column: exp.Expression, dialect: str = "duckdb") -> exp.Expression:
+    """``column`` as canonical text (see above), as a sqlglot expression for ``dialect``."""
+    cast = exp.cast(column.copy(), exp.DataType.build("VARCHAR"))
+    if dialect != "duckdb":
+        return cast
+    is_float = exp.In(this=exp.Anonymous(this="typeof", expressions=[column.copy()]),
+                      expressions=[exp.Literal.string(t) for t in _FLOAT_TYPES])
+    stripped = exp.Anonymous(this="regexp_replace", expressions=[cast.copy(), exp.Literal.string("\\.0$"), exp.Literal.string("")])
+    return exp.Case(ifs=[exp.If(this=is_float, true=stripped)], default=cast)
+
+
+def text(col: str, alias: str = "src", dialect: str = "duckdb") -> str:
+    """A source column as text: the form in which it is compared with hierarchy leaves and keys
+    (the same on every dialect, floating values included)."""
+    return text_expr(exp.column(col, alias, quoted=True), dialect).sql(dialect=dialect)
+
+
+def histogram_query(source: Source, qids: list[str], sensitive: list[str]) -> str:
+    """The one GROUP BY that compresses the source into (QID text, SA text, count) rows."""
+    d = source.dialect
+    cols = [f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in qids + sensitive]
+    keys = ", ".join(str(i + 1) for i in range(len(cols)))
+    return f"SELECT {', '.join(cols)}, COUNT(*) AS {quote_ident(COUNT_COLUMN, d)} FROM {source.sql()} GROUP BY {keys}"
+
+
+def distinct_values_query(source: Source, column: str) -> str:
+    d = source.dialect
+    return f"SELECT DISTINCT {text(column, dialect=d)} AS v FROM {source.sql()} WHERE src.{quote_ident(column, d)} IS NOT NULL"
+
+
+def key_check_query(source: Source, key: str) -> str:
+    """Rows, distinct keys and NULL keys: the key must identify rows."""
+    k = f"src.{quote_ident(key, source.dialect)}"
+    return f"SELECT COUNT(*) AS n, COUNT(DISTINCT {k}) AS distinct_keys, COUNT(*) - COUNT({k}) AS null_keys FROM {source.sql()}"
+
+
+def null_safe_eq(a: str, b: str) -> str:
+    """``a IS NOT DISTINCT FROM b`` for two text expressions, written as equalities so that every
+    database can hash-join on it (PostgreSQL only nested-loops on IS NOT DISTINCT FROM)."""
+    return f"COALESCE({a}, '') = COALESCE({b}, '') AND ({a} IS NULL) = ({b} IS NULL)"
+
+
+def combination_hash(columns: list[str], alias: str, d: str = "duckdb") -> str:
+    """md5 of the canonical texts of ``columns`` (of relation ``alias``): one join key per (QID,
+    SA) combination, unambiguous (each value length-prefixed, NULL as 'N')."""
+    parts = []
+    for c in columns:
+        t = text(c, alias, d)
+        parts.append(f"COALESCE(CAST(LENGTH({t}) AS VARCHAR) || ':' || {t}, 'N')")
+    return f"MD5({' || '.join(parts)})"
+
+
+def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: list[str], retained_table: str) -> str:
+    """Keys of the rows to suppress, chosen per (QID, SA) combination by key order.
+
+    ``retained_table`` (private schema) holds, per combination, how many rows to keep; rows
+    beyond that rank — and rows of combinations not in it (NULL QIDs) — are suppressed.
+
+    Only combinations kept in part are ranked, and combinations are matched by one hash column:
+    ranking every row by all QID and SA texts, and joining on 2 conditions per column, made
+    PostgreSQL sort the whole source to disk several times (33 s of a 1M-row release).
+    """
+    d = source.dialect
+    cols = qids + sensitive
+    k = quote_ident(key, d)
+    n = quote_ident(COUNT_COLUMN, d)
+    return (
+        f"WITH s AS (SELECT src.{k} AS {k}, {combination_hash(cols, 'src', d)} AS combo FROM {source.sql()}), "
+        f"r AS (SELECT {combination_hash(cols, 'rt', d)} AS combo, rt.{n} AS keep "
+        f"FROM {quote_table(PRIVATE_SCHEMA, retained_table, d)} AS rt), "
+        f"j AS (SELECT s.{k} AS {k}, s.combo AS combo, COALESCE(r.keep, 0) AS keep FROM s LEFT JOIN r ON r.combo = s.combo), "
+        f"p AS (SELECT combo, MIN(keep) AS keep FROM j WHERE keep > 0 GROUP BY combo HAVING COUNT(*) > MIN(keep)) "
+        f"SELECT {text(key, 'j', d)} AS key FROM j WHERE keep = 0 "
+        f"UNION ALL "
+        f"SELECT {text(key, 'ranked', d)} AS key FROM (SELECT j.{k} AS {k}, p.keep AS keep, "
+        f"ROW_NUMBER() OVER (PARTITION BY j.combo ORDER BY j.{k}) AS rn FROM j JOIN p ON p.combo = j.combo) AS ranked "
+        f"WHERE ranked.rn > ranked.keep"
+    )
+
+
+def release_select(
+    source: Source,
+    *,
+    release: str,
+    version: int,
+    columns: list[str],
+    levels: dict[str, int],
+    key: str,
+    row_ids: bool = True,
+    private_schema: str = PRIVATE_SCHEMA,
+) -> exp.Select:
+    """SELECT of the released rows, ``columns`` in order: QIDs (those in ``levels``) generalized
+    by joins to the stored hierarchies, other columns as they are, suppressed keys removed."""
+    d = source.dialect
+    if source.table is not None:
+        from_ = table_expr(source.schema, source.table, alias="src")
+    else:
+        from_ = exp.Subquery(this=source.parsed_query(), alias=exp.TableAlias(this=ident("src")))
+    select = exp.select().from_(from_)
+    projections = []
+    for i, col in enumerate(columns):
+        if col not in levels:
+            projections.append(exp.column(col, "src", quoted=True))
+            continue
+        level = levels[col]
+        alias = f"h{i}"
+        cond = exp.and_(
+            exp.column("release", alias, quoted=True).eq(exp.Literal.string(release)),
+            exp.column("version", alias, quoted=True).eq(exp.Literal.number(version)),
+            exp.column("attribute", alias, quoted=True).eq(exp.Literal.string(col)),
+            exp.column("level", alias, quoted=True).eq(exp.Literal.number(level)),
+            exp.column("leaf", alias, quoted=True).eq(text_expr(exp.column(col, "src", quoted=True), d)),
+        )
+        # LEFT JOIN: PostgreSQL estimates each inner join on leaf from the leaf count of the
+        # whole hierarchies table, so after a few QIDs it expects 1 row and nests loops over the
+        # source (17 s for 1M rows); an outer join keeps the estimate at the source's size. Same
+        # rows: a row whose QID matches no leaf (NULL) is a suppressed key, removed below.
+        select = select.join(table_expr(private_schema, "hierarchies", alias=alias), on=cond, join_type="left")
+        projections.append(exp.alias_(exp.column("value", alias, quoted=True), ident(col)))
+    if row_ids:
+        # Random surrogate per source key, stable across versions (never derived from the key).
+        cond = exp.and_(
+            exp.column("release", "rid", quoted=True).eq(exp.Literal.string(release)),
+            exp.column("key", "rid", quoted=True).eq(text_expr(exp.column(key, "src", quoted=True), d)),
+        )
+        select = select.join(table_expr(private_schema, "row_ids", alias="rid"), on=cond)
+        projections.insert(0, exp.alias_(exp.column("row_id", "rid", quoted=True), ident(ROW_ID)))
+    select = select.select(*projections)
+    # Suppressed keys leave by a correlated NOT EXISTS: PostgreSQL hash-anti-joins it, while
+    # NOT IN (subquery) is a per-row subplan there (its NULL semantics forbid the hash plan).
+    key_text = text_expr(exp.column(key, "src", quoted=True), d)
+    suppressed = (
+        exp.select(exp.Literal.number(1))
+        .from_(table_expr(private_schema, "suppressed", alias="s"))
+        .where(
+            exp.and_(
+                exp.column("release", "s", quoted=True).eq(exp.Literal.string(release)),
+                exp.column("version", "s", quoted=True).eq(exp.Literal.number(version)),
+                exp.column("key", "s", quoted=True).eq(key_text),
+            )
+        )
+    )
+    return select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
+
+
+# --- verification: independent checks of a materialized release ----------------------------
+
+
+def _group(cols: list[str], d: str) -> str:
+    return ", ".join(quote_ident(c, d) for c in cols)
+
+
+def verify_k_query(relation: str, qids: list[str], d: str = "duckdb") -> str:
+    """Smallest class size of the released table (NULL when empty)."""
+    return f"SELECT MIN(n) AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
+
+
+def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:
+    """Largest Euclidean distance (HAEF eq. 2-4) between a class's SA distribution and Q,
+    Q taken over the whole source table (PAPER_NOTES §2)."""
+    d = source.dialect
+    sa_src = ", ".join(f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
+    sa_g = ", ".join(str(i + 1) for i in range(len(sensitive)))
+    sa_match = " AND ".join(
+        f"{text(c, 'p', d)} IS NOT DISTINCT FROM q.{quote_ident(c, d)}" for c in sensitive
+    )
+    cls_on = " AND ".join(f"p.{quote_ident(c, d)} = c.{quote_ident(c, d)}" for c in qids)
+    g = _group(qids, d)
+    pg = ", ".join(f"p.{quote_ident(c, d)}" for c in qids)
+    return (
+        f"WITH q AS (SELECT {sa_src}, COUNT(*) * 1.0 / (SELECT COUNT(*) FROM {source.sql()}) AS q "
+        f"FROM {source.sql()} GROUP BY {sa_g}), "
+        f"qq AS (SELECT SUM(q * q) AS s FROM q), "
+        f"c AS (SELECT {g}, COUNT(*) AS n FROM {relation} GROUP BY {g}), "
+        f"p AS (SELECT {g}, {_group(sensitive, d)}, COUNT(*) AS nv FROM {relation} GROUP BY {g}, {_group(sensitive, d)}), "
+        f"dist AS (SELECT {pg}, SUM((p.nv * 1.0 / c.n - q.q) * (p.nv * 1.0 / c.n - q.q) - q.q * q.q) AS part "
+        f"FROM p JOIN c ON {cls_on} JOIN q ON {sa_match} GROUP BY {pg}) "
+        f"SELECT MAX(SQRT(GREATEST(part + (SELECT s FROM qq), 0))) AS ad, COUNT(*) AS classes FROM dist"
+    )
+
+
+def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entropy: bool, d: str = "duckdb") -> str:
+    """Smallest distinct count (or exp(entropy)) of sensitive values over classes."""
+    g = _group(qids, d)
+    s = _group(sensitive, d)
+    if not entropy:
+        return (
+            f"SELECT MIN(dv) AS ad, COUNT(*) AS classes FROM (SELECT {g}, COUNT(*) AS dv FROM "
+            f"(SELECT DISTINCT {g}, {s} FROM {relation}) AS x GROUP BY {g}) AS c"
+        )
+    return (
+        f"SELECT MIN(EXP(-h)) AS ad, COUNT(*) AS classes FROM (SELECT {g}, SUM(p * LN(p)) AS h FROM "
+        f"(SELECT {g}, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER (PARTITION BY {g}) AS p FROM {relation} GROUP BY {g}, {s}) AS x "
+        f"GROUP BY {g}) AS c"
+    )
+
+
+# --- dynamic publishing ----------------------------------------------------------------------
+
+
+def row_text_expr(columns: list[str], d: str = "duckdb") -> str:
+    """A row's text, NULL-safe and unambiguous ('|' separators doubled inside values, NULL as \\N)."""
+    return " || '|' || ".join(f"COALESCE(REPLACE({text(c, dialect=d)}, '|', '||'), '\\N')" for c in columns)
+
+
+def row_hash_expr(columns: list[str], d: str = "duckdb") -> str:
+    """md5 of a row's text (``row_text_expr``)."""
+    return f"MD5({row_text_expr(columns, d)})"
+
+
+def hex_prefix_bigint(expr: str, d: str = "duckdb") -> str:
+    """The first 12 hex digits of an md5 as a BIGINT (for an order-free sum fingerprint)."""
+    if d == "postgres":
+        return f"CAST(CAST(('x' || SUBSTR({expr}, 1, 12)) AS BIT(48)) AS BIGINT)"
+    if d == "spark":  # Spark casts no '0x' text: CONV reads the hex digits
+        return f"CAST(CONV(SUBSTR({expr}, 1, 12), 16, 10) AS BIGINT)"
+    return f"CAST(('0x' || SUBSTR({expr}, 1, 12)) AS BIGINT)"
+
+
+def fingerprint_query(source: Source, key: str, columns: list[str]) -> str:
+    """Row count and an order-independent sum of row hashes: changes when any row changes."""
+    d = source.dialect
+    h = row_hash_expr([key] + [c for c in columns if c != key], d)
+    if d == "spark":
+        # 48-bit terms overflow Spark's BIGINT SUM (an error under ANSI) past ~65,000 rows, where
+        # DuckDB sums into HUGEINT and PostgreSQL into numeric: sum DECIMAL(38, 0), exact to
+        # 10^38 (~3 * 10^23 rows), and return its digits as text (the connector reads DECIMAL as
+        # float64, which would round the fingerprint)
+        return (f"SELECT COUNT(*) AS n, CAST(SUM(CAST({hex_prefix_bigint(h, d)} AS DECIMAL(38, 0))) AS STRING) AS s "
+                f"FROM {source.sql()}")
+    return f"SELECT COUNT(*) AS n, SUM({hex_prefix_bigint(h, d)}) AS s FROM {source.sql()}"
+
+
+def row_state_select(source: Source, key: str, columns: list[str]) -> str:
+    """(key text, row hash) of every source row."""
+    d = source.dialect
+    return f"SELECT {text(key, dialect=d)} AS key, {row_hash_expr(columns, d)} AS row_hash FROM {source.sql()}"
+
+
+def new_row_ids_statement(source: Source) -> str:
+    """Give every source key without a release row id a random one (params: release, release)."""
+    d = source.dialect
+    k = text(source.key or "", dialect=d)
+    # A correlated NOT EXISTS (hash anti-join on PostgreSQL); NOT IN (subquery) made a
+    # million-row rerun scan row_ids once per source row.
+    return (
+        f"INSERT INTO {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} (release, key, row_id) "
+        f"SELECT ?, {k}, CAST(gen_random_uuid() AS VARCHAR) FROM {source.sql()} "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS known "
+        f"WHERE known.release = ? AND known.key = {k})"
+    )
+
+
+def changes_query(source: Source, key: str, columns: list[str]) -> str:
+    """Inserted, deleted and updated source rows since the last release (param: release)."""
+    d = source.dialect
+    return (
+        f"SELECT COALESCE(SUM(CASE WHEN o.key IS NULL THEN 1 ELSE 0 END), 0) AS inserted, "
+        f"COALESCE(SUM(CASE WHEN n.key IS NULL THEN 1 ELSE 0 END), 0) AS deleted, "
+        f"COALESCE(SUM(CASE WHEN o.key IS NOT NULL AND n.key IS NOT NULL AND o.row_hash <> n.row_hash THEN 1 ELSE 0 END), 0) AS updated "
+        f"FROM ({row_state_select(source, key, columns)}) AS n FULL OUTER JOIN "
+        f"(SELECT key, row_hash FROM {quote_table(PRIVATE_SCHEMA, 'row_state', d)} WHERE release = ?) AS o ON n.key = o.key"
+    )
+
+
+def joint_classes_relation(current: str, previous: list[str], qids: list[str], sensitive: list[str], d: str = "duckdb") -> str:
+    """Records of ``current`` that also appear in a previous version, with their generalized
+    QIDs in every version side by side (NULL where absent): the joint grouping an adversary who
+    holds all versions can form. Columns: row id, joint QID columns ``q__vI``, sensitive columns."""
+    rid = quote_ident(ROW_ID, d)
+    cols = [f"c.{rid} AS {rid}"] + [f"c.{quote_ident(q, d)} AS {quote_ident(q + '__now', d)}" for q in qids]
+    cols += [f"c.{quote_ident(s, d)} AS {quote_ident(s, d)}" for s in sensitive]
+    joins, present = [], []
+    for i, rel in enumerate(previous):
+        a = f"p{i}"
+        cols += [f"{a}.{quote_ident(q, d)} AS {quote_ident(f'{q}__v{i}', d)}" for q in qids]
+        joins.append(f"LEFT JOIN {rel} AS {a} ON {a}.{rid} = c.{rid}")
+        present.append(f"{a}.{rid} IS NOT NULL")
+    return f"(SELECT {', '.join(cols)} FROM {current} AS c {' '.join(joins)} WHERE {' OR '.join(present)}) AS joint"
+
+
+def joint_columns(qids: list[str], n_previous: int) -> list[str]:
+    return [q + "__now" for q in qids] + [f"{q}__v{i}" for i in range(n_previous) for q in qids]
+
+
+def small_joint_classes_query(joint: str, cols: list[str], k: int, d: str = "duckdb") -> str:
+    """Row ids in joint classes smaller than k (k is an int from a validated spec)."""
+    part = ", ".join(quote_ident(c, d) for c in cols)
+    rid = quote_ident(ROW_ID, d)
+    return f"SELECT {rid} AS row_id FROM (SELECT {rid}, COUNT(*) OVER (PARTITION BY {part}) AS n FROM {joint}) AS x WHERE n < {int(k)}"

@@ -1,0 +1,260 @@
+"""Later versions of a heterogeneous k-anonymity release (issue #16 item 7): the previous graph
+repaired locally then searched, versions and an exact __delta, and the method's cross-version
+rule (sql/hetero.py cross_version_failures): a new record that could be narrowed below k is
+withheld, a record that would be singled out by leaving or by a change of its own columns makes
+the step refuse; a second, independent attacker in Python re-derives every candidate set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from ppdp.connectors import connect
+from ppdp.engine.errors import SpecError, VerificationError
+from ppdp.engine.release import run_release
+from ppdp.engine.spec import load_spec
+from tests.attack.harness import check_deltas
+from tests.conftest import load_adult, snapshot
+from tests.releases.test_heterogeneous_release import QIDS, het_spec
+
+K = 5
+# six copies of record 5 under new keys: a cohort that hides each other; one QID-only change
+COHORT = ["INSERT INTO adult SELECT id + 100000 + 1000 * c.i, adult.* EXCLUDE (id) FROM adult, range(6) AS c(i) WHERE id = 5",
+          "UPDATE adult SET age = age + 1 WHERE id IN (11, 12)"]
+# one record unlike any other (age 99, a rare education): alone among the new rows
+LONE = "INSERT INTO adult SELECT 500000, sex, 99, * EXCLUDE (id, sex, age) FROM adult WHERE id = 7"
+
+
+def spec_of(tmp_path: Path, db: Path, name: str = "s.toml"):
+    p = het_spec(tmp_path / name, db, params='initial = "k-member", seconds = 2')
+    p.write_text(p.read_text().replace("budget = 100000", "budget = 20000") + "[dynamic]\nmax_repair_fraction = 0.2\n")
+    return load_spec(p)
+
+
+def change(db: Path, statements: list[str]) -> None:
+    con = duckdb.connect(str(db))
+    for sql in statements:
+        con.execute(sql)
+    con.close()
+
+
+def read(db: Path, sql: str) -> pl.DataFrame:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.sql(sql).pl()
+    finally:
+        con.close()
+
+
+def attacker_candidates(db: Path, versions: list[int], sources: dict[int, pl.DataFrame]) -> dict[int, int]:
+    """An independent attacker: who holds every published version and every person's record at
+    each version (``sources``: id -> QIDs and own columns), and reasons by the rule of the module
+    docstring of engine/methods/heterogeneous.py. Returns, for each person whose row is in the last
+    version, the number of rows that can still be theirs."""
+    tables = {v: {r["ppdp_row_id"]: r for r in read(db, f"SELECT * FROM published.adult_het__v{v}").iter_rows(named=True)}
+              for v in versions}
+    rid_of = dict(read(db, "SELECT key, row_id FROM _ppdp.row_ids").iter_rows())
+    own = [c for c in next(iter(tables[versions[0]].values())) if c != "ppdp_row_id" and not c.startswith("age_")
+           and c not in QIDS]
+    people = {v: {str(r["id"]): r for r in sources[v].iter_rows(named=True)} for v in versions}
+
+    def covers(row, person) -> bool:
+        return (row["age_min"] <= person["age"] <= row["age_max"]
+                and all(str(person[q]) in row[q].split("|") for q in QIDS if q != "age"))
+
+    last = versions[-1]
+    out = {}
+    for pid in people[last]:
+        if rid_of[pid] not in tables[last]:
+            continue  # withheld
+        count = 0
+        for rid in {r for t in tables.values() for r in t}:
+            ok = True
+            for i, v in enumerate(versions):
+                row, person = tables[v].get(rid), people[v].get(pid)
+                if row is not None and (person is None or not covers(row, person)):
+                    ok = False
+                if i and ok:
+                    u = versions[i - 1]
+                    before, was = tables[u].get(rid), people[u].get(pid)
+                    if before is not None and was is not None and person is not None:
+                        if row is None:
+                            ok = False
+                        elif any(before[c] != row[c] for c in own) != any(was[c] != person[c] for c in own):
+                            ok = False
+            count += ok
+        out[pid] = count
+    return out
+
+
+def source_state(db: Path) -> pl.DataFrame:
+    return read(db, 'SELECT * FROM adult')
+
+
+def test_second_version_repairs_the_graph_with_an_exact_delta_and_nobody_below_k(tmp_path):
+    db = load_adult(tmp_path / "h.duckdb", rows=300)
+    spec = spec_of(tmp_path, db)
+    v1 = run_release(spec, progress=False)
+    s1 = source_state(db)
+    change(db, COHORT)
+    v2 = run_release(spec, progress=False)
+    s2 = source_state(db)
+    run = v2.run
+    assert v1.run.version == 1 and run.status == "succeeded" and run.version == 2 and run.verification["passed"]
+    repair = run.solution["repair"]
+    # six inserts paired among themselves or swapped in; 300 kept; nothing deleted; no start over
+    assert repair["kept"] == 300 and repair["inserted"] == 6 and repair["deleted"] == 0 and not repair["started_over"]
+    checks = {c["check"]: c for c in run.verification["method_checks"]}
+    assert all(c["passed"] for c in checks.values()) and len(checks) == 4
+    assert checks["nobody can be narrowed below k rows across versions"]["failing_records"] == 0
+    assert run.metrics["released_records"] == 306 and run.metrics["held_back"]["inserts_withheld"] == 0
+    tables = {v: read(db, f"SELECT * FROM published.adult_het__v{v}") for v in (1, 2)}
+    assert check_deltas(tables, read(db, "SELECT * FROM published.adult_het__delta")) == []
+    # rows keep their ids: every v1 row id is still published
+    assert set(tables[1]["ppdp_row_id"]) <= set(tables[2]["ppdp_row_id"])
+    counts = attacker_candidates(db, [1, 2], {1: s1, 2: s2})
+    assert len(counts) == 306 and min(counts.values()) >= K
+    # the cohort leaves together: their rows vanish together, nobody is narrowed below k
+    change(db, ["DELETE FROM adult WHERE id > 100000"])
+    v3 = run_release(spec, progress=False).run
+    assert v3.status == "succeeded" and v3.solution["repair"]["deleted"] == 6 and v3.metrics["released_records"] == 300
+    counts = attacker_candidates(db, [1, 2, 3], {1: s1, 2: s2, 3: source_state(db)})
+    assert len(counts) == 300 and min(counts.values()) >= K
+    tables[3] = read(db, "SELECT * FROM published.adult_het__v3")
+    assert check_deltas(tables, read(db, "SELECT * FROM published.adult_het__delta")) == []
+
+
+def test_a_lone_insert_is_withheld_then_published_when_others_join(tmp_path):
+    db = load_adult(tmp_path / "h.duckdb", rows=300)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    s1 = source_state(db)
+    change(db, [LONE])
+    v2 = run_release(spec, progress=False).run
+    s2 = source_state(db)
+    assert v2.status == "succeeded" and v2.metrics["held_back"]["inserts_withheld"] == 1
+    assert v2.metrics["released_records"] == 300 and v2.verification["passed"]
+    assert v2.cross_version["metrics_after_withholding"]["released_records"] == 300
+    rid = read(db, "SELECT row_id FROM _ppdp.row_ids WHERE key = '500000'")["row_id"][0]
+    assert rid not in read(db, "SELECT ppdp_row_id FROM published.adult_het__v2")["ppdp_row_id"].to_list()
+    assert read(db, "SELECT COUNT(*) AS n FROM _ppdp.hetero_edges WHERE version = 2 AND '500000' IN (original, anonymized)")["n"][0] == 0
+    counts = attacker_candidates(db, [1, 2], {1: s1, 2: s2})
+    assert min(counts.values()) >= K
+    # five more records like it join: the six are published together
+    change(db, ["INSERT INTO adult SELECT 500001 + c.i, sex, 99, adult.* EXCLUDE (id, sex, age) FROM adult, range(5) AS c(i) WHERE id = 7"])
+    v3 = run_release(spec, progress=False).run
+    assert v3.status == "succeeded" and v3.metrics["held_back"]["inserts_withheld"] == 0 and v3.metrics["released_records"] == 306
+    assert rid in read(db, "SELECT ppdp_row_id FROM published.adult_het__v3")["ppdp_row_id"].to_list()
+    counts = attacker_candidates(db, [1, 2, 3], {1: s1, 2: s2, 3: source_state(db)})
+    assert len(counts) == 306 and min(counts.values()) >= K
+    tables = {v: read(db, f"SELECT * FROM published.adult_het__v{v}") for v in (1, 2, 3)}
+    assert check_deltas(tables, read(db, "SELECT * FROM published.adult_het__delta")) == []
+
+
+@pytest.mark.parametrize("statement, departed", [
+    ("DELETE FROM adult WHERE id = 9", 1),  # the one row that vanishes is the leaver's
+    ("UPDATE adult SET \"salary-class\" = CASE WHEN \"salary-class\" = '>50K' THEN '<=50K' ELSE '>50K' END WHERE id = 9", 0),
+])
+def test_a_lone_departure_or_own_change_is_refused_and_nothing_is_published(tmp_path, statement, departed):
+    db = load_adult(tmp_path / "h.duckdb", rows=200)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    change(db, [statement])
+    before = read(db, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'published' ORDER BY 1")
+    with pytest.raises(VerificationError, match=rf"could narrow \d+ record\(s\) \({departed} of them left at this step\) "
+                                                r"to fewer than k rows \(fewest: 1\).*Nothing was published"):
+        run_release(spec, progress=False)
+    after = read(db, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'published' ORDER BY 1")
+    assert before.equals(after) and "adult_het__v2" not in after["table_name"].to_list()
+
+
+def test_the_verification_catches_a_lone_insert_the_hook_let_through(tmp_path, monkeypatch):
+    """The history hook disabled: the lone new record is published, and the verification's own
+    re-check of the written tables refuses the version."""
+    from ppdp.engine.methods.heterogeneous import Heterogeneous
+    from ppdp.engine.stages.history import HistoryOutcome
+
+    db = load_adult(tmp_path / "h.duckdb", rows=200)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    change(db, [LONE])
+    monkeypatch.setattr(Heterogeneous, "cross_version", lambda self, *a: HistoryOutcome(None))
+    before = snapshot(db)
+    with pytest.raises(VerificationError, match="nobody can be narrowed below k rows across versions failed"):
+        run_release(spec, progress=False)
+    assert [t for t in snapshot(db) if "adult_het__v2" in str(t)] == [t for t in before if "adult_het__v2" in str(t)]
+
+
+@pytest.mark.postgres
+def test_postgres_second_version_with_a_withheld_insert(tmp_path, postgres_database):
+    db = load_adult(tmp_path / "h.duckdb", rows=200)
+    frame = read(db, "SELECT * FROM adult")
+    pg = connect(postgres_database)
+    pg.write_frame("public", "adult", frame)
+    pg.close()
+    spec_path = het_spec(tmp_path / "p.toml", db, params='initial = "l-greedy", seconds = 2')
+    spec_path.write_text(spec_path.read_text().replace(f'database = "duckdb://{db}"', f'database = "{postgres_database}"')
+                         .replace('table = "adult"', 'table = "adult"\nschema = "public"').replace("budget = 100000", "budget = 20000")
+                         + "[dynamic]\nmax_repair_fraction = 0.2\n")
+    spec = load_spec(spec_path)
+    assert run_release(spec, progress=False).run.version == 1
+    pg = connect(postgres_database)
+    pg.execute("INSERT INTO public.adult (id, sex, age, race, education, \"marital-status\", \"native-country\", workclass, occupation, \"salary-class\") "
+               "SELECT 500000, sex, 99, race, education, \"marital-status\", \"native-country\", "
+               "workclass, occupation, \"salary-class\" FROM public.adult WHERE id = 7")
+    pg.execute("INSERT INTO public.adult (id, sex, age, race, education, \"marital-status\", \"native-country\", workclass, occupation, \"salary-class\") "
+               "SELECT id + 100000 + 1000 * c.i, sex, age, race, education, \"marital-status\", "
+               "\"native-country\", workclass, occupation, \"salary-class\" FROM public.adult, generate_series(0, 5) AS c(i) "
+               "WHERE id = 5")
+    pg.close()
+    run = run_release(spec, progress=False).run
+    assert run.status == "succeeded" and run.version == 2 and run.verification["passed"]
+    assert run.metrics["held_back"]["inserts_withheld"] == 1 and run.metrics["released_records"] == 206
+    pg = connect(postgres_database)
+    try:
+        v1 = pg.query("SELECT * FROM published.adult_het__v1")
+        v2 = pg.query("SELECT * FROM published.adult_het__v2")
+        delta = pg.query("SELECT * FROM published.adult_het__delta")
+    finally:
+        pg.close()
+    assert check_deltas({1: v1, 2: v2}, delta) == []
+
+
+def test_a_later_version_with_other_columns_or_k_is_refused(tmp_path):
+    db = load_adult(tmp_path / "h.duckdb", rows=120)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    change(db, COHORT)
+    p = tmp_path / "s.toml"
+    text = p.read_text()
+    p.write_text(text.replace('"occupation"]', ']\ndrop = ["occupation"]'))
+    with pytest.raises(SpecError, match="published other quasi-identifiers or columns"):
+        run_release(load_spec(p), progress=False)
+    p.write_text(text.replace("k = 5", "k = 4"))
+    with pytest.raises(SpecError, match="with k = 4; its graph cannot be continued"):
+        run_release(load_spec(p), progress=False)
+    assert read(db, "SELECT COUNT(*) AS n FROM information_schema.tables WHERE table_name = 'adult_het__v2'")["n"][0] == 0
+
+
+def test_a_broken_second_version_graph_fails_the_verification(tmp_path, monkeypatch):
+    """v2's private graph loses one edge after the repair: the verification refuses v2 and v1 stays."""
+    from ppdp.engine.methods.heterogeneous import Heterogeneous
+
+    db = load_adult(tmp_path / "h.duckdb", rows=150)
+    spec = spec_of(tmp_path, db)
+    run_release(spec, progress=False)
+    change(db, COHORT)
+    original = Heterogeneous.write_private_state
+
+    def drop_one_edge(self, ctx, prep, plan):
+        original(self, ctx, prep, plan)
+        o, a = next((o, a) for o, a in plan.state.edges.iter_rows() if o != a)
+        ctx.con.execute("DELETE FROM _ppdp.hetero_edges WHERE original = ? AND anonymized = ? AND version = 2", [o, a])
+
+    monkeypatch.setattr(Heterogeneous, "write_private_state", drop_one_edge)
+    with pytest.raises(VerificationError, match="the private graph is exactly k-regular with every self edge failed"):
+        run_release(spec, progress=False)
+    assert read(db, "SELECT COUNT(*) AS n FROM published.adult_het")["n"][0] == 150

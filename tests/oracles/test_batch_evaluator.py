@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_evaluator_agreement import close, random_models, random_population, random_table
+from tests.oracles.test_evaluator_agreement import close, random_models, random_population, random_table
 
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_evaluator_agreement import random_models
-from test_flash import adult_table, exhaustive_within_limit, k_problem, random_table  # noqa: F401
+from tests.oracles.test_evaluator_agreement import random_models
+from tests.oracles.test_flash import adult_table, exhaustive_within_limit, k_problem, random_table  # noqa: F401
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.models import build_model

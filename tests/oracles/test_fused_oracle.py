@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from conftest import ADULT, ADULT_QIDS
-from test_evaluator_agreement import close, random_models, random_population, random_table
+from tests.conftest import ADULT, ADULT_QIDS
+from tests.oracles.test_evaluator_agreement import close, random_models, random_population, random_table
 
 from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
 from ppdp.engine.evaluator import _kernels as K

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from test_evolutionary import QIDS_K, adult_problem
+from tests.search.test_evolutionary import QIDS_K, adult_problem
 
 from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
 from ppdp.engine.hierarchy import Hierarchy

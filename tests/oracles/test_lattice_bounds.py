@@ -18,8 +18,8 @@ import itertools
 
 import numpy as np
 import pytest
-from test_evaluator_agreement import random_models, random_table
-from test_oracle import tiny_table
+from tests.oracles.test_evaluator_agreement import random_models, random_table
+from tests.oracles.test_oracle import tiny_table
 
 import ppdp.engine.optimizers.bounds as bounds_module
 import ppdp.engine.optimizers.lattice as lattice_module

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_evaluator_agreement import close, random_table
+from tests.oracles.test_evaluator_agreement import close, random_table
 
 from ppdp.engine.evaluator.class_memo import ClassMemo
 from ppdp.engine.models import build_model

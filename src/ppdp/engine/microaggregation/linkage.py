@@ -91,7 +91,7 @@ def builtin_catalogue(name: str, attribute: str = "sensitive") -> SensitiveCatal
     """A catalogue shipped in engine/data/catalogues/: ``diseases32`` or ``sparcs_ccs_by_mdc``."""
     if name not in BUILTIN_CATALOGUES:
         raise DataError(f"No built-in catalogue {name!r}. Hint: use one of {', '.join(sorted(BUILTIN_CATALOGUES))} or a file path.")
-    path = resources.files("engine") / "data" / "catalogues" / BUILTIN_CATALOGUES[name]
+    path = resources.files("ppdp.engine") / "data" / "catalogues" / BUILTIN_CATALOGUES[name]
     with resources.as_file(path) as p:
         return load_catalogue(p, attribute)
 

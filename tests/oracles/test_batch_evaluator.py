@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.oracles.test_evaluator_agreement import close, random_models, random_population, random_table
 
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator import make_evaluator
 from ppdp.engine.models import build_model
 from ppdp.engine.problem import Problem
+from tests.oracles.test_evaluator_agreement import (
+    close,
+    random_models,
+    random_population,
+    random_table,
+)
 from tests.support import reference as ref
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.oracles.test_evaluator_agreement import random_models
-from tests.oracles.test_flash import adult_table, exhaustive_within_limit, k_problem, random_table  # noqa: F401
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.models import build_model
 from ppdp.engine.optimizers import run_optimizer
 from ppdp.engine.optimizers.lattice import lattice_size
 from ppdp.engine.problem import Problem
+from tests.oracles.test_evaluator_agreement import random_models
+from tests.oracles.test_flash import adult_table, exhaustive_within_limit, k_problem, random_table  # noqa: F401
 
 
 @pytest.mark.parametrize("limit", [1.0, 0.1, 0.0])

@@ -9,8 +9,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from tests.conftest import ADULT, ADULT_QIDS
-from tests.oracles.test_evaluator_agreement import close, random_models, random_population, random_table
 
 from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
 from ppdp.engine.evaluator import _kernels as K
@@ -19,6 +17,13 @@ from ppdp.engine.models import build_model
 from ppdp.engine.optimizers import run_optimizer
 from ppdp.engine.optimizers.lattice import all_nodes
 from ppdp.engine.problem import Problem
+from tests.conftest import ADULT, ADULT_QIDS
+from tests.oracles.test_evaluator_agreement import (
+    close,
+    random_models,
+    random_population,
+    random_table,
+)
 from tests.support import reference as ref
 
 FIELDS = ("ad", "td", "feasible", "violation", "suppressed")

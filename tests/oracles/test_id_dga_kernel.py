@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from tests.search.test_evolutionary import QIDS_K, adult_problem
 
 from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
 from ppdp.engine.hierarchy import Hierarchy
@@ -16,6 +15,7 @@ from ppdp.engine.models import build_model
 from ppdp.engine.optimizers import run_optimizer
 from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
 from ppdp.engine.problem import Problem
+from tests.search.test_evolutionary import QIDS_K, adult_problem
 
 POPULATION = ("G", "S", "feas", "viol", "td", "ad", "sup")
 

@@ -18,8 +18,6 @@ import itertools
 
 import numpy as np
 import pytest
-from tests.oracles.test_evaluator_agreement import random_models, random_table
-from tests.oracles.test_oracle import tiny_table
 
 import ppdp.engine.optimizers.bounds as bounds_module
 import ppdp.engine.optimizers.lattice as lattice_module
@@ -35,6 +33,8 @@ from ppdp.engine.optimizers.bounds import (
 )
 from ppdp.engine.optimizers.lattice import all_nodes, lattice_size
 from ppdp.engine.problem import Problem
+from tests.oracles.test_evaluator_agreement import random_models, random_table
+from tests.oracles.test_oracle import tiny_table
 from tests.support import reference as ref
 
 TOL = 1e-9

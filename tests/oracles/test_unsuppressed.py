@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.oracles.test_evaluator_agreement import close, random_table
 
 from ppdp.engine.evaluator.class_memo import ClassMemo
 from ppdp.engine.models import build_model
 from ppdp.engine.optimizers import run_optimizer
 from ppdp.engine.optimizers.lattice import all_nodes
 from ppdp.engine.problem import Problem
+from tests.oracles.test_evaluator_agreement import close, random_table
 from tests.support import reference as ref
 
 FIELDS = ("ad", "td", "feasible", "violation", "suppressed")

@@ -40,7 +40,8 @@ class DuckDBConnector:
             raise ConnectorError(f"DuckDB database {self.path!r} does not exist. "
                                  "Hint: check the path (read-only commands never create a database).")
         # URL options: duckdb:///x.db?memory_limit=3GB&threads=2
-        options = dict(p.split("=", 1) for p in url.partition("?")[2].split("&") if "=" in p)
+        options: dict[str, str | bool | int | float | list[str]] = {
+            name: value for name, value in (p.split("=", 1) for p in url.partition("?")[2].split("&") if "=" in p)}
         unknown = set(options) - {"memory_limit", "threads"}
         if unknown:
             raise ConnectorError(f"Unknown DuckDB URL option(s) {sorted(unknown)}; known: memory_limit, threads.")

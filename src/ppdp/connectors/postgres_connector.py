@@ -418,4 +418,4 @@ class PostgresConnector:
         except adbc_driver_manager.Error:  # closing a broken connection: nothing left to do
             pass
         finally:
-            self.con = None  # type: ignore[assignment]
+            self.con = None

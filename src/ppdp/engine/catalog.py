@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -147,7 +147,7 @@ def list_runs(con: Connector, release: str | None = None) -> list[RunRecord]:
 def published_runs(con: Connector, release: str) -> list[RunRecord]:
     """The runs that published a version, oldest first."""
     return sorted((r for r in list_runs(con, release) if r.status == "succeeded" and r.version is not None),
-                  key=lambda r: r.version)
+                  key=lambda r: cast(int, r.version))  # (None filtered out above)
 
 
 def latest_success(con: Connector, release: str) -> RunRecord | None:

@@ -220,7 +220,7 @@ def cmd_job(args: argparse.Namespace) -> int:
     elif args.job_command == "run":
         outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
         if outcome.run.status == "skipped":
-            print(f"skipped: the source and the job are unchanged since run {outcome.run.cross_version.get('note', '')[-32:]}; "
+            print(f"skipped: the source and the job are unchanged since run {(outcome.run.cross_version or {}).get('note', '')[-32:]}; "
                   f"current release {outcome.view} -> {outcome.table}")
         elif args.dry_run:
             for label, sql in (outcome.statements or {}).items():

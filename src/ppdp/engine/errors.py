@@ -1,5 +1,7 @@
 """The exception tree of ppdp. Every message says what is wrong and ends with a hint."""
 
+from typing import Any
+
 import ppdp.sql.errors as _sql_errors
 
 
@@ -28,6 +30,10 @@ class UnknownNameError(SpecError, KeyError):
 
 class VerificationError(PpdpError):
     """The independent SQL check of a materialized release failed; nothing was published."""
+
+    # Set by the verify stage before raising (what was checked and found), read by the run record
+    # with getattr(exc, "verification", {}): declared only, so an unset one stays absent.
+    verification: dict[str, Any]
 
 
 class ConnectorError(PpdpError):

@@ -97,8 +97,9 @@ def portable_query(query: str, read: str, write: str, tables: dict[str, dict[str
     special = [s for s in parsed.find_all(exp.Star) if any(s.args.get(a) for a in ("except", "except_", "replace", "rename"))]
     if not special or write == read:
         return query
+    schema: dict[str, object] = dict(tables)  # (qualify's parameter is an invariant dict)
     try:
-        expanded = qualify(parsed, schema=tables, dialect=read, quote_identifiers=True, validate_qualify_columns=True)
+        expanded = qualify(parsed, schema=schema, dialect=read, quote_identifiers=True, validate_qualify_columns=True)
     except (sqlglot.errors.OptimizeError, sqlglot.errors.SchemaError) as exc:
         raise build_error(f"source.query cannot be written in {write}: {str(exc).splitlines()[0]}. "
                           "Hint: list the columns instead of * EXCLUDE / REPLACE.") from None

@@ -13,6 +13,7 @@ group's lowest common ancestor in the QID's hierarchy (stored in ``_ppdp.hierarc
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ppdp.sql.catalog import private
 from ppdp.sql.queries import Source, text
@@ -65,7 +66,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
     rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
 
-    def part(members: str, row_id: str, sensitive: str | None) -> str:
+    def part(members: str, row_id: str, sensitive: tuple[str, str] | None) -> str:
         joins = [members]
         out = [f"{row_id} AS {quote_ident('ppdp_row_id', d)}"]
         for col in columns:
@@ -74,8 +75,8 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
                 joins.append(f"JOIN {private('micro_labels', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
                              f"AND {a}.grp = mg.grp AND {a}.attribute = {quote_literal(col, d)}")
                 out.append(f"{a}.value AS {quote_ident(col, d)}")
-            elif col == sensitive:
-                out.append(f"CAST(mg.sa AS {forged[1]}) AS {quote_ident(col, d)}")
+            elif sensitive is not None and col == sensitive[0]:
+                out.append(f"CAST(mg.sa AS {sensitive[1]}) AS {quote_ident(col, d)}")
             else:
                 out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
         return f"SELECT {', '.join(out)} FROM {source.sql()} {' '.join(joins)}"
@@ -87,12 +88,12 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
     if not _TYPE_NAME.fullmatch(forged[1]):  # a type name as the database reported it, never user text
         raise ValueError(f"unexpected column type name {forged[1]!r}")
     fake = part(f"JOIN {private('micro_forged', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.donor = {key_text}",
-                "mg.row_id", forged[0])
+                "mg.row_id", forged)
     return f"{real} UNION ALL {fake}"
 
 
 def uncovered_query(table: str, source: Source, *, release: str, version: int, key: str,
-                    continuous: list[str], semantic: list[str], nominal: list[str] = (), previous: str | None = None) -> str:
+                    continuous: list[str], semantic: list[str], nominal: Sequence[str] = (), previous: str | None = None) -> str:
     """Published (row, QID) pairs whose label does not cover the row's source value: 0 when every
     generalized value covers its group's source values (independent of how groups were made).
     A record whose change the method deferred is grouped by the values it had

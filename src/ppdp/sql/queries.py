@@ -54,7 +54,7 @@ class Source:
                      f"WHERE wk.key = {text(self.key or '', 'w', self.dialect)})")
         return f"({inner}) AS src"
 
-    def parsed_query(self) -> exp.Expression:
+    def parsed_query(self) -> exp.Query:
         try:
             parsed = sqlglot.parse(self.query or "", read=self.query_dialect or self.dialect)
         except sqlglot.errors.ParseError as exc:
@@ -171,12 +171,13 @@ def release_select(
     """SELECT of the released rows, ``columns`` in order: QIDs (those in ``levels``) generalized
     by joins to the stored hierarchies, other columns as they are, suppressed keys removed."""
     d = source.dialect
+    from_: exp.Table | exp.Subquery
     if source.table is not None:
         from_ = table_expr(source.schema, source.table, alias="src")
     else:
         from_ = exp.Subquery(this=source.parsed_query(), alias=exp.TableAlias(this=ident("src")))
     select = exp.select().from_(from_)
-    projections = []
+    projections: list[exp.Expr] = []
     for i, col in enumerate(columns):
         if col not in levels:
             projections.append(exp.column(col, "src", quoted=True))

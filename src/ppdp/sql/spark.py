@@ -90,7 +90,7 @@ def number_placeholders(sql: str) -> tuple[str, int]:
     return "".join(out), n
 
 
-def bind(statement: exp.Expression, params: Sequence[Any]) -> exp.Expression:
+def bind(statement: exp.Expr, params: Sequence[Any]) -> exp.Expr:
     """``statement`` with its ``:ppdp_param_<i>`` placeholders replaced by literals of ``params[i]``."""
     for holder in list(statement.find_all(exp.Placeholder)):
         name = holder.name
@@ -99,7 +99,7 @@ def bind(statement: exp.Expression, params: Sequence[Any]) -> exp.Expression:
     return statement
 
 
-def parse(sql: str) -> exp.Expression:
+def parse(sql: str) -> exp.Expr:
     try:
         parsed = [s for s in sqlglot.parse(sql, read=SparkReader) if s is not None]
     except sqlglot.errors.ParseError as exc:
@@ -127,7 +127,7 @@ def _scratch(table: exp.Table) -> exp.Table:
     return exp.Table(this=exp.Identifier(this=name, quoted=True), db=table.args.get("db"))
 
 
-def _rewrite(kept: exp.Select, table: exp.Table) -> list[exp.Expression]:
+def _rewrite(kept: exp.Select, table: exp.Table) -> list[exp.Expr]:
     """Replace ``table``'s rows by ``kept``'s, through a scratch table."""
     target = table.copy()
     target.set("alias", None)
@@ -146,19 +146,19 @@ def _not_matching(where: exp.Expression | None) -> exp.Expression:
     return exp.not_(exp.func("COALESCE", exp.paren(where.this.copy()), exp.false()))
 
 
-def _delete(stmt: exp.Delete) -> list[exp.Expression]:
+def _delete(stmt: exp.Delete) -> list[exp.Expr]:
     table = stmt.this
     kept = exp.select(exp.Star()).from_(table.copy()).where(_not_matching(stmt.args.get("where")))
     return _rewrite(kept, table)
 
 
-def _update(stmt: exp.Update, columns: Callable[[exp.Table], list[str]]) -> list[exp.Expression]:
+def _update(stmt: exp.Update, columns: Callable[[exp.Table], list[str]]) -> list[exp.Expr]:
     table = stmt.this
     sets = {}
     for eq in stmt.expressions:
         sets[eq.this.name] = eq.expression
     where = stmt.args.get("where")
-    selected = []
+    selected: list[exp.Expr] = []
     for col in columns(table):
         current = exp.column(exp.Identifier(this=col, quoted=True))
         value = sets.get(col)

@@ -94,16 +94,16 @@ def repair_graph(previous: Mapping[str, Sequence[str]], keys: Sequence[str], tab
         return np.abs(num - num[i]).sum(axis=1) + (cat != cat[i]).sum(axis=1)
 
     direct = swaps = 0
-    for a in np.flatnonzero(row_need > 0):  # needy rows take the nearest needy originals they lack
+    for a in map(int, np.flatnonzero(row_need > 0)):  # needy rows take the nearest needy originals they lack
         if row_need[a] == 0:
             continue
-        for b in np.argsort(distance(int(a)), kind="stable"):
+        for b in np.argsort(distance(a), kind="stable"):
             if row_need[a] == 0:
                 break
             b = int(b)
-            if orig_need[b] > 0 and int(a) not in holders[b]:
+            if orig_need[b] > 0 and a not in holders[b]:
                 rows[a].append(b)
-                holders[b].add(int(a))
+                holders[b].add(a)
                 row_need[a] -= 1
                 orig_need[b] -= 1
                 direct += 1

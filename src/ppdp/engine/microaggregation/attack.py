@@ -140,7 +140,7 @@ def infer(before: Sequence[PublishedGroup], after: Sequence[PublishedGroup], cha
     changed_here = _changed(located, reference)
     changed_there = _changed(reference, located)
     candidates = [g for g in changed_here if g.covers(change.qids)]
-    diffs = []
+    diffs: list[list[str] | None] = []
     for g in candidates:
         c = _counterpart(g, changed_there)
         if c is None:

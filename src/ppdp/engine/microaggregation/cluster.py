@@ -61,9 +61,9 @@ class Grouping:
         return [len(g) for g in self.groups]
 
 
-def _best(scores: Sequence[float]) -> int:
-    scores = np.asarray(scores, dtype=np.float64)
-    return int(np.flatnonzero(scores >= scores.max() - _TIE)[0])
+def _best(scores: Sequence[float] | np.ndarray) -> int:
+    s = np.asarray(scores, dtype=np.float64)
+    return int(np.flatnonzero(s >= s.max() - _TIE)[0])
 
 
 def _check(n: int, k: int) -> None:
@@ -108,9 +108,9 @@ def first_release(enc: EncodedQids, sa_codes: np.ndarray, catalogue: SensitiveCa
         remaining -= k
     for r in np.flatnonzero(unassigned):
         rows = np.array([r], dtype=np.int64)
-        scores = [_scores(enc, g, c, rows, sa_codes, catalogue, all_codes, alpha, beta, linkage)[0]
-                  for g, c in zip(groups, counts_of, strict=True)]
-        j = _best(scores)
+        group_scores = [_scores(enc, g, c, rows, sa_codes, catalogue, all_codes, alpha, beta, linkage)[0]
+                        for g, c in zip(groups, counts_of, strict=True)]
+        j = _best(group_scores)
         groups[j].append(int(r))
         counts_of[j][sa_codes[r]] += 1
     return Grouping(tuple(tuple(g) for g in groups))

@@ -57,6 +57,13 @@ class QidKind:
             raise SpecError(f"QID {self.column!r} is semantic nominal but has no hierarchy. "
                             "Hint: give its hierarchy (the taxonomy tree) or declare it 'nominal'.")
 
+    @property
+    def tree(self) -> Hierarchy:
+        """The hierarchy of a semantic QID, which ``__post_init__`` guarantees is there."""
+        if self.hierarchy is None:
+            raise SpecError(f"QID {self.column!r} ({self.kind}) has no hierarchy. Hint: only a semantic QID has one.")
+        return self.hierarchy
+
 
 def _is_numeric_dtype(dtype: Any) -> bool:
     if isinstance(dtype, str):
@@ -181,7 +188,7 @@ def record_distance(r1: Mapping[str, Any], r2: Mapping[str, Any], schema: QidSch
             lo, hi = schema.ranges[k.column]
             total += continuous_distance(a, b, lo, hi)
         elif k.kind == "semantic":
-            total += semantic_distance(str(a), str(b), k.hierarchy)
+            total += semantic_distance(str(a), str(b), k.tree)
         elif k.kind == "ordinal":
             total += ordinal_distance(a, b, schema.orders[k.column])
     nominal = [k.column for k in schema.of_kind("nominal")]
@@ -218,7 +225,7 @@ def centroid(records: Sequence[Mapping[str, Any]], schema: QidSchema) -> dict[st
             ranked = sorted(values, key=rank.__getitem__)
             mu[k.column] = ranked[(len(ranked) - 1) // 2]
         elif k.kind == "semantic":
-            mu[k.column] = _mode([str(v) for v in values], key=k.hierarchy.leaf_code.__getitem__)
+            mu[k.column] = _mode([str(v) for v in values], key=k.tree.leaf_code.__getitem__)
         else:
             mu[k.column] = _mode(values, key=_nominal_key)
     return mu
@@ -281,17 +288,17 @@ def encode(schema: QidSchema, columns: Mapping[str, Sequence[Any]]) -> EncodedQi
         x = np.asarray(columns[k.column], dtype=np.float64)
         cont[:, i] = 0.0 if hi <= lo else (x - lo) / (hi - lo)
     sem = np.zeros((n, len(sem_cols)), dtype=np.int32)
-    size = max((len(k.hierarchy.rows) for k in sem_cols), default=0)
+    size = max((len(k.tree.rows) for k in sem_cols), default=0)
     sem_table = np.zeros((len(sem_cols), size, size), dtype=np.float64)
     for i, k in enumerate(sem_cols):
-        codes = k.hierarchy.leaf_code
+        codes = k.tree.leaf_code
         try:
             sem[:, i] = [codes[str(v)] for v in columns[k.column]]
         except KeyError as exc:
-            raise DataError(f"Value {exc.args[0]!r} of {k.column!r} is not a leaf of its hierarchy ({k.hierarchy.source}). "
+            raise DataError(f"Value {exc.args[0]!r} of {k.column!r} is not a leaf of its hierarchy ({k.tree.source}). "
                             "Hint: add it to the hierarchy file.") from None
-        m = len(k.hierarchy.rows)
-        sem_table[i, :m, :m] = semantic_table(k.hierarchy)
+        m = len(k.tree.rows)
+        sem_table[i, :m, :m] = semantic_table(k.tree)
     nom = np.zeros((n, len(nom_cols)), dtype=np.int32)
     nom_values = []
     for i, k in enumerate(nom_cols):

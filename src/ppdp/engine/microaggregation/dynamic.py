@@ -297,7 +297,7 @@ def restore(enc: EncodedQids, sa_codes: np.ndarray, ids: Sequence[int], groups: 
     return _rebuild_group_arrays(state)
 
 
-def _empty_centroids(enc: EncodedQids, n: int):
+def _empty_centroids(enc: EncodedQids, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return (np.zeros((n, enc.cont.shape[1])), np.zeros((n, enc.sem.shape[1]), dtype=np.int32),
             np.zeros((n, enc.nom.shape[1]), dtype=np.int32), np.zeros((n, enc.ordn.shape[1])))
 
@@ -434,8 +434,18 @@ class _Work:
     def view(self) -> DynamicState:
         """A state over the working copy, for scoring (group arrays are the working ones)."""
         return dataclasses.replace(self.s, pool=self.pool, sa=self.sa, groups=tuple(self.groups),
-                                   centroids=tuple(self.cents), counts=self.counts,
-                                   stats=tuple(self.stats))
+                                   centroids=self.centroid_arrays(), counts=self.counts,
+                                   stats=self.stat_arrays())
+
+    def centroid_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The working centroids as ``DynamicState.centroids`` holds them: (cont, sem, nom, ordn)."""
+        cont, sem, nom, ordn = self.cents
+        return cont, sem, nom, ordn
+
+    def stat_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The working stats as ``DynamicState.stats`` holds them."""
+        s, tlink, cat_counts = self.stats
+        return s, tlink, cat_counts
 
     def refresh(self, i: int) -> None:
         """Recompute group i's centroid and SA counts from its rows."""
@@ -522,8 +532,8 @@ class _Work:
         row_ids = np.concatenate([self.s.row_ids, extra]) if extra.size else self.s.row_ids
         return dataclasses.replace(
             self.s, pool=self.pool, sa=self.sa, row_ids=row_ids, real_row=self.real_row,
-            groups=tuple(self.groups), centroids=tuple(self.cents), counts=self.counts,
-            stats=tuple(self.stats), forged_template=self.forged_template, step=self.s.step + 1, next_forged_id=self.next_forged_id,
+            groups=tuple(self.groups), centroids=self.centroid_arrays(), counts=self.counts,
+            stats=self.stat_arrays(), forged_template=self.forged_template, step=self.s.step + 1, next_forged_id=self.next_forged_id,
             forged_created=self.forged_created, forged_rewrites=self.forged_rewrites)
 
 
@@ -551,9 +561,9 @@ def encode_record(state: DynamicState, schema: QidSchema, values: Mapping[str, A
         cont.append(0.0 if hi <= lo else (x - lo) / (hi - lo))
     sem = []
     for k in schema.of_kind("semantic"):
-        code = k.hierarchy.leaf_code.get(str(values[k.column]))
+        code = k.tree.leaf_code.get(str(values[k.column]))
         if code is None:
-            raise DataError(f"Value {values[k.column]!r} of {k.column!r} is not a leaf of its hierarchy ({k.hierarchy.source}). "
+            raise DataError(f"Value {values[k.column]!r} of {k.column!r} is not a leaf of its hierarchy ({k.tree.source}). "
                             "Hint: add it to the hierarchy file.")
         sem.append(code)
     nom, domains = [], list(state.pool.nom_values)
@@ -668,7 +678,7 @@ def modify(state: DynamicState, record_id: int, new_values: Modification) -> Dyn
         sa = int(state.sa[row]) if new_values.sa is None else _check_sa(state, new_values.sa)
         _delete(w, record_id)
         _insert(w, NewRecord(int(record_id), new_values.qids, sa))
-    else:
+    elif new_values.sa is not None:  # (neither given was rejected above)
         sa = _check_sa(state, new_values.sa)
         i = w.find_group(row)
         w.set_sa(row, sa)

@@ -44,8 +44,8 @@ def ika_groups(enc: EncodedQids, k: int, seed: int) -> list[list[int]]:
             far[rest] += distances(enc, encoded_centroid(enc, g), rest)
     if free.any():
         cents = Centroids(enc, np.array([g[0] for g in groups]))
-        for j, g in enumerate(groups):
-            cents.update(j, g)
+        for j, members in enumerate(groups):
+            cents.update(j, members)
         for r in np.flatnonzero(free):
             j = int(np.argmin(cents.distances(int(r))))
             groups[j].append(int(r))

@@ -180,7 +180,8 @@ def _insert(w: dynamic._Work, record: NewRecord) -> None:
     slots = [(i, f) for i, g in enumerate(w.groups) for f in g.forged if int(w.sa[f]) == sa]
     if slots:
         which = np.array([i for i, _ in slots], dtype=np.int64)
-        d = distances_to_points(w.pool, point(w.pool, row), tuple(a[which] for a in w.cents))
+        c_cont, c_sem, c_nom, c_ord = w.cents
+        d = distances_to_points(w.pool, point(w.pool, row), (c_cont[which], c_sem[which], c_nom[which], c_ord[which]))
         i, fake = slots[int(np.argmin(d))]
         g = w.groups[i]
         w.groups[i] = dataclasses.replace(g, real=g.real + (row,), forged=tuple(f for f in g.forged if f != fake))

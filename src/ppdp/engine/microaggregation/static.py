@@ -210,8 +210,7 @@ def greedy_sa_groups(enc: EncodedQids, sa_codes: np.ndarray, n_values: int, k: i
         cents = Centroids(enc, np.array([g[0] for g in groups]))
         for j, g in enumerate(groups):
             cents.update(j, g)
-        for r in left:
-            r = int(r)
+        for r in map(int, left):
             cost = np.array([cost_after(c)[sa_codes[r]] for c in counts_of])
             which = np.flatnonzero(cost <= cost.min() + _TIE)
             j = int(which[int(np.argmin(cents.distances(r, which)))])

@@ -127,7 +127,7 @@ def restore(members: pl.DataFrame, values: pl.DataFrame, forged: pl.DataFrame, s
     enc = encode(schema, columns)
     grp_of = dict(members.select("key", "grp").iter_rows())
     gids = sorted(set(grp_of.values()) | set(forged["grp"].to_list()))
-    groups = {g: [] for g in gids}
+    groups: dict[int, list[int]] = {g: [] for g in gids}
     for key in keys:
         groups[grp_of[key]].append(id_of[key])
     fakes = [ForgedRecord(int(fid), int(grp), _encoded_row(q), catalogue.codes([sa])[0], id_of.get(t, -1) if t else -1)
@@ -247,6 +247,7 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
 
     def grouped(key: str) -> tuple[dict[str, str], str]:
         if key in held:
+            assert restored is not None, "deferred records come from a restored state"
             return restored.values[key], restored.sensitive[key]
         i = index[key]
         return {kd.column: value_text(kd, records.columns[kd.column][i]) for kd in kinds}, records.sensitive[i]
@@ -274,7 +275,7 @@ def snapshot(state: DynamicState, id_of: dict[str, int], records: Records, kinds
             elif kd.kind == "nominal":  # the value set (DRASL: "value set" for non-semantic QIDs)
                 label = "|".join(sorted(set(vals)))
             else:
-                label = lowest_common_ancestor(kd.hierarchy, vals)
+                label = lowest_common_ancestor(kd.tree, vals)  # kinds are continuous, nominal or semantic
             labels.append((g.gid, kd.column, label))
         for key, (vals_, sa) in zip(keys, rows, strict=True):
             values += [(key, kd.column, vals_[kd.column]) for kd in kinds] + [(key, sensitive_column, sa)]

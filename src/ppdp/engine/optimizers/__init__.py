@@ -115,7 +115,7 @@ class Tracker:
                 self.progress(self.used, float(e.td[0]), bool(e.feasible[0]))
 
     def result(self, *, certified: bool = False, info: dict[str, Any] | None = None) -> OptimizerResult:
-        if self.best_eval is None:
+        if self.best_eval is None or self.best_g is None or self.best_retained is None:  # (all three are set together)
             raise RuntimeError(f"{self.name} evaluated nothing (budget {self.budget})")
         e = self.best_eval
         hist = np.array(self.history + [(self.used, self.history[-1][1], self.history[-1][2])], dtype=np.float64)

@@ -396,9 +396,9 @@ class BoxBound:
         if self.by_class:
             return _class_bounds(L, U, self._codes, self._gen, self._n_gen, self._weight,
                                  self._records, self.kmin)
-        per_row = None
-        for p in self.tables or [self._none]:
-            r = _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need)
-            per_row = r if per_row is None else np.minimum(per_row, r)
+        first, *rest = self.tables or [self._none]
+        per_row = _row_bounds(L, U, self._codes, self._weight, first.start, first.meet, first.mult, first.need)
+        for p in rest:
+            per_row = np.minimum(per_row, _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need))
         # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
         return np.multiply(per_row, self._counts).sum(axis=1)

@@ -28,7 +28,7 @@ bound runs the node search instead (the same bound, cheaper bookkeeping, classes
 UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.py).
 
 ``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
-Certification also needs an exact oracle (OracleParams.exact).
+Certification also needs an exact oracle (Problem.oracle_exact, models/oracle.py).
 
 ``greedy_start`` (mode bound; default on with the class bound, off otherwise): before the box
 search, one greedy dive of the ``descent`` optimizer from the top (always on to the
@@ -123,7 +123,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     heights = problem.heights
     size = lattice_size(heights)
     tracker = Tracker(problem, budget, name="lattice", progress=progress)
-    exact = problem.oracle_params.exact
+    exact = problem.oracle_exact
     info: dict[str, Any] = {"mode": mode, "lattice_size": size, "oracle_exact": exact,
                             "suppression_limit": float(limit), "max_suppressed": max_suppressed}
 

@@ -69,7 +69,7 @@ def solution_record(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
         "optimizer": result.optimizer, "budget": prep.spec.budget, "seed": prep.spec.seed,
         "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": result.certified,
         "feasible": result.feasible, "info": result.info,
-    }
+    } | ({"not_certified_because": list(result.not_certified_because)} if result.not_certified_because else {})
 
 
 def _changed_sections(prep: Prepared, previous: RunRecord) -> list[str]:

@@ -23,7 +23,7 @@ import polars as pl
 
 from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.errors import SpecError
-from ppdp.engine.evaluator import EVALUATORS, Evaluation, finish
+from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
 from ppdp.engine.models import PrivacyModel
 from ppdp.sql import evaluator as esql
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ppdp.engine.encoding import EncodedTable
-from ppdp.engine.evaluator import EVALUATORS, Evaluation, finish
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
 from ppdp.engine.models import ClassStats, PrivacyModel
 
 

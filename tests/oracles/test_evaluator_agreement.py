@@ -151,13 +151,12 @@ def test_class_distributed_like_the_source_has_distance_zero() -> None:
 
 
 def test_duckdb_backend_rejects_a_model_it_has_no_sql_for() -> None:
-    from dataclasses import replace
-
     from ppdp.engine.errors import SpecError
+    from tests.support.toy_models import ToyMinClass
 
     table = random_table(np.random.default_rng(0))
-    odd = replace(build_model("k-anonymity", {"k": 2}), name="k-map")
-    with pytest.raises(SpecError, match=r"no SQL for model\(s\) \['k-map'\].*Hint: use evaluator backend 'numba'"):
+    odd = ToyMinClass(2)
+    with pytest.raises(SpecError, match=r"no SQL for model\(s\) \['toy-min-class'\].*Hint: use evaluator backend 'numba'"):
         make_evaluator("duckdb", table, [odd])
 
 

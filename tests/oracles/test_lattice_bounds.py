@@ -221,7 +221,7 @@ def test_search_certifies_the_exhaustive_optimum(limit: float, seed: int) -> Non
     size = lattice_size(table.heights)
     params = {"suppression_limit": limit}
     full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
-    exact = Problem(table, models).oracle_params.exact
+    exact = Problem(table, models).oracle_exact
     for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "nodes"},
                   {"mode": "bound", "greedy_start": True}):
         got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
@@ -362,7 +362,7 @@ def test_class_bound_search_certifies_the_exhaustive_optimum(class_bound_only: N
     size = lattice_size(table.heights)
     params = {"suppression_limit": limit}
     full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
-    exact = Problem(table, models).oracle_params.exact
+    exact = Problem(table, models).oracle_exact
     for extra in ({"mode": "bound"}, {"mode": "bound", "batch": 1}, {"mode": "bound", "greedy_start": True}):
         got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
         assert got.info["search"] == "boxes by class", extra

@@ -149,7 +149,7 @@ def brute_force_best_td(table, models, max_suppressed: int | None = None) -> flo
             if max_suppressed is not None and table.n_records - sum(bits) > max_suppressed:
                 continue
             classes = ref.classes(table, g, bits)
-            if all(m.feasible(float(ref.model_ad(m.name, classes, q))) for m in models):
+            if all(m.feasible(float(ref.model_ad(m, classes, q))) for m in models):
                 best = max(best, ref.transparency(table, g, bits))
     return best
 

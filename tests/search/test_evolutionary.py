@@ -17,7 +17,7 @@ from ppdp.engine.errors import SpecError
 from ppdp.engine.hierarchy import read_arx_csv
 from ppdp.engine.models import ClassStats, build_model
 from ppdp.engine.optimizers import OPTIMIZERS, run_optimizer
-from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, _class_ad, record_disclosure
+from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, record_disclosure
 from ppdp.engine.optimizers.islands import (
     Individual,
     _decode_migrant,
@@ -360,7 +360,7 @@ def test_improvement_operator_on_real_instance(k_problem: Problem, t_problem: Pr
     _, pc, ps, pn = K.class_sa_pairs(cls, p.table.sa, p.table.n_sa, retained)
     stats = ClassStats(size, pc, ps, pn, p.table.sa_distribution)
     model = p.models[0]
-    fast = _class_ad(model, stats)
+    fast = model.class_ad(stats)
     naive = [model.ad(ClassStats(size[c : c + 1], np.zeros(int((pc == c).sum()), dtype=pc.dtype), ps[pc == c],
                                  pn[pc == c], stats.q)) for c in range(m)]
     assert np.allclose(fast, naive, atol=1e-12)

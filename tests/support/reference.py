@@ -95,24 +95,17 @@ def entropy(counts):
     return h
 
 
-def model_ad(name, class_counts, q):
-    """AD of one model over a release given as {class: {SA: n}} (PAPER_NOTES §2)."""
-    if name == "k-anonymity":
-        return min((sum(c.values()) for c in class_counts.values()), default=math.inf)
-    if name == "t-closeness":
-        return max((t_distance(c, q) for c in class_counts.values()), default=0.0)
-    if name == "distinct-l-diversity":
-        return min((sum(1 for n in c.values() if n > 0) for c in class_counts.values()), default=math.inf)
-    if name == "entropy-l-diversity":
-        return min((math.exp(entropy(c)) for c in class_counts.values()), default=math.inf)
-    raise ValueError(name)
+def model_ad(model, class_counts, q):
+    """AD of one model over a release given as {class: {SA: n}} (PAPER_NOTES §2): the model's
+    own plain-Python twin (``PrivacyModel.reference_ad``)."""
+    return model.reference_ad(class_counts, q)
 
 
 def evaluate(table, models, g, keep):
     """(AD per model, TD, feasible, suppressed) of one solution."""
     cls = classes(table, g, keep)
     q = source_distribution(table)
-    ad = [float(model_ad(m.name, cls, q)) for m in models]
+    ad = [float(model_ad(m, cls, q)) for m in models]
     feasible = all(m.feasible(a) for m, a in zip(models, ad, strict=True))
     suppressed = sum(1 for k in keep if not k)
     return ad, transparency(table, g, keep), feasible, suppressed

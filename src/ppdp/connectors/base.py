@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from ppdp.engine.errors import ConnectorError
-from ppdp.engine.registry import Registry
+from ppdp.engine.registry import Registry, UnavailableError
 
 # Optional features a connector declares in ``capabilities`` (callers test these, never the
 # dialect name): database roles and GRANT/REVOKE; run locks that exclude other sessions
@@ -58,32 +58,24 @@ class Connector(Protocol):
     def close(self) -> None: ...
 
 
-CONNECTORS: Registry[type] = Registry("database connector")
+# Connectors are entry points of the group ``ppdp.connectors`` (pyproject.toml), one per URL
+# scheme, so a database driver is imported only when a URL of its scheme is opened and another
+# distribution can add a database; ``CONNECTORS.register`` adds one in code.
+CONNECTORS: Registry[type] = Registry("database connector", entry_point_group="ppdp.connectors")
 
 
 def connect(url: str, *, read_only: bool = False) -> Connector:
-    """Open the database ``url`` names; the scheme picks the connector.
+    """Open the database ``url`` names; the scheme picks the connector (a bare path: DuckDB).
 
     ``read_only`` (``ppdp show``, ``verify``, ``runs``, ``certificate``): nothing can be written,
     and a DuckDB file that does not exist is a ConnectorError instead of a new empty file.
     """
     scheme, sep, _ = url.partition("://")
-    if not sep:
-        scheme = "duckdb"
-    if scheme == "duckdb":
-        from ppdp.connectors import duckdb_connector  # noqa: F401
-    elif scheme in ("postgresql", "postgres"):
-        try:
-            from ppdp.connectors import postgres_connector  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - optional module
-            raise ConnectorError(f"PostgreSQL support is not available: {exc}") from None
-        scheme = "postgresql"
-    elif scheme == "spark":
-        try:
-            from ppdp.connectors import spark_connector  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - optional module
-            raise ConnectorError(f"Spark support is not available: {exc}") from None
-    return CONNECTORS.get(scheme)(url, read_only=read_only)
+    try:
+        connector = CONNECTORS.get(scheme if sep else "duckdb")
+    except UnavailableError as exc:
+        raise ConnectorError(str(exc)) from None
+    return connector(url, read_only=read_only)
 
 
 def iter_batches(frame: pl.DataFrame, size: int) -> Iterator[pl.DataFrame]:

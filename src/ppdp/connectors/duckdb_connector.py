@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from ppdp.connectors.base import CONNECTORS, TRANSACTIONAL_DDL
+from ppdp.connectors.base import TRANSACTIONAL_DDL
 from ppdp.engine.errors import ConnectorError
 from ppdp.sql.quoting import quote_ident, quote_table
 
@@ -24,7 +24,6 @@ def duckdb_path(url: str) -> str:
     return rest
 
 
-@CONNECTORS.register("duckdb")
 class DuckDBConnector:
     dialect = "duckdb"
     default_schema = "main"

@@ -48,7 +48,6 @@ import pyarrow as pa
 
 from ppdp.connectors.base import (
     ADVISORY_LOCKS,
-    CONNECTORS,
     ROLES,
     STATEMENT_TIMEOUT,
     TRANSACTIONAL_DDL,
@@ -279,7 +278,6 @@ def _ingestable(frame: pl.DataFrame) -> pa.Table:
     return (frame.with_columns(casts) if casts else frame).to_arrow()
 
 
-@CONNECTORS.register("postgresql")
 class PostgresConnector:
     dialect = "postgres"  # sqlglot's name
     default_schema = "public"

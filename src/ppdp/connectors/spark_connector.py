@@ -47,7 +47,6 @@ from urllib.parse import parse_qsl, urlsplit
 import polars as pl
 import pyarrow as pa
 
-from ppdp.connectors.base import CONNECTORS
 from ppdp.engine.errors import ConnectorError
 from ppdp.sql.quoting import quote_table
 from ppdp.sql.spark import StatementError, spark_statements
@@ -163,7 +162,6 @@ def _plain_arrow(table: pa.Table) -> pa.Table:
                                  for f in table.schema]))
 
 
-@CONNECTORS.register("spark")
 class SparkConnector:
     dialect = "spark"  # sqlglot's name
     default_schema = "default"

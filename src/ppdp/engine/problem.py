@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from ppdp.engine.encoding import EncodedTable
-from ppdp.engine.evaluator import Evaluation, finish, make_evaluator
+from ppdp.engine.evaluator import Evaluation, finish, kinds, make_evaluator
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator.class_memo import ClassMemo
-from ppdp.engine.models import OracleParams, PrivacyModel
+from ppdp.engine.models import OracleParams, OraclePlan, PrivacyModel, plan_oracle
 
 
 def fitness_key(feasible: bool, violation: float, td: float) -> tuple[int, float]:
@@ -41,10 +41,8 @@ class Problem:
         self.models = list(models)
         self.evaluator = make_evaluator(backend, table, self.models)
         self.evaluations = 0
-        oracle = OracleParams()
-        for m in self.models:
-            oracle = oracle.merge(m.oracle())
-        self.oracle_params = oracle
+        # The models' S*(G) constraints, and whether S*(G) is exact for them (models/oracle.py).
+        self.oracle_plan: OraclePlan = plan_oracle(self.models)
         self._numba = self.evaluator if backend == "numba" else make_evaluator("numba", table, self.models)
         # S*(G) depends on G alone, and evolutionary runs revisit the same G many times (a
         # converged population): remember it, up to ORACLE_CACHE_BYTES of retained counts.
@@ -55,6 +53,16 @@ class Problem:
         # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
         self._class_memo: ClassMemo | None = None
         self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
+
+    @property
+    def oracle_params(self) -> OracleParams:
+        """The constraints S*(G) enforces (every model's that has an oracle)."""
+        return self.oracle_plan.params
+
+    @property
+    def oracle_exact(self) -> bool:
+        """S*(G) is the largest feasible retention for every model: results may be certified."""
+        return self.oracle_plan.exact
 
     # -- sizes ---------------------------------------------------------------------------
     @property
@@ -226,7 +234,7 @@ class Problem:
         (``_kernels.unsuppressed_batch``): the same numbers, bit for bit (issue #18).
         """
         ev = self.evaluator
-        if ev.name != "numba" or ev.kinds is None or np.any(ev.kinds != 0):
+        if ev.name != "numba" or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
             G = np.atleast_2d(np.asarray(G, dtype=np.int64))
             return self.evaluate(G) if count else ev.evaluate(G, np.tile(self.table.counts, (G.shape[0], 1)))
         t = self.table

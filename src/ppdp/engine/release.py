@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ppdp.connectors import connect
-from ppdp.engine import catalog
+from ppdp.engine import catalog, guards
 from ppdp.engine.catalog import RunRecord
 from ppdp.engine.errors import ConnectorError, PpdpError, SpecError
 from ppdp.engine.methods import METHODS, ReleasePlan
@@ -72,6 +72,9 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     locked = False
     try:
         prep = validate.prepare(spec, con)
+        method = METHODS.get(spec.method)
+        guards.refuse_unverifiable(prep.models, method=method.name, publishes_classes=method.publishes_classes,
+                                   covers=method.covers)
         ctx.clock.mark("histogram_and_validation")
         if not con.try_lock(f"ppdp:{release_name}"):
             raise ConnectorError(f"Another run of release {release_name} is in progress; try again when it has finished.")
@@ -84,8 +87,10 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
         if ctx.previous is not None and ctx.previous.run_key == ctx.run_key and not dry_run:
             rec = record.record_skipped(ctx, prep)
             return ReleaseOutcome(rec, None, quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.version}", con.dialect), view)
+        if ctx.previous is not None:
+            guards.refuse_later_version(prep.models, release=release_name, previous_version=ctx.previous.version,
+                                        publishes_classes=method.publishes_classes)
         record.record_running(ctx, prep)
-        method = METHODS.get(spec.method)
         plan = None
         try:
             plan = method.plan(ctx, prep, progress=progress)

@@ -268,7 +268,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _check_keys("privacy", priv, "[privacy]")
     mraw = _need(priv, "models", "privacy", list)
     if not mraw:
-        raise SpecError("privacy.models is empty. Hint: [[privacy.models]] name = \"k-anonymity\" k = 5.")
+        from ppdp.engine.models.k_anonymity import KAnonymity
+
+        raise SpecError(f"privacy.models is empty. Hint: [[privacy.models]] name = \"{KAnonymity.name}\" k = 5.")
     models = []
     for i, m in enumerate(mraw):
         where = f"privacy.models[{i}]"

@@ -19,12 +19,18 @@ from typing import Any
 
 DATA = Path(__file__).parent / "data"
 QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
-MODEL_SETS: dict[str, list[dict[str, Any]]] = {
-    "k-anonymity": [{"name": "k-anonymity", "k": 3}],
-    "t-closeness": [{"name": "k-anonymity", "k": 2}, {"name": "t-closeness", "t": 0.3}],
-    "distinct l-diversity": [{"name": "k-anonymity", "k": 2}, {"name": "distinct-l-diversity", "l": 2}],
-    "entropy l-diversity": [{"name": "k-anonymity", "k": 2}, {"name": "entropy-l-diversity", "l": 1.5}],
-}
+
+
+def model_sets() -> dict[str, list[dict[str, Any]]]:
+    """k-anonymity alone, and every other registered model with a warm-up example beside k = 2."""
+    from ppdp.engine.models import MODELS
+    from ppdp.engine.models.k_anonymity import KAnonymity
+
+    out = {KAnonymity.name: [{"name": KAnonymity.name, "k": 3}]}
+    for model in map(MODELS.get, MODELS):
+        if model is not KAnonymity and model.warm_up_example is not None:
+            out[model.name] = [{"name": KAnonymity.name, "k": 2}, {"name": model.name, **model.warm_up_example}]
+    return out
 
 
 def _spec(db: Path, output: str, models: list[dict[str, Any]], optimizer: str, method: dict[str, Any] | None,
@@ -49,25 +55,27 @@ def releases(db: Path) -> list[tuple[str, Any]]:
     """(label, spec) of every warm-up release on the sample in ``db``."""
     from ppdp.engine.methods.heterogeneous import INITIAL
     from ppdp.engine.microaggregation.algorithms import ALGORITHMS
+    from ppdp.engine.models.k_anonymity import KAnonymity
     from ppdp.engine.optimizers import optimizer_names
 
+    sets = model_sets()
+    k_only = sets.pop(KAnonymity.name)
     out = []
     for name in optimizer_names():
-        out.append((f"generalization, {name}, k-anonymity", _spec(db, f"w_{len(out)}", MODEL_SETS["k-anonymity"], name, None)))
-    for label, models in MODEL_SETS.items():
-        if label != "k-anonymity":
-            for name in ("lattice", "id-dga+oracle"):
-                out.append((f"generalization, {name}, {label}", _spec(db, f"w_{len(out)}", models, name, None)))
+        out.append((f"generalization, {name}, {KAnonymity.name}", _spec(db, f"w_{len(out)}", k_only, name, None)))
+    for label, models in sets.items():
+        for name in ("lattice", "id-dga+oracle"):
+            out.append((f"generalization, {name}, {label}", _spec(db, f"w_{len(out)}", models, name, None)))
     for algorithm in ALGORITHMS:
         params = {"algorithm": algorithm, "catalogue": "diseases32"}
-        out.append((f"microaggregation, {algorithm}", _spec(db, f"w_{len(out)}", [{"name": "k-anonymity", "k": 3}],
+        out.append((f"microaggregation, {algorithm}", _spec(db, f"w_{len(out)}", k_only,
                                                             "lattice", {"name": "microaggregation", "params": params},
                                                             sensitive="disease")))
     for initial in INITIAL:
         for objective in ("gcp", "sil"):
             params = {"initial": initial, "objective": objective, "seconds": 0.5}
             out.append((f"heterogeneous, {initial}, {objective}",
-                        _spec(db, f"w_{len(out)}", [{"name": "k-anonymity", "k": 3}], "lattice",
+                        _spec(db, f"w_{len(out)}", k_only, "lattice",
                               {"name": "heterogeneous", "params": params}, budget=20_000)))
     return out
 

@@ -10,27 +10,56 @@ The evaluator loads its inputs into a private in-memory database under fixed nam
 
 and registers two frames per batch: ``pop`` (``ind``, ``o<q>`` = level offset into ``lk<q>``)
 and ``ret`` (``ind``, ``row``, ``ret``: the retained count where it differs from ``n``). Every
-name is internal and the builders take only counts, flags and model names, so the text is a
-fixed template; identifiers are still quoted.
+name is internal and the builders take only counts, flags and fixed terms, so the text is a
+fixed template; identifiers are still quoted. A privacy model picks its AD computation from
+the terms below (``AdTerm``); the builders know computations, not models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ppdp.sql.quoting import quote_ident
 
 FRAME = "__ppdp_frame"  # name a frame is registered under while it is copied into a table
 
-# AD expression of each model over the per-individual columns (an empty release gets the
-# convention of the matching kernel in engine/evaluator/_kernels.py: k and l AD = inf, t AD = 0).
-_AD_SQL = {
-    "k-anonymity": "coalesce(CAST(i.\"k_ad\" AS DOUBLE), 'inf'::DOUBLE)",
-    "t-closeness": "coalesce(i.\"t_ad\", 0.0)",
-    "distinct-l-diversity": "coalesce(CAST(i.\"dl_ad\" AS DOUBLE), 'inf'::DOUBLE)",
-    "entropy-l-diversity": "coalesce(i.\"el_ad\", 'inf'::DOUBLE)",
-}
-MODELS_WITH_SQL = frozenset(_AD_SQL)
+# Class statistics a term may read, beyond "size" and "td": "distinct" (distinct SA values),
+# "nlogn" (sum of n ln n over SA values), "t" (the Euclidean distance terms against Q).
+CLASS_STATISTICS = frozenset({"distinct", "nlogn", "t"})
+
+
+@dataclass(frozen=True)
+class AdTerm:
+    """One model's AD in the batch query: an aggregate over the individual's classes (``c``),
+    the AD of an empty release (the convention of the matching kernel in
+    engine/evaluator/_kernels.py: smallest-type AD = inf, distance AD = 0), and the class
+    statistics the aggregate reads."""
+
+    aggregate: str
+    empty: str
+    reads: frozenset[str] = frozenset()
+
+
+def smallest_class() -> AdTerm:
+    """The smallest class size (k-anonymity)."""
+    return AdTerm('min(c."size")', "'inf'::DOUBLE")
+
+
+def fewest_distinct() -> AdTerm:
+    """The fewest distinct SA values of a class (distinct l-diversity)."""
+    return AdTerm('min(c."distinct")', "'inf'::DOUBLE", frozenset({"distinct"}))
+
+
+def smallest_exp_entropy() -> AdTerm:
+    """The smallest exp(entropy) of a class, ln N - sum n ln n / N as _kernels.ad_entropy_l."""
+    return AdTerm('min(exp(ln(c."size") - c."nlogn" / c."size"))', "'inf'::DOUBLE", frozenset({"nlogn"}))
+
+
+def largest_euclidean_distance() -> AdTerm:
+    """The largest Euclidean distance of a class's SA distribution to Q (HAEF eq. 2-4)."""
+    return AdTerm('max(sqrt(c."d2" + CASE WHEN c."npos" = k."n_pos" THEN 0.0 '
+                  'ELSE greatest(k."qq" - c."qp", 0.0) END))', "0.0", frozenset({"t"}))
 
 
 def settings(threads: int | None) -> list[str]:
@@ -68,14 +97,19 @@ def _gen_select(n_qids: int, single_key: bool) -> str:
     LEFT JOIN "ret" AS r ON r."ind" = p."ind" AND r."row" = h."row\""""
 
 
-def batch_query(n_qids: int, single_key: bool, models: Sequence[str], needs_pairs: bool) -> str:
+def batch_query(n_qids: int, single_key: bool, terms: Sequence[AdTerm], needs_pairs: bool) -> str:
     """One row per individual of ``pop``, in order: ``ind``, ``td``, ``suppressed`` and ``ad<j>``
-    for the j-th of ``models`` (names in MODELS_WITH_SQL). ``needs_pairs``: some model reads
-    the SA values of each class (l-diversity, t-closeness)."""
+    for the j-th of ``terms``. ``needs_pairs``: some model reads the SA values of each class
+    (l-diversity, t-closeness); a term that reads class statistics needs it."""
+    reads: set[str] = set().union(*(term.reads for term in terms)) if terms else set()
+    unknown = reads - CLASS_STATISTICS
+    if unknown:
+        raise ValueError(f"unknown class statistics {sorted(unknown)}")
+    if reads and not needs_pairs:
+        raise ValueError("terms that read class statistics need the (class, SA) pairs")
     cls = class_columns(n_qids, single_key)
     g = ", ".join(['"ind"'] + cls)
-    names = set(models)
-    t_on = "t-closeness" in names
+    t_on = "t" in reads
     ctes = [f'"gen" AS ({_gen_select(n_qids, single_key)}\n)']
     if needs_pairs:
         # (individual, class, SA value) with its retained count; TD rides along. For t, the
@@ -87,7 +121,7 @@ def batch_query(n_qids: int, single_key: bool, models: Sequence[str], needs_pair
     FROM "gen" WHERE "n" > 0 GROUP BY {g}, "sa"
 )""")
         stats = ['sum(pr."n") AS "size"', 'sum(pr."td") AS "td"', 'count(*) AS "distinct"']
-        if "entropy-l-diversity" in names:
+        if "nlogn" in reads:
             stats.append('sum(pr."n" * ln(pr."n")) AS "nlogn"')
         source = '"pairs" AS pr'
         if t_on:
@@ -108,20 +142,11 @@ def batch_query(n_qids: int, single_key: bool, models: Sequence[str], needs_pair
     FROM "gen" WHERE "n" > 0 GROUP BY {g}
 )""")
     per_ind = ['sum(c."size") AS "kept"', 'sum(c."td") AS "td"']
-    if "k-anonymity" in names:
-        per_ind.append('min(c."size") AS "k_ad"')
-    if "distinct-l-diversity" in names:
-        per_ind.append('min(c."distinct") AS "dl_ad"')
-    if "entropy-l-diversity" in names:
-        # exp of the class entropy ln N - sum n ln n / N, as _kernels.ad_entropy_l.
-        per_ind.append('min(exp(ln(c."size") - c."nlogn" / c."size")) AS "el_ad"')
-    if t_on:
-        per_ind.append('max(sqrt(c."d2" + CASE WHEN c."npos" = k."n_pos" THEN 0.0 '
-                       'ELSE greatest(k."qq" - c."qp", 0.0) END)) AS "t_ad"')
+    per_ind += [f'{term.aggregate} AS "a{j}"' for j, term in enumerate(terms)]
     ctes.append(f""""per_ind" AS (
     SELECT c."ind", {', '.join(per_ind)} FROM "classes" AS c CROSS JOIN "consts" AS k GROUP BY c."ind"
 )""")
-    ads = "".join(f', {_AD_SQL[name]} AS "ad{j}"' for j, name in enumerate(models))
+    ads = "".join(f', coalesce(CAST(i."a{j}" AS DOUBLE), {term.empty}) AS "ad{j}"' for j, term in enumerate(terms))
     return f"""WITH {', '.join(ctes)}
 SELECT p."ind", coalesce(i."td", 0.0) AS "td", k."n_records" - coalesce(i."kept", 0) AS "suppressed"{ads}
 FROM "pop" AS p CROSS JOIN "consts" AS k

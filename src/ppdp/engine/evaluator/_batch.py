@@ -16,8 +16,8 @@ compares both on random instances and against tests/reference.py).
 
 This module is self-contained on purpose: Numba's on-disk cache (``cache=True``) is not
 invalidated when a function defined in another file changes, so calling ``_kernels`` from here
-could silently keep a stale copy of a kernel. Supported models (``MODEL_KINDS``): k-anonymity,
-Euclidean t-closeness, distinct and entropy l-diversity; any other model uses the general path.
+could silently keep a stale copy of a kernel. Supported AD computations: the codes of
+engine/evaluator/kinds.py; a model without one uses the general path.
 """
 
 from __future__ import annotations
@@ -27,11 +27,6 @@ from numba import njit
 
 _KEY_LIMIT = 1 << 62
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-# Model name -> kind code of ``evaluate_batch``.
-MODEL_KINDS: dict[str, int] = {"k-anonymity": 0, "t-closeness": 1, "distinct-l-diversity": 2,
-                               "entropy-l-diversity": 3}
-
 
 @njit(cache=True)
 def _table_size(n):
@@ -114,7 +109,7 @@ def retained_batch(S, offsets):
 def evaluate_batch(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records):
     """AD per model (P, len(kinds)), TD (P,) and suppressed records (P,) of each (G[p], retained[p]).
 
-    ``kinds``: ``MODEL_KINDS`` codes (0 k-anonymity: smallest class, inf when empty; 1 Euclidean
+    ``kinds``: codes of engine/evaluator/kinds.py (0 k-anonymity: smallest class, inf when empty; 1 Euclidean
     t-closeness: largest class distance to ``q``, 0 when empty; 2 distinct l: fewest distinct
     SA values in a class; 3 entropy l: smallest exp(entropy) of a class).
     """

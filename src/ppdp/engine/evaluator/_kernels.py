@@ -719,7 +719,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
     dropped (as absent values, the way the evaluator sees them). All rows of a class share one
     TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
-    ``kinds``: ``_batch.MODEL_KINDS`` codes. The allocation of a class whose whole-class test
+    ``kinds``: codes of engine/evaluator/kinds.py. The allocation of a class whose whole-class test
     fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
     the same SA histograms recur on many nodes.
 

@@ -23,7 +23,7 @@ import polars as pl
 
 from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.errors import SpecError
-from ppdp.engine.evaluator import EVALUATORS, Evaluation, finish
+from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
 from ppdp.engine.models import PrivacyModel
 from ppdp.sql import evaluator as esql
 
@@ -38,15 +38,14 @@ class DuckDBEvaluator:
     name = "duckdb"
 
     def __init__(self, table: EncodedTable, models: list[PrivacyModel], *, threads: int | None = None) -> None:
-        unknown = [m.name for m in models if m.name not in esql.MODELS_WITH_SQL]
+        terms = [m.evaluator_term() for m in models]
+        unknown = [m.name for m, term in zip(models, terms, strict=True) if term is None]
         if unknown:
-            raise SpecError(
-                f"The duckdb evaluator has no SQL for model(s) {unknown}. "
-                f"Known: {', '.join(sorted(esql.MODELS_WITH_SQL))}. Hint: use evaluator backend 'numba'."
-            )
+            raise SpecError(f"The duckdb evaluator has no SQL for model(s) {unknown}. Hint: use evaluator backend 'numba'.")
+        self.terms = [term for term in terms if term is not None]
         self.table = table
         self.models = list(models)
-        self.needs_pairs = any(m.needs_pairs for m in self.models)
+        self.needs_pairs = any(m.requirements.sensitive_counts for m in self.models)
         self.con = duckdb.connect()
         for statement in esql.settings(threads):
             self.con.execute(statement)
@@ -93,7 +92,7 @@ class DuckDBEvaluator:
             "n_pos": [int((sa_q > 0).sum())],
             "n_records": [int(table.n_records)],
         }))
-        self._sql = esql.batch_query(nq, self.single_key, [m.name for m in self.models], self.needs_pairs)
+        self._sql = esql.batch_query(nq, self.single_key, self.terms, self.needs_pairs)
 
     def _load(self, name: str, frame: pl.DataFrame) -> None:
         self.con.register(esql.FRAME, frame)

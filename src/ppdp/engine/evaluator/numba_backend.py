@@ -1,6 +1,6 @@
 """In-memory evaluator: Numba kernels over the encoded histogram.
 
-With the built-in models (k-anonymity, Euclidean t-closeness, distinct / entropy l-diversity)
+When every model names a computation of the fused kernels (``kernel_kind``, evaluator/kinds.py)
 a batch is evaluated by one fused call (engine/evaluator/_batch.py); any other model goes
 through the per-solution kernels of _kernels.py and its own ``ad``. Both give the same numbers.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ppdp.engine.encoding import EncodedTable
-from ppdp.engine.evaluator import EVALUATORS, Evaluation, finish
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
 from ppdp.engine.models import ClassStats, PrivacyModel
 
 
@@ -24,10 +24,10 @@ class NumbaEvaluator:
         self.table = table
         self.models = list(models)
         self.gen, self.weight, self.n_gen = table.lookup
-        self.needs_pairs = any(m.needs_pairs for m in self.models)
+        self.needs_pairs = any(m.requirements.sensitive_counts for m in self.models)
         self.q = table.sa_distribution
-        # Fused batch path when every model has a kind code in _batch (else None).
-        kinds = [B.MODEL_KINDS.get(m.name) for m in self.models]
+        # Fused batch path when every model has a kind code of the fused kernels (else None).
+        kinds = [m.kernel_kind for m in self.models]
         self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
 
     def class_stats(self, g: np.ndarray, retained: np.ndarray) -> tuple[np.ndarray, ClassStats, np.ndarray]:

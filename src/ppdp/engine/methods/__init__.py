@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ppdp.engine.catalog import RunRecord
+from ppdp.engine.models import PrivacyModel
 from ppdp.engine.registry import Registry
 from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
@@ -67,6 +68,11 @@ class ReleaseMethod(Protocol):
     # ``cross_version(ctx, prep, plan, candidate, published) -> engine.stages.history.HistoryOutcome``:
     # the history stage calls it instead of the class-based check from the second version on (it
     # checks the method's own cross-version rule, holds back what it can, or raises VerificationError).
+
+    def covers(self, model: PrivacyModel) -> bool:
+        """Whether the method's own checks (``extra_checks``, ``cross_version``) verify ``model``;
+        read only when ``publishes_classes`` is False (engine/guards.py refuses the others)."""
+        ...
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         """The method's own independent SQL checks of the written version (each a dict with

@@ -21,6 +21,7 @@ from ppdp.engine.encoding import COUNT_COLUMN
 from ppdp.engine.errors import SpecError
 from ppdp.engine.methods import METHODS, ReleasePlan
 from ppdp.engine.metrics import class_size_summary, report_metrics
+from ppdp.engine.models import PrivacyModel
 from ppdp.engine.optimizers import OptimizerResult, Tracker, run_optimizer
 from ppdp.engine.problem import Problem
 from ppdp.engine.progress import ProgressBar
@@ -68,7 +69,7 @@ def solution_record(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
         "optimizer": result.optimizer, "budget": prep.spec.budget, "seed": prep.spec.seed,
         "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": result.certified,
         "feasible": result.feasible, "info": result.info,
-    }
+    } | ({"not_certified_because": list(result.not_certified_because)} if result.not_certified_because else {})
 
 
 def _changed_sections(prep: Prepared, previous: RunRecord) -> list[str]:
@@ -144,6 +145,10 @@ class Generalization:
     def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
         """A previous row is valid in this version when the levels are the same."""
         return (previous.solution or {}).get("levels") == plan.solution.get("levels")
+
+    def covers(self, model: PrivacyModel) -> bool:
+        """Never by itself: every model is verified by its own SQL check (publishes classes)."""
+        return False
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         return []  # the models' checks on the version table are the whole verification

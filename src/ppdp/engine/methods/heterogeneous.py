@@ -88,6 +88,8 @@ from ppdp.engine.hetero.ils import iterated_local_search
 from ppdp.engine.hetero.metrics import QidTable, gcp, sil
 from ppdp.engine.hetero.repair import RepairError, repair_graph
 from ppdp.engine.methods import METHODS, ReleasePlan
+from ppdp.engine.models import PrivacyModel, build_model
+from ppdp.engine.models.k_anonymity import KAnonymity
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.validate import Prepared
 from ppdp.sql import catalog as C
@@ -125,10 +127,11 @@ def settings(spec) -> Settings:
     unknown = set(params) - PARAMS
     if unknown:
         raise SpecError(f"method 'heterogeneous' does not take {sorted(unknown)}. Known: {', '.join(sorted(PARAMS))}.")
-    if [m.name for m in spec.models] != ["k-anonymity"]:
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    if len(models) != 1 or not isinstance(models[0], KAnonymity):
         raise SpecError("method 'heterogeneous' publishes heterogeneous k-anonymity: give exactly one model, "
-                        "[[privacy.models]] name = \"k-anonymity\" k = K.")
-    k = int(spec.models[0].param_dict()["k"])
+                        f"[[privacy.models]] name = \"{KAnonymity.name}\" k = K.")
+    k = models[0].k
     if k < 2:
         raise SpecError(f"method 'heterogeneous' needs k >= 2, got {k}.")
     initial = params.get("initial", "k-member")
@@ -419,6 +422,11 @@ class Heterogeneous:
         if withheld:  # the run record's metrics describe the first plan; these the published one
             record["metrics_after_withholding"] = {key: replanned.metrics[key] for key in ("gcp", "sil", "released_records")}
         return HistoryOutcome(None, len(withheld), 0, record)
+
+    def covers(self, model: PrivacyModel) -> bool:
+        """k-anonymity: the version check counts each record's matches in the published table
+        (``extra_checks``) and ``cross_version`` applies the method's own rule across versions."""
+        return isinstance(model, KAnonymity)
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         """The consistency graph from the published table and the source; the private graph's

@@ -58,6 +58,8 @@ from ppdp.engine.microaggregation.linkage import (
     load_catalogue,
 )
 from ppdp.engine.microaggregation.metrics import release_metrics
+from ppdp.engine.models import PrivacyModel, build_model
+from ppdp.engine.models.k_anonymity import KAnonymity
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.validate import Prepared
 from ppdp.sql import inspect
@@ -91,10 +93,11 @@ def settings(spec) -> Settings:
     algorithm = params.get("algorithm", "drasl")
     if algorithm not in ALGORITHMS.names():
         raise SpecError(f"method.params.algorithm {algorithm!r} is not available. Known: {', '.join(ALGORITHMS.names())}.")
-    k_models = [m.param_dict().get("k") for m in spec.models if m.name == "k-anonymity"]
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    k_models = [m.k for m in models if isinstance(m, KAnonymity)]
     if not k_models:
-        raise SpecError("method 'microaggregation' publishes groups of at least K: add [[privacy.models]] name = \"k-anonymity\" "
-                        "k = K (the version check verifies it).")
+        raise SpecError("method 'microaggregation' publishes groups of at least K: add [[privacy.models]] "
+                        f"name = \"{KAnonymity.name}\" k = K (the version check verifies it).")
     k = params.get("k", k_models[0])
     if not isinstance(k, int) or isinstance(k, bool) or k < 2 or k != k_models[0]:
         raise SpecError(f"method.params.k must be an integer >= 2 equal to the k-anonymity model's k ({k_models[0]}), got {k!r}.")
@@ -288,6 +291,10 @@ class Microaggregation:
         # A previous row may stand in the new version: the history stage then checks the classes
         # its labels form with the rest, so a held-back row never makes a class smaller than K.
         return True
+
+    def covers(self, model: PrivacyModel) -> bool:
+        """Never by itself: every model is verified by its own SQL check (publishes classes)."""
+        return False
 
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         """Every generalized value covers its record's source value, and every forged row carries

@@ -12,3 +12,16 @@
 
 No database and no pipeline here: the release method that uses this lives in engine/methods/.
 """
+
+# Each algorithm registers itself in algorithms.ALGORITHMS; importing them with the package makes
+# the registry complete (the registry module itself imports none of them: no import cycle).
+from ppdp.engine.microaggregation import (  # noqa: E402, F401
+    algorithms,
+    dpp,
+    entropy_l,
+    ika,
+    m_invariance,
+    mdav,
+    oka,
+    t_closeness,
+)

@@ -87,14 +87,3 @@ class Drasl:
 
 
 ALGORITHMS.register("drasl")(Drasl())
-
-# The baselines register themselves; importing them here makes the registry complete on import.
-from ppdp.engine.microaggregation import (  # noqa: E402, F401
-    dpp,
-    entropy_l,
-    ika,
-    m_invariance,
-    mdav,
-    oka,
-    t_closeness,
-)

@@ -1,14 +1,23 @@
-"""k-anonymity (ID-DGA paper): AD = smallest class size; feasible when AD >= k."""
+"""k-anonymity (ID-DGA paper): AD = smallest class size; feasible when AD >= k.
+
+Protects against identity disclosure by linkage on the quasi-identifiers: every released
+record shares its QID values with at least k - 1 others.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.models import MODELS, ClassStats, OracleParams
+from ppdp.engine.evaluator import kinds
+from ppdp.engine.models.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses
+from ppdp.engine.models.oracle import OracleParams
+from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import queries as Q
 
@@ -18,11 +27,14 @@ if TYPE_CHECKING:
 
 @MODELS.register("k-anonymity")
 @dataclass(frozen=True)
-class KAnonymity:
+class KAnonymity(PrivacyModel):
     k: int
-    name: str = "k-anonymity"
-    needs_pairs: bool = False
-    higher_is_safer: bool = True
+    name: ClassVar[str] = "k-anonymity"
+    union_closed: ClassVar[bool] = True  # a union of classes of >= k records has >= k records
+    monotone: ClassVar[bool] = True  # merging classes only grows them (Flash's predictive tagging)
+    ad_is_smallest_class: ClassVar[bool] = True
+    kernel_kind: ClassVar[int | None] = kinds.SMALLEST_CLASS
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"k": 3}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> KAnonymity:
@@ -37,6 +49,12 @@ class KAnonymity:
     def ad(self, stats: ClassStats) -> float:
         return float(K.ad_k_anonymity(stats.size))
 
+    def reference_ad(self, classes: ReferenceClasses, q: list[float]) -> float:
+        return min((sum(c.values()) for c in classes.values()), default=math.inf)
+
+    def class_ad(self, stats: ClassStats) -> np.ndarray:
+        return stats.size.astype(np.float64)
+
     def feasible(self, ad: float) -> bool:
         # An empty release (AD = inf) is feasible with TD 0 (PAPER_NOTES §2).
         return ad >= self.k
@@ -44,6 +62,9 @@ class KAnonymity:
     def violation(self, ad: float) -> float:
         """Normalized distance to feasibility; monotone in AD, so it ranks like AD does."""
         return 0.0 if ad >= self.k else (self.k - ad) / self.k
+
+    def min_class_size(self) -> int:
+        return self.k
 
     def oracle(self) -> OracleParams:
         return OracleParams(k=self.k)
@@ -64,6 +85,9 @@ class KAnonymity:
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_k_query(relation, qids, d)
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+    def history_failures(self, sig, values_at, q_at, versions: list[int]) -> list[str]:
         """Queries of the history classes (sig_now) that fail: fewer than k rows."""
         return [H.small_classes_k(sig, self.k)]
+
+    def evaluator_term(self) -> esql.AdTerm:
+        return esql.smallest_class()

@@ -1,14 +1,30 @@
-"""Distinct and entropy l-diversity (Machanavajjhala et al. 2007), beyond the papers (§2)."""
+"""Distinct and entropy l-diversity (Machanavajjhala et al. 2007), beyond the papers (§2).
+
+Protect against attribute disclosure by homogeneity: every class holds several well-represented
+sensitive values, so knowing someone's class does not reveal their value.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.models import MODELS, ClassStats, OracleParams, distinct_sensitive_values
+from ppdp.engine.evaluator import kinds
+from ppdp.engine.models.base import (
+    MODELS,
+    ClassStats,
+    PrivacyModel,
+    ReferenceClasses,
+    Requirements,
+    distinct_sensitive_values,
+)
+from ppdp.engine.models.oracle import OracleParams
+from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import queries as Q
 
@@ -32,13 +48,18 @@ def _read_l(name: str, params: dict[str, Any], *, integer: bool) -> float:
 
 @MODELS.register("distinct-l-diversity")
 @dataclass(frozen=True)
-class DistinctLDiversity:
+class DistinctLDiversity(PrivacyModel):
     """Every class holds at least l distinct sensitive values. AD = the smallest count."""
 
     l: int  # noqa: E741 (the papers' name)
-    name: str = "distinct-l-diversity"
-    needs_pairs: bool = True
-    higher_is_safer: bool = True
+    name: ClassVar[str] = "distinct-l-diversity"
+    requirements: ClassVar[Requirements] = Requirements(sensitive_counts=True)
+    union_closed: ClassVar[bool] = True  # a union holds every value of each of its classes
+    # Monotone in theory (ARX declares it), but Flash has not been tested against exhaustive
+    # search with it: not declared until it is.
+    monotone: ClassVar[bool] = False
+    kernel_kind: ClassVar[int | None] = kinds.FEWEST_DISTINCT
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"l": 2}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> DistinctLDiversity:
@@ -47,8 +68,18 @@ class DistinctLDiversity:
     def ad(self, stats: ClassStats) -> float:
         return float(K.ad_distinct_l(stats.size, stats.pair_class, stats.pair_n))
 
+    def reference_ad(self, classes: ReferenceClasses, q: list[float]) -> float:
+        return min((sum(1 for n in c.values() if n > 0) for c in classes.values()), default=math.inf)
+
+    def class_ad(self, stats: ClassStats) -> np.ndarray:
+        live = stats.pair_n > 0
+        return np.bincount(stats.pair_class[live], minlength=len(stats.size)).astype(np.float64)
+
     def feasible(self, ad: float) -> bool:
         return ad >= self.l
+
+    def min_class_size(self) -> int:
+        return self.l
 
     def violation(self, ad: float) -> float:
         return 0.0 if ad >= self.l else (self.l - ad) / self.l
@@ -78,16 +109,23 @@ class DistinctLDiversity:
         """Queries of the history classes (sig_now) with fewer than l values in some version."""
         return [H.failing_distinct_l(values_at(v), self.l) for v in versions]
 
+    def evaluator_term(self) -> esql.AdTerm:
+        return esql.fewest_distinct()
+
 
 @MODELS.register("entropy-l-diversity")
 @dataclass(frozen=True)
-class EntropyLDiversity:
+class EntropyLDiversity(PrivacyModel):
     """Entropy of every class's sensitive values >= log(l). AD = smallest exp(entropy)."""
 
     l: float  # noqa: E741
-    name: str = "entropy-l-diversity"
-    needs_pairs: bool = True
-    higher_is_safer: bool = True
+    name: ClassVar[str] = "entropy-l-diversity"
+    requirements: ClassVar[Requirements] = Requirements(sensitive_counts=True)
+    # Entropy is concave: a union's entropy is at least the smallest of its classes'.
+    union_closed: ClassVar[bool] = True
+    monotone: ClassVar[bool] = False  # S*(G) suppresses inside classes: not shown monotone
+    kernel_kind: ClassVar[int | None] = kinds.SMALLEST_EXP_ENTROPY
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"l": 1.5}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> EntropyLDiversity:
@@ -95,6 +133,14 @@ class EntropyLDiversity:
 
     def ad(self, stats: ClassStats) -> float:
         return float(K.ad_entropy_l(stats.size, stats.pair_class, stats.pair_n))
+
+    def reference_ad(self, classes: ReferenceClasses, q: list[float]) -> float:
+        out = math.inf
+        for counts in classes.values():
+            n = sum(counts.values())
+            h = -sum(c / n * math.log(c / n) for c in counts.values() if c > 0)
+            out = min(out, math.exp(h))
+        return out
 
     def feasible(self, ad: float) -> bool:
         # Compare in log space with a tolerance: a class (1, 1) has entropy log 2 exactly.
@@ -130,3 +176,6 @@ class EntropyLDiversity:
     def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
         """Queries of the history classes (sig_now) whose exp(entropy) is below l in some version."""
         return [H.failing_entropy_l(values_at(v), self.l) for v in versions]
+
+    def evaluator_term(self) -> esql.AdTerm:
+        return esql.smallest_exp_entropy()

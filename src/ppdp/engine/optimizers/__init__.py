@@ -40,6 +40,8 @@ class OptimizerResult:
     history: np.ndarray  # (n, 3): evaluation count, best TD so far, best is feasible (0/1)
     certified: bool = False  # TD is proven maximal over all (G, S) (within the suppression limit, if the optimizer has one)
     info: dict[str, Any] = field(default_factory=dict)
+    # Why a search that would otherwise have certified its result could not (models/oracle.py).
+    not_certified_because: tuple[str, ...] = ()
 
     def curve(self, budget: int | None = None) -> np.ndarray:
         """Best TD after each evaluation 1..budget (NaN before the first feasible one)."""
@@ -115,6 +117,9 @@ class Tracker:
                 self.progress(self.used, float(e.td[0]), bool(e.feasible[0]))
 
     def result(self, *, certified: bool = False, info: dict[str, Any] | None = None) -> OptimizerResult:
+        """The best solution found. ``certified``: the search proved it optimal *given an exact
+        oracle*; it is certified only when the problem's S*(G) is exact for every model (the
+        reasons otherwise go to ``not_certified_because``)."""
         if self.best_eval is None or self.best_g is None or self.best_retained is None:  # (all three are set together)
             raise RuntimeError(f"{self.name} evaluated nothing (budget {self.budget})")
         e = self.best_eval
@@ -123,7 +128,8 @@ class Tracker:
             optimizer=self.name, g=self.best_g, retained=self.best_retained, td=float(e.td[0]),
             feasible=bool(e.feasible[0]), ad=e.ad[0].copy(), suppressed=int(e.suppressed[0]),
             evaluations=self.used, seconds=time.perf_counter() - self.start, history=hist,
-            certified=certified, info=dict(info or {}),
+            certified=certified and self.problem.oracle_exact, info=dict(info or {}),
+            not_certified_because=self.problem.oracle_plan.reasons if certified else (),
         )
 
 

@@ -274,13 +274,13 @@ class _Flash:
             self.evaluate(int(idx[i]))
 
 
-def _only_k_anonymity(problem: Problem, name: str) -> None:
-    others = [m.name for m in problem.models if m.name != "k-anonymity"]
+def _only_monotone(problem: Problem, name: str) -> None:
+    """Flash tags whole paths by one check: every model must declare itself monotone."""
+    others = [m.name for m in problem.models if not m.monotone]
     if others:
         raise SpecError(
-            f"{name} needs a monotonic privacy model and supports only k-anonymity; this problem also has "
-            f"{', '.join(others)}. Hint: use the 'lattice' optimizer (exact suppression, any model) or an "
-            "evolutionary optimizer."
+            f"{name} needs monotonic privacy models; {', '.join(others)} is not declared monotone. "
+            "Hint: use the 'lattice' optimizer (exact suppression, any model) or an evolutionary optimizer."
         )
 
 
@@ -298,7 +298,7 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
     if params:
         raise SpecError(f"flash optimizer: unknown parameter(s) {sorted(params)}. Known: suppression_limit, max_lattice.")
     max_suppressed = max_suppressed_records(problem, limit, "flash")
-    _only_k_anonymity(problem, "The flash optimizer")
+    _only_monotone(problem, "The flash optimizer")
     size = lattice_size(problem.heights)
     if size > max_lattice:
         raise SpecError(
@@ -317,7 +317,7 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
     }
     # Certified in the lattice search's sense: TD proven maximal over the (G, S) the run was
     # allowed, here those within the suppression limit (the k-anonymity oracle is exact).
-    return tracker.result(certified=complete and problem.oracle_params.exact, info=info)
+    return tracker.result(certified=complete, info=info)  # Tracker.result: only with an exact oracle
 
 
 def dfs_order(heights: np.ndarray) -> Iterator[tuple[int, ...]]:

@@ -39,6 +39,7 @@ from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import Evaluation
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.models import ClassStats
+from ppdp.engine.models.k_anonymity import KAnonymity
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
 from ppdp.engine.optimizers.islands import COMMON_DEFAULTS, Island, parse_params, run_islands
 from ppdp.engine.optimizers.operators import (
@@ -66,39 +67,14 @@ ID_DGA_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _class_ad(model: Any, stats: ClassStats) -> np.ndarray:
-    """AD of each class alone under ``model`` (the AD of a one-class release)."""
-    size = stats.size
-    m = len(size)
-    if model.name == "k-anonymity":
-        return size.astype(np.float64)
-    if model.name == "t-closeness":  # HAEF eq. 2, term by term as in _kernels.ad_t_closeness
-        frac = stats.pair_n / np.maximum(size[stats.pair_class], 1)
-        qv = stats.q[stats.pair_sa]
-        d2 = np.bincount(stats.pair_class, weights=(frac - qv) ** 2, minlength=m)
-        absent = float((stats.q ** 2).sum()) - np.bincount(stats.pair_class, weights=qv ** 2, minlength=m)
-        return np.sqrt(d2 + np.maximum(absent, 0.0))
-    if model.name == "distinct-l-diversity":
-        live = stats.pair_n > 0
-        return np.bincount(stats.pair_class[live], minlength=m).astype(np.float64)
-    # Any other model: its own AD on each class alone.
-    out = np.empty(m)
-    for c in range(m):
-        sel = stats.pair_class == c
-        one = ClassStats(size[c : c + 1], np.zeros(int(sel.sum()), dtype=stats.pair_class.dtype), stats.pair_sa[sel],
-                         stats.pair_n[sel], stats.q)
-        out[c] = model.ad(one)
-    return out
-
-
 def record_disclosure(problem: Problem, g: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, bool]:
     """Each record's AD for the improvement operator -> (values, higher_is_safer).
 
-    k-anonymity alone: the record's class size (``Problem.record_class_sizes``, ID-DGA §4.5).
+    Models whose AD is the smallest class (k-anonymity) alone: the record's class size (``Problem.record_class_sizes``, ID-DGA §4.5).
     Otherwise: the sum over models of the normalized violation of the record's class (higher is
     less safe). Suppressed records get 0 and are ignored by ``imp_info_driven``.
     """
-    if all(m.name == "k-anonymity" for m in problem.models):
+    if all(m.ad_is_smallest_class for m in problem.models):
         return problem.record_class_sizes(g, s), True
     t = problem.table
     retained = problem.retained_from_s(s)[0]
@@ -109,7 +85,7 @@ def record_disclosure(problem: Problem, g: np.ndarray, s: np.ndarray) -> tuple[n
     stats = ClassStats(size, pc, ps, pn, t.sa_distribution)
     viol = np.zeros(m)
     for model in problem.models:
-        viol += np.array([model.violation(a) for a in _class_ad(model, stats)])
+        viol += np.array([model.violation(a) for a in model.class_ad(stats)])
     per_row = np.where(cls >= 0, viol[np.maximum(cls, 0)], 0.0)
     return np.where(s, per_row[t.row_of_record], 0.0), False
 
@@ -132,13 +108,13 @@ class IDDGAIsland(Island):
         c, p = self.config, self.problem
         models = p.models
         if (self.oracle or self.diversity_every or c["mutation"] != "info" or c["mutation_per_gene"]
-                or c["improve_until_feasible"] or len(models) != 1 or models[0].name != "k-anonymity"
+                or c["improve_until_feasible"] or len(models) != 1 or not isinstance(models[0], KAnonymity)
                 or p.evaluator.name != "numba" or getattr(p.evaluator, "kinds", None) is None):
             return None
         from ppdp.engine.optimizers._id_dga_kernel import epoch_k_anonymity
 
         ev, t = p.evaluator, p.table
-        return (epoch_k_anonymity, float(models[0].k),
+        return (epoch_k_anonymity, float(models[0].min_class_size()),
                 (t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, ev.q, ev.kinds, t.n_records, t.offsets,
                  t.row_of_record))
 

@@ -28,7 +28,7 @@ bound runs the node search instead (the same bound, cheaper bookkeeping, classes
 UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.py).
 
 ``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
-Certification also needs an exact oracle (OracleParams.exact).
+Certification also needs an exact oracle (Problem.oracle_exact, models/oracle.py).
 
 ``greedy_start`` (mode bound; default on with the class bound, off otherwise): before the box
 search, one greedy dive of the ``descent`` optimizer from the top (always on to the
@@ -123,7 +123,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     heights = problem.heights
     size = lattice_size(heights)
     tracker = Tracker(problem, budget, name="lattice", progress=progress)
-    exact = problem.oracle_params.exact
+    exact = problem.oracle_exact
     info: dict[str, Any] = {"mode": mode, "lattice_size": size, "oracle_exact": exact,
                             "suppression_limit": float(limit), "max_suppressed": max_suppressed}
 
@@ -142,11 +142,11 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
             retained, ev = evaluate(G)
             tracker.offer(G, retained, ev)
         info["nodes_evaluated"] = tracker.used
-        return tracker.result(certified=exact and len(nodes) == size, info=info)
+        return tracker.result(certified=len(nodes) == size, info=info)
     if mode == "nodes":
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
-        return tracker.result(certified=certified and exact, info=info)
+        return tracker.result(certified=certified, info=info)
     bound = BoxBound(problem)
     # The class bound classifies the table at every box's U, where the node search rolls each
     # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
@@ -154,13 +154,13 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     if not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE):
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
-        return tracker.result(certified=certified and exact, info=info)
+        return tracker.result(certified=certified, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
     certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap,
                                               greedy=bound.by_class if greedy is None else bool(greedy))
     info.update(search="boxes by class" if bound.by_class else "boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
-    return tracker.result(certified=certified and exact, info=info)
+    return tracker.result(certified=certified, info=info)
 
 
 MODES = ("bound", "nodes", "exhaustive")

@@ -97,8 +97,9 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
                              reference=reference)
 
     models = [build_model(m.name, m.param_dict()) for m in spec.models]
-    if any(m.needs_pairs for m in models) and not spec.sensitive:
-        raise SpecError("t-closeness and l-diversity need sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    needs_sensitive = [m.name for m in models if m.requirements.sensitive_counts]
+    if needs_sensitive and not spec.sensitive:
+        raise SpecError(f"{' and '.join(needs_sensitive)} need(s) sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
     check_possible(table, models)
     dropped = {spec.key, *spec.identifiers, *spec.drop}
     released = [c for c in columns if c not in dropped]

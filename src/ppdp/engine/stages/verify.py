@@ -9,12 +9,11 @@ version must give this one exactly. Any failure raises: the transaction rolls ba
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ppdp.connectors.base import Connector
 from ppdp.engine.errors import VerificationError
-from ppdp.engine.models import PrivacyModel
+from ppdp.engine.models import PrivacyModel, empty_ad
 from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.history import failing_classes, version_tables
@@ -27,8 +26,12 @@ from ppdp.sql.quoting import quote_table
 
 
 def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str) -> str:
-    """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``)."""
-    return m.version_sql(relation, spec.qid_columns, list(spec.sensitive), V.stored_q(release, version, d), d)
+    """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``).
+    A model without one fails closed (engine/guards.py refuses it before any write)."""
+    sql = m.version_sql(relation, spec.qid_columns, list(spec.sensitive), V.stored_q(release, version, d), d)
+    if sql is None:
+        raise VerificationError(f"{m.name} has no SQL verification of a version; nothing may be published under it.")
+    return sql
 
 
 def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str, release: str,
@@ -38,7 +41,7 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
         sql = model_check_sql(spec, m, relation, release, version, con.dialect)
         row = con.query(sql).row(0, named=True)
         ad = row["ad"]
-        ad_value = (math.inf if m.higher_is_safer else 0.0) if ad is None else float(ad)
+        ad_value = empty_ad(m) if ad is None else float(ad)
         checks.append({"model": m.name, "params": m.params(), "ad": None if ad is None else float(ad),
                        "classes": int(row["classes"]), "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
     return checks

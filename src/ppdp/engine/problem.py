@@ -15,6 +15,7 @@ from ppdp.engine.evaluator import Evaluation, finish, kinds, make_evaluator
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator.class_memo import ClassMemo
+from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
 from ppdp.engine.models import OracleParams, OraclePlan, PrivacyModel, plan_oracle
 
 
@@ -43,13 +44,16 @@ class Problem:
         self.evaluations = 0
         # The models' S*(G) constraints, and whether S*(G) is exact for them (models/oracle.py).
         self.oracle_plan: OraclePlan = plan_oracle(self.models)
-        self._numba = self.evaluator if backend == "numba" else make_evaluator("numba", table, self.models)
+        # The numba backend's arrays feed S*(G) and the fused kernels whatever the backend.
+        numba = self.evaluator if backend == "numba" else make_evaluator("numba", table, self.models)
+        assert isinstance(numba, NumbaEvaluator)
+        self._numba: NumbaEvaluator = numba
         # S*(G) depends on G alone, and evolutionary runs revisit the same G many times (a
         # converged population): remember it, up to ORACLE_CACHE_BYTES of retained counts.
         self._oracle_cache: dict[bytes, np.ndarray] = {}
         self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
         # Allocations of S*(G) per class signature, shared by every node (evaluate_optimal).
-        self._memo: tuple[np.ndarray, ...] | None = None
+        self._memo: tuple[np.ndarray, np.ndarray] | None = None
         # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
         self._class_memo: ClassMemo | None = None
         self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
@@ -161,7 +165,7 @@ class Problem:
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
         # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
         # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
-        if (self.evaluator.name != "numba" or self.evaluator.kinds is None
+        if (self.evaluator is not self._numba or self._numba.kinds is None
                 or any(g.tobytes() in self._oracle_cache for g in G)):
             retained = np.stack([self.optimal_retained(g) for g in G])
             return retained, self.evaluate(G, retained=retained)
@@ -180,10 +184,11 @@ class Problem:
         search evaluates a node's predecessors before it), instead of classifying every row.
         """
         t = self.table
-        ev = self.evaluator
+        ev = self._numba
         o = self.oracle_params
         if self._memo is None:
             self._memo = K.new_retention_memo(t.n_sa)
+        allocations, allocations_fill = self._memo
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.
         rollup = rollup and G.shape[0] * 4 * t.n_rows <= CLASS_CACHE_BYTES
@@ -192,7 +197,8 @@ class Problem:
         cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
         retained, ad, td, sup = K.evaluate_optimal_batch(
             G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, t.n_records,
-            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), *self._memo, memo.ids, parent_of, cls_out)
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, memo.ids, parent_of,
+            cls_out)
         if rollup:
             for g, cls in zip(G, cls_out, strict=True):
                 memo.ids[memo.claim(g)] = cls
@@ -233,10 +239,10 @@ class Problem:
         alone, rolled up from a remembered node below each G, or the node itself
         (``_kernels.unsuppressed_batch``): the same numbers, bit for bit (issue #18).
         """
-        ev = self.evaluator
-        if ev.name != "numba" or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
+        ev = self._numba
+        if self.evaluator is not ev or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
             G = np.atleast_2d(np.asarray(G, dtype=np.int64))
-            return self.evaluate(G) if count else ev.evaluate(G, np.tile(self.table.counts, (G.shape[0], 1)))
+            return self.evaluate(G) if count else self.evaluator.evaluate(G, np.tile(self.table.counts, (G.shape[0], 1)))
         t = self.table
         G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
         memo = self.class_memo

@@ -60,20 +60,20 @@ def releases(db: Path) -> list[tuple[str, Any]]:
 
     sets = model_sets()
     k_only = sets.pop(KAnonymity.name)
-    out = []
+    out: list[tuple[str, Any]] = []
     for name in optimizer_names():
         out.append((f"generalization, {name}, {KAnonymity.name}", _spec(db, f"w_{len(out)}", k_only, name, None)))
     for label, models in sets.items():
         for name in ("lattice", "id-dga+oracle"):
             out.append((f"generalization, {name}, {label}", _spec(db, f"w_{len(out)}", models, name, None)))
     for algorithm in ALGORITHMS:
-        params = {"algorithm": algorithm, "catalogue": "diseases32"}
+        params: dict[str, Any] = {"algorithm": algorithm, "catalogue": "diseases32"}
         out.append((f"microaggregation, {algorithm}", _spec(db, f"w_{len(out)}", k_only,
                                                             "lattice", {"name": "microaggregation", "params": params},
                                                             sensitive="disease")))
     for initial in INITIAL:
         for objective in ("gcp", "sil"):
-            params = {"initial": initial, "objective": objective, "seconds": 0.5}
+            params = {"initial": initial, "objective": objective, "seconds": 0.5}  # (dict[str, Any], as above)
             out.append((f"heterogeneous, {initial}, {objective}",
                         _spec(db, f"w_{len(out)}", k_only, "lattice",
                               {"name": "heterogeneous", "params": params}, budget=20_000)))

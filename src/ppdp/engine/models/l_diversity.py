@@ -40,10 +40,10 @@ def _read_l(name: str, params: dict[str, Any], *, integer: bool) -> float:
         raise SpecError(f"{name} takes only 'l', not {sorted(unknown)}.")
     value = params.get("l")
     ok = isinstance(value, int) if integer else isinstance(value, int | float)
-    if isinstance(value, bool) or not ok or not math.isfinite(value) or value < 1:
+    if isinstance(value, bool) or not ok or not isinstance(value, int | float) or not math.isfinite(value) or value < 1:
         kind = "an integer" if integer else "a finite number"
         raise SpecError(f"{name} needs {kind} l >= 1, got {value!r}. Hint: l = 2.")
-    return value
+    return float(value)
 
 
 @MODELS.register("distinct-l-diversity")

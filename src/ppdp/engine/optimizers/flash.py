@@ -79,7 +79,8 @@ class _Flash:
         self.nq = len(self.h)
         self.size = lattice_size(self.heights)
         self.tags = np.zeros(self.shape, dtype=np.int8)
-        self.flat_tags = memoryview(self.tags.reshape(-1))  # fast scalar reads, same buffer
+        # fast scalar reads, same buffer (numpy's stubs do not declare the buffer protocol)
+        self.flat_tags = memoryview(self.tags.reshape(-1))  # type: ignore[arg-type]
         self.strides = [int(np.prod(self.shape[q + 1 :], dtype=np.int64)) for q in range(self.nq)]
         self.max_level = max(sum(self.h), 1)
         # Flash strategy, criterion 3: distinct generalized values per QID and level.
@@ -327,20 +328,23 @@ def dfs_order(heights: np.ndarray) -> Iterator[tuple[int, ...]]:
     node = (0,) * n
     visited = {node}
     yield node
-    stack = [[node, 0]]
-    while stack:
-        frame = stack[-1]
-        cur, q = frame
+    # Each frame: a node and the next QID to try raising at it.
+    nodes: list[tuple[int, ...]] = [node]
+    next_q: list[int] = [0]
+    while nodes:
+        cur, q = nodes[-1], next_q[-1]
         while q < n and (cur[q] >= h[q] or cur[:q] + (cur[q] + 1,) + cur[q + 1 :] in visited):
             q += 1
         if q == n:
-            stack.pop()
+            nodes.pop()
+            next_q.pop()
             continue
-        frame[1] = q + 1
+        next_q[-1] = q + 1
         nxt = cur[:q] + (cur[q] + 1,) + cur[q + 1 :]
         visited.add(nxt)
         yield nxt
-        stack.append([nxt, 0])
+        nodes.append(nxt)
+        next_q.append(0)
 
 
 @OPTIMIZERS.register("dfs")
@@ -361,14 +365,14 @@ def dfs(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
     counts = problem.table.counts
     visited = 0
     while not tracker.exhausted:
-        G = []
+        nodes: list[tuple[int, ...]] = []
         for node in order:
-            G.append(node)
-            if len(G) >= min(batch, tracker.remaining):
+            nodes.append(node)
+            if len(nodes) >= min(batch, tracker.remaining):
                 break
-        if not G:
+        if not nodes:
             break
-        G = np.array(G, dtype=np.int64)
+        G = np.array(nodes, dtype=np.int64)
         retained = np.tile(counts, (len(G), 1))
         ev = problem.evaluate(G, retained=retained)
         tracker.offer(G, retained, ev)

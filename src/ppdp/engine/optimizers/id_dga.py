@@ -38,6 +38,7 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import Evaluation
 from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
 from ppdp.engine.models import ClassStats
 from ppdp.engine.models.k_anonymity import KAnonymity
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
@@ -109,7 +110,7 @@ class IDDGAIsland(Island):
         models = p.models
         if (self.oracle or self.diversity_every or c["mutation"] != "info" or c["mutation_per_gene"]
                 or c["improve_until_feasible"] or len(models) != 1 or not isinstance(models[0], KAnonymity)
-                or p.evaluator.name != "numba" or getattr(p.evaluator, "kinds", None) is None):
+                or not isinstance(p.evaluator, NumbaEvaluator) or p.evaluator.kinds is None):
             return None
         from ppdp.engine.optimizers._id_dga_kernel import epoch_k_anonymity
 

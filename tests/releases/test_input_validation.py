@@ -467,7 +467,7 @@ def test_run_into_a_closed_pipe_exits_quietly(small_db, tmp_path):
 def test_run_piped_into_head(small_db, tmp_path):
     spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL)
     err = tmp_path / "stderr.txt"
-    shell = f"{sys.executable} -m engine.cli run {spec} --no-progress 2>{err} | head -1"
+    shell = f"{sys.executable} -m ppdp.engine.cli run {spec} --no-progress 2>{err} | head -1"
     proc = subprocess.run(["bash", "-c", shell], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.stdout.startswith('release "published"."adult" version 1') and len(proc.stdout.splitlines()) == 1

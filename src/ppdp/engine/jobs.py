@@ -16,6 +16,7 @@ from ppdp.connectors import connect
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
+from ppdp.engine.methods import method_of
 from ppdp.engine.release import ReleaseOutcome, run_release
 from ppdp.engine.spec import load_spec, spec_from_dict
 from ppdp.sql import catalog as catalog_sql
@@ -41,6 +42,7 @@ def _absolute_hierarchies(raw: dict[str, Any], base: Path) -> dict[str, Any]:
 def register_job(db: str, spec_path: str | Path, *, name: str | None = None) -> str:
     """Validate a TOML spec and store it as a job (replacing a job of the same name)."""
     spec = load_spec(spec_path)
+    method_of(spec)  # the spec names a release method (the spec module does not know them)
     raw = _absolute_hierarchies(spec.raw, Path(spec.base_dir))
     job = name or spec.output_name
     con = connect(db)

@@ -1,5 +1,10 @@
 """``ppdp sql``: read a release's current version from the catalog and render the script that
-rebuilds it elsewhere (the SQL itself is built in sql/dialects.py from plain values)."""
+rebuilds it elsewhere (the SQL itself is built in sql/dialects.py from plain values).
+
+What a version's rows are derived from is the release method's business: each method's
+``rebuild_rows`` reads its own private state and names the SELECT over it, or refuses in one
+line when its rows cannot be derived from the source and stored state. The row ids, the
+columns and the held-back check are common to every method."""
 
 from __future__ import annotations
 
@@ -9,10 +14,11 @@ from sqlglot import exp
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
+from ppdp.engine.methods import method_of
 from ppdp.engine.spec import spec_from_dict
 from ppdp.sql import catalog as C
 from ppdp.sql import queries as Q
-from ppdp.sql.dialects import DIALECTS, RebuildData, render_script
+from ppdp.sql.dialects import DIALECTS, RebuildData, render_script, row_ids_table
 
 
 def rebuild_data(con: Connector, name: str) -> RebuildData:
@@ -22,7 +28,7 @@ def rebuild_data(con: Connector, name: str) -> RebuildData:
     if run is None:
         raise SpecError(f"No published release named {name!r} in {con.url}. Hint: 'ppdp runs' lists the releases.")
     spec = spec_from_dict(run.spec)
-    version = int(run.version)
+    version = int(run.version or 0)  # a published run has its version
     held = (run.cross_version or {}).get("held_back", {})
     standing = int(held.get("deletes_delayed", 0)) + int(held.get("changes_delayed", 0))
     if standing:
@@ -30,16 +36,14 @@ def rebuild_data(con: Connector, name: str) -> RebuildData:
                         "changes, for privacy across versions) that the source no longer has, so a script that rebuilds "
                         "it from the source cannot reproduce them. Hint: copy the version table itself ('ppdp export'), "
                         "or rebuild after a later version has published those changes.")
-    d = con.dialect
-    hier = con.query(C.version_hierarchies(d), [release, version])
-    sup = con.query(C.version_suppressed(d), [release, version])
-    rids = con.query(C.release_row_ids(d), [release])
+    method_rows = method_of(spec).rebuild_rows(con, run, spec)
+    rids = con.query(C.release_row_ids(con.dialect), [release])
     cols = con.relation_columns(spec.output_schema, f"{spec.output_name}__v{version}") or []
     return RebuildData(
         name=spec.output_name, release=release, version=version, output_schema=spec.output_schema, source_schema=spec.schema, source_table=spec.table,
         source_query=spec.query, source_dialect=con.dialect, key=spec.key,
-        columns=tuple(c for c, _ in cols if c != Q.ROW_ID), levels={q: int(g) for q, g in run.solution["levels"].items()},
-        hierarchies=tuple(hier.rows()), suppressed=tuple(sup.rows()), row_ids=tuple(rids.rows()),
+        columns=tuple(c for c, _ in cols if c != Q.ROW_ID), rows=method_rows.rows,
+        tables=(*method_rows.tables, row_ids_table(tuple(rids.rows()))),
         query_tables=_query_tables(con, spec.query) if spec.query else {},
     )
 

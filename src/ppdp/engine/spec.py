@@ -133,7 +133,8 @@ def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
 
 
 def _registered(kind: str, name: str, where: str) -> str:
-    """``name`` if it is a registered optimizer / evaluator / metric; a SpecError otherwise."""
+    """``name`` if it is a registered optimizer / evaluator / metric; a SpecError otherwise. (Release
+    methods are looked up by engine/methods ``method_of``: they import this module.)"""
     from ppdp.engine.errors import UnknownNameError
 
     try:
@@ -142,10 +143,6 @@ def _registered(kind: str, name: str, where: str) -> str:
 
             _load_builtin()
             OPTIMIZERS.get(name)
-        elif kind == "method":
-            from ppdp.engine.methods import METHODS
-
-            METHODS.get(name)
         elif kind == "evaluator":
             from ppdp.engine.evaluator import EVALUATORS, duckdb_backend, numba_backend  # noqa: F401 (importing registers them)
 
@@ -309,7 +306,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _check_keys("access", access, "[access]")
     method = _typed(raw.get("method", {}), "[method]", dict)
     _check_keys("method", method, "[method]")
-    method_name = _registered("method", _typed(method.get("name", "generalization"), "method.name", str), "method.name")
+    # the name is looked up where the methods are known (engine/methods ``method_of``): the spec
+    # sits below them and imports none
+    method_name = _typed(method.get("name", "generalization"), "method.name", str)
     method_params = _typed(method.get("params", {}), "method.params", dict)
 
     out = _need(raw, "output", "the spec", dict)

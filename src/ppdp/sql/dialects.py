@@ -1,9 +1,11 @@
 """``ppdp sql``: a self-contained script that rebuilds a release's current version elsewhere.
 
-The script creates a helper schema ``ppdp_rebuild`` with the hierarchy, suppressed-key and
-row-id tables of that version (as INSERT ... VALUES), then the version table by the same
-generalization joins and anti-join ppdp itself ran, and the view. It reads the source table
-under its own name, so it runs in any database that holds the source.
+The script creates a helper schema ``ppdp_rebuild`` with the private tables that version's rows
+are derived from (as INSERT ... VALUES): the row ids, and the release method's own state (a
+generalization's hierarchies and suppressed keys, a microaggregation's groups, labels and forged
+records, a heterogeneous release's generalized values). Then it creates the version table by the
+same SELECT ppdp itself ran over the source and that state, and the view. It reads the source
+table under its own name, so it runs in any database that holds the source.
 
 Every statement is a sqlglot expression generated with ``unsupported_level=RAISE``: sqlglot
 otherwise passes DuckDB-only syntax through or drops constructs it cannot express.
@@ -11,7 +13,9 @@ otherwise passes DuckDB-only syntax through or drops constructs it cannot expres
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import sqlglot
 from sqlglot import exp
@@ -26,39 +30,90 @@ DIALECTS = ("duckdb", "postgres", "snowflake", "bigquery", "spark")
 REBUILD_SCHEMA = "ppdp_rebuild"
 CHUNK = 500
 
-_TABLES = {
-    "hierarchies": [("release", "VARCHAR"), ("version", "INT"), ("attribute", "VARCHAR"), ("level", "INT"),
-                    ("leaf", "VARCHAR"), ("value", "VARCHAR"), ("leaf_count", "BIGINT")],
-    "suppressed": [("release", "VARCHAR"), ("version", "INT"), ("key", "VARCHAR")],
-    "row_ids": [("release", "VARCHAR"), ("key", "VARCHAR"), ("row_id", "VARCHAR")],
-}
-
-
 # Keys give PostgreSQL's planner the statistics it needs for the generalization joins (without
 # them the rebuild nested-loops for over a minute on adult); dialects that do not take keys in
 # CREATE TABLE (BigQuery, Spark) get none.
-_KEYS = {"hierarchies": ("release", "version", "attribute", "level", "leaf"), "row_ids": ("release", "key")}
 _KEYED_DIALECTS = ("duckdb", "postgres", "snowflake")
 
 
-def _create_table(name: str, dialect: str) -> exp.Create:
-    cols: list[exp.Expression] = [exp.ColumnDef(this=ident(c), kind=exp.DataType.build(t)) for c, t in _TABLES[name]]
-    if name in _KEYS and dialect in _KEYED_DIALECTS:
-        cols.append(exp.PrimaryKey(expressions=[ident(c) for c in _KEYS[name]]))
-    return exp.Create(this=exp.Schema(this=table_expr(REBUILD_SCHEMA, name), expressions=cols), kind="TABLE")
+@dataclass(frozen=True)
+class PrivateRows:
+    """One private table the script ships: created in ``ppdp_rebuild`` and filled with its rows."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]  # (column, type)
+    rows: tuple[tuple[Any, ...], ...]
+    key: tuple[str, ...] = ()  # a primary key, for the planner (where the dialect takes one)
 
 
-def _literal(v) -> exp.Expression:
+def hierarchies_table(rows: tuple[tuple[Any, ...], ...]) -> PrivateRows:
+    """``_ppdp.hierarchies`` rows of one version: (release, version, attribute, level, leaf, value, leaf_count)."""
+    return PrivateRows("hierarchies", (("release", "VARCHAR"), ("version", "INT"), ("attribute", "VARCHAR"), ("level", "INT"),
+                                       ("leaf", "VARCHAR"), ("value", "VARCHAR"), ("leaf_count", "BIGINT")),
+                       rows, ("release", "version", "attribute", "level", "leaf"))
+
+
+def suppressed_table(rows: tuple[tuple[Any, ...], ...]) -> PrivateRows:
+    """``_ppdp.suppressed`` rows of one version: (release, version, key)."""
+    return PrivateRows("suppressed", (("release", "VARCHAR"), ("version", "INT"), ("key", "VARCHAR")), rows)
+
+
+def row_ids_table(rows: tuple[tuple[Any, ...], ...]) -> PrivateRows:
+    """``_ppdp.row_ids`` rows of the release: (release, key, row_id)."""
+    return PrivateRows("row_ids", (("release", "VARCHAR"), ("key", "VARCHAR"), ("row_id", "VARCHAR")), rows, ("release", "key"))
+
+
+class RowsSelect(Protocol):
+    """How a release method's published rows are derived from the source and its private tables
+    (the same SELECT the method ran when it published them), for one target dialect."""
+
+    def select(self, source: Q.Source, *, release: str, version: int, columns: list[str], key: str,
+               private_schema: str) -> exp.Query: ...
+
+
+@dataclass(frozen=True)
+class GeneralizedRows:
+    """A generalization release: QIDs joined to the stored hierarchies at ``levels``, suppressed keys left out."""
+
+    levels: dict[str, int]
+
+    def select(self, source: Q.Source, *, release: str, version: int, columns: list[str], key: str,
+               private_schema: str) -> exp.Query:
+        return Q.release_select(source, release=release, version=version, columns=columns, levels=dict(self.levels),
+                                key=key, private_schema=private_schema)
+
+
+@dataclass(frozen=True)
+class RebuildRows:
+    """A release method's part of the script: the private tables it ships (besides the row ids)
+    and the SELECT of its rows over them."""
+
+    rows: RowsSelect
+    tables: tuple[PrivateRows, ...]
+
+
+def _create_table(table: PrivateRows, dialect: str) -> exp.Create:
+    cols: list[exp.Expression] = [exp.ColumnDef(this=ident(c), kind=exp.DataType.build(t)) for c, t in table.columns]
+    if table.key and dialect in _KEYED_DIALECTS:
+        cols.append(exp.PrimaryKey(expressions=[ident(c) for c in table.key]))
+    return exp.Create(this=exp.Schema(this=table_expr(REBUILD_SCHEMA, table.name), expressions=cols), kind="TABLE")
+
+
+def _literal(v: Any) -> exp.Expression:
     if v is None:
         return exp.Null()
     if isinstance(v, bool):
         return exp.Boolean(this=v)
     if isinstance(v, int):
         return exp.Literal.number(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise build_error(f"The private value {v!r} cannot be written as a SQL literal.")
+        return exp.Literal.number(repr(v))  # the shortest text that reads back as the same double
     return exp.Literal.string(str(v))
 
 
-def _inserts(name: str, rows: list[tuple]) -> list[exp.Insert]:
+def _inserts(name: str, rows: list[tuple[Any, ...]]) -> list[exp.Insert]:
     out = []
     for i in range(0, len(rows), CHUNK):
         values = exp.Values(expressions=[exp.Tuple(expressions=[_literal(v) for v in r]) for r in rows[i : i + CHUNK]])
@@ -80,10 +135,8 @@ class RebuildData:
     source_dialect: str  # the dialect the release ran in (source.query is written in it)
     key: str
     columns: tuple[str, ...]  # released columns in order, without the row id
-    levels: dict[str, int]
-    hierarchies: tuple[tuple, ...]  # (release, version, attribute, level, leaf, value, leaf_count)
-    suppressed: tuple[tuple, ...]  # (release, version, key)
-    row_ids: tuple[tuple, ...]  # (release, key, row_id)
+    rows: RowsSelect  # the method's SELECT of the published rows
+    tables: tuple[PrivateRows, ...]  # the private tables that SELECT reads, row ids included
     # {schema: {table: {column: type}}} of the tables source.query reads: ``* EXCLUDE`` (DuckDB)
     # has no PostgreSQL form, so such stars are expanded to column lists with it.
     query_tables: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
@@ -114,17 +167,17 @@ def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.E
     # Built for the target dialect (the canonical text of values differs per dialect); the user
     # query is read in the dialect it was written in.
     source = Q.Source(data.source_schema, data.source_table, query, dialect, query_dialect=data.source_dialect)
-    select = Q.release_select(source, release=data.release, version=data.version, columns=list(data.columns),
-                              levels=dict(data.levels), key=data.key, private_schema=REBUILD_SCHEMA)
+    select = data.rows.select(source, release=data.release, version=data.version, columns=list(data.columns), key=data.key,
+                              private_schema=REBUILD_SCHEMA)
     table = table_expr(data.output_schema, f"{data.name}__v{data.version}")
     view = table_expr(data.output_schema, data.name)
     stmts: list[exp.Expression] = [
         exp.Create(this=table_expr(None, REBUILD_SCHEMA).this, kind="SCHEMA", exists=True),
         exp.Create(this=ident(data.output_schema), kind="SCHEMA", exists=True),
     ]
-    for t, rows in (("hierarchies", data.hierarchies), ("suppressed", data.suppressed), ("row_ids", data.row_ids)):
+    for t in data.tables:
         stmts.append(_create_table(t, dialect))
-        stmts += _inserts(t, list(rows))
+        stmts += _inserts(t.name, list(t.rows))
     stmts.append(exp.Create(this=table, kind="TABLE", expression=select))
     stmts.append(exp.Create(this=view, kind="VIEW", replace=True,
                             expression=exp.select(exp.Star()).from_(table_expr(data.output_schema, f"{data.name}__v{data.version}"))))

@@ -14,10 +14,16 @@ private: the cross-version check (``cross_version_failures``) reads the last.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from ppdp.sql.catalog import private
+import sqlglot
+from sqlglot import exp
+
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private
+from ppdp.sql.dialects import PrivateRows
+from ppdp.sql.errors import build_error
 from ppdp.sql.queries import Source, text
-from ppdp.sql.quoting import quote_ident, quote_literal
+from ppdp.sql.quoting import quote_ident, quote_literal, quote_table
 
 SET_SEPARATOR = "|"
 
@@ -68,16 +74,20 @@ def published_columns(columns: list[str], numeric: list[str]) -> list[str]:
 
 
 def candidate_select(source: Source, *, release: str, version: int, columns: list[str], numeric: list[str],
-                     categorical: list[str], key: str) -> str:
+                     categorical: list[str], key: str, private_schema: str = PRIVATE_SCHEMA) -> str:
+    """ppdp_row_id, then ``columns`` in order: a numeric QID as ``<q>_min`` and ``<q>_max``, a
+    categorical one as its value set, from the version's ``hetero_values``; the records not in
+    the version's graph (withheld) have none and are left out. ``private_schema``: for the
+    rebuild script (``HeteroRows``)."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
-    joins = [f"JOIN {private('row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
+    joins = [f"JOIN {quote_table(private_schema, 'row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
     out = [f"rid.row_id AS {quote_ident('ppdp_row_id', d)}"]
     for i, col in enumerate(columns):
         if col in numeric or col in categorical:
             a = f"g{i}"
-            joins.append(f"JOIN {private('hetero_values', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
+            joins.append(f"JOIN {quote_table(private_schema, 'hetero_values', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
                          f"AND {a}.key = {key_text} AND {a}.attribute = {quote_literal(col, d)}")
             if col in numeric:
                 out += [f"{a}.lo AS {quote_ident(col + '_min', d)}", f"{a}.hi AS {quote_ident(col + '_max', d)}"]
@@ -86,6 +96,38 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
         else:
             out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
     return f"SELECT {', '.join(out)} FROM {source.sql()} {' '.join(joins)}"
+
+
+@dataclass(frozen=True)
+class HeteroRows:
+    """A heterogeneous version for the rebuild script (sql/dialects.py): ``candidate_select`` over
+    the shipped generalized values."""
+
+    numeric: tuple[str, ...]
+    categorical: tuple[str, ...]
+
+    def select(self, source: Source, *, release: str, version: int, columns: list[str], key: str,
+               private_schema: str) -> exp.Query:
+        """``columns``: the version table's (a numeric QID ``q`` as ``q_min``, ``q_max``)."""
+        numeric = set(self.numeric)
+        released = [c[: -len("_min")] if c.endswith("_min") and c[: -len("_min")] in numeric else c
+                    for c in columns if not (c.endswith("_max") and c[: -len("_max")] in numeric)]
+        sql = candidate_select(source, release=release, version=version, columns=released, numeric=list(self.numeric),
+                               categorical=list(self.categorical), key=key, private_schema=private_schema)
+        parsed = sqlglot.parse_one(sql, read=source.dialect)
+        if not isinstance(parsed, exp.Query):
+            raise build_error(f"The heterogeneous SELECT did not parse back as a query in {source.dialect}.")
+        return parsed
+
+
+def values_table(rows: tuple[tuple[Any, ...], ...]) -> PrivateRows:
+    """``hetero_values`` rows of one version, (release, version, key, attribute, lo, hi, label), for the rebuild script."""
+    return PrivateRows("hetero_values", (("release", "VARCHAR"), ("version", "INT"), ("key", "VARCHAR"), ("attribute", "VARCHAR"),
+                                         ("lo", "DOUBLE"), ("hi", "DOUBLE"), ("label", "VARCHAR")),
+                       rows, ("release", "version", "key", "attribute"))
+
+
+REBUILD_VALUE_COLUMNS = ("release", "version", "key", "attribute", "lo", "hi", "label")
 
 
 def _covers(p: str, s: str, numeric: list[str], categorical: list[str], d: str) -> str:

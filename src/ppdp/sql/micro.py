@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from ppdp.sql.catalog import private
+import sqlglot
+from sqlglot import exp
+
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private
+from ppdp.sql.dialects import PrivateRows
+from ppdp.sql.errors import build_error
 from ppdp.sql.queries import Source, text
-from ppdp.sql.quoting import quote_ident, quote_literal
+from ppdp.sql.quoting import quote_ident, quote_literal, quote_table
 
 _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _(),]*")
 
@@ -58,13 +65,17 @@ def record_select(source: Source, key: str, qids: list[str], sensitive: list[str
 
 
 def candidate_select(source: Source, *, release: str, version: int, columns: list[str], qids: list[str], key: str,
-                     forged: tuple[str, str] | None = None) -> str:
+                     forged: tuple[str, str] | None = None, private_schema: str = PRIVATE_SCHEMA) -> str:
     """ppdp_row_id, then ``columns`` in order: QIDs replaced by their group's label. With
     ``forged`` = (sensitive column, its declared type) the version's forged records follow: their
-    group's labels, their own sensitive value, and their donor's other columns."""
+    group's labels, their own sensitive value, and their donor's other columns.
+    ``private_schema``: for the rebuild script (``MicroRows``)."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
+
+    def state(table: str) -> str:
+        return quote_table(private_schema, table, d)
 
     def part(members: str, row_id: str, sensitive: tuple[str, str] | None) -> str:
         joins = [members]
@@ -72,7 +83,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
         for col in columns:
             if col in qids:
                 a = f"l{qids.index(col)}"
-                joins.append(f"JOIN {private('micro_labels', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
+                joins.append(f"JOIN {state('micro_labels')} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
                              f"AND {a}.grp = mg.grp AND {a}.attribute = {quote_literal(col, d)}")
                 out.append(f"{a}.value AS {quote_ident(col, d)}")
             elif sensitive is not None and col == sensitive[0]:
@@ -81,15 +92,74 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
                 out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
         return f"SELECT {', '.join(out)} FROM {source.sql()} {' '.join(joins)}"
 
-    real = part(f"JOIN {private('micro_groups', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.key = {key_text} "
-                f"JOIN {private('row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}", "rid.row_id", None)
+    real = part(f"JOIN {state('micro_groups')} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.key = {key_text} "
+                f"JOIN {state('row_ids')} AS rid ON rid.release = {rel} AND rid.key = {key_text}", "rid.row_id", None)
     if forged is None:
         return real
     if not _TYPE_NAME.fullmatch(forged[1]):  # a type name as the database reported it, never user text
         raise ValueError(f"unexpected column type name {forged[1]!r}")
-    fake = part(f"JOIN {private('micro_forged', d)} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.donor = {key_text}",
+    fake = part(f"JOIN {state('micro_forged')} AS mg ON mg.release = {rel} AND mg.version = {v} AND mg.donor = {key_text}",
                 "mg.row_id", forged)
     return f"{real} UNION ALL {fake}"
+
+
+@dataclass(frozen=True)
+class MicroRows:
+    """A microaggregation version for the rebuild script (sql/dialects.py): ``candidate_select``
+    over the shipped groups, labels and forged records (those of the published rows only:
+    ``published_state_select``). ``forged`` = (sensitive column, its declared type, the dialect
+    that named the type), or None when the version publishes no forged record."""
+
+    qids: tuple[str, ...]
+    forged: tuple[str, str, str] | None = None
+
+    def select(self, source: Source, *, release: str, version: int, columns: list[str], key: str,
+               private_schema: str) -> exp.Query:
+        forged = None
+        if self.forged is not None:
+            column, type_name, named_in = self.forged
+            forged = (column, exp.DataType.build(type_name, dialect=named_in).sql(dialect=source.dialect))
+        sql = candidate_select(source, release=release, version=version, columns=columns, qids=list(self.qids), key=key,
+                               forged=forged, private_schema=private_schema)
+        parsed = sqlglot.parse_one(sql, read=source.dialect)
+        if not isinstance(parsed, exp.Query):
+            raise build_error(f"The microaggregation SELECT did not parse back as a query in {source.dialect}.")
+        return parsed
+
+
+# The private tables a rebuild script ships for one version: the columns ``candidate_select``
+# reads, and the keys that let a planner join them (every one is unique per release and version).
+REBUILD_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {
+    "micro_groups": ((("release", "VARCHAR"), ("version", "INT"), ("key", "VARCHAR"), ("grp", "INT")),
+                     ("release", "version", "key")),
+    "micro_labels": ((("release", "VARCHAR"), ("version", "INT"), ("grp", "INT"), ("attribute", "VARCHAR"), ("value", "VARCHAR")),
+                     ("release", "version", "grp", "attribute")),
+    "micro_forged": ((("release", "VARCHAR"), ("version", "INT"), ("grp", "INT"), ("sa", "VARCHAR"), ("donor", "VARCHAR"),
+                      ("row_id", "VARCHAR")), ()),
+}
+
+
+def published_state_select(table: str, release: str, version: int, version_table: str, d: str = "duckdb") -> str:
+    """The rows of private table ``table`` (one of ``REBUILD_TABLES``) for one version, in its
+    columns there, restricted to the rows published in ``version_table``: a record withheld for
+    privacy across versions is grouped (``micro_groups``, ``micro_forged``) but not published."""
+    columns, _ = REBUILD_TABLES[table]
+    rel, v = quote_literal(release, d), int(version)
+    cols = ", ".join(f"t.{quote_ident(c, d)}" for c, _ in columns)
+    rid = quote_ident("ppdp_row_id", d)
+    published = {
+        "micro_groups": (f" AND EXISTS (SELECT 1 FROM {private('row_ids', d)} AS i JOIN {version_table} AS p "
+                         f"ON p.{rid} = i.row_id WHERE i.release = t.release AND i.key = t.key)"),
+        "micro_labels": "",
+        "micro_forged": f" AND EXISTS (SELECT 1 FROM {version_table} AS p WHERE p.{rid} = t.row_id)",
+    }[table]
+    return f"SELECT {cols} FROM {private(table, d)} AS t WHERE t.release = {rel} AND t.version = {v}{published}"
+
+
+def rebuild_table(table: str, rows: tuple[tuple[Any, ...], ...]) -> PrivateRows:
+    """``rows`` of private table ``table`` (columns as in ``REBUILD_TABLES``) for the rebuild script."""
+    columns, key = REBUILD_TABLES[table]
+    return PrivateRows(table, columns, rows, key)
 
 
 def uncovered_query(table: str, source: Source, *, release: str, version: int, key: str,

@@ -3,84 +3,36 @@
 A method turns a validated input (``Prepared``) into a ``ReleasePlan`` and knows how to write
 its private state and the SELECT of its candidate rows; everything after that (row ids, the
 version table, the cross-version check, verification, delta, view, grants, the run record) is
-shared by every method (engine/stages/). Adding a method is one new module that registers it.
+shared by every method (engine/stages/). Adding a method is one new module and its line below.
+
+The interface, ``ReleaseMethod``, and the plan are defined with the stages
+(engine/stages/method.py), which receive the method object as an argument and import no method;
+this package sits above them. ``method_of`` is where a spec's ``[method] name`` is looked up
+(engine/spec.py only checks that it is a string: it does not know the methods).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from ppdp.engine.catalog import RunRecord
-from ppdp.engine.models import PrivacyModel
+from ppdp.engine.errors import SpecError, UnknownNameError
+from ppdp.engine.methods.generalization import Generalization
+from ppdp.engine.methods.heterogeneous import Heterogeneous
+from ppdp.engine.methods.microaggregation import Microaggregation
 from ppdp.engine.registry import Registry
 from ppdp.engine.spec import ReleaseSpec
-from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ChecksOwnHistory, ReleaseMethod, ReleasePlan
 
-
-@dataclass(frozen=True, eq=False)
-class ReleasePlan:
-    """What a method decided: the run record's solution and metrics, the rows it publishes, and
-    its own state for the stages it implements (``state``, read only by the method)."""
-
-    method: str
-    solution: dict[str, Any]
-    metrics: dict[str, Any]
-    released_rows: int
-    state: Any = None
-    notices: tuple[str, ...] = field(default=())
-
-
-class ReleaseMethod(Protocol):
-    name: str
-    # True when the published rows fall into equivalence classes (equal QID values), so the
-    # privacy models' class-based SQL checks and the history classes apply to them.
-    publishes_classes: bool
-
-    def check_params(self, spec: ReleaseSpec) -> None:
-        """Refuse bad ``[method] params`` (SpecError), before anything is read or written."""
-        ...
-
-    def check_database(self, spec: ReleaseSpec, con) -> None:
-        """Refuse what the database makes wrong for this method (e.g. a release it starts from),
-        before anything is written; reads only."""
-        ...
-
-    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
-        """Choose the release (search, or reuse of the previous version's decisions in
-        ``ctx.previous``); may read the source through ``ctx.con``, writes nothing."""
-        ...
-
-    def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
-        """Store in ``_ppdp`` what the candidate SELECT and a later rebuild need."""
-        ...
-
-    def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
-        """SELECT of the candidate rows: ``ppdp_row_id`` then the released columns in order."""
-        ...
-
-    def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
-        """Whether a row of the previous version may stand unchanged in this one (held back)."""
-        ...
-
-    # A method with ``publishes_classes = False`` also implements
-    # ``cross_version(ctx, prep, plan, candidate, published) -> engine.stages.history.HistoryOutcome``:
-    # the history stage calls it instead of the class-based check from the second version on (it
-    # checks the method's own cross-version rule, holds back what it can, or raises VerificationError).
-
-    def covers(self, model: PrivacyModel) -> bool:
-        """Whether the method's own checks (``extra_checks``, ``cross_version``) verify ``model``;
-        read only when ``publishes_classes`` is False (engine/guards.py refuses the others)."""
-        ...
-
-    def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
-        """The method's own independent SQL checks of the written version (each a dict with
-        ``check``, ``passed`` and what it found); [] when the model checks say everything."""
-        ...
-
+__all__ = ["METHODS", "ChecksOwnHistory", "ReleaseMethod", "ReleasePlan", "method_of"]
 
 METHODS: Registry[ReleaseMethod] = Registry("release method")
+# The built-in methods (the modules import nothing from this package, so nothing here is circular).
+BUILT_IN: tuple[ReleaseMethod, ...] = (Generalization(), Heterogeneous(), Microaggregation())
+for _method in BUILT_IN:
+    METHODS.register(_method.name)(_method)
 
-# Register the built-in methods.
-from ppdp.engine.methods import generalization, heterogeneous, microaggregation  # noqa: E402,F401
+
+def method_of(spec: ReleaseSpec) -> ReleaseMethod:
+    """The release method ``spec`` names; a one-line SpecError for an unknown name."""
+    try:
+        return METHODS.get(spec.method)
+    except UnknownNameError as exc:
+        raise SpecError(f"method.name: {exc}") from None

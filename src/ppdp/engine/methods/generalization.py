@@ -15,20 +15,23 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
 from ppdp.engine.encoding import COUNT_COLUMN
 from ppdp.engine.errors import SpecError
-from ppdp.engine.methods import METHODS, ReleasePlan
 from ppdp.engine.metrics import class_size_summary, report_metrics
 from ppdp.engine.models import PrivacyModel
 from ppdp.engine.optimizers import OptimizerResult, Tracker, run_optimizer
 from ppdp.engine.problem import Problem
 from ppdp.engine.progress import ProgressBar
+from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ReleasePlan
+from ppdp.engine.stages.results import Prepared
 from ppdp.sql import catalog as C
 from ppdp.sql import queries as Q
+from ppdp.sql.dialects import GeneralizedRows, RebuildRows, hierarchies_table, suppressed_table
 
 # Spec sections whose change means the previous levels are no longer a considered choice.
 _SEARCH_INPUTS = ("optimizer", "privacy", "utility")
@@ -104,10 +107,10 @@ class Generalization:
     name = "generalization"
     publishes_classes = True
 
-    def check_database(self, spec, con) -> None:
+    def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """Nothing in the database beyond the source (validated by the shared stage)."""
 
-    def check_params(self, spec) -> None:
+    def check_params(self, spec: ReleaseSpec) -> None:
         if spec.method_params:
             raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "
                             "Hint: optimizer options go in [optimizer] params.")
@@ -153,5 +156,11 @@ class Generalization:
     def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
         return []  # the models' checks on the version table are the whole verification
 
-
-METHODS.register("generalization")(Generalization())
+    def rebuild_rows(self, con: Connector, run: RunRecord, spec: ReleaseSpec) -> RebuildRows:
+        """The version's hierarchies and suppressed keys, and the levels: the joins ppdp ran."""
+        d, version = con.dialect, int(run.version or 0)
+        hierarchies = con.query(C.version_hierarchies(d), [run.release, version])
+        suppressed = con.query(C.version_suppressed(d), [run.release, version])
+        levels = {q: int(g) for q, g in run.solution["levels"].items()}
+        return RebuildRows(GeneralizedRows(levels), (hierarchies_table(tuple(hierarchies.rows())),
+                                                     suppressed_table(tuple(suppressed.rows()))))

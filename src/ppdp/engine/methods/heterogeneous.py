@@ -79,6 +79,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
 from ppdp.engine.errors import DataError, SpecError, VerificationError
@@ -87,16 +88,19 @@ from ppdp.engine.hetero.convert import graph_from_classes
 from ppdp.engine.hetero.ils import iterated_local_search
 from ppdp.engine.hetero.metrics import QidTable, gcp, sil
 from ppdp.engine.hetero.repair import RepairError, repair_graph
-from ppdp.engine.methods import METHODS, ReleasePlan
 from ppdp.engine.models import PrivacyModel, build_model
 from ppdp.engine.models.k_anonymity import KAnonymity
+from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.history import MAX_ROUNDS, published_versions
+from ppdp.engine.stages.method import ReleasePlan
+from ppdp.engine.stages.results import Candidate, HistoryOutcome, Prepared
 from ppdp.sql import catalog as C
 from ppdp.sql import hetero as HS
 from ppdp.sql import micro as M
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
+from ppdp.sql.dialects import RebuildRows
 from ppdp.sql.quoting import quote_table
 
 PARAMS = {"initial", "from", "objective", "seconds", "seed", "neighbors"}
@@ -188,10 +192,10 @@ class Heterogeneous:
     name = "heterogeneous"
     publishes_classes = False
 
-    def check_params(self, spec) -> None:
+    def check_params(self, spec: ReleaseSpec) -> None:
         settings(spec)
 
-    def check_database(self, spec, con) -> None:
+    def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """The checks that need the database, before anything is written: the release named by
         ``params.from`` exists and has classes of the same source (``source_release``)."""
         s = settings(spec)
@@ -370,7 +374,8 @@ class Heterogeneous:
             ctx.con.execute(stmt)
         return "; ".join(check.setup + (check.query,)), failing
 
-    def cross_version(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate, published: list[int]):
+    def cross_version(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate: Candidate,
+                      published: list[int]) -> HistoryOutcome:
         """The history stage's hook for this method (``publishes_classes`` is False): check that
         nobody can be narrowed below k across versions (sql/hetero.py ``cross_version_failures``)
         and withhold new records that could; refuse when anyone else could.
@@ -379,11 +384,6 @@ class Heterogeneous:
         searched again without it, the private state and the version table are rewritten (the
         candidate rows are the graph's), and the record is published by a later version, when
         enough others share its ranges."""
-        from ppdp.engine.stages.history import (  # the stage imports the methods
-            MAX_ROUNDS,
-            HistoryOutcome,
-        )
-
         spec, con = prep.spec, ctx.con
         st: HeteroState = plan.state
         withheld: frozenset[str] = frozenset()
@@ -459,7 +459,7 @@ class Heterogeneous:
             {"check": "every edge of the graph is consistent with the published tuple", "passed": bad == 0,
              "detail": f"{bad} edge(s) not covered", "query": edge_sql},
         ]
-        published = [r.version for r in catalog.published_runs(ctx.con, ctx.release)]
+        published = published_versions(ctx)
         if published:
             sql, failing = self._failures(ctx, prep, st, published)
             checks.append({"check": "nobody can be narrowed below k rows across versions", "passed": failing.height == 0,
@@ -467,6 +467,16 @@ class Heterogeneous:
                            "fewest_candidates": int(failing["candidates"].min()) if failing.height else None,
                            "detail": f"{failing.height} record(s) with fewer than {k} candidate rows", "query": sql})
         return checks
+
+    def rebuild_rows(self, con: Connector, run: RunRecord, spec: ReleaseSpec) -> RebuildRows:
+        """Each published tuple's generalization (``hetero_values``): the candidate SELECT ppdp ran.
+        Records withheld for privacy across versions are not in the version's graph, so they have
+        no values and the SELECT leaves them out, as it did."""
+        version = int(run.version or 0)
+        values = con.query(HS.state_select("values", run.release, version, con.dialect))
+        rows = tuple(values.select(list(HS.REBUILD_VALUE_COLUMNS)).rows())
+        numeric, categorical = run.solution.get("numeric_qids", []), run.solution.get("categorical_qids", [])
+        return RebuildRows(HS.HeteroRows(tuple(numeric), tuple(categorical)), (HS.values_table(rows),))
 
 
 def source_release(con, spec, name: str) -> tuple[str, RunRecord, str]:
@@ -532,6 +542,3 @@ def _refuse(ctx: RunContext, failing: pl.DataFrame, why: str, hint: str) -> None
         f"knowing who joined, left or changed could narrow {failing.height} record(s) ({departed} of them left at this step) "
         f"to fewer than k rows (fewest: {int(failing['candidates'].min())}); {why}. Nothing was published. Hint: {hint}."
     )
-
-
-METHODS.register("heterogeneous")(Heterogeneous())

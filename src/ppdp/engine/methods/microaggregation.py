@@ -37,10 +37,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
 from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.methods import METHODS, ReleasePlan
 from ppdp.engine.microaggregation import stored
 from ppdp.engine.microaggregation.algorithms import ALGORITHMS, Params
 from ppdp.engine.microaggregation.distances import (
@@ -60,11 +60,14 @@ from ppdp.engine.microaggregation.linkage import (
 from ppdp.engine.microaggregation.metrics import release_metrics
 from ppdp.engine.models import PrivacyModel, build_model
 from ppdp.engine.models.k_anonymity import KAnonymity
+from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ReleasePlan
+from ppdp.engine.stages.results import Prepared
 from ppdp.sql import inspect
 from ppdp.sql import micro as M
 from ppdp.sql import queries as Q
+from ppdp.sql.dialects import RebuildRows
 from ppdp.sql.quoting import quote_table
 
 PARAMS = {"algorithm", "k", "alpha", "beta", "seed", "catalogue", "kinds"}
@@ -168,10 +171,10 @@ class Microaggregation:
     name = "microaggregation"
     publishes_classes = True
 
-    def check_database(self, spec, con) -> None:
+    def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """Nothing in the database beyond the source (validated by the shared stage)."""
 
-    def check_params(self, spec) -> None:
+    def check_params(self, spec: ReleaseSpec) -> None:
         """The parameters and the catalogue (it must load) before anything is read or written."""
         _catalogue(spec, settings(spec).catalogue)
 
@@ -318,5 +321,17 @@ class Microaggregation:
                        "mislabeled": bad, "detail": f"{bad} forged row(s) differ from their group's labels", "query": fsql})
         return checks
 
-
-METHODS.register("microaggregation")(Microaggregation())
+    def rebuild_rows(self, con: Connector, run: RunRecord, spec: ReleaseSpec) -> RebuildRows:
+        """The version's groups, labels and forged records: the candidate SELECT ppdp ran, over the
+        state of the rows it published (a record withheld for privacy across versions, real or
+        forged, is grouped but not published)."""
+        d, version = con.dialect, int(run.version or 0)
+        name = f"{spec.output_name}__v{version}"
+        version_table = quote_table(spec.output_schema, name, d)
+        tables = tuple(M.rebuild_table(t, tuple(con.query(M.published_state_select(t, run.release, version, version_table, d)).rows()))
+                       for t in M.REBUILD_TABLES)
+        forged = None
+        if any(t.rows for t in tables if t.name == "micro_forged"):  # their sensitive values are cast to the column's type
+            sa = spec.sensitive[0]
+            forged = (sa, dict(con.relation_columns(spec.output_schema, name) or [])[sa], d)
+        return RebuildRows(M.MicroRows(tuple(spec.qid_columns), forged), tables)

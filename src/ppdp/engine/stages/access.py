@@ -1,4 +1,4 @@
-"""Stage 8: who may read the release: exactly USAGE on its schema and SELECT on its view.
+"""Stage 10: who may read the release: exactly USAGE on its schema and SELECT on its view.
 
 Roles removed from ``[access] roles`` lose what ppdp granted them (engine/access.py); a database
 without roles (capability) takes no grants, and ``validate`` already refused roles there.

@@ -1,4 +1,15 @@
-"""What the stages of one run share: the connector, the run's identity, its timings."""
+"""What the stages of one run share: the connector, the run's identity, its timings.
+
+``RunContext`` is frozen. Its identity (spec, connector, release, run id, job, start time) is
+fixed when the orchestrator creates it; the per-run facts that later stages read (``key``: the
+fingerprint, run key and previous version, from the identify stage; ``version``: the version
+number reserved by materialize) are added only by the orchestrator, as a new context made with
+``dataclasses.replace`` from those stages' results. No stage sets anything on it.
+
+Two members are deliberately not values: ``clock`` accumulates each stage's wall time for the
+run record (every stage may add its own timing, none reads another's), and ``on_phase`` is the
+tests' fault-injection hook.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +21,7 @@ from dataclasses import dataclass, field
 from ppdp.connectors.base import Connector
 from ppdp.engine.catalog import RunRecord
 from ppdp.engine.spec import ReleaseSpec
+from ppdp.engine.stages.results import RunKey
 
 
 def now() -> dt.datetime:
@@ -29,9 +41,13 @@ class StageClock:
         self._t = t
 
 
-@dataclass
+def no_phase(phase: str) -> None:
+    """The product injects no faults."""
+
+
+@dataclass(frozen=True, eq=False)
 class RunContext:
-    """One run: set up by the orchestrator, read by every stage."""
+    """One run: created by the orchestrator, read by every stage (see the module docstring)."""
 
     spec: ReleaseSpec
     con: Connector
@@ -40,12 +56,23 @@ class RunContext:
     job: str | None
     started: dt.datetime = field(default_factory=now)
     clock: StageClock = field(default_factory=StageClock)
-    run_key: str = ""
-    fingerprint: str = ""
-    previous: RunRecord | None = None
-    version: int = 0
-    on_phase: Callable[[str], None] = lambda phase: None
+    on_phase: Callable[[str], None] = no_phase
+    key: RunKey = field(default_factory=RunKey)  # the identify stage's result
+    version: int = 0  # the version this run writes (materialize.reserve_version; dry runs: the next one)
 
     @property
     def dialect(self) -> str:
         return self.con.dialect
+
+    @property
+    def fingerprint(self) -> str:
+        return self.key.fingerprint
+
+    @property
+    def run_key(self) -> str:
+        return self.key.run_key
+
+    @property
+    def previous(self) -> RunRecord | None:
+        """The run that published the release's current version (None for a first version)."""
+        return self.key.previous

@@ -1,4 +1,4 @@
-"""Stage 4: privacy across versions and deltas (the difference attack), before publishing.
+"""Stage 6: privacy across versions and deltas (the difference attack), before publishing.
 
 Threat: someone keeps every published version and every delta, knows each person's QIDs, and
 knows exactly who joined, who left and whose record changed at each step. Published rows keep
@@ -32,15 +32,14 @@ counterfeit rows (fake rows in a warehouse table mislead every analyst's counts)
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 
 import polars as pl
 
+from ppdp.engine import catalog
 from ppdp.engine.errors import VerificationError
-from ppdp.engine.methods import ReleaseMethod, ReleasePlan
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.materialize import Candidate
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ChecksOwnHistory, ReleaseMethod, ReleasePlan
+from ppdp.engine.stages.results import Candidate, HistoryOutcome, Prepared
 from ppdp.sql import catalog as C
 from ppdp.sql import history as H
 from ppdp.sql import publish as P
@@ -51,14 +50,9 @@ NEW_HISTORY = hashlib.md5(b"").hexdigest()  # sig_prev of rows never published b
 MAX_ROUNDS = 4
 
 
-@dataclass(frozen=True)
-class HistoryOutcome:
-    """Which rows were held back and what the check found (the run record's cross_version)."""
-
-    reverts: str | None  # quoted private table (row_id, action) or None
-    withheld: int = 0  # candidate rows left out
-    carried: int = 0  # rows of the previous version added (their record left the source)
-    record: dict = field(default_factory=dict)
+def published_versions(ctx: RunContext) -> list[int]:
+    """The release's published versions, oldest first (read inside the run's transaction)."""
+    return [r.version for r in catalog.published_runs(ctx.con, ctx.release) if r.version is not None]
 
 
 def version_tables(ctx: RunContext, versions: list[int]) -> list[tuple[int, str]]:
@@ -105,6 +99,8 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     if not published:
         return HistoryOutcome(None)
     if not method.publishes_classes:  # no equivalence classes: the method's own rule (cross_version)
+        if not isinstance(method, ChecksOwnHistory):
+            raise TypeError(f"release method {method.name!r} publishes no classes and has no cross_version check")
         return method.cross_version(ctx, prep, plan, candidate, published)
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
     previous = version_tables(ctx, published)

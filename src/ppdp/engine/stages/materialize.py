@@ -1,39 +1,39 @@
-"""Stage 3: the candidate rows of the new version, written aside (not visible before the commit).
+"""Stage 5: the candidate rows of the new version, written aside (not visible before the commit).
 
-Before the method's SELECT runs, every source key gets its random row id (stable across
-versions), the method stores its private state, and the source's sensitive distribution Q of
-this version is stored (t-closeness is verified against it, now and later).
+``reserve_version`` picks the version number (the orchestrator puts it into the context); then
+``materialize``: before the method's SELECT runs, every source key gets its random row id (stable
+across versions), the method stores its private state, and the source's sensitive distribution
+Q of this version is stored (t-closeness is verified against it, now and later).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ppdp.engine import catalog
+from ppdp.engine.errors import PpdpError
 from ppdp.engine.leftovers import discard_unpublished_versions
-from ppdp.engine.methods import ReleaseMethod, ReleasePlan
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ReleaseMethod, ReleasePlan
+from ppdp.engine.stages.results import Candidate, Prepared
 from ppdp.sql import catalog as C
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
 from ppdp.sql.quoting import quote_table
 
 
-@dataclass(frozen=True)
-class Candidate:
-    relation: str  # quoted private table with ppdp_row_id + released columns
-    rows: int
-    columns: tuple[str, ...]
-    changes: dict  # inserted / deleted / updated source rows since the last release
+def reserve_version(ctx: RunContext) -> int:
+    """The version this run writes (inside the run's transaction): one past the last one numbered,
+    with whatever a failed run left under that number removed."""
+    catalog.ensure_schema(ctx.con)
+    version = catalog.next_version(ctx.con, ctx.release)
+    # without transactions (Spark) a failed run's private rows of this version number remain
+    discard_unpublished_versions(ctx.con, ctx.release, version)
+    return version
 
 
 def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> Candidate:
+    """The candidate rows of version ``ctx.version``, written as its version table; refused when
+    their number is not the plan's."""
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
-    catalog.ensure_schema(con)
-    ctx.version = catalog.next_version(con, ctx.release)
-    # without transactions (Spark) a failed run's private rows of this version number remain
-    discard_unpublished_versions(con, ctx.release, ctx.version)
     con.execute(P.create_schema(spec.output_schema, d))
     salt = catalog.release_salt(con, ctx.release, spec.output_schema, spec.output_name)
     full = Q.Source(spec.schema, spec.table, spec.query, d)
@@ -43,7 +43,7 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     ctx.clock.mark("row_ids")
     if prep.distribution is not None:
         catalog.store_distribution(con, ctx.release, ctx.version, prep.distribution, ctx.run_id)
-    changes: dict = {}
+    changes: dict[str, int] = {}
     state = C.salted_state_select(full.sql(), spec.key, prep.columns, d)
     if ctx.previous is not None:
         row = con.query(C.changes(state, d), [salt, ctx.release]).row(0, named=True)
@@ -61,4 +61,6 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     rows = int(con.query(P.count_rows(relation))["n"][0])
     cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or [])
     ctx.clock.mark("materialization")
+    if rows != plan.released_rows:
+        raise PpdpError(f"The candidate rows ({rows}) differ from the plan's ({plan.released_rows}); nothing was published.")
     return Candidate(relation, rows, cols, changes)

@@ -1,4 +1,4 @@
-"""Stage 5: the version table (shuffled) and its delta, written aside: the view does not move yet.
+"""Stage 7: the version table (shuffled) and its delta, written aside: the view does not move yet.
 
 Rows are written in random order: in source-key order, position would single people out
 within a class. The delta holds the rows added (+) and removed (-) since the previous version,
@@ -7,21 +7,11 @@ also shuffled; applying it to the previous version gives this one exactly (check
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.history import HistoryOutcome
-from ppdp.engine.stages.materialize import Candidate
+from ppdp.engine.stages.results import Candidate, HistoryOutcome, Published
 from ppdp.sql import catalog as C
 from ppdp.sql import publish as P
 from ppdp.sql.quoting import quote_table
-
-
-@dataclass(frozen=True)
-class Published:
-    table: str  # quoted version table
-    rows: int
-    delta: str  # "written", "first version", or why not
 
 
 def publish(ctx: RunContext, candidate: Candidate, history: HistoryOutcome, published: list[int]) -> Published:

@@ -1,4 +1,4 @@
-"""Stage 9 (and the bookends of every run): the run's row in ``_ppdp.runs``.
+"""Stage 11 (and the bookends of every run): the run's row in ``_ppdp.runs``.
 
 A run is visible as ``running`` while it searches, then becomes ``succeeded`` (in the same
 transaction as the view switch), ``failed`` (in a small transaction of its own, with the error),
@@ -13,10 +13,12 @@ from typing import Any
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
 from ppdp.engine.stages.context import RunContext, now
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ReleasePlan
+from ppdp.engine.stages.results import Candidate, HistoryOutcome, Prepared, Published
 
 
 def record_running(ctx: RunContext, prep: Prepared) -> None:
+    """The run, visible as running while it plans (its own transaction)."""
     with ctx.con.transaction():
         catalog.ensure_schema(ctx.con)
         catalog.mark_abandoned(ctx.con, ctx.release)
@@ -25,6 +27,7 @@ def record_running(ctx: RunContext, prep: Prepared) -> None:
 
 
 def record_skipped(ctx: RunContext, prep: Prepared) -> RunRecord:
+    """A run whose key equals the current version's: a row of its own, nothing else written."""
     prev = ctx.previous
     assert prev is not None
     rec = RunRecord(uuid.uuid4().hex, ctx.release, prev.version, "skipped", now(), now(), prep.source_rows, ctx.spec.raw,
@@ -35,8 +38,9 @@ def record_skipped(ctx: RunContext, prep: Prepared) -> RunRecord:
     return rec
 
 
-def record_failure(ctx: RunContext, prep: Prepared, solution: dict, metrics: dict, exc: BaseException) -> None:
+def record_failure(ctx: RunContext, prep: Prepared, plan: ReleasePlan | None, exc: BaseException) -> None:
     """The failed run, with whatever it had computed and the error (its own transaction)."""
+    solution, metrics = (plan.solution, plan.metrics) if plan is not None else ({}, {})
     with ctx.con.transaction():
         catalog.ensure_schema(ctx.con)
         catalog.update_run(ctx.con, RunRecord(ctx.run_id, ctx.release, None, "failed", ctx.started, now(), prep.source_rows,
@@ -45,10 +49,27 @@ def record_failure(ctx: RunContext, prep: Prepared, solution: dict, metrics: dic
                                               ctx.run_key, ctx.fingerprint, {}, {}))
 
 
-def record_success(ctx: RunContext, prep: Prepared, solution: dict, metrics: dict[str, Any], verification: dict,
-                   changes: dict, cross_version: dict) -> RunRecord:
+def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate: Candidate, held: HistoryOutcome,
+                   written: Published, verification: dict[str, Any], grants: dict[str, Any]) -> RunRecord:
+    """The published version's run row (inside the run's transaction): the plan's solution with the
+    grants, its metrics with what was released and held back, the verification, the source's
+    changes and the delta, and the cross-version check."""
+    solution = plan.solution | {"access": grants}
+    metrics = plan.metrics | {"released_records": written.rows, "held_back": held.record.get("held_back", {})}
+    changes = candidate.changes | ({"delta": written.delta} if ctx.previous is not None else {})
+    cross = held.record | ({"checks": verification.get("cross_version")} if "cross_version" in verification else {})
     rec = RunRecord(ctx.run_id, ctx.release, ctx.version, "succeeded", ctx.started, now(), prep.source_rows, ctx.spec.raw,
                     solution, metrics | {"stage_seconds": ctx.clock.seconds}, verification, None, ctx.job, ctx.run_key,
-                    ctx.fingerprint, changes, cross_version)
+                    ctx.fingerprint, changes, cross)
     catalog.update_run(ctx.con, rec)
+    return rec
+
+
+def record_dry_run(ctx: RunContext, prep: Prepared, plan: ReleasePlan, statements: dict[str, str]) -> RunRecord:
+    """A dry run's row: what it would publish (``ctx.version``) and the SQL it would run."""
+    rec = RunRecord(ctx.run_id, ctx.release, None, "succeeded", ctx.started, now(), prep.source_rows, ctx.spec.raw,
+                    plan.solution | {"dry_run": True, "would_publish_version": ctx.version}, plan.metrics,
+                    {"dry_run": True, "statements": statements}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
+    with ctx.con.transaction():
+        catalog.update_run(ctx.con, rec)
     return rec

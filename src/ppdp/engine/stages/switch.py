@@ -1,4 +1,4 @@
-"""Stage 7: point the release's view at the verified version (inside the run's transaction)."""
+"""Stage 9: point the release's view at the verified version (inside the run's transaction)."""
 
 from __future__ import annotations
 

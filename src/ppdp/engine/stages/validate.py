@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -18,29 +17,17 @@ from ppdp.engine import catalog
 from ppdp.engine import hierarchy as hier
 from ppdp.engine.access import missing_roles
 from ppdp.engine.columns import check_declared
-from ppdp.engine.encoding import EncodedTable, encode_histogram
+from ppdp.engine.encoding import encode_histogram
 from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.models import PrivacyModel, build_model, check_possible
+from ppdp.engine.models import build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers
-from ppdp.engine.spec import ReleaseSpec
+from ppdp.engine.spec import QuasiIdentifier, ReleaseSpec
+from ppdp.engine.stages.context import RunContext
+from ppdp.engine.stages.method import ReleaseMethod
+from ppdp.engine.stages.results import Prepared
 from ppdp.sql import history as H
 from ppdp.sql import inspect
 from ppdp.sql import queries as Q
-
-
-@dataclass(frozen=True, eq=False)
-class Prepared:
-    """Everything read from the database and validated, before any write."""
-
-    spec: ReleaseSpec
-    source: Q.Source
-    columns: list[str]  # source columns in order
-    released_columns: list[str]  # what the release keeps, in source order
-    hierarchies: list[hier.Hierarchy]
-    table: EncodedTable
-    models: list[PrivacyModel]
-    source_rows: int
-    distribution: pl.DataFrame | None = None  # t-closeness's Q: sa_key, sa_value (JSON), q
 
 
 def _closest(name: str, options: list[str]) -> str:
@@ -58,13 +45,16 @@ def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[
     return con.query(inspect.empty_select(source.sql())).columns
 
 
-def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
-    """Read and validate the source, hierarchies and models. Writes nothing."""
-    from ppdp.engine.methods import METHODS  # a method module imports this one
+def validate(ctx: RunContext, method: ReleaseMethod) -> Prepared:
+    """The stage: the method's parameters and its database preconditions, then everything
+    ``prepare`` checks. Writes nothing."""
+    method.check_params(ctx.spec)
+    method.check_database(ctx.spec, ctx.con)
+    return prepare(ctx.spec, ctx.con)
 
-    method = METHODS.get(spec.method)
-    method.check_params(spec)
-    method.check_database(spec, con)
+
+def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
+    """Read and validate the source, hierarchies and models (what every method needs). Writes nothing."""
     check_release_identifiers(con, spec.output_schema, spec.output_name)
     missing = missing_roles(con, spec.reader_roles)
     if missing:
@@ -124,11 +114,11 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) 
     return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
 
 
-def load_hierarchy(spec: ReleaseSpec, qid, source: Q.Source, con: Connector) -> hier.Hierarchy:
+def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, con: Connector) -> hier.Hierarchy:
     """A QID's hierarchy: its ARX file, or generated from the column's distinct values."""
     h = qid.hierarchy
     if h.type == "arx":
-        path = Path(h.file)
+        path = Path(h.file or "")  # the spec requires a file for type "arx"
         if not path.is_absolute():
             path = Path(spec.base_dir) / path
         return hier.read_arx_csv(path, qid.column, duplicates=h.duplicates)

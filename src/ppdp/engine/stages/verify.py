@@ -1,4 +1,4 @@
-"""Stage 6: independent SQL checks of the written version, before the view may move.
+"""Stage 8: independent SQL checks of the written version, before the view may move.
 
 Each privacy model is checked on the version table by a query of its own (t-closeness against
 the Q stored for this version); the row count must be what the plan and the history stage
@@ -17,7 +17,8 @@ from ppdp.engine.models import PrivacyModel, empty_ad
 from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.history import failing_classes, version_tables
-from ppdp.engine.stages.validate import Prepared
+from ppdp.engine.stages.method import ReleaseMethod, ReleasePlan
+from ppdp.engine.stages.results import Prepared, Published
 from ppdp.sql import catalog as C
 from ppdp.sql import history as H
 from ppdp.sql import publish as P
@@ -47,16 +48,20 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
     return checks
 
 
-def verify(ctx: RunContext, prep: Prepared, table: str, expected_rows: int, published: list[int], *,
-           delta_written: bool, extra: list[dict[str, Any]] | None = None, classes: bool = True) -> dict[str, Any]:
-    """``classes``: the rows form equivalence classes (the models' class checks apply); a method
-    whose rows do not (heterogeneous k-anonymity) verifies its model in ``extra``."""
+def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan, written: Published,
+           expected_rows: int, published: list[int]) -> dict[str, Any]:
+    """The checks of the written version ``written.table``, or VerificationError. The method's own
+    checks run first (``extra_checks``); the models' class checks apply when the method's rows
+    form equivalence classes (``publishes_classes``); a method whose rows do not (heterogeneous
+    k-anonymity) verifies its model in its own checks."""
+    table, delta_written, classes = written.table, written.delta == "written", method.publishes_classes
+    extra = method.extra_checks(ctx, prep, plan, table)
     con, spec = ctx.con, ctx.spec
     checks = check_models(con, spec, prep.models, table, ctx.release, ctx.version) if classes else []
     rows = int(con.query(P.count_rows(table))["n"][0])
     out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
-    out["method_checks"] = list(extra or [])
+    out["method_checks"] = list(extra)
     problems += [f"{c['check']} failed ({c.get('detail', '')})" for c in out["method_checks"] if not c["passed"]]
     if rows != expected_rows:
         problems.append(f"{rows} rows materialized, {expected_rows} expected")

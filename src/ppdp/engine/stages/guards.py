@@ -1,0 +1,73 @@
+"""Stage 2: refusals that depend on the combination of inputs, before any write.
+
+``validate`` checks each input on its own (the spec, the source, the method's parameters, the
+database); a guard checks what is wrong only in combination: models and a release method that
+no check vouches for. Guards read only what models and methods declare (models/base.py), so a
+new model or method that declares nothing is refused, never published unchecked:
+
+- a method that publishes equivalence classes is verified by each model's own SQL check, so
+  every model must have one (``PrivacyModel.version_sql``);
+- a method that publishes no classes (heterogeneous k-anonymity) verifies its rows by its own
+  checks, so every model must be one that those checks cover (``ReleaseMethod.covers``);
+- a later version of a class-publishing release is safe because every history class (records
+  that shared a class in every version) is a union of classes that each satisfy the models; that
+  holds only for models declared ``union_closed`` that supply a history check.
+
+``GUARDS`` run right after ``validate`` (before the lock); ``VERSION_GUARDS`` once ``identify``
+has found the release's current version (still before the run record or anything else is
+written). Each reads the context, the validated input and the method and raises a one-line
+SpecError to refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ppdp.engine.errors import SpecError
+from ppdp.engine.stages.context import RunContext
+from ppdp.engine.stages.method import ReleaseMethod
+from ppdp.engine.stages.results import Prepared
+
+Guard = Callable[[RunContext, Prepared, ReleaseMethod], None]
+
+
+def every_model_is_verified(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """Each model is checked by its own SQL, or covered by the method's own checks."""
+    if method.publishes_classes:
+        unchecked = [m.name for m in prep.models if not m.has_version_check]
+        if unchecked:
+            raise SpecError(f"{', '.join(unchecked)} has no SQL verification of a published version, so no release "
+                            "under it can be verified; nothing was written. Hint: choose models with a version check.")
+        return
+    uncovered = [m.name for m in prep.models if not method.covers(m)]
+    if uncovered:
+        raise SpecError(f"method {method.name!r} publishes no equivalence classes and its own checks do not cover "
+                        f"{', '.join(uncovered)}, so a release could not be verified; nothing was written.")
+
+
+def later_versions_are_protected(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A version after the first rests on models that hold for unions of classes."""
+    previous = ctx.key.previous
+    if previous is None or not method.publishes_classes:
+        return  # a first version; or the method's own cross-version rule covers its models (above)
+    unsafe = [m.name for m in prep.models if not (m.union_closed and m.has_history_check)]
+    if unsafe:
+        raise SpecError(f"{', '.join(unsafe)} is not declared to hold for a union of classes (with a history check), "
+                        f"so the cross-version check cannot protect a version after v{previous.version} of "
+                        f"{ctx.release}; nothing was written. Hint: publish under a new output name.")
+
+
+GUARDS: tuple[Guard, ...] = (every_model_is_verified,)
+VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected,)
+
+
+def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """Run every guard in order; the first refusal raises."""
+    for check in GUARDS:
+        check(ctx, prep, method)
+
+
+def guard_versions(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """Run every version guard in order (after ``identify``); the first refusal raises."""
+    for check in VERSION_GUARDS:
+        check(ctx, prep, method)

@@ -43,8 +43,13 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+# Without the driver this import fails and the connector registry names the extra that brings
+# it (pip install 'ppdp[postgres]').
+import adbc_driver_manager
+import adbc_driver_postgresql.dbapi as pg_dbapi
 import polars as pl
 import pyarrow as pa
+from adbc_driver_postgresql import StatementOptions as pg_options
 
 from ppdp.connectors.base import (
     ADVISORY_LOCKS,
@@ -54,13 +59,6 @@ from ppdp.connectors.base import (
 )
 from ppdp.engine.errors import ConnectorError
 from ppdp.sql.quoting import quote_table
-
-try:
-    import adbc_driver_manager
-    import adbc_driver_postgresql.dbapi as pg_dbapi
-    from adbc_driver_postgresql import StatementOptions as pg_options
-except ImportError as exc:  # pragma: no cover - exercised only without the driver
-    raise ImportError(f"{exc}. Hint: pip install adbc-driver-postgresql") from None
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 

@@ -47,15 +47,13 @@ from urllib.parse import parse_qsl, urlsplit
 import polars as pl
 import pyarrow as pa
 
+# Without pyspark this import fails and the connector registry names the extra (ppdp[spark]).
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
 from ppdp.engine.errors import ConnectorError
 from ppdp.sql.quoting import quote_table
 from ppdp.sql.spark import StatementError, spark_statements
-
-try:
-    from pyspark.errors import PySparkException
-    from pyspark.sql import SparkSession
-except ImportError as exc:  # pragma: no cover - exercised only without pyspark
-    raise ImportError(f"{exc}. Hint: pip install 'ppdp[spark]' (pyspark; needs Java 17)") from None
 
 _OPTIONS = ("warehouse", "catalog")
 

@@ -28,6 +28,7 @@ class Connector(Protocol):
     url: str
     capabilities: frozenset[str]  # a subset of CAPABILITIES
     max_identifier_length: int  # in UTF-8 bytes; longer names are truncated or refused by the database
+    default_schema: str  # where an unqualified table name is looked up (main, public, default)
 
     def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
         """Run a query and return its result as a Polars frame."""

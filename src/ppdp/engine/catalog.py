@@ -54,6 +54,15 @@ class RunRecord:
     changes: dict[str, Any] | None = None
     cross_version: dict[str, Any] | None = None
 
+    @property
+    def published_version(self) -> int:
+        """The version this run published. Every run ``published_runs`` returns has one (it keeps
+        only those), and so do ``latest_success`` and a RunContext's ``previous``; a run still
+        running or a failed one does not."""
+        if self.version is None:
+            raise ValueError(f"run {self.run_id} of release {self.release} published no version")
+        return self.version
+
 
 def ensure_schema(con: Connector) -> None:
     for stmt in C.ddl(con.dialect):

@@ -74,7 +74,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -86,6 +86,7 @@ from ppdp.engine.errors import DataError, SpecError, VerificationError
 from ppdp.engine.hetero import initial as I
 from ppdp.engine.hetero.convert import graph_from_classes
 from ppdp.engine.hetero.ils import iterated_local_search
+from ppdp.engine.hetero.incremental import Objective
 from ppdp.engine.hetero.metrics import QidTable, gcp, sil
 from ppdp.engine.hetero.repair import RepairError, repair_graph
 from ppdp.engine.models import PrivacyModel, build_model
@@ -119,10 +120,10 @@ SOURCE_FIELDS = ("table", "schema", "query", "file", "key")  # what must match f
 class Settings:
     k: int
     initial: str
-    objective: str
+    objective: Objective
     seconds: float
     seed: int
-    from_release: str | None = None  # params.from, with initial = "release"
+    from_release: str | None = None  # params.from: set exactly when initial = "release" (settings checks both ways)
     neighbors: int = DEFAULT_NEIGHBORS  # params.neighbors: candidate-list size, 0 = full scan
 
 
@@ -151,6 +152,7 @@ def settings(spec) -> Settings:
     objective = params.get("objective", "gcp")
     if objective not in ("gcp", "sil"):
         raise SpecError(f"method.params.objective must be \"gcp\" or \"sil\", got {objective!r}.")
+    objective = cast(Objective, objective)  # one of the two, checked just above
     seconds = params.get("seconds", 30)
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds <= 0:
         raise SpecError(f"method.params.seconds must be a positive number, got {seconds!r}.")
@@ -199,26 +201,27 @@ class Heterogeneous:
         """The checks that need the database, before anything is written: the release named by
         ``params.from`` exists and has classes of the same source (``source_release``)."""
         s = settings(spec)
-        if s.initial == FROM_RELEASE:
+        if s.from_release is not None:  # initial = "release"
             source_release(con, spec, s.from_release)
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         if ctx.previous is not None:
-            self._check_continuable(ctx, prep, settings(prep.spec))
+            self._check_continuable(ctx, ctx.previous, prep, settings(prep.spec))
         return self._decide(ctx, prep, frozenset())
 
-    def _check_continuable(self, ctx: RunContext, prep: Prepared, s: Settings) -> None:
-        prev = ctx.previous.solution or {}
+    def _check_continuable(self, ctx: RunContext, previous: RunRecord, prep: Prepared, s: Settings) -> None:
+        """Refuse when the graph of the version ``previous`` published cannot be continued."""
+        prev = previous.solution or {}
         if prev.get("method") != "heterogeneous" or prev.get("k") != s.k:
-            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was not published by method 'heterogeneous' with "
+            raise SpecError(f"Release {ctx.release} v{previous.version} was not published by method 'heterogeneous' with "
                             f"k = {s.k}; its graph cannot be continued. Hint: publish under a new output name, or restore k.")
         own = [c for c in prep.released_columns if c not in prep.spec.qid_columns]
         before = (sorted(prev.get("numeric_qids", []) + prev.get("categorical_qids", [])), prev.get("own_columns"))
         if before != (sorted(prep.spec.qid_columns), own) and prev.get("sources_stored"):
-            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} published other quasi-identifiers or columns; "
+            raise SpecError(f"Release {ctx.release} v{previous.version} published other quasi-identifiers or columns; "
                             "the versions could not be compared across. Hint: publish under a new output name.")
         if not prev.get("sources_stored"):
-            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was published before ppdp stored each version's "
+            raise SpecError(f"Release {ctx.release} v{previous.version} was published before ppdp stored each version's "
                             "source QIDs, which the cross-version check needs. Hint: publish under a new output name.")
 
     def _decide(self, ctx: RunContext, prep: Prepared, withheld: frozenset[str]) -> ReleasePlan:
@@ -239,8 +242,8 @@ class Heterogeneous:
         numeric = [q for q in spec.qid_columns if _is_numeric(records.schema[q])]
         categorical = [q for q in spec.qid_columns if q not in numeric]
         domains = {q: sorted({str(v) for v in records[q].to_list()}) for q in categorical}
-        for q, values in domains.items():
-            bad = [v for v in values if HS.SET_SEPARATOR in v]
+        for q, domain in domains.items():
+            bad = [v for v in domain if HS.SET_SEPARATOR in v]
             if bad:
                 raise DataError(f"Values of {q!r} contain '{HS.SET_SEPARATOR}', the set separator of the published column: "
                                 f"{bad[:3]}. Hint: clean them or drop the column.")
@@ -257,17 +260,18 @@ class Heterogeneous:
         kept_members: dict[int, set[int]] = {}  # t -> originals t covered before and still present
         prev_values: dict[tuple[str, str], tuple] = {}  # (key, attribute) -> (lo, hi, label) of the previous version
         if ctx.previous is not None:
-            prev_edges = ctx.con.query(HS.state_select("edges", ctx.release, ctx.previous.version, ctx.dialect))
+            prev_version = ctx.previous.published_version
+            prev_edges = ctx.con.query(HS.state_select("edges", ctx.release, prev_version, ctx.dialect))
             covered: dict[str, list[str]] = {}
             for o, a in prev_edges.select("original", "anonymized").iter_rows():
                 covered.setdefault(a, []).append(o)
             previous_keys = set(covered)
-            members = ctx.con.query(HS.state_select("members", ctx.release, ctx.previous.version, ctx.dialect))
-            for o, a in members.select("original", "anonymized").iter_rows():
+            prev_members = ctx.con.query(HS.state_select("members", ctx.release, prev_version, ctx.dialect))
+            for o, a in prev_members.select("original", "anonymized").iter_rows():
                 if a in index and o in index:
                     kept_members.setdefault(index[a], set()).add(index[o])
             for key, attribute, lo, hi, label in ctx.con.query(
-                    HS.state_select("values", ctx.release, ctx.previous.version, ctx.dialect)).select(
+                    HS.state_select("values", ctx.release, prev_version, ctx.dialect)).select(
                     "key", "attribute", "lo", "hi", "label").iter_rows():
                 if key in index:
                     prev_values[(key, attribute)] = (lo, hi, label)
@@ -279,8 +283,8 @@ class Heterogeneous:
             except RepairError:  # degenerate instance: no valid swap; the initial heuristic instead
                 repair = {"started_over": True}
         converted: dict[str, Any] = {}
-        if start is None and s.initial == FROM_RELEASE and ctx.previous is None:
-            start, converted = release_start(ctx.con, spec, s, keys, table)
+        if start is None and s.from_release is not None and ctx.previous is None:  # initial = "release"
+            start, converted = release_start(ctx.con, spec, s.from_release, s, keys, table)
         if start is None:  # a release's classes only start the first version; k-member restarts
             initial = s.initial if s.initial in INITIAL else "k-member"
             start = INITIAL[initial](table, s.k) if initial != "k-member" else I.k_member(table, s.k, seed=s.seed)
@@ -291,7 +295,8 @@ class Heterogeneous:
         # Published generalizations never narrow across versions (see the module docstring): a
         # tuple covers its graph edges, every original it covered before that is still here (at
         # its current values), and its previous ranges and sets.
-        member_rows, values = [], []
+        member_rows: list[tuple[str, str]] = []
+        values: list[tuple[str, str, float | None, float | None, str | None]] = []  # key, attribute, lo, hi, label
         for t in range(n):
             members = np.array(sorted(set(cover[t].tolist()) | kept_members.get(t, set())), dtype=np.int64)
             member_rows += [(keys[int(o)], keys[t]) for o in members]
@@ -305,7 +310,7 @@ class Heterogeneous:
                 _, _, before = prev_values.get((keys[t], q), (None, None, None))
                 labels |= set(before.split(HS.SET_SEPARATOR)) if before else set()
                 values.append((keys[t], q, None, None, HS.SET_SEPARATOR.join(sorted(labels))))
-        sources = []
+        sources: list[tuple[str, str, float | None, str | None]] = []  # key, attribute, num, label
         for row in everyone.iter_rows(named=True):
             sources += [(row["__key"], q, float(row[q]), None) for q in numeric]
             sources += [(row["__key"], q, None, str(row[q])) for q in categorical]
@@ -464,7 +469,7 @@ class Heterogeneous:
             sql, failing = self._failures(ctx, prep, st, published)
             checks.append({"check": "nobody can be narrowed below k rows across versions", "passed": failing.height == 0,
                            "failing_records": failing.height,
-                           "fewest_candidates": int(failing["candidates"].min()) if failing.height else None,
+                           "fewest_candidates": int(failing.select(pl.min("candidates")).item()) if failing.height else None,
                            "detail": f"{failing.height} record(s) with fewer than {k} candidate rows", "query": sql})
         return checks
 
@@ -525,10 +530,10 @@ def release_classes(con, spec, name: str) -> tuple[dict[str, Any], dict[str, Any
     return classes, {"release": release, "version": run.version, "method": method, "classes": len(set(classes.values()))}
 
 
-def release_start(con, spec, s: Settings, keys: list[str], table: QidTable):
-    """The starting graph from the classes of release ``s.from_release`` over ``keys`` (the rows of
-    ``table``): engine/hetero/convert.py, and what the run record says about it."""
-    classes, info = release_classes(con, spec, s.from_release)
+def release_start(con, spec, name: str, s: Settings, keys: list[str], table: QidTable):
+    """The starting graph from the classes of release ``name`` (``s.from_release``) over ``keys``
+    (the rows of ``table``): engine/hetero/convert.py, and what the run record says about it."""
+    classes, info = release_classes(con, spec, name)
     conversion = graph_from_classes(table, [classes.get(key) for key in keys], s.k, seed=s.seed)
     info |= {"classes_kept": conversion.classes_kept, "pooled": conversion.pooled, "pool_clusters": conversion.pool_clusters,
              "converted_gcp": float(gcp(table, conversion.graph)), "converted_sil": float(sil(table, conversion.graph))}
@@ -540,5 +545,5 @@ def _refuse(ctx: RunContext, failing: pl.DataFrame, why: str, hint: str) -> None
     raise VerificationError(
         f"Cross-version privacy check failed for release {ctx.release} v{ctx.version}: someone holding every version and "
         f"knowing who joined, left or changed could narrow {failing.height} record(s) ({departed} of them left at this step) "
-        f"to fewer than k rows (fewest: {int(failing['candidates'].min())}); {why}. Nothing was published. Hint: {hint}."
+        f"to fewer than k rows (fewest: {int(failing.select(pl.min('candidates')).item())}); {why}. Nothing was published. Hint: {hint}."
     )

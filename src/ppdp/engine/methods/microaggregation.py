@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import polars as pl
@@ -71,7 +71,8 @@ from ppdp.sql.dialects import RebuildRows
 from ppdp.sql.quoting import quote_table
 
 PARAMS = {"algorithm", "k", "alpha", "beta", "seed", "catalogue", "kinds"}
-SUPPORTED_KINDS = ("continuous", "semantic", "nominal")
+Kind = Literal["continuous", "semantic", "nominal"]  # the QidKind kinds this method publishes
+SUPPORTED_KINDS: tuple[Kind, ...] = ("continuous", "semantic", "nominal")
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Settings:
     beta: float
     seed: int
     catalogue: str
-    kinds: tuple[tuple[str, str], ...]
+    kinds: tuple[tuple[str, Kind], ...]
 
 
 def settings(spec) -> Settings:
@@ -120,14 +121,16 @@ def settings(spec) -> Settings:
     kinds = params.get("kinds", {})
     if not isinstance(kinds, dict):
         raise SpecError("method.params.kinds must be a table, e.g. kinds = { age = \"continuous\" }.")
+    checked: dict[str, Kind] = {}
     for col, kind in kinds.items():
         if col not in spec.qid_columns:
             raise SpecError(f"method.params.kinds names {col!r}, which is not a quasi-identifier.")
         if kind not in SUPPORTED_KINDS:
             raise SpecError(f"method.params.kinds.{col} = {kind!r}: the microaggregation release publishes "
                             f"{', '.join(SUPPORTED_KINDS)} QIDs. Hint: give the QID a hierarchy and kind \"semantic\", or kind \"nominal\".")
+        checked[col] = cast(Kind, kind)  # one of SUPPORTED_KINDS, checked just above
     return Settings(algorithm, int(k), float(params.get("alpha", ALPHA)), float(params.get("beta", BETA)), int(seed), catalogue,
-                    tuple(sorted(kinds.items())))
+                    tuple(sorted(checked.items())))
 
 
 def _catalogue(spec, name: str) -> SensitiveCatalogue:
@@ -156,7 +159,7 @@ def _sensitive_type(ctx: RunContext, prep: Prepared) -> str:
     every version keeps the column's type and deltas stay possible)."""
     spec, sa = prep.spec, prep.spec.sensitive[0]
     if spec.table is not None:
-        schema = spec.schema or getattr(ctx.con, "default_schema", None)
+        schema = spec.schema or ctx.con.default_schema
         for name, type_ in ctx.con.relation_columns(schema, spec.table) or []:
             if name == sa:
                 return type_
@@ -213,15 +216,17 @@ class Microaggregation:
         records = stored.Records(frame["__key"].to_list(), columns, frame[sa].to_list())
         params = Params(s.k, s.alpha, s.beta, s.seed)
         found: stored.Changes | None = None
-        restored, deferred = None, ()
-        if ctx.previous is None:
+        restored: stored.Restored | None = None
+        deferred: tuple[str, ...] = ()  # records kept in their group with the values it was grouped with
+        previous = ctx.previous
+        if previous is None:
             schema = fit_schema(kinds, columns)
             state = algorithm.first_release(encode(schema, columns), catalogue.codes(records.sensitive),
                                             list(range(len(records.keys))), catalogue, params)
             id_of = {key: i for i, key in enumerate(records.keys)}
             forged_rows: dict[int, str] = {}
         else:
-            schema, restored = self._restore(ctx, s, kinds, catalogue, algorithm)
+            schema, restored = self._restore(ctx, previous, s, kinds, catalogue, algorithm)
             found = stored.changes(restored, records, kinds)
             state, id_of, deferred = stored.apply(algorithm, restored, records, found, schema, catalogue)
             forged_rows = restored.forged_rows
@@ -246,14 +251,16 @@ class Microaggregation:
                                _sensitive_type(ctx, prep) if snap.forged.height else None, counters)
         return ReleasePlan("microaggregation", solution, metrics, snap.rows, state=state_out)
 
-    def _restore(self, ctx: RunContext, s: Settings, kinds, catalogue, algorithm):
-        """The previous version's groups, refused when they cannot be continued."""
-        prev = ctx.previous.solution
+    def _restore(self, ctx: RunContext, previous: RunRecord, s: Settings, kinds: list[QidKind],
+                 catalogue: SensitiveCatalogue, algorithm) -> tuple[QidSchema, stored.Restored]:
+        """The previous version's groups (``previous``: the run that published it), refused when
+        they cannot be continued."""
+        prev = previous.solution
         same = {"algorithm": s.algorithm, "k": s.k, "alpha": s.alpha, "beta": s.beta, "catalogue": s.catalogue,
                 "kinds": {k.column: k.kind for k in kinds}}
         differs = [name for name, value in same.items() if prev.get(name, "drasl" if name == "algorithm" else None) != value]
         if differs:
-            raise SpecError(f"Release {ctx.release} v{ctx.previous.version} was grouped with other {', '.join(differs)}; its "
+            raise SpecError(f"Release {ctx.release} v{previous.version} was grouped with other {', '.join(differs)}; its "
                             "groups cannot be continued. Hint: publish under a new output name, or restore the earlier parameters.")
         if not algorithm.dynamic:
             raise SpecError(f"Algorithm {s.algorithm!r} re-clusters the whole table on every change, which would move nearly "
@@ -261,7 +268,7 @@ class Microaggregation:
                             f"({', '.join(n for n in ALGORITHMS.names() if ALGORITHMS.get(n).dynamic)}) or a new output name.")
         ranges = {c: (float(r[0]), float(r[1])) for c, r in prev.get("ranges", {}).items()}
         schema = QidSchema(tuple(kinds), ranges, {})
-        frames = {t: ctx.con.query(M.state_select(t, ctx.release, ctx.previous.version, ctx.dialect))
+        frames = {t: ctx.con.query(M.state_select(t, ctx.release, previous.published_version, ctx.dialect))
                   for t in ("groups", "values", "forged")}
         restored = stored.restore(frames["groups"], frames["values"], frames["forged"], ctx.spec.sensitive[0], schema,
                                   catalogue, k=s.k, alpha=s.alpha, beta=s.beta, seed=s.seed, counters=prev.get("dynamic", {}))

@@ -37,7 +37,7 @@ def _closest(name: str, options: list[str]) -> str:
 
 def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
     if spec.table is not None:
-        schema = spec.schema or getattr(con, "default_schema", None)
+        schema = spec.schema or con.default_schema
         cols = con.relation_columns(schema, spec.table)
         if cols is None:
             raise DataError(f"Source table {source.describe()} does not exist in {con.url}. Hint: check source.schema and source.table.")
@@ -106,7 +106,7 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) 
     release = catalog.release_id(spec.output_schema, spec.output_name)
     previous = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
     if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
-        stored = catalog.stored_distribution(con, release, previous.version)
+        stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored
     frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect))

@@ -19,7 +19,7 @@ Two run times, both medians over the runs (the runs of the island counts are int
 the machine's other load hits them alike):
 
 * RT  = ``algorithm_seconds``: the algorithm, without starting the workers. The workers come
-  from a persistent pool (``engine.optimizers.islands.worker_pool``: started once, warmed up by
+  from a persistent pool (an ``IslandRuntime`` of its own: started once, warmed up by
   one unmeasured run per island count) - the paper's islands are long-lived processes. SR and CR
   use RT: SR = RT(1 island) / RT(n islands), CR = CT / RT.
 * RT+s = ``run_seconds`` of separate runs that start fresh worker processes (spawn, imports,
@@ -81,7 +81,8 @@ import instances as inst_mod  # noqa: E402
 from ppdp.engine.encoding import encode_histogram  # noqa: E402
 from ppdp.engine.models import build_model  # noqa: E402
 from ppdp.engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
-from ppdp.engine.optimizers.islands import ProblemSpec, fresh_workers, worker_pool  # noqa: E402
+from ppdp.engine.optimizers.evolutionary.runtime import IslandRuntime  # noqa: E402
+from ppdp.engine.optimizers.remote import ProblemSpec  # noqa: E402
 from ppdp.engine.problem import Problem  # noqa: E402
 
 ISLANDS = (1, 2, 4)
@@ -184,14 +185,14 @@ def measure(inst, budget: int, runs: int, cold_runs: int) -> dict:
     # communication or a second process, i.e. how far splitting the population alone lets SR go.
     split: list[dict] = []
     load_before, capacity_before = load(), kernel_capacity(inst.problem(), budget)
-    with worker_pool():
+    with IslandRuntime():  # workers of its own, started once
         for n, lag in CONFIGS:  # start and warm up the workers; not measured
             run(inst, n, lag, budget, seed=1000 * number + 999)
         for r in range(runs):
             for n, lag in CONFIGS:
                 warm[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
             split.append(run(inst, 2, 0, budget, seed=1000 * number + r, local=True))
-    with fresh_workers():  # not the process's warm pool: start-up and shut-down included
+    with IslandRuntime(pooled=False):  # no warm pool: start-up and shut-down included
         for r in range(cold_runs):
             for n, lag in cold:
                 cold[n, lag].append(run(inst, n, lag, budget, seed=1000 * number + r))
@@ -498,17 +499,14 @@ def heavy_run(table, cell: HeavyCell, budget: int, seed: int) -> dict:
 def wire_sizes(table, epochs: int = 3) -> dict:
     """What travels per run and per epoch with two islands of H1 (bytes), and an island's epoch
     time here: the Problem as a ``ProblemSpec`` (once per run, to each worker or the object
-    store), an epoch's migrant on the ring of pipes (``_encode_migrant``: S as bits) and as Ray
-    passes it (the pickled Individual), an epoch's report to the master (``_pack_reports``)."""
+    store), an epoch's migrant on the ring of pipes (``encode_migrant``: S as bits) and as Ray
+    passes it (the pickled Individual), an epoch's report to the master (``pack_reports``)."""
     import pickle
 
+    from ppdp.engine.optimizers.evolutionary.executors.wire import encode_migrant, pack_reports
+    from ppdp.engine.optimizers.evolutionary.island import IslandSpec
+    from ppdp.engine.optimizers.evolutionary.params import parse_params
     from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-    from ppdp.engine.optimizers.islands import (
-        IslandSpec,
-        _encode_migrant,
-        _pack_reports,
-        parse_params,
-    )
 
     problem = heavy_problem(table)
     config = parse_params(HEAVY_OPTIMIZER, {"islands": 2, "oracle": True}, ID_DGA_DEFAULTS)
@@ -520,8 +518,8 @@ def wire_sizes(table, epochs: int = 3) -> dict:
         r = island.run(int(config["migration_interval"]), None)
         seconds = time.perf_counter() - t
         best, r.best = r.best, None
-        rows.append((seconds, len(_encode_migrant(best, None, 0)), len(pickle.dumps(best)),
-                     len(pickle.dumps(_pack_reports([r])))))
+        rows.append((seconds, len(encode_migrant(best, None, 0)), len(pickle.dumps(best)),
+                     len(pickle.dumps(pack_reports([r])))))
     return {"problem_spec_bytes": len(pickle.dumps(ProblemSpec.of(problem))),
             "epoch_seconds": med([x[0] for x in rows]), "ring_migrant_bytes": rows[-1][1],
             "ray_migrant_bytes": rows[-1][2], "report_bytes": med([x[3] for x in rows])}
@@ -576,7 +574,7 @@ def heavy(args: argparse.Namespace) -> int:
     warm_budget = max(budget // 10, 200)
     ray_note = ""
     with ExitStack() as stack:
-        stack.enter_context(worker_pool())
+        stack.enter_context(IslandRuntime())
         ray = None
         if any(c.executor == "ray" for c in cells):
             ray, ray_note = _start_ray()

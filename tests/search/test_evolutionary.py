@@ -17,18 +17,19 @@ from ppdp.engine.errors import SpecError
 from ppdp.engine.hierarchy import read_arx_csv
 from ppdp.engine.models import ClassStats, build_model
 from ppdp.engine.optimizers import OPTIMIZERS, run_optimizer
-from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, record_disclosure
-from ppdp.engine.optimizers.islands import (
-    Individual,
-    _decode_migrant,
-    _direct_send_bytes,
-    _encode_migrant,
-    _RingSender,
-    _same_individual,
-    parse_params,
-    run_islands,
-    worker_pool,
+from ppdp.engine.optimizers.evolutionary.executors.wire import (
+    decode_migrant,
+    encode_migrant,
+    pack_reports,
+    same_individual,
+    unpack_reports,
 )
+from ppdp.engine.optimizers.evolutionary.executors.worker import RingSender, direct_send_bytes
+from ppdp.engine.optimizers.evolutionary.island import Individual
+from ppdp.engine.optimizers.evolutionary.master import run_islands
+from ppdp.engine.optimizers.evolutionary.params import parse_params
+from ppdp.engine.optimizers.evolutionary.runtime import IslandRuntime
+from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, record_disclosure
 from ppdp.engine.optimizers.operators import imp_info_driven
 from ppdp.engine.problem import Problem
 from tests.support import paths as PATHS
@@ -164,7 +165,8 @@ def same_run(a, b) -> bool:
 
 def test_worker_pool_reuses_workers_and_changes_nothing(k_problem: Problem, t_problem: Problem):
     budget = 900
-    with worker_pool() as pool:
+    with IslandRuntime() as runtime:
+        pool = runtime.pool()
         for name, problem, n, seed in (("id-dga", k_problem, 2, 5), ("id-dga", k_problem, 2, 6),
                                        ("id-dga", k_problem, 3, 5), ("haef", t_problem, 2, 5)):
             proc = run_optimizer(name, problem, budget=budget, seed=seed, params={"diversity_every": 1, "islands": n, "executor": "process"})
@@ -210,7 +212,8 @@ def test_a_failed_island_is_reported_not_the_broken_pipe_of_its_neighbour(k_prob
     """The successor's closed pipe stops an island quietly: the master reports the island that
     failed (seen in CI: 'island 0 failed ... BrokenPipeError' hid 'island 1 gives up')."""
     config = parse_params("id-dga", {"islands": 2, "executor": "process"}, ID_DGA_DEFAULTS)
-    with worker_pool() as pool:
+    with IslandRuntime() as runtime:
+        pool = runtime.pool()
         with pytest.raises(RuntimeError, match="island 1 failed(?s:.*)island 1 gives up") as caught:
             run_islands(k_problem, FailingSlowlyIsland, config, name="failing", budget=900, seed=1)
         assert "BrokenPipeError" not in str(caught.value)
@@ -219,7 +222,8 @@ def test_a_failed_island_is_reported_not_the_broken_pipe_of_its_neighbour(k_prob
 
 def test_worker_failure_and_early_stop_leave_the_pool_usable(k_problem: Problem):
     config = parse_params("id-dga", {"islands": 2, "executor": "process"}, ID_DGA_DEFAULTS)
-    with worker_pool() as pool:
+    with IslandRuntime() as runtime:
+        pool = runtime.pool()
         with pytest.raises(RuntimeError, match="island 1 gives up"):
             run_islands(k_problem, FailingIsland, config, name="failing", budget=900, seed=1)
         assert not pool.idle  # the failed run's workers are stopped, not reused
@@ -245,18 +249,18 @@ def test_ring_sender_does_not_block_on_large_migrants():
     import multiprocessing as mp
 
     reader, writer = mp.get_context("spawn").Pipe(duplex=False)
-    sender = _RingSender(writer, _direct_send_bytes(2, 0))
+    sender = RingSender(writer, direct_send_bytes(2, 0))
     small = Individual(np.array([1, 2]), np.array([True, False, True]), True, 0.0, 5.0, np.array([3.0]), 1)
-    sender.send(_encode_migrant(small, None, 1))
+    sender.send(encode_migrant(small, None, 1))
     big = [Individual(np.arange(3), np.random.default_rng(i).random(2_000_000) < 0.5, False, 0.25, 0.0,
                       np.array([1.0, 2.0]), 7) for i in range(4)]  # 4 x 250 KB, nobody reading yet
     for b in big:
-        sender.send(_encode_migrant(b, None, 2))
-    got, chain = _decode_migrant(reader.recv_bytes(), None)
-    assert chain == 1 and _same_individual(got, small) and got.suppressed == 1 and got.ad.tolist() == [3.0]
+        sender.send(encode_migrant(b, None, 2))
+    got, chain = decode_migrant(reader.recv_bytes(), None)
+    assert chain == 1 and same_individual(got, small) and got.suppressed == 1 and got.ad.tolist() == [3.0]
     for b in big:
-        got, chain = _decode_migrant(reader.recv_bytes(), None)
-        assert chain == 2 and _same_individual(got, b) and got.violation == 0.25 and got.ad.tolist() == [1.0, 2.0]
+        got, chain = decode_migrant(reader.recv_bytes(), None)
+        assert chain == 2 and same_individual(got, b) and got.violation == 0.25 and got.ad.tolist() == [1.0, 2.0]
     sender.close()
     with pytest.raises(EOFError):
         reader.recv_bytes()
@@ -265,20 +269,18 @@ def test_ring_sender_does_not_block_on_large_migrants():
 def test_migrant_messages_same_and_none():
     ind = Individual(np.array([0, 3]), np.ones(9, dtype=bool), True, 0.0, 2.5, np.array([4.0]), 0)
     copy = Individual(ind.g.copy(), ind.s.copy(), True, 0.0, 2.5, ind.ad.copy(), 0)
-    data = _encode_migrant(copy, ind, 3)  # unchanged best: a short message, the receiver reuses its last
-    assert len(data) < len(_encode_migrant(copy, None, 3))
-    assert _decode_migrant(data, ind) == (ind, 3)
-    assert _decode_migrant(_encode_migrant(None, ind, 4), ind) == (None, 4)
+    data = encode_migrant(copy, ind, 3)  # unchanged best: a short message, the receiver reuses its last
+    assert len(data) < len(encode_migrant(copy, None, 3))
+    assert decode_migrant(data, ind) == (ind, 3)
+    assert decode_migrant(encode_migrant(None, ind, 4), ind) == (None, 4)
 
 
 def test_report_batches_pack_and_unpack(k_problem: Problem):
-    from ppdp.engine.optimizers.islands import _pack_reports, _unpack_reports
-
     isl = IDDGAIsland(k_problem, parse_params("id-dga", {"diversity_every": 1}, ID_DGA_DEFAULTS), budget=600,
                       seed=np.random.SeedSequence(2), index=1, pop_size=10)
     reports = [isl.run(3, None) for _ in range(40)]
     assert reports[-1].exhausted and any(r.improvements is None for r in reports)
-    back = _unpack_reports(_pack_reports(reports))
+    back = unpack_reports(pack_reports(reports))
     assert len(back) == len(reports)
     for a, b in zip(reports, back, strict=True):
         for name in ("index", "evaluated", "pop_size", "used", "generations", "exhausted", "compute_seconds", "extras"):
@@ -380,7 +382,6 @@ def test_oracle_memory_returns_what_the_oracle_computes(t_problem: Problem):
 
 def test_vectorized_selection_matches_pairwise_rule(k_problem: Problem):
     from ppdp.engine.optimizers.ga import GA_DEFAULTS, GAIsland
-    from ppdp.engine.optimizers.islands import parse_params
     from ppdp.engine.optimizers.operators import pair_up
 
     isl = GAIsland(k_problem, parse_params("ga", {}, GA_DEFAULTS), budget=10_000,

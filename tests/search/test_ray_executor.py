@@ -22,15 +22,14 @@ except ImportError:
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.optimizers import run_optimizer
+from ppdp.engine.optimizers.evolutionary.executors.local import LocalExecutor
+from ppdp.engine.optimizers.evolutionary.executors.ray import RayExecutor
+from ppdp.engine.optimizers.evolutionary.island import IslandSpec
+from ppdp.engine.optimizers.evolutionary.master import run_islands
+from ppdp.engine.optimizers.evolutionary.params import parse_params
 from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-from ppdp.engine.optimizers.islands import IslandSpec, LocalExecutor, parse_params, run_islands
-from ppdp.engine.optimizers.lattice import max_suppressed_records
-from ppdp.engine.optimizers.ray_executor import (
-    RayExecutor,
-    evaluate_batches,
-    evaluate_nodes,
-    ray_actor_pool,
-)
+from ppdp.engine.optimizers.lattice_nodes import evaluate_nodes, max_suppressed_records
+from ppdp.engine.optimizers.ray_executor import evaluate_batches, ray_actor_pool
 from ppdp.engine.problem import Problem
 from tests.search.test_evolutionary import QIDS_K, FailingIsland, adult_problem, same_run
 

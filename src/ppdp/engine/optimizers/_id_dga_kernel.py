@@ -52,7 +52,7 @@ _drop_stale_cache()
 
 @njit(cache=True)
 def _beats(fa, va, ta, fb, vb, tb):
-    """Two-dimension rule (ID-DGA §4.6), as ``islands._beats``."""
+    """Two-dimension rule (ID-DGA §4.6), as ``evolutionary.island._beats``."""
     if fa:
         return (not fb) or ta > tb
     return (not fb) and va < vb

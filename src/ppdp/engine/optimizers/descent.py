@@ -13,7 +13,7 @@ ARX runs it bottom-up because its loss only grows upward. TD does the opposite: 
 is feasible whenever any node is, and TD grows as values are specialized until the records that
 must be suppressed outweigh the finer values. So ppdp starts at the top and expands a node's
 *predecessors* (one QID one level lower). Nodes are checked in batches (one evaluation each)
-with ``lattice.evaluate_nodes``, so ``suppression_limit`` has ARX's semantics as in the other
+with ``lattice_nodes.evaluate_nodes``, so ``suppression_limit`` has ARX's semantics as in the other
 lattice optimizers. The search is a heuristic: it stops at the budget; a run that expands the
 whole lattice has evaluated every node and is certified.
 
@@ -34,14 +34,18 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import Evaluation
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
-from ppdp.engine.optimizers.lattice import evaluate_nodes, lattice_size, max_suppressed_records
+from ppdp.engine.optimizers.lattice_nodes import (
+    evaluate_nodes,
+    lattice_size,
+    max_suppressed_records,
+)
 from ppdp.engine.problem import Problem
 
 
 class _Descent:
     """State of one run: checked nodes with their TD, the queue, the expanded set.
 
-    ``evaluate(G) -> (retained, Evaluation)`` checks a batch of nodes (``lattice.evaluate_nodes``
+    ``evaluate(G) -> (retained, Evaluation)`` checks a batch of nodes (``lattice_nodes.evaluate_nodes``
     or the lattice search's Ray evaluator); at most ``cap`` evaluations are used in all.
     """
 

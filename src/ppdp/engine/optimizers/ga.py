@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
-from ppdp.engine.optimizers.islands import COMMON_DEFAULTS, Island, parse_params, run_islands
+from ppdp.engine.optimizers.evolutionary.island import Island
+from ppdp.engine.optimizers.evolutionary.master import run_islands
+from ppdp.engine.optimizers.evolutionary.params import COMMON_DEFAULTS, parse_params
 from ppdp.engine.optimizers.operators import cx_uniform, mut_reset_flip, pair_up
 from ppdp.engine.problem import Problem
 

@@ -34,8 +34,10 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
 from ppdp.engine.optimizers.de import de_generation
+from ppdp.engine.optimizers.evolutionary.island import Island
+from ppdp.engine.optimizers.evolutionary.master import run_islands
+from ppdp.engine.optimizers.evolutionary.params import COMMON_DEFAULTS, parse_params
 from ppdp.engine.optimizers.ga import ga_generation
-from ppdp.engine.optimizers.islands import COMMON_DEFAULTS, Island, parse_params, run_islands
 from ppdp.engine.optimizers.operators import DE_NAMES, p_de_strategies, p_ga_de
 from ppdp.engine.problem import Problem
 

@@ -5,7 +5,7 @@ random; per pair one child: information-driven crossover (§4.3), information-dr
 (§4.4), evaluation; if the mutant is infeasible, information-driven improvement (§4.5: suppress
 the retained records with the lowest AD, i.e. of the smallest classes for k-anonymity) and a
 second evaluation; the child replaces the worse parent if it beats it (§4.6). Islands and ring
-migration every MI generations come from engine/optimizers/islands.py (§4.1).
+migration every MI generations come from engine/optimizers/evolutionary/ (§4.1).
 
 Evaluation count: deciding that the mutant is infeasible needs its AD, i.e. one evaluation of
 (G, S); the improved child is a second one. Both count against the budget (engine/problem.py:
@@ -42,7 +42,9 @@ from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
 from ppdp.engine.models import ClassStats
 from ppdp.engine.models.k_anonymity import KAnonymity
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
-from ppdp.engine.optimizers.islands import COMMON_DEFAULTS, Island, parse_params, run_islands
+from ppdp.engine.optimizers.evolutionary.island import Island
+from ppdp.engine.optimizers.evolutionary.master import run_islands
+from ppdp.engine.optimizers.evolutionary.params import COMMON_DEFAULTS, parse_params
 from ppdp.engine.optimizers.operators import (
     cx_info_driven,
     imp_info_driven,

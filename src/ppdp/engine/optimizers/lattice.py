@@ -54,7 +54,6 @@ most the limit.
 from __future__ import annotations
 
 import heapq
-import math
 from typing import Any
 
 import numpy as np
@@ -62,41 +61,18 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
 from ppdp.engine.optimizers.bounds import BoxBound
+from ppdp.engine.optimizers.descent import greedy_incumbent
+from ppdp.engine.optimizers.lattice_nodes import (
+    all_nodes,
+    evaluate_nodes,
+    lattice_size,
+    max_suppressed_records,
+)
 from ppdp.engine.problem import Problem
 
-
-def lattice_size(heights: np.ndarray) -> int:
-    return int(np.prod(np.asarray(heights, dtype=object) + 1))
-
-
-def all_nodes(heights: np.ndarray) -> np.ndarray:
-    """Every node of the lattice, (n, nQ)."""
-    grids = np.meshgrid(*[np.arange(h + 1) for h in heights], indexing="ij")
-    return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
-
-
-def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
-    """Records a node may suppress under ARX's suppression limit (a fraction of nR in [0, 1])."""
-    if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0.0 <= float(limit) <= 1.0:
-        raise SpecError(f"{optimizer} optimizer: suppression_limit must be a fraction in [0, 1], got {limit!r}. "
-                        "Hint: 0.05 for 5%, 1 for no limit.")
-    return math.floor(float(limit) * problem.n_records + 1e-9)
-
-
-def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int):
-    """(retained, evaluation) of (G, S*(G)) for each node of G; a node whose S*(G) suppresses
-    more than ``max_suppressed`` records is evaluated with nothing suppressed (infeasible). The
-    in-process search and the Ray workers (ray_executor.py) both call this."""
-    G = np.asarray(G, dtype=np.int64)
-    if max_suppressed == 0:  # no S*(G) needed: with nothing suppressed a node is feasible or not
-        retained = np.tile(problem.table.counts, (len(G), 1))
-        return retained, problem.evaluate(G, retained=retained)
-    if max_suppressed >= problem.n_records:  # no limit: S*(G) and its evaluation in one pass
-        return problem.evaluate_optimal(G)
-    retained = np.stack([problem.optimal_retained(g) for g in G])
-    over = problem.n_records - retained.sum(axis=1) > max_suppressed
-    retained[over] = problem.table.counts
-    return retained, problem.evaluate(G, retained=retained)
+# The node helpers live in lattice_nodes (descent needs them without this module); they are
+# still importable from here.
+__all__ = ["all_nodes", "evaluate_nodes", "lattice_search", "lattice_size", "max_suppressed_records"]
 
 
 @OPTIMIZERS.register("lattice")
@@ -180,8 +156,6 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     round pops up to ``batch`` boxes above the best TD, bounds all their halves in one call and
     evaluates all popped one-node boxes in one call: both batches can be spread over workers.
     """
-    from ppdp.engine.optimizers.descent import greedy_incumbent  # here: descent imports this module
-
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
     root = float(bound(L0, heights[None, :])[0])

@@ -1,4 +1,5 @@
-"""Ray executors (issue #17 item 2): islands as Ray actors, lattice node batches on Ray workers.
+"""Ray for the optimizers (issue #17 item 2): the cluster, host actors and their pool, and
+lattice node batches evaluated on Ray workers.
 
 Optional dependency: ``pip install ppdp[ray]``. ``connect(address)`` joins the cluster at
 ``address`` (``"ray://..."`` or ``"host:port"``), else the one ``RAY_ADDRESS`` names or one
@@ -7,16 +8,9 @@ as long as this process. Nothing here starts a cluster when the driver already c
 ``ray.init``. The workers import ``engine`` as installed on their node (a local cluster's
 workers see the driver's working directory first, as the driver does).
 
-* ``RayExecutor``: the ``IslandExecutor`` of ``islands.py`` with one actor per island. The
-  Problem travels once, as a ``ProblemSpec`` (encoded arrays, models, backend) put in the
-  object store; each actor builds its Problem and island from it and loads the Numba kernels
-  before reporting ready (start-up, apart from the run). Epoch e of island i is an actor call
-  whose migrant argument is the object ref of island i - 1's best after epoch e - 1 - lag: Ray
-  hands the best from actor to actor (the master never reads it) and runs an actor's calls in
-  the order they were submitted, so the islands receive exactly the migrants of
-  ``LocalExecutor``'s lock step, whatever the scheduling: a seed gives the same result as
-  "local" and "process". The master submits up to ``window`` epochs ahead of the reports it
-  has read, so an island waits only for its predecessor's best, as with the ring of pipes.
+* Host actors (``_Host``), started on demand or kept by ``ray_actor_pool()``, each hosting one
+  island or one lattice node evaluator at a time. Islands as Ray actors are
+  ``RayExecutor`` (engine/optimizers/evolutionary/executors/ray.py), built on these.
 * ``RayNodeEvaluator`` / ``evaluate_batches``: batches of lattice nodes evaluated (S*(G), then
   the evaluation of (G, S*(G)), cut to nothing suppressed beyond the suppression limit) by
   actors holding the histogram from the object store. The same numbers as the in-process
@@ -24,7 +18,7 @@ workers see the driver's working directory first, as the driver does).
 
 Both run on host actors (one worker process each) that load the Numba kernels once: a few
 seconds per actor on a small machine. Within ``ray_actor_pool()`` they are kept for the next
-run (islands and lattice workers alike), as ``islands.worker_pool`` keeps worker processes.
+run (islands and lattice workers alike), as an ``IslandRuntime``'s pool keeps worker processes.
 """
 
 from __future__ import annotations
@@ -33,20 +27,23 @@ import os
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import Evaluation
-from ppdp.engine.optimizers.islands import Individual, Island, IslandSpec, ProblemSpec, warm_up
-from ppdp.engine.optimizers.lattice import evaluate_nodes
+from ppdp.engine.optimizers.lattice_nodes import evaluate_nodes
+from ppdp.engine.optimizers.remote import ProblemSpec, warm_up
 from ppdp.engine.problem import Problem
 
-# Epochs the master submits ahead of the reports it has read. Every submitted epoch runs (an
-# island past the master's last epoch only receives migrants), so a few suffice to keep the
-# actors busy without wasting much at the end of a run.
-WINDOW_EPOCHS = 8
+if TYPE_CHECKING:  # the islands' module builds on this one (evolutionary/executors/ray.py)
+    from ppdp.engine.optimizers.evolutionary.island import (
+        EpochReport,
+        Individual,
+        Island,
+        IslandSpec,
+    )
 
 
 def require_ray() -> Any:
@@ -68,7 +65,8 @@ def connect(address: str | None = None) -> Any:
     return ray
 
 
-def _actor_error(ray: Any, err: Exception, what: str) -> RuntimeError:
+def actor_error(ray: Any, err: Exception, what: str) -> RuntimeError:
+    """``err`` of a Ray call as a RuntimeError that names ``what`` failed and the cause."""
     cause = err.cause if isinstance(err, ray.exceptions.RayTaskError) and err.cause is not None else err
     return RuntimeError(f"{what} failed on Ray: {type(cause).__name__}: {cause}")
 
@@ -90,8 +88,10 @@ class _Host:
         self.island.warm_up()
         return os.getpid()
 
-    def run(self, generations: int, migrant: Individual | None) -> tuple[Any, Individual | None]:
+    def run(self, generations: int, migrant: Individual | None) -> tuple[EpochReport, Individual | None]:
         """One epoch: (the report without its best, for the master; the best, for the ring)."""
+        if self.island is None:
+            raise RuntimeError("Ray host: an epoch before setup_island")
         report = self.island.run(generations, migrant)
         best, report.best = report.best, None
         return report, best
@@ -103,6 +103,8 @@ class _Host:
         return os.getpid()
 
     def evaluate(self, G: np.ndarray, max_suppressed: int) -> tuple[np.ndarray, Evaluation]:
+        if self.problem is None:
+            raise RuntimeError("Ray host: nodes to evaluate before setup_nodes")
         return evaluate_nodes(self.problem, G, max_suppressed)
 
 
@@ -165,87 +167,19 @@ def ray_actor_pool() -> Iterator[RayActorPool]:
             pool.close(ray)
 
 
-def _acquire(ray: Any, n: int) -> tuple[list[Any], RayActorPool | None]:
+def acquire_hosts(ray: Any, n: int) -> tuple[list[Any], RayActorPool | None]:
+    """``n`` host actors from the active ``ray_actor_pool`` (else new ones), and that pool."""
     pool = _POOL[-1] if _POOL else None
     return (pool.acquire(ray, n) if pool is not None else _new_hosts(ray, n)), pool
 
 
-def _give_back(ray: Any, hosts: list[Any], pool: RayActorPool | None, healthy: bool) -> None:
+def give_back(ray: Any, hosts: list[Any], pool: RayActorPool | None, healthy: bool) -> None:
     """Hosts back to the pool, else stopped (an actor also stops when its last handle goes)."""
     if pool is not None and healthy and pool in _POOL:
         pool.release(hosts)
     elif ray.is_initialized():
         for h in hosts:
             ray.kill(h)
-
-
-class RayExecutor:
-    """One Ray actor per island; see the module docstring. The cluster outlives the run (a local
-    one lives as long as this process); the actors go back to the active ``ray_actor_pool`` at
-    ``close``, else are stopped."""
-
-    name = "ray"
-    parallel = True
-    pool = None  # not islands.worker_pool (that one holds processes); see ray_actor_pool
-
-    def __init__(self, problem: Problem, *, address: str | None = None, window: int = WINDOW_EPOCHS) -> None:
-        self.problem = problem
-        self.ray = connect(address)
-        self.window = max(int(window), 1)
-        self.actors: list[Any] = []
-        self.pids: list[int] = []
-        self.failed = False
-        self._pool: RayActorPool | None = None
-
-    def start(self, specs: list[IslandSpec]) -> None:
-        ray = self.ray
-        self.actors, self._pool = _acquire(ray, len(specs))
-        problem_ref = ray.put(ProblemSpec.of(self.problem))  # once, shared by every actor
-        try:
-            self.pids = ray.get([a.setup_island.remote(problem_ref, spec)
-                                 for a, spec in zip(self.actors, specs, strict=True)])
-        except ray.exceptions.RayError as err:
-            self.failed = True
-            raise _actor_error(ray, err, "starting the islands") from None
-
-    def epochs(self, generations: int, lag: int = 0) -> Iterator[list[Any]]:
-        ray = self.ray
-        n = len(self.actors)
-        reports: list[list[Any]] = []  # object refs per submitted epoch, per island
-        bests: list[list[Any]] = []
-
-        def submit() -> None:
-            e = len(reports)
-            # Epoch e receives the bests of epoch e - 1 - lag (LocalExecutor's lock step): island
-            # i that of island i - 1, handed over by Ray from actor to actor.
-            source = e - 1 - lag
-            migrants = ([bests[source][(i - 1) % n] for i in range(n)] if n > 1 and source >= 0 else [None] * n)
-            # Two returns: the report goes to the master, the best to the next island only.
-            refs = [a.run.options(num_returns=2).remote(generations, m)
-                    for a, m in zip(self.actors, migrants, strict=True)]
-            reports.append([r for r, _ in refs])
-            bests.append([b for _, b in refs])
-            if source >= 0:
-                bests[source] = []  # no later epoch needs them: let Ray free them
-
-        read = 0
-        while True:
-            while len(reports) < read + self.window:
-                submit()
-            try:
-                out = ray.get(reports[read])
-            except ray.exceptions.RayError as err:
-                self.failed = True
-                raise _actor_error(ray, err, f"an island (epoch {read + 1})") from None
-            reports[read] = []
-            read += 1
-            yield out
-
-    def close(self) -> None:
-        # A pooled actor may still run the epochs submitted ahead: its next setup waits for them
-        # (an actor runs its calls in order), and their results are dropped.
-        actors, self.actors = self.actors, []
-        _give_back(self.ray, actors, self._pool, not self.failed)
 
 
 class RayNodeEvaluator:
@@ -261,7 +195,7 @@ class RayNodeEvaluator:
         self.problem = problem
         self.max_suppressed = int(max_suppressed)
         n = int(workers) if workers else max(int(ray.cluster_resources().get("CPU", 1)), 1)
-        self.actors, pool = _acquire(ray, n)
+        self.actors, pool = acquire_hosts(ray, n)
         self._health = [True]  # read by the finalizer
         self._finalizer = weakref.finalize(self, _give_back_later, ray, list(self.actors), pool, self._health)
         self._finalizer.atexit = False  # at exit Ray stops every actor itself
@@ -273,7 +207,7 @@ class RayNodeEvaluator:
             return self.ray.get(refs)
         except self.ray.exceptions.RayError as err:
             self._health[0] = False
-            raise _actor_error(self.ray, err, what) from None
+            raise actor_error(self.ray, err, what) from None
 
     def evaluate_batches(self, batches: Sequence[np.ndarray]) -> list[tuple[np.ndarray, Evaluation]]:
         """(retained, evaluation) of each batch of nodes, the batches spread over the actors."""
@@ -300,7 +234,7 @@ class RayNodeEvaluator:
 
 
 def _give_back_later(ray: Any, hosts: list[Any], pool: RayActorPool | None, health: list[bool]) -> None:
-    _give_back(ray, hosts, pool, health[0])
+    give_back(ray, hosts, pool, health[0])
 
 
 def evaluate_batches(problem: Problem, batches: Sequence[np.ndarray], *, max_suppressed: int | None = None,

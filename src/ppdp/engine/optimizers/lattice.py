@@ -224,17 +224,17 @@ def _node_search(problem: Problem, tracker: Tracker, evaluate, batch: int) -> tu
         if ub <= best_td:
             return True, ub
         # Pop a batch of nodes in UB order (all still above best_td) to amortize the call.
-        G = []
-        while heap and len(G) < min(batch, tracker.remaining) and -heap[0][0] > best_td:
+        nodes: list[tuple[int, ...]] = []
+        while heap and len(nodes) < min(batch, tracker.remaining) and -heap[0][0] > best_td:
             _, node = heapq.heappop(heap)
-            G.append(node)
+            nodes.append(node)
             for q in range(len(node)):
                 if node[q] < heights[q]:
                     nxt = node[:q] + (node[q] + 1,) + node[q + 1 :]
                     if nxt not in seen:
                         seen.add(nxt)
                         heapq.heappush(heap, (-problem.td_upper_bound(np.array(nxt)), nxt))
-        G = np.array(G, dtype=np.int64)
+        G = np.array(nodes, dtype=np.int64)
         retained, ev = evaluate(G)
         tracker.offer(G, retained, ev)
         best_td = _best_feasible(ev, best_td)

@@ -3,7 +3,16 @@
 Every kernel has a plain-Python twin in ``tests/reference.py`` (after stumpy's naive twins);
 the tests check that both agree. ``evaluate_optimal_batch`` (S*(G) and its evaluation in one
 pass, for the lattice search) is checked bit for bit against the oracle kernels followed by the
-evaluator, and through them against the twins (tests/test_fused_oracle.py). Conventions (see engine/encoding.py):
+evaluator, and through them against the twins (tests/test_fused_oracle.py).
+
+The batch kernels (``_batch.evaluate_batch`` and ``evaluate_optimal_batch`` / ``unsuppressed_batch``
+here) are compositions of the pieces below, each written once: ``_classify_into`` (mixed-radix
+keys, dense ids by ``_rank_into``), ``_class_sizes_into``, ``_class_sa_pairs_into``, the
+per-model ``_ad_*_into`` (``_ad_into`` by code of engine/evaluator/kinds.py) and ``transparency`` /
+``_td_by_class``; the public per-solution kernels are the same pieces with their own buffers.
+The ``*_into`` pieces take scratch buffers from the caller, so a batch allocates them once.
+Modules compiling these kernels into theirs guard their Numba cache against a change of this
+file (engine/kernels_cache.py). Conventions (see engine/encoding.py):
   codes[h, q]     leaf code of histogram row h for QID q
   sa[h]           joint sensitive-value code of row h
   ret[h]          retained records of row h (counts[h] when nothing is suppressed)
@@ -16,6 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__)
 
 _KEY_LIMIT = 1 << 62
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -32,12 +45,13 @@ def _table_size(n):
 @njit(cache=True)
 def _rank_into(keys, active, out, slot_key, slot_id):
     """Dense ids 0..m-1 (first-seen order) of the keys of active rows into ``out`` (-1
-    elsewhere); returns m. ``slot_key``/``slot_id``: hash table of power-of-two size >= 2n."""
+    elsewhere); returns m. ``slot_key``/``slot_id``: hash table of power-of-two size >= 2n.
+    ``active``: flags, or retained records per row (active when nonzero; counts are >= 0)."""
     n = keys.shape[0]
     size = slot_id.shape[0]
     mask = np.uint64(size - 1)
-    for i in range(size):
-        slot_id[i] = -1
+    for j in range(size):
+        slot_id[j] = -1
     m = 0
     for h in range(n):
         if not active[h]:
@@ -151,8 +165,8 @@ def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_ke
 @njit(cache=True)
 def _td_by_class(g, codes, weight, cls, ret, m, seen, class_w):
     """(TD, kept records) of ``ret`` under ``g`` with one weight per class (its rows share every
-    generalized value, hence every weight), summed over rows in order as ``_batch.evaluate_batch``
-    sums its per-row weights: the same bits. ``seen``, ``class_w``: scratch of >= m."""
+    generalized value, hence every weight), summed over rows in order as ``transparency`` sums
+    its per-row weights: the same bits. ``seen``, ``class_w``: scratch of >= m."""
     nq = codes.shape[1]
     for c in range(m):
         seen[c] = False
@@ -191,7 +205,6 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
     ``class_w``, ``seen``: n), allocated once by the caller.
     """
     P = G.shape[0]
-    n = codes.shape[0]
     smallest = np.full(P, np.inf)
     td = np.zeros(P)
     for p in range(P):
@@ -201,30 +214,29 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
         else:
             m = _classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
         ids[out_slot[p], :] = cls
-        for c in range(m):
-            size[c] = 0
-        for h in range(n):
-            size[cls[h]] += counts[h]
+        _class_sizes_into(cls, m, counts, size)
         td[p], _ = _td_by_class(g, codes, weight, cls, counts, m, seen, class_w)
-        best = np.inf
-        for c in range(m):
-            if size[c] > 0 and size[c] < best:
-                best = size[c]
-        smallest[p] = best
+        smallest[p] = ad_k_anonymity(size[:m])
     return smallest, td
 
 
 @njit(cache=True)
-def retained_from_records(s, offsets):
-    """Retained records per histogram row from a per-record keep vector (records sorted by row)."""
-    n = offsets.shape[0] - 1
-    ret = np.zeros(n, dtype=np.int64)
-    for h in range(n):
+def _retained_into(s, offsets, ret):
+    """Retained records per histogram row into ``ret`` from a per-record keep vector (records
+    sorted by row)."""
+    for h in range(offsets.shape[0] - 1):
         c = 0
         for r in range(offsets[h], offsets[h + 1]):
             if s[r]:
                 c += 1
         ret[h] = c
+
+
+@njit(cache=True)
+def retained_from_records(s, offsets):
+    """Retained records per histogram row from a per-record keep vector (records sorted by row)."""
+    ret = np.empty(offsets.shape[0] - 1, dtype=np.int64)
+    _retained_into(s, offsets, ret)
     return ret
 
 
@@ -244,38 +256,95 @@ def transparency(g, codes, ret, weight):
 
 
 @njit(cache=True)
-def class_sizes(cls, m, ret):
-    size = np.zeros(m, dtype=np.int64)
+def _class_sizes_into(cls, m, ret, size):
+    """Retained records of each class into ``size[:m]``; returns the records of classified rows
+    (all retained records when ``cls`` was classified with ``ret``)."""
+    for c in range(m):
+        size[c] = 0
+    kept = 0
     for h in range(cls.shape[0]):
-        if cls[h] >= 0:
-            size[cls[h]] += ret[h]
+        c = cls[h]
+        if c >= 0:
+            size[c] += ret[h]
+            kept += ret[h]
+    return kept
+
+
+@njit(cache=True)
+def class_sizes(cls, m, ret):
+    size = np.empty(m, dtype=np.int64)
+    _class_sizes_into(cls, m, ret, size)
     return size
+
+
+@njit(cache=True)
+def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, pair_sa, pair_n,
+                         slot_key, slot_id, pair_map):
+    """(class, sensitive value) pairs of the classified rows, ids in first-seen row order: the
+    pair id of every row into ``pid`` (-1 where ``cls`` is -1), each pair's class, value and
+    retained records into ``pair_class``, ``pair_sa``, ``pair_n`` (first npairs entries);
+    returns npairs.
+
+    Ids straight from class * n_sa + sa through ``pair_map`` when it has room for m * n_sa
+    entries (the same ids, without hashing; the caller decides, by its size, whether that table
+    is small enough), else by ``_rank_into`` over the rows flagged ``active`` (those with
+    cls >= 0) with ``keys`` and the hash table as scratch.
+    """
+    n = cls.shape[0]
+    npairs = 0
+    if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
+        for i in range(m * n_sa):
+            pair_map[i] = -1
+        for h in range(n):
+            c = cls[h]
+            if c < 0:
+                pid[h] = -1
+                continue
+            key = c * n_sa + sa[h]
+            i = pair_map[key]
+            if i == -1:
+                i = npairs
+                pair_map[key] = i
+                npairs += 1
+            pid[h] = i
+    else:
+        for h in range(n):
+            if cls[h] >= 0:
+                keys[h] = np.int64(cls[h]) * n_sa + sa[h]
+        npairs = _rank_into(keys, active, pid, slot_key, slot_id)
+    for i in range(npairs):
+        pair_n[i] = 0
+    for h in range(n):
+        i = pid[h]
+        if i >= 0:
+            pair_class[i] = cls[h]
+            pair_sa[i] = sa[h]
+            pair_n[i] += ret[h]
+    return npairs
 
 
 @njit(cache=True)
 def class_sa_pairs(cls, sa, n_sa, ret):
     """Aggregate rows to (class, sensitive value) pairs: ids per row, pair class, pair sa, count."""
     n = cls.shape[0]
-    keys = np.empty(n, dtype=np.int64)
     active = np.zeros(n, dtype=np.bool_)
     for h in range(n):
-        if cls[h] >= 0:
-            keys[h] = np.int64(cls[h]) * n_sa + sa[h]
-            active[h] = True
-    pid, npairs = dense_rank(keys, active)
-    pair_class = np.empty(npairs, dtype=np.int32)
-    pair_sa = np.empty(npairs, dtype=np.int32)
-    pair_n = np.zeros(npairs, dtype=np.int64)
-    for h in range(n):
-        p = pid[h]
-        if p >= 0:
-            pair_class[p] = cls[h]
-            pair_sa[p] = sa[h]
-            pair_n[p] += ret[h]
-    return pid, pair_class, pair_sa, pair_n
+        active[h] = cls[h] >= 0
+    size = _table_size(n)
+    pid = np.empty(n, dtype=np.int32)
+    pair_class = np.empty(n, dtype=np.int32)
+    pair_sa = np.empty(n, dtype=np.int32)
+    pair_n = np.empty(n, dtype=np.int64)
+    # No pair_map: pair ids by hash, which does not read the number of classes (0 here).
+    npairs = _class_sa_pairs_into(cls, 0, sa, n_sa, active, ret, np.empty(n, dtype=np.int64), pid, pair_class,
+                                  pair_sa, pair_n, np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32),
+                                  np.empty(0, dtype=np.int32))
+    return pid, pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs]
 
 
 # --- privacy-model disclosure values (AD) over class statistics ---------------------------
+# Each model is one ``_ad_*_into`` kernel over ``size`` (one entry per class) and the pairs,
+# with its per-class scratch from the caller; ``ad_*`` call it with buffers of their own.
 
 
 @njit(cache=True)
@@ -289,18 +358,14 @@ def ad_k_anonymity(size):
 
 
 @njit(cache=True)
-def ad_t_closeness(size, pair_class, pair_sa, pair_n, q):
-    """HAEF eq. 2-4: AD = max over classes of the Euclidean distance to Q (0 when empty).
-
-    Summed term by term: (n_v/N - q_v)^2 over the class's values, plus q_v^2 over the absent
-    ones (exactly 0 when every value with q_v > 0 is present). The expanded form
-    sum n^2/N^2 - 2 sum n q/N + sum q^2 cancels to ~1e-17 for a class distributed like Q,
-    whose square root is a spurious distance of ~1e-8.
-    """
+def _ad_t_closeness_into(size, pair_class, pair_sa, pair_n, q, qq, n_pos, d2, qp, npos):
+    """``ad_t_closeness`` with (qq, n_pos) = ``_q_terms(q)`` and scratch ``d2``, ``qp`` (float)
+    and ``npos`` (int) of >= size.shape[0]."""
     m = size.shape[0]
-    d2 = np.zeros(m)  # sum over present values of (n_v/N - q_v)^2
-    qp = np.zeros(m)  # sum over present values of q_v^2
-    npos = np.zeros(m, dtype=np.int64)  # present values with q_v > 0
+    for c in range(m):
+        d2[c] = 0.0  # sum over present values of (n_v/N - q_v)^2
+        qp[c] = 0.0  # sum over present values of q_v^2
+        npos[c] = 0  # present values with q_v > 0
     for p in range(pair_class.shape[0]):
         c = pair_class[p]
         if size[c] == 0:
@@ -311,12 +376,6 @@ def ad_t_closeness(size, pair_class, pair_sa, pair_n, q):
         qp[c] += qv * qv
         if qv > 0.0:
             npos[c] += 1
-    qq = 0.0
-    n_pos = 0
-    for v in range(q.shape[0]):
-        qq += q[v] * q[v]
-        if q[v] > 0.0:
-            n_pos += 1
     worst = 0.0
     for c in range(m):
         if size[c] == 0:
@@ -331,10 +390,26 @@ def ad_t_closeness(size, pair_class, pair_sa, pair_n, q):
 
 
 @njit(cache=True)
-def ad_distinct_l(size, pair_class, pair_n):
-    """Smallest number of distinct sensitive values in a class (inf when empty)."""
+def ad_t_closeness(size, pair_class, pair_sa, pair_n, q):
+    """HAEF eq. 2-4: AD = max over classes of the Euclidean distance to Q (0 when empty).
+
+    Summed term by term: (n_v/N - q_v)^2 over the class's values, plus q_v^2 over the absent
+    ones (exactly 0 when every value with q_v > 0 is present). The expanded form
+    sum n^2/N^2 - 2 sum n q/N + sum q^2 cancels to ~1e-17 for a class distributed like Q,
+    whose square root is a spurious distance of ~1e-8.
+    """
     m = size.shape[0]
-    distinct = np.zeros(m, dtype=np.int64)
+    qq, n_pos = _q_terms(q)
+    return _ad_t_closeness_into(size, pair_class, pair_sa, pair_n, q, qq, n_pos, np.empty(m), np.empty(m),
+                                np.empty(m, dtype=np.int64))
+
+
+@njit(cache=True)
+def _ad_distinct_l_into(size, pair_class, pair_n, distinct):
+    """``ad_distinct_l`` with scratch ``distinct`` (int) of >= size.shape[0]."""
+    m = size.shape[0]
+    for c in range(m):
+        distinct[c] = 0
     for p in range(pair_class.shape[0]):
         if pair_n[p] > 0:
             distinct[pair_class[p]] += 1
@@ -346,10 +421,17 @@ def ad_distinct_l(size, pair_class, pair_n):
 
 
 @njit(cache=True)
-def ad_entropy_l(size, pair_class, pair_n):
-    """Smallest effective l = exp(entropy of the class's sensitive values) (inf when empty)."""
+def ad_distinct_l(size, pair_class, pair_n):
+    """Smallest number of distinct sensitive values in a class (inf when empty)."""
+    return _ad_distinct_l_into(size, pair_class, pair_n, np.empty(size.shape[0], dtype=np.int64))
+
+
+@njit(cache=True)
+def _ad_entropy_l_into(size, pair_class, pair_n, nlogn):
+    """``ad_entropy_l`` with scratch ``nlogn`` (float) of >= size.shape[0]."""
     m = size.shape[0]
-    nlogn = np.zeros(m)
+    for c in range(m):
+        nlogn[c] = 0.0
     for p in range(pair_class.shape[0]):
         n = float(pair_n[p])
         if n > 0:
@@ -363,6 +445,30 @@ def ad_entropy_l(size, pair_class, pair_n):
             if e < best:
                 best = e
     return best
+
+
+@njit(cache=True)
+def ad_entropy_l(size, pair_class, pair_n):
+    """Smallest effective l = exp(entropy of the class's sensitive values) (inf when empty)."""
+    return _ad_entropy_l_into(size, pair_class, pair_n, np.empty(size.shape[0]))
+
+
+@njit(cache=True)
+def _ad_into(kinds, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia, out):
+    """AD of each model into ``out[j]``, ``kinds[j]`` a code of engine/evaluator/kinds.py (0 k-anonymity,
+    1 Euclidean t-closeness, 2 distinct l-diversity, 3 entropy l-diversity), over the class
+    sizes ``size`` and the pairs (empty when only k-anonymity is asked). (qq, n_pos) =
+    ``_q_terms(q)``; scratch ``fa``, ``fb`` (float), ``ia`` (int) of >= size.shape[0]."""
+    for j in range(kinds.shape[0]):
+        kind = kinds[j]
+        if kind == 0:
+            out[j] = ad_k_anonymity(size)
+        elif kind == 1:
+            out[j] = _ad_t_closeness_into(size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia)
+        elif kind == 2:
+            out[j] = _ad_distinct_l_into(size, pair_class, pair_n, ia)
+        else:
+            out[j] = _ad_entropy_l_into(size, pair_class, pair_n, fa)
 
 
 # --- exact suppression S*(G) (PAPER_NOTES §3) ---------------------------------------------
@@ -581,23 +687,33 @@ def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy
 
 
 @njit(cache=True)
-def _pairs_by_class(pair_class, m):
-    """Counting sort of pairs by class (classes are dense ids): (first, order, widest) with the
-    pairs of class c at order[first[c]:first[c + 1]] in pair order. O(pairs), no comparison sort."""
-    npairs = pair_class.shape[0]
-    first = np.zeros(m + 1, dtype=np.int64)
-    for p in range(npairs):
+def _pairs_by_class_into(pair_class, m, first, fill, order):
+    """Counting sort of pairs by class (classes are dense ids) into ``first`` (m + 1) and
+    ``order`` (npairs), ``fill`` (m) as scratch: the pairs of class c at
+    order[first[c]:first[c + 1]] in pair order; returns the most pairs of a class. O(pairs), no
+    comparison sort."""
+    for c in range(m + 1):
+        first[c] = 0
+    for p in range(pair_class.shape[0]):
         first[pair_class[p] + 1] += 1
     widest = 0
     for c in range(m):
         widest = max(widest, first[c + 1])
         first[c + 1] += first[c]
-    order = np.empty(npairs, dtype=np.int64)
-    fill = first[:m].copy()
-    for p in range(npairs):
+        fill[c] = first[c]
+    for p in range(pair_class.shape[0]):
         c = pair_class[p]
         order[fill[c]] = p
         fill[c] += 1
+    return widest
+
+
+@njit(cache=True)
+def _pairs_by_class(pair_class, m):
+    """``_pairs_by_class_into`` with arrays of its own: (first, order, widest)."""
+    first = np.empty(m + 1, dtype=np.int64)
+    order = np.empty(pair_class.shape[0], dtype=np.int64)
+    widest = _pairs_by_class_into(pair_class, m, first, np.empty(m, dtype=np.int64), order)
     return first, order, widest
 
 
@@ -650,16 +766,22 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
 
 
 @njit(cache=True)
-def rows_from_pairs(pid, pair_keep, counts):
-    """Spread each pair's kept records over its histogram rows, in row order."""
-    left = pair_keep.copy()
-    ret = np.zeros(pid.shape[0], dtype=np.int64)
+def _rows_from_pairs_into(pid, left, counts, ret):
+    """``rows_from_pairs`` into ``ret`` (rows of no pair are left as they are); ``left``: each
+    pair's kept records, consumed (what is left to place)."""
     for h in range(pid.shape[0]):
         p = pid[h]
         if p >= 0:
             take = min(counts[h], left[p])
             ret[h] = take
             left[p] -= take
+
+
+@njit(cache=True)
+def rows_from_pairs(pid, pair_keep, counts):
+    """Spread each pair's kept records over its histogram rows, in row order."""
+    ret = np.zeros(pid.shape[0], dtype=np.int64)
+    _rows_from_pairs_into(pid, pair_keep.copy(), counts, ret)
     return ret
 
 
@@ -766,6 +888,9 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     kept_class = np.empty(nb, dtype=np.int32)
     kept_sa = np.empty(nb, dtype=np.int32)
     kept_n = np.empty(nb, dtype=np.int64)
+    ad_f1 = np.empty(nb)  # scratch of _ad_into
+    ad_f2 = np.empty(nb)
+    ad_i = np.empty(nb, dtype=np.int64)
     first = np.zeros(nb + 1, dtype=np.int64)
     fill = np.zeros(nb, dtype=np.int64)
     order = np.empty(nb, dtype=np.int64)
@@ -773,10 +898,10 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     sa_buf = np.empty(nb, dtype=np.int64)
     tq_buf = np.empty(nb)
     alloc_buf = np.zeros(nb, dtype=np.int64)
-    # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
-    # as the hash of class_sa_pairs, without hashing).
     rep = np.empty(2 * nb, dtype=np.int32)
     ones = np.ones(nb, dtype=np.bool_)
+    # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
+    # as the hash of class_sa_pairs, without hashing); an empty map: the hash.
     direct = n * max(n_sa, 1) <= (1 << 24)
     pair_map = np.empty(n * max(n_sa, 1) if direct else 0, dtype=np.int32)
     for p in range(P):
@@ -790,57 +915,16 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             m = _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
         if cls_out.shape[0] > p:
             cls_out[p, :] = cls
+        _class_sizes_into(cls, m, counts, size)
         for c in range(m):
-            size[c] = 0
             kept_size[c] = 0
-        for h in range(n):
-            if cls[h] >= 0:
-                size[cls[h]] += counts[h]
         ret = retained[p]
         n_kept = 0
         if needs_pairs:
-            # (class, SA) pairs in first-seen row order, as class_sa_pairs.
-            npairs = 0
-            if direct:
-                for i in range(m * n_sa):
-                    pair_map[i] = -1
-                for h in range(n):
-                    c = cls[h]
-                    if c < 0:
-                        pid[h] = -1
-                        continue
-                    key = c * n_sa + sa[h]
-                    i = pair_map[key]
-                    if i == -1:
-                        i = npairs
-                        pair_map[key] = i
-                        npairs += 1
-                    pid[h] = i
-            else:
-                for h in range(n):
-                    if cls[h] >= 0:
-                        keys[h] = np.int64(cls[h]) * n_sa + sa[h]
-                npairs = _rank_into(keys, active, pid, slot_key, slot_id)
-            for i in range(npairs):
-                pair_n[i] = 0
-            for h in range(n):
-                i = pid[h]
-                if i >= 0:
-                    pair_class[i] = cls[h]
-                    pair_sa[i] = sa[h]
-                    pair_n[i] += counts[h]
-            # Pairs by class, in pair order (counting sort, as _pairs_by_class).
-            for c in range(m + 1):
-                first[c] = 0
-            for i in range(npairs):
-                first[pair_class[i] + 1] += 1
-            for c in range(m):
-                first[c + 1] += first[c]
-                fill[c] = first[c]
-            for i in range(npairs):
-                c = pair_class[i]
-                order[fill[c]] = i
-                fill[c] += 1
+            # (class, SA) pairs in first-seen row order, then by class in pair order.
+            npairs = _class_sa_pairs_into(cls, m, sa, n_sa, active, counts, keys, pid, pair_class, pair_sa, pair_n,
+                                          slot_key, slot_id, pair_map)
+            _pairs_by_class_into(pair_class[:npairs], m, first, fill, order)
             for c in range(m):
                 start = first[c]
                 nv = first[c + 1] - start
@@ -883,12 +967,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             # pair_n becomes what is left to place.
             for i in range(npairs):
                 pair_n[i] = keep[i]
-            for h in range(n):
-                i = pid[h]
-                if i >= 0:
-                    take = min(counts[h], pair_n[i])
-                    ret[h] = take
-                    pair_n[i] -= take
+            _rows_from_pairs_into(pid, pair_n, counts, ret)
             # The evaluator's pairs: those with records kept, in pair order.
             for i in range(npairs):
                 if keep[i] > 0:
@@ -903,16 +982,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             for h in range(n):
                 c = cls[h]
                 ret[h] = counts[h] if c >= 0 and size[c] >= k else 0
-        for j in range(nm):
-            kind = kinds[j]
-            if kind == 0:
-                ad[p, j] = ad_k_anonymity(kept_size[:m])
-            elif kind == 1:
-                ad[p, j] = ad_t_closeness(kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q)
-            elif kind == 2:
-                ad[p, j] = ad_distinct_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
-            else:
-                ad[p, j] = ad_entropy_l(kept_size[:m], kept_class[:n_kept], kept_n[:n_kept])
+        _ad_into(kinds, kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q, qq_all, n_pos_all,
+                 ad_f1, ad_f2, ad_i, ad[p])
         td[p], kept = _td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
         sup[p] = n_records - kept
     return retained, ad, td, sup

@@ -33,6 +33,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__)
+
 OBJECTIVE_GCP = 0
 OBJECTIVE_SIL = 1
 

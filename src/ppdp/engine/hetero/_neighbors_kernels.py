@@ -8,6 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__)
+
 
 @njit(cache=True, parallel=True)
 def nearest(num, cat, num_range, m, out):

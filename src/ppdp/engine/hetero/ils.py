@@ -40,6 +40,9 @@ from ppdp.engine.hetero.graph import KRegularGraph
 from ppdp.engine.hetero.incremental import IncrementalState, Objective, objective_code
 from ppdp.engine.hetero.metrics import QidTable
 from ppdp.engine.hetero.neighbors import nearest_neighbors
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__, depends_on=[K])  # _explore, _run_chunk compile in _incremental_kernels
 
 _EPS = 1e-12
 _CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}

@@ -42,6 +42,9 @@ from numba import njit
 from ppdp.engine.errors import DataError
 from ppdp.engine.hetero.graph import KRegularGraph
 from ppdp.engine.hetero.metrics import QidTable
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__)
 
 _HINT = "hint: pass groups that partition the row indices 0..n-1, each of at least k rows"
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__)
+
 
 @njit(cache=True)
 def distances_to_many(a_cont, a_sem, a_nom, a_ord, cont, sem, nom, ordn, sem_table, n_qids):

@@ -15,39 +15,21 @@ from the same bit generator with NumPy's algorithms for ``random``, ``integers``
 then per pair the crossover mask (§4.3) and the mutation draws (§4.4). Evaluation, improvement
 (§4.5) and selection (§4.6) are those of the reference, through the evaluator's own kernels.
 
-Numba's on-disk cache of this module does not notice a change of engine/evaluator/_batch.py,
-whose kernels are compiled into this one; ``_drop_stale_cache`` removes this module's cache
-files when _batch.py differs from the copy they were compiled against.
+Numba's on-disk cache of this module does not notice a change of engine/evaluator/_batch.py
+(or of the _kernels.py it composes), whose kernels are compiled into this one; ``guard``
+(engine/kernels_cache.py) removes this module's cache files when those sources differ from
+the ones they were compiled against.
 """
 
 from __future__ import annotations
-
-import hashlib
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
 from ppdp.engine.evaluator import _batch as B
+from ppdp.engine.kernels_cache import guard
 
-
-def _drop_stale_cache() -> None:
-    here = Path(__file__)
-    cache_dir = here.parent / "__pycache__"
-    stamp = cache_dir / f"{here.stem}.batch-sha256"
-    digest = hashlib.sha256(Path(B.__file__).read_bytes()).hexdigest()
-    try:
-        if stamp.exists() and stamp.read_text() == digest:
-            return
-        for f in cache_dir.glob(f"{here.stem}.*.nb[ic]"):
-            f.unlink(missing_ok=True)
-        cache_dir.mkdir(exist_ok=True)
-        stamp.write_text(digest)
-    except OSError:  # read-only install: Numba then compiles in memory anyway
-        pass
-
-
-_drop_stale_cache()
+guard(__file__, depends_on=[B])
 
 
 @njit(cache=True)

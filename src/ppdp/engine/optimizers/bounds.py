@@ -85,8 +85,12 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from ppdp.engine.evaluator import _kernels
 from ppdp.engine.evaluator._kernels import _classify_into, _table_size
+from ppdp.engine.kernels_cache import guard
 from ppdp.engine.problem import Problem
+
+guard(__file__, depends_on=[_kernels])  # _class_bounds compiles in _kernels._classify_into
 
 MAX_PARTNER_ROWS = 5_000  # O(rows^2 x nQID) to build the partner table: a few seconds up to here
 MAX_KEY = 2**62  # meet vectors are merged by a mixed-radix key of prod(heights + 2) values

@@ -37,6 +37,7 @@ def duck_release(request, tmp_path):
     return db, request.param
 
 
+@pytest.mark.slow
 def test_duckdb_release_with_double_qid_and_exclude_rebuilds_on_postgres(duck_release, postgres_database):
     db, kind = duck_release
     con = connect(f"duckdb://{db}")

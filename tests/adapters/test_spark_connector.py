@@ -22,7 +22,7 @@ from ppdp.engine.spec import load_spec
 from ppdp.sql.spark import spark_statements
 from tests.conftest import load_adult, write_spec
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
 

@@ -23,6 +23,7 @@ def wheel(tmp_path_factory) -> Path:
     return next(out.glob("ppdp-*.whl"))
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_only_the_ppdp_package(wheel: Path) -> None:
     top = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
     assert top == {"ppdp", next(t for t in top if t.endswith(".dist-info"))}, top
@@ -32,6 +33,7 @@ def test_the_wheel_holds_only_the_ppdp_package(wheel: Path) -> None:
     assert "ppdp/engine/data/adult/adult.csv" in names  # the demo's bundled data
 
 
+@pytest.mark.slow
 def test_a_plain_install_pulls_no_optional_engine(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as z:
         meta = email.message_from_bytes(z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))))

@@ -307,6 +307,7 @@ def test_scenario_report_measures_the_changed_person_and_the_unchanged_sample(tm
         assert e.p_exact <= 1.0 and e.p_category == e.p_exact
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))
 def test_random_sequence_duckdb(seed, tmp_path):
     scenario, models = random_sequence(seed)
@@ -314,6 +315,7 @@ def test_random_sequence_duckdb(seed, tmp_path):
     assert_no_leak(report, seed)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))
 def test_random_sequence_postgres(seed, tmp_path, postgres_database):

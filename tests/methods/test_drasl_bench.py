@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import drasl
 from ppdp.engine.microaggregation.algorithms import ALGORITHMS
 
 
+@pytest.mark.slow
 def test_quick_run_reports_every_metric_for_every_method(tmp_path):
     out = tmp_path / "drasl"
     rc = drasl.main(["--quick", "--datasets", "adult", "--rows", "300", "--k", "4", "8", "--sweep", "3", "6",

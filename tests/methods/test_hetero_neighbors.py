@@ -61,6 +61,7 @@ def test_lists_shrink_to_the_table_and_reject_a_negative_size():
         nearest_neighbors(table, -1)
 
 
+@pytest.mark.slow
 def test_granular_search_keeps_the_graph_valid_and_beats_the_full_scan_at_equal_evaluations():
     """At the same evaluation budget on 2,000 tuples the restricted scan improves GCP more than
     the paper's full scan, whose node scans cost O(n k^2) each; the result stays k-regular with

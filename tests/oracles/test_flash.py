@@ -116,6 +116,7 @@ def test_flash_matches_exhaustive_random(seed):
     assert res.suppressed == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(36))
 def test_flash_suppression_limit_random(seed):
     table, k = random_table(1000 + seed)

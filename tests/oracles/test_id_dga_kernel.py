@@ -79,6 +79,7 @@ def run_both(problem: Problem, budget: int, seed: int, pop: int, epochs: int, mi
     return fused
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_fused_epochs_match_reference_on_random_instances(seed: int):
     problem = random_problem(seed, n_qids=3 + seed % 3, n_rows=40 + 20 * seed, k=2 + seed % 3)

@@ -210,6 +210,7 @@ def test_t_partners_needed_by_hand() -> None:
     assert bound(top, top)[0] == pytest.approx(problem.td_upper_bound(top))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1.0, 0.3])
 @pytest.mark.parametrize("seed", range(25))
 def test_search_certifies_the_exhaustive_optimum(limit: float, seed: int) -> None:
@@ -247,6 +248,7 @@ def test_box_search_evaluates_fewer_nodes_than_node_search() -> None:
     assert box.info["nodes_evaluated"] < node.info["nodes_evaluated"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_capped_box_search_reports_a_valid_remaining_bound(seed: int) -> None:
     """Stopped by max_boxes or the budget: not certified, something evaluated, and the bound left
@@ -349,6 +351,7 @@ def test_single_node_class_bound_is_exact_for_k_anonymity(class_bound_only: None
     assert np.allclose(BoxBound(problem)(nodes, nodes), td, rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [1.0, 0.05])
 @pytest.mark.parametrize("seed", range(8))
 def test_class_bound_search_certifies_the_exhaustive_optimum(class_bound_only: None, limit: float,

@@ -214,6 +214,7 @@ def test_every_algorithm_publishes_a_first_version_and_static_ones_refuse_a_seco
                 run_release(spec, progress=False)
 
 
+@pytest.mark.slow
 def test_deferred_changes_and_ghost_groups_over_several_versions(tmp_path):
     """Regression (found by benchmarks/drasl_pipeline.py): a record whose QID change the method
     deferred is labelled by the values it was grouped with, so when its group's labels widen later

@@ -33,6 +33,9 @@ from ppdp.engine.optimizers.ray_executor import evaluate_batches, ray_actor_pool
 from ppdp.engine.problem import Problem
 from tests.search.test_evolutionary import QIDS_K, FailingIsland, adult_problem, same_run
 
+pytestmark = pytest.mark.slow  # a local Ray cluster for the module
+
+
 
 @pytest.fixture(scope="module")
 def ray_cluster():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.architecture.test_import_cycles import cycles
 from tests.support import paths as PATHS
 
 SRC = PATHS.PACKAGE.parent  # src/: module names are paths below it
@@ -79,38 +80,8 @@ def test_the_method_modules_do_not_import_their_package() -> None:
 
 
 def test_the_pipeline_modules_form_no_import_cycle() -> None:
-    graph = {m: imports(m) for m in MODULES}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    cycles: list[list[str]] = []
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                cycles.append(sorted(comp))
-
-    for v in graph:
-        if v not in index:
-            visit(v)
-    bad = [c for c in cycles if any(_in(m, p) for m in c for p in PIPELINE)]
+    graph = {m: imports(m) for m in MODULES}  # TYPE_CHECKING imports count here
+    bad = [c for c in cycles(graph) if any(_in(m, p) for m in c for p in PIPELINE)]
     assert not bad, f"import cycles through the release pipeline: {bad}"
 
 

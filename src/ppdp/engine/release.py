@@ -26,7 +26,7 @@ from ppdp.connectors import connect
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
-from ppdp.engine.errors import ConnectorError, PpdpError, SpecError
+from ppdp.engine.errors import PpdpError, RunInProgress, SpecError
 from ppdp.engine.methods import ReleaseMethod, ReleasePlan, method_of
 from ppdp.engine.models import check_not_empty
 from ppdp.engine.spec import ReleaseSpec
@@ -105,6 +105,8 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
                 return _dry_run(ctx, prep, method, plan) if dry_run else _publish(ctx, prep, method, plan)
             except BaseException as exc:
                 record.record_failure(ctx, prep, plan, exc)
+                if isinstance(exc, PpdpError):  # the failed run's row, for engine/outcome.py
+                    exc.run_id, exc.release = ctx.run_id, ctx.release
                 raise
     finally:
         con.close()
@@ -146,7 +148,7 @@ def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
 def _run_lock(con: Connector, release: str) -> Iterator[None]:
     """One run of a release at a time (the connector's run lock; refused, not waited for)."""
     if not con.try_lock(f"ppdp:{release}"):
-        raise ConnectorError(f"Another run of release {release} is in progress; try again when it has finished.")
+        raise RunInProgress(f"Another run of release {release} is in progress; try again when it has finished.")
     try:
         yield
     finally:

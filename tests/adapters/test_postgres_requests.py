@@ -129,7 +129,7 @@ def test_two_workers_started_together_run_three_requests_once_each(db):
     outs = [finished(p) for p in procs]
     served = [s["request_id"] for out in outs for s in out["served"]]
     assert sorted(served) == sorted(ids)  # each exactly once, across both workers
-    assert {s["status"] for out in outs for s in out["served"]} == {"published"}
+    assert {s["status"] for out in outs for s in out["served"]} == {"published"}, requests(db)
     rows = requests(db)
     assert {r["status"] for r in rows} == {"published"} and {r["attempts"] for r in rows} == {1}
     assert len({r["worker"] for r in rows}) >= 1

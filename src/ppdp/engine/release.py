@@ -15,6 +15,7 @@ module makes a new context: ``replace(ctx, key=...)`` after identify and
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -113,7 +114,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
 
 
 def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> ReleaseOutcome:
-    with ctx.con.transaction():
+    with _schema_lock(ctx.con, ctx.spec.output_schema), ctx.con.transaction():
         ctx = replace(ctx, version=materialize.reserve_version(ctx))
         candidate = materialize.materialize(ctx, prep, method, plan)
         ctx.on_phase("materialized")
@@ -153,6 +154,21 @@ def _run_lock(con: Connector, release: str) -> Iterator[None]:
         yield
     finally:
         con.unlock(f"ppdp:{release}")
+
+
+@contextmanager
+def _schema_lock(con: Connector, schema: str) -> Iterator[None]:
+    """Runs of different releases publish into one schema one at a time (waited for: their
+    searches are done). Two transactions that both CREATE SCHEMA IF NOT EXISTS a new schema fail
+    the second on PostgreSQL ("duplicate key ... pg_namespace_nspname_index"), which two request
+    workers serving two jobs hit."""
+    name = f"ppdp-schema:{schema}"
+    while not con.try_lock(name):
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        con.unlock(name)
 
 
 def reverify(con: Connector, name: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any
 from ppdp.connectors import connect
 from ppdp.connectors.base import DEFINER_FUNCTIONS, SKIP_LOCKED, Connector
 from ppdp.engine import catalog
-from ppdp.engine.errors import PpdpError, RunInProgress
+from ppdp.engine.errors import ConnectorError, PpdpError, RunInProgress
 from ppdp.engine.outcome import ExitCode, RunResult, result_of_error, result_of_outcome
 from ppdp.sql import requests as R
 
@@ -75,6 +75,25 @@ def ensure_requests(con: Connector) -> None:
                 con.execute(stmt)
 
 
+def _requests_ready(con: Connector) -> bool:
+    if con.relation_columns(R.PRIVATE_SCHEMA, "requests") is None:
+        return False
+    return DEFINER_FUNCTIONS not in con.capabilities or bool(con.query(R.function_exists(con.dialect))["ok"][0])
+
+
+def _ensure_once(con: Connector) -> None:
+    """ensure_requests unless done already. Workers started together may race on the DDL
+    (PostgreSQL: "tuple concurrently updated"): the loser finds it done by the winner."""
+    if _requests_ready(con):
+        return
+    try:
+        ensure_requests(con)
+    except ConnectorError:
+        time.sleep(1.0)
+        if not _requests_ready(con):
+            raise
+
+
 def list_requests(con: Connector) -> list[dict[str, Any]]:
     """Every request, oldest first (tests and ``ppdp worker`` logs)."""
     return con.query(R.select_requests(con.dialect)).to_dicts()
@@ -90,7 +109,7 @@ def serve(db: str, *, once: bool = False, poll: float = 10.0, lease: float = 60.
     served: list[Served] = []
     given_back: set[str] = set()
     try:
-        ensure_requests(con)
+        _ensure_once(con)
         while True:
             claimed = _claim(con, name, lease)
             if claimed is None or claimed[0] in given_back:

@@ -81,6 +81,11 @@ def function_ddl(d: str = "postgres") -> list[str]:
     ]
 
 
+def function_exists(d: str = "postgres") -> str:
+    """One row, column ``ok``: whether request_run(text) exists."""
+    return f"SELECT to_regprocedure('{API_SCHEMA}.{FUNCTION}(text)') IS NOT NULL AS ok"
+
+
 def grant_execute(role_sql: str, d: str = "postgres") -> str:
     """GRANT EXECUTE on request_run to ``role_sql`` (an identifier the caller quoted)."""
     return f"GRANT EXECUTE ON FUNCTION {function_name(d)}(text) TO {role_sql}"

@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark]'
+	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark,orchestrators]'
 	# Compile the Numba kernels now, so that no first release pays for it (engine/warmup.py)
 	$(BIN)/ppdp warm-up
 	touch $(STAMP)

@@ -48,3 +48,34 @@ def test_inserted_requests_are_served_once_by_worker_once(tmp_path):
     assert any("No job named 'no_such_job'" in (r[5] or "") for r in rows)
     again = json.loads(cli("worker", "--db", url, "--once", "--json").stdout)
     assert again["served"] == []  # nothing is served twice
+
+
+def test_sigterm_gives_the_request_back_and_exits_interrupted(tmp_path):
+    import signal
+    import time
+
+    db = load_adult(tmp_path / "term.duckdb", rows=2000)
+    register_by_sql(db, "adult_job", SPEC)
+    url = f"duckdb://{db}"
+    assert cli("init", "--db", url).returncode == 0
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO _ppdp.requests (job) VALUES ('adult_job')")
+    con.close()
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.phase_cli", "pause:300", "worker", "--db", url, "--once",
+                             "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    deadline = time.time() + 180
+    for line in proc.stderr:
+        if "FAULT: paused" in line or time.time() > deadline:
+            break
+    proc.send_signal(signal.SIGTERM)
+    stdout, _ = proc.communicate(timeout=120)
+    out = json.loads(stdout)
+    assert proc.returncode == 130 and out["status"] == "interrupted" and out["served"] == []
+    con = duckdb.connect(str(db), read_only=True)
+    (row,) = con.execute("SELECT status, attempts, error FROM _ppdp.requests").fetchall()
+    published = con.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'published'").fetchone()[0]
+    con.close()
+    assert row[0] == "requested" and row[1] == 1 and "interrupted" in row[2] and published == 0
+    served = json.loads(cli("worker", "--db", url, "--once", "--json").stdout)["served"]
+    assert [s["status"] for s in served] == ["published"]  # retried, and served

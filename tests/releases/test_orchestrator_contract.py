@@ -44,9 +44,13 @@ def ppdp_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           cwd=ROOT, timeout=timeout)
 
 
+def reject(token: str):
+    raise AssertionError(f"{token} is not JSON")
+
+
 def the_json(proc: subprocess.CompletedProcess, name: str) -> dict:
     """stdout is exactly one JSON object valid against ``name``; its exit_code is the process's."""
-    out = json.loads(proc.stdout)  # raises on anything but one JSON document
+    out = json.loads(proc.stdout, parse_constant=reject)  # raises on anything but one strict JSON document
     assert isinstance(out, dict) and proc.stdout.strip().count("\n") == 0
     jsonschema.validate(out, schema(name))
     assert out["exit_code"] == proc.returncode

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ppdp.engine.errors import PpdpError
-from ppdp.engine.outcome import ExitCode, ModelCheck, RunResult, result_of_error, result_of_outcome
+from ppdp.engine.outcome import (
+    ExitCode,
+    ModelCheck,
+    RunResult,
+    model_checks,
+    result_of_error,
+    result_of_outcome,
+)
 from ppdp.engine.spec import ReleaseSpec
 
 
@@ -83,7 +90,6 @@ def verify_release(name: str, *, db: str) -> VerifyResult:
     code = ExitCode.PUBLISHED if found["passed"] else ExitCode.VERIFICATION_FAILED
     return VerifyResult(status="verified" if found["passed"] else "verification_failed", exit_code=code,
                         release=found["release"], version=found["version"],
-                        models=tuple(ModelCheck(c["model"], dict(c["params"]), c["ad"], bool(c["passed"]))
-                                     for c in found["checks"]),
+                        models=model_checks(found["checks"]),
                         rows=found["rows"], expected_rows=found["expected_rows"], passed=bool(found["passed"]),
                         source_changed=found["source_changed"])

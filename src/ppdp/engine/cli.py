@@ -136,7 +136,7 @@ def _on_sigterm():
 
 def _emit(args: argparse.Namespace, result) -> int:
     """Print ``result`` (RunResult, VerifyResult, ...) as the command's one JSON object."""
-    print(json.dumps(result.to_json(), default=str, sort_keys=True), file=args.json_out)
+    print(json.dumps(result.to_json(), default=str, sort_keys=True, allow_nan=False), file=args.json_out)
     return int(result.exit_code)
 
 

@@ -9,6 +9,7 @@ form of a ``RunResult`` is described by ``data/schemas/run.schema.json``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from enum import IntEnum
 from typing import Any
@@ -122,9 +123,9 @@ def result_of_outcome(outcome: Any, *, dry_run: bool = False) -> RunResult:
         status="dry_run" if dry_run else STATUS[code], exit_code=code, release=run.release, job=run.job,
         run_id=run.run_id, version=None if dry_run else run.version, output=outcome.view, table=outcome.table,
         k=_int(sizes.get("min")),
-        models=tuple(ModelCheck(c["model"], dict(c["params"]), c["ad"], bool(c["passed"])) for c in v.get("checks", [])),
+        models=model_checks(v.get("checks", [])),
         records=_int(m.get("records", run.source_rows)), released=_int(m.get("released_records")),
-        suppressed=_int(m.get("suppressed")), td=None if m.get("td") is None else float(m["td"]),
+        suppressed=_int(m.get("suppressed")), td=_finite(m.get("td")),
         verified=None if skipped or dry_run else bool(v.get("passed", False)),
         held_back=HeldBack(**{f: int(held.get(f, 0)) for f in ("inserts_withheld", "deletes_delayed", "changes_delayed")})
         if held else None)
@@ -140,9 +141,18 @@ def result_of_error(exc: BaseException, *, job: str | None = None) -> RunResult:
     return RunResult(status=STATUS[code], exit_code=code, job=job, run_id=getattr(exc, "run_id", None),
                      release=getattr(exc, "release", None), error=message,
                      verified=False if code == ExitCode.VERIFICATION_FAILED else None,
-                     models=tuple(ModelCheck(c["model"], dict(c["params"]), c["ad"], bool(c["passed"]))
-                                  for c in (verification or {}).get("checks", [])))
+                     models=model_checks((verification or {}).get("checks", [])))
+
+
+def model_checks(checks: list[dict[str, Any]]) -> tuple[ModelCheck, ...]:
+    """The verification's checks as records; an infinite AD (the empty release) becomes None,
+    so that ``--json`` stays strict JSON (no ``Infinity``)."""
+    return tuple(ModelCheck(c["model"], dict(c["params"]), _finite(c["ad"]), bool(c["passed"])) for c in checks)
 
 
 def _int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if value is not None and math.isfinite(float(value)) else None

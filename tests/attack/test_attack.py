@@ -113,6 +113,38 @@ def test_candidate_sets_of_a_hand_made_history():
     assert candidates(obs, sources, "f") == {"rf"}
 
 
+def test_candidate_sets_when_rows_widen_and_ghosts_stand():
+    """``widen`` (the heterogeneous release, issue #28 item 21): a row whose sensitive value is
+    unchanged may be a departed person's ghost or a held-back change even when its range widened;
+    a row must cover its present person now, and is never withdrawn while its person stays."""
+    def interval(version, labels, raw):
+        return float(labels[0]) <= float(raw[0]) <= float(labels[1])
+
+    v1 = PublishedVersion(1, {"ra": (("20", "29"), ("x",)), "rb": (("20", "29"), ("x",)), "rc": (("20", "29"), ("y",)),
+                              "rx": (("20", "29"), ("x",))})
+    v2 = PublishedVersion(2, {"ra": (("20", "39"), ("x",)), "rb": (("20", "29"), ("x",)), "rc": (("20", "29"), ("x",)),
+                              "rd": (("20", "29"), ("y",))})
+    s1 = SourceState(1, {"a": ("25",), "b": ("27",), "c": ("23",)}, {"a": ("x",), "b": ("x",), "c": ("y",)})
+    s2 = SourceState(2, {"b": ("27",), "c": ("23",), "d": ("22",)}, {"b": ("x",), "c": ("x",), "d": ("y",)})
+    obs, sources = Observations([v1, v2], widen=True), {1: s1, 2: s2}
+
+    def cands(key: str) -> set[str]:
+        return {r for r, m in zip(obs.row_ids, candidate_mask(obs, sources, key, interval), strict=True) if m}
+
+    # a left: a standing row with its sensitive value (ra widened, rb) is a possible ghost, a
+    # vanished row (rx) a departure shown; rc changed its value (a ghost never does), rd is new
+    assert cands("a") == {"ra", "rb", "rx"}
+    # b stayed unchanged: rx was withdrawn while b stayed, rc's value changed while b's did not
+    assert cands("b") == {"ra", "rb", "rd"}
+    # c's value changed: rc shows it, ra and rb may hold it back; rx was withdrawn while c stayed
+    assert cands("c") == {"ra", "rb", "rc", "rd"}
+    # d joined at v2: no row published before d joined can be d's
+    assert cands("d") == {"rd"}
+    # without widen, ra's widened range is no longer "the row standing unchanged" for a
+    strict = Observations([v1, v2])
+    assert "ra" not in {r for r, m in zip(strict.row_ids, candidate_mask(strict, sources, "a", interval), strict=True) if m}
+
+
 def test_attack_reports_exactly_the_violations_of_the_hand_made_history():
     obs, sources, row_ids = hand_history()
     models = [ModelCheck("k-anonymity", 2), ModelCheck("distinct-l-diversity", 2)]

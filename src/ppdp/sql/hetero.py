@@ -270,8 +270,9 @@ def cross_version_failures(versions: list[tuple[int, str]], *, release: str, k: 
     ``key``, ``candidates``, ``departed`` (true: present in the version before the last and gone in
     the last) for each failing person. The rule (engine/methods/heterogeneous.py documents why)
     keeps row r as a candidate for person p unless, for some version v (u the version before v):
-      (A) r is published in v and p is not in the source of v (this method never carries a row
-          past its person's departure), or r does not cover p's QIDs of v;
+      (A) r is published in v and p is not in the source of v, or r does not cover p's QIDs of v
+          (a ghost, a departed record whose row is carried, is stored in ``hetero_sources`` at its
+          last values, marked ``FROZEN``: the rule reads it as its person still there);
       (B) r is published in u, p is in the source of u and of v, and r is not published in v
           (a person's row is never withdrawn while the person stays);
       (C) r is published in u and v, p is in the source of u and v, and whether r's own columns

@@ -24,7 +24,7 @@ every person's QIDs in every version and who joined, left or changed (their own 
 person p, a published row r is a *candidate* (could be p's) unless some published version v
 (u the published version before it) rules it out:
   (A) r is published in v while p is not in the source of v, or r does not cover p's QIDs of v
-      (p's own row always covers p; this method never carries a row past its person's leaving);
+      (p's own row always covers p; a ghost, below, is read as its person still there);
   (B) r is published in u, p is in the source of u and v, and r is not in v (a person's row is
       never withdrawn while the person stays; a new person's row may appear late: withheld);
   (C) r is in u and v, p is in the source of u and v, and whether r's own (non-QID) columns
@@ -33,19 +33,35 @@ The check (sql/hetero.py ``cross_version_failures``): every person whose row is 
 version, and every person who left at this step, keeps at least k candidates. Rows that vanish
 (B) and rows whose own columns change (C) shrink others' candidate sets, which is why a lone
 departure or a lone change of a sensitive value is caught: the one vanished (changed) row is
-the person's. To keep repaired and re-searched graphs from shrinking candidate sets, published
+the person's (and is then held back, below). To keep repaired and re-searched graphs from shrinking candidate sets, published
 generalizations never narrow: a tuple covers its edges, every original it covered before that
 is still present (at its current values, ``_ppdp.hetero_members``), and its previous ranges and
 sets; so a person covered by a row stays covered while both remain. The price is utility that
 can only widen across versions (a fresh release, a new output name, starts tight again).
 
 Holding back: a new person with fewer than k candidates is withheld (left out of the graph, the
-version re-planned without them) until later versions bring enough similar records; a failing
-person who stayed, changed or left makes the step refuse with the count and a hint (keeping a
-departed person's previous row would need that person as a ghost node of the repaired graph, and
-the check to model an attacker who cannot tell carried rows from others: not done).
-``dynamic.policy = "strict"`` refuses instead of withholding; ``dynamic.max_repair_fraction``
-bounds the withheld rows.
+version re-planned without them) until later versions bring enough similar records.
+
+A departure or a change of own columns that would single someone out (issue #28 item 21: the one
+vanished or changed row is the person's, and "publish less often" cannot help a lone departure)
+is held back too, and the version is still published:
+  - a departed record becomes a *ghost*: it stays a node of the graph at its last QIDs (from the
+    previous version's ``hetero_sources``) and its row stays published under its row id with its
+    last own columns (copied from the previous version's table, sql/hetero.py
+    ``candidate_select``); it is repaired, searched and widened like any node and goes at the
+    first version whose check passes without it (k-1 similar rows vanishing with it);
+  - a record whose own-column change would single it out keeps its previous own columns in its
+    row (a *held change*), its QIDs followed as usual, until the change is safe to show.
+Why the check still holds. The ghost and the held record are stored in ``hetero_sources`` as the
+record at its frozen values (marked ``__frozen``), so the rule above reads a ghost as a person who
+stayed with their last QIDs and own columns and a held change as a change made later. That is the
+view of an attacker who knows more than the real one (when each ghost goes, when each change is
+shown): the real attacker's candidate sets are unions over the possible times, so at least k
+for the strong attacker means at least k for the real one. A ghost is a full graph node, so the
+graph stays k-regular over present records and ghosts (every edge lies in a perfect matching).
+A failing person who stayed unchanged while nothing of the step is left to hold back makes the
+step refuse. ``dynamic.policy = "strict"`` refuses instead of holding back;
+``dynamic.max_repair_fraction`` bounds the withheld, ghost and held rows together.
 
 Starting from another release (issue #16 item 5, §5.5). ``initial = "release"`` with
 ``from = "<schema>.<name>"`` improves an existing ppdp generalization or microaggregation release

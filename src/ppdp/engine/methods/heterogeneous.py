@@ -368,8 +368,7 @@ class Heterogeneous:
             solution["from_release"] = converted
         if ctx.previous is not None:
             solution["repair"] = repair | {"from_version": ctx.previous.version}
-        metrics = {"records": prep.source_rows, "released_records": n, "suppressed": 0, "ghosts": len(ghosts),
-                   "changes_delayed": len(delayed),
+        metrics = {"records": prep.source_rows, "released_records": n, "suppressed": 0,
                    "gcp": float(gcp(table, result.graph)), "sil": float(sil(table, result.graph)),
                    f"initial_{s.objective}": float(result.initial_objective), s.objective: float(result.objective)}
         state = HeteroState(
@@ -485,8 +484,7 @@ class Heterogeneous:
                   "held_back": {"inserts_withheld": len(withheld), "deletes_delayed": len(carried),
                                 "changes_delayed": len(delayed)}}
         if withheld or carried or delayed:  # the run record's metrics describe the first plan; these the published one
-            record["metrics_after_withholding"] = {key: replanned.metrics[key] for key in
-                                                   ("gcp", "sil", "released_records", "ghosts", "changes_delayed")}
+            record["metrics_after_withholding"] = {key: replanned.metrics[key] for key in ("gcp", "sil", "released_records")}
         return HistoryOutcome(None, len(withheld), len(carried), record)
 
     def _step_changes(self, ctx: RunContext, st: HeteroState) -> tuple[frozenset[str], frozenset[str]]:

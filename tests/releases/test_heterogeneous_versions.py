@@ -15,6 +15,7 @@ import pytest
 
 from ppdp.connectors import connect
 from ppdp.engine.errors import SpecError, VerificationError
+from ppdp.engine.rebuild import rebuild_data
 from ppdp.engine.release import run_release
 from ppdp.engine.spec import load_spec
 from tests.attack.harness import check_deltas
@@ -192,6 +193,12 @@ def test_a_lone_departure_or_own_change_is_followed_with_its_row_standing(tmp_pa
     row = {v: tables[v].filter(pl.col("ppdp_row_id") == rid) for v in (1, 2)}
     assert row[2].height == 1 and row[2].select(own).equals(row[1].select(own))
     assert check_deltas(tables, read(db, "SELECT * FROM published.adult_het__delta")) == []
+    con = connect(f"duckdb://{db}")
+    try:  # the source no longer has what the standing row shows: no rebuild script from it
+        with pytest.raises(SpecError, match=r"holds 1 row\(s\) held back from v1"):
+            rebuild_data(con, "published.adult_het")
+    finally:
+        con.close()
     counts = attacker_candidates(db, [1, 2], {1: s1, 2: s2}, held_back=True)
     assert min(counts.values()) >= K and len(counts) == (200 if held == "changes_delayed" else 199)
     # person 9 (gone, or changed): the v1 rows covering 9 that stand in v2 with their own columns

@@ -33,8 +33,8 @@ The check (sql/hetero.py ``cross_version_failures``): every person whose row is 
 version, and every person who left at this step, keeps at least k candidates. Rows that vanish
 (B) and rows whose own columns change (C) shrink others' candidate sets, which is why a lone
 departure or a lone change of a sensitive value is caught: the one vanished (changed) row is
-the person's (and is then held back, below). To keep repaired and re-searched graphs from shrinking candidate sets, published
-generalizations never narrow: a tuple covers its edges, every original it covered before that
+the person's (and is then held back, below). To keep repaired and re-searched graphs from
+shrinking candidate sets, published generalizations never narrow: a tuple covers its edges, every original it covered before that
 is still present (at its current values, ``_ppdp.hetero_members``), and its previous ranges and
 sets; so a person covered by a row stays covered while both remain. The price is utility that
 can only widen across versions (a fresh release, a new output name, starts tight again).
@@ -198,9 +198,9 @@ class HeteroState:
     own: tuple[str, ...]  # released non-QID columns (the record's own values)
     graph_keys: frozenset[str]  # the records in this version's graph (published unless withheld)
     new_keys: frozenset[str]  # graph records that were not in the previous version's graph
-    ghost_keys: frozenset[str] = frozenset()  # departed records whose previous row is carried (item 21)
-    delayed_keys: frozenset[str] = frozenset()  # records whose own-column change is held back (item 21)
-    previous_table: str | None = None  # quoted previous version table: the frozen rows' own columns
+    # quoted previous version table, when the version has ghosts or held changes (issue #28 item
+    # 21): their rows' own columns are copied from it
+    previous_table: str | None = None
 
 
 def _digest(values: tuple) -> str:
@@ -380,7 +380,6 @@ class Heterogeneous:
                          orient="row"),
             tuple(numeric), tuple(categorical), tuple(own), frozenset(keys),
             frozenset(keys) - previous_keys if ctx.previous is not None else frozenset(),
-            frozenset(carried), frozenset(delayed),
             quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.published_version}", ctx.dialect)
             if ctx.previous is not None and (carried or delayed) else None)
         return ReleasePlan("heterogeneous", solution, metrics, n, state=state)

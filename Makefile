@@ -6,10 +6,20 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-scale-spark bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
 
+# dbt for examples/dbt and tests/adapters/test_dbt_example.py. dbt-core 1.12 depends on
+# dbt-core-experimental-parser, whose only distribution is an sdist that downloads its wheel from
+# GitHub at build time (unreachable from CI here) and that dbt-core's Python code never imports:
+# so install dbt 1.11 with all its dependencies, then dbt-core 1.12.6 without them, then the two
+# it adds (metricflow, python-dotenv) and the pathspec that both dbt-core 1.12 and mypy accept.
+DBT_INSTALL = $(BIN)/pip install --quiet 'dbt-core==1.11.*' 'dbt-duckdb==1.11.*' 'dbt-postgres==1.11.*' \
+	&& $(BIN)/pip install --quiet --no-deps 'dbt-core==1.12.6' \
+	&& $(BIN)/pip install --quiet metricflow python-dotenv 'pathspec>=1.0,<1.1'
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark,orchestrators]'
+	$(DBT_INSTALL)
 	# Compile the Numba kernels now, so that no first release pays for it (engine/warmup.py)
 	$(BIN)/ppdp warm-up
 	touch $(STAMP)

@@ -19,6 +19,18 @@ Threat model (what the attacker holds and knows; nothing else is used)
 The attacker also knows ppdp's mechanism: a step may be held back, so a person's insertion can
 appear later, and after a deletion or a change the person's previous row can stand unchanged
 (a delayed deletion, a held-back change).
+
+Methods whose rows widen across versions (``ReleaseMethod.rows_widen``: the heterogeneous
+release, whose published generalizations never narrow and may widen at every version) carry a
+departed person's row as a ghost and hold back a change with the row's sensitive value kept, but
+the carried row's generalization may widen like any other. For them "stands unchanged" means "its
+sensitive value is unchanged", and the attacker uses what the method promises besides:
+  - for a version j in which t is in the source: r is absent (withheld), or covers t's QIDs now
+    (every row covers its person: no held-back QID change), and a row published in the version
+    before, while t was in the source there too, is still published (a person's row is never
+    withdrawn while they stay);
+  - for a version j in which t is not in the source: r is absent, or t was in the source before
+    and r keeps its sensitive value and covers t's last QIDs (a ghost never narrows).
 Candidate set of t: the published row ids r whose whole observable history is consistent with t:
   - for every version j in which t is NOT in the source: r is absent from Vj, or r's row in Vj is
     identical (labels and sensitive value) to its previous presence;
@@ -166,7 +178,11 @@ class ExposureSummary:
 class Observations:
     """Every published version laid out over the union of row ids, for vectorized candidate tests."""
 
-    def __init__(self, published: Sequence[PublishedVersion]) -> None:
+    def __init__(self, published: Sequence[PublishedVersion], *, widen: bool = False) -> None:
+        """``widen``: the release's rows may widen across versions (``ReleaseMethod.rows_widen``):
+        a row stands for a held-back change or a carried departure when its sensitive value is
+        unchanged, whatever its labels."""
+        self.widen = widen
         self.versions = [p.version for p in published]
         ids = sorted({r for p in published for r in p.rows})
         self.row_ids = ids
@@ -213,7 +229,8 @@ class Observations:
             same = np.zeros(n, dtype=bool)
             for i in np.flatnonzero(self.present[j] & (prev >= 0)):
                 p = prev[i]
-                same[i] = (self.labels[j][self.cls[j][i]] == self.labels[p][self.cls[p][i]]) and self.sa[j][i] == self.sa[p][i]
+                same[i] = (widen or self.labels[j][self.cls[j][i]] == self.labels[p][self.cls[p][i]]) \
+                    and self.sa[j][i] == self.sa[p][i]
             self.same_row.append(same)
         # the latest earlier version where each row was present and not a copy of its previous
         # presence: a fresh row shows the person's source of that very version
@@ -235,19 +252,36 @@ def candidate_mask(obs: Observations, sources: dict[int, SourceState], key: str,
     person ``key`` (see the module docstring). ``cache`` memoizes row_matches per class."""
     cache = {} if cache is None else cache
     mask = obs.any_present.copy()
-    for j, version in enumerate(obs.versions):
-        src = sources[version]
-        raw = src.qids.get(key)
-        if raw is None:  # t is not in the source: r is absent, or stands unchanged (a delayed deletion)
-            mask &= ~obs.present[j] | obs.same_row[j]
-            continue
+
+    def matching(j: int, version: int, raw: RawQids) -> np.ndarray:
         ck = (j, raw)
         ok = cache.get(ck)
         if ok is None:
             ok = np.array([row_matches(version, lab, raw) for lab in obs.labels[j]] + [False], dtype=bool)
             cache[ck] = ok
+        return ok[obs.cls[j]]  # cls -1 indexes the trailing False
+
+    last_raw: RawQids | None = None
+    for j, version in enumerate(obs.versions):
+        src = sources[version]
+        raw = src.qids.get(key)
+        if raw is None:
+            if not obs.widen:  # t is not in the source: r is absent, or stands unchanged (a delayed deletion)
+                mask &= ~obs.present[j] | obs.same_row[j]
+            elif last_raw is None:  # t has not joined yet: no row of t
+                mask &= ~obs.present[j]
+            else:  # t left: r is absent, or t's ghost (sensitive value kept, covering t's last QIDs)
+                mask &= ~obs.present[j] | (obs.same_row[j] & matching(j, version, last_raw))
+            continue
+        if obs.widen:
+            # absent (withheld) or covering t's QIDs now; never withdrawn while t stays
+            mask &= ~obs.present[j] | matching(j, version, raw)
+            if j and sources[obs.versions[j - 1]].qids.get(key) is not None:
+                mask &= ~(obs.present[j - 1] & ~obs.present[j])
+            last_raw = raw
+            continue
         # absent (suppressed / withheld), matching t's QIDs now, or unchanged (a held-back change)
-        mask &= ~obs.present[j] | ok[obs.cls[j]] | obs.same_row[j]  # cls -1 indexes the trailing False
+        mask &= ~obs.present[j] | matching(j, version, raw) | obs.same_row[j]
     for j, version in enumerate(obs.versions):
         sens_j = sources[version].sensitive.get(key)
         for f in range(j):
@@ -481,6 +515,12 @@ class ReleaseMethod(Protocol):
     qids: list[str]
     sensitive: list[str]
     models: list[ModelCheck]
+    rows_widen: bool  # a row's published generalization may widen across versions (Observations)
+
+    @property
+    def published_qids(self) -> list[str]:
+        """The published columns that carry the QIDs (a row's labels, in order)."""
+        ...
 
     def publish(self, backend: Backend) -> int | None:
         """Publish a version of the current source; its number, or None when nothing new was
@@ -613,6 +653,7 @@ def read_published(backend: Backend, method: ReleaseMethod, versions: Sequence[i
 
 
 def published_version(version: int, table: pl.DataFrame, qids: list[str], sensitive: list[str]) -> PublishedVersion:
+    """``qids``: the published QID columns (``ReleaseMethod.published_qids``)."""
     text = table.select(pl.col(ROW_ID).cast(pl.String), *[pl.col(c).cast(pl.String) for c in qids + sensitive])
     rows = {r[0]: (tuple(r[1:1 + len(qids)]), tuple(r[1 + len(qids):])) for r in text.rows()}
     return PublishedVersion(version, rows)
@@ -667,7 +708,7 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
         return report
     tables, delta = read_published(backend, method, report.versions)
     report.delta_problems = check_deltas(tables, delta)
-    published = [published_version(v, tables[v], method.qids, method.sensitive) for v in report.versions]
+    published = [published_version(v, tables[v], method.published_qids, method.sensitive) for v in report.versions]
     row_ids = read_row_ids(backend, method.release_id)
     con = backend.connect()
     try:
@@ -680,7 +721,7 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
     targets = sorted(changed)
     report.targets = len(targets) + len(sample)
     for step, n_versions, kinds in attack_steps:
-        obs = Observations(published[:n_versions])
+        obs = Observations(published[:n_versions], widen=method.rows_widen)
         known = {v: sources[v] for v in report.versions[:n_versions]}
         masks: dict[str, np.ndarray] = {}
         report.violations += attack(obs, known, row_ids, targets, method.models, matches,

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from ppdp.engine.catalog import list_runs
 from tests.attack.harness import (
     DELETE,
     INSERT,
@@ -39,6 +40,9 @@ from tests.attack.harness import (
     measure,
     merge_kinds,
     postgres_backend,
+    published_version,
+    read_published,
+    read_row_ids,
     run_scenario,
     sa_exposure,
     summarize_exposures,
@@ -49,8 +53,10 @@ from tests.attack.scenarios import (
     QIDS,
     SENSITIVE,
     GeneralizationRelease,
+    HeterogeneousRelease,
     adult_base,
     crafted_scenarios,
+    item21_scenarios,
     random_sequence,
 )
 
@@ -105,6 +111,38 @@ def test_candidate_sets_of_a_hand_made_history():
     assert candidates(obs, sources, "e") == {"re"}
     # f was not in the v1 source: every row published in v1 is out
     assert candidates(obs, sources, "f") == {"rf"}
+
+
+def test_candidate_sets_when_rows_widen_and_ghosts_stand():
+    """``widen`` (the heterogeneous release, issue #28 item 21): a row whose sensitive value is
+    unchanged may be a departed person's ghost or a held-back change even when its range widened;
+    a row must cover its present person now, and is never withdrawn while its person stays."""
+    def interval(version, labels, raw):
+        return float(labels[0]) <= float(raw[0]) <= float(labels[1])
+
+    v1 = PublishedVersion(1, {"ra": (("20", "29"), ("x",)), "rb": (("20", "29"), ("x",)), "rc": (("20", "29"), ("y",)),
+                              "rx": (("20", "29"), ("x",))})
+    v2 = PublishedVersion(2, {"ra": (("20", "39"), ("x",)), "rb": (("20", "29"), ("x",)), "rc": (("20", "29"), ("x",)),
+                              "rd": (("20", "29"), ("y",))})
+    s1 = SourceState(1, {"a": ("25",), "b": ("27",), "c": ("23",)}, {"a": ("x",), "b": ("x",), "c": ("y",)})
+    s2 = SourceState(2, {"b": ("27",), "c": ("23",), "d": ("22",)}, {"b": ("x",), "c": ("x",), "d": ("y",)})
+    obs, sources = Observations([v1, v2], widen=True), {1: s1, 2: s2}
+
+    def cands(key: str) -> set[str]:
+        return {r for r, m in zip(obs.row_ids, candidate_mask(obs, sources, key, interval), strict=True) if m}
+
+    # a left: a standing row with its sensitive value (ra widened, rb) is a possible ghost, a
+    # vanished row (rx) a departure shown; rc changed its value (a ghost never does), rd is new
+    assert cands("a") == {"ra", "rb", "rx"}
+    # b stayed unchanged: rx was withdrawn while b stayed, rc's value changed while b's did not
+    assert cands("b") == {"ra", "rb", "rd"}
+    # c's value changed: rc shows it, ra and rb may hold it back; rx was withdrawn while c stayed
+    assert cands("c") == {"ra", "rb", "rc", "rd"}
+    # d joined at v2: no row published before d joined can be d's
+    assert cands("d") == {"rd"}
+    # without widen, ra's widened range is no longer "the row standing unchanged" for a
+    strict = Observations([v1, v2])
+    assert "ra" not in {r for r, m in zip(strict.row_ids, candidate_mask(strict, sources, "a", interval), strict=True) if m}
 
 
 def test_attack_reports_exactly_the_violations_of_the_hand_made_history():
@@ -323,3 +361,84 @@ def test_random_sequence_postgres(seed, tmp_path, postgres_database):
     report = _run(scenario, postgres_backend(postgres_database), models, tmp_path)
     assert_no_leak(report, seed)
 
+
+
+# --- issue #28 item 21: a heterogeneous release follows a lone departure or a lone change -----
+
+HET_ROWS = 300
+ITEM21 = sorted(item21_scenarios())
+
+
+def _text_state(version: int, frame: pl.DataFrame) -> SourceState:
+    """The attacker's knowledge of a source frame (as text, like harness.snapshot_source)."""
+    rows = frame.select(pl.col("id").cast(pl.String), *[pl.col(c).cast(pl.String) for c in QIDS + SENSITIVE]).rows()
+    return SourceState(version, {r[0]: tuple(r[1:1 + len(QIDS)]) for r in rows},
+                       {r[0]: tuple(r[1 + len(QIDS):]) for r in rows})
+
+
+def _item21(name: str, backend, tmp_path: Path) -> None:
+    """Every step of the scenario is published (6e1dadf refused the first: "publish less often"),
+    nobody is singled out below k by everything published (the ghost and the held-back change
+    are indistinguishable from the rows that stand), the deltas are exact, and the attack that
+    breaks the alternative (following the step in place) is shown on the same v1."""
+    method = HeterogeneousRelease(tmp_path, list(K5), QIDS, SENSITIVE)
+    base = adult_base(HET_ROWS)
+    report = run_scenario(item21_scenarios()[name], backend, method, base)
+    assert_no_leak(report)
+    assert report.versions == [1, 2, 3]
+    con = backend.connect()
+    try:
+        runs = {r.version: r for r in list_runs(con, method.release_id) if r.status == "succeeded"}
+    finally:
+        con.close()
+    departure = name == "h21-lone-departure"
+    target = "2" if departure else "3"
+    held = runs[2].metrics["held_back"]
+    # the step is followed: the departed person's row is carried as a ghost (the row count does
+    # not drop), or the changed person's row keeps its sensitive value (the change is held back)
+    assert (held["deletes_delayed"], held["changes_delayed"]) == ((1, 0) if departure else (0, 1))
+    assert runs[2].metrics["released_records"] == HET_ROWS and runs[2].verification["passed"]
+    tables, _ = read_published(backend, method, [1, 2])
+    rid = read_row_ids(backend, method.release_id)[target]
+    own = [c for c in tables[1].columns if c not in method.published_qids and c != "ppdp_row_id"]
+    before = tables[1].filter(pl.col("ppdp_row_id").cast(pl.String) == rid).select(own)
+    after = tables[2].filter(pl.col("ppdp_row_id").cast(pl.String) == rid).select(own)
+    assert after.height == 1 and after.equals(before)  # the ghost / held row shows only what v1 showed
+    # The alternative: v2 following the step in place (the row vanishes, or its sensitive value
+    # flips), with nothing carried or held back. Its attacker knows that mechanism (v2 has one
+    # row per person: none is a ghost), so t's row is a v1 row covering t that vanished (that
+    # changed its sensitive value) in v2: exactly one, t's own.
+    flip = {"<=50K": ">50K", ">50K": "<=50K"}
+    naive = (tables[1].filter(pl.col("ppdp_row_id").cast(pl.String) != rid) if departure else
+             tables[1].with_columns(pl.when(pl.col("ppdp_row_id").cast(pl.String) == rid)
+                                    .then(pl.col("salary-class").replace_strict(flip)).otherwise(pl.col("salary-class"))
+                                    .alias("salary-class")))
+    con = backend.connect()
+    try:
+        matches = method.row_matches(con, [1, 2])
+    finally:
+        con.close()
+    obs = Observations([published_version(1, tables[1], method.published_qids, method.sensitive),
+                        published_version(2, naive, method.published_qids, method.sensitive)], widen=True)
+    raw = _text_state(1, base).qids[target]
+    covers = np.array([matches(1, obs.labels[0][c], raw) if c >= 0 else False for c in obs.cls[0]])
+    moved = (obs.present[0] & ~obs.present[1]) if departure else obs.sa_diff[1]
+    singled = covers & moved
+    assert singled.sum() == 1 and obs.row_ids[int(np.flatnonzero(singled)[0])] == rid
+    # ... while in what ppdp published, the ghost (held) row is one of at least k rows covering t
+    # that stand in v2 with their sensitive value (the same reading finds k or more)
+    real = Observations([published_version(v, tables[v], method.published_qids, method.sensitive) for v in (1, 2)],
+                        widen=True)
+    standing = np.array([matches(1, real.labels[0][c], raw) if c >= 0 else False for c in real.cls[0]]) & real.same_row[1]
+    assert standing.sum() >= 5 and not (real.present[0] & ~real.present[1]).any() and not real.sa_diff[1].any()
+
+
+@pytest.mark.parametrize("name", ITEM21)
+def test_item21_heterogeneous_lone_step_duckdb(name, tmp_path):
+    _item21(name, duckdb_backend(tmp_path / "attack.duckdb"), tmp_path)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("name", ITEM21)
+def test_item21_heterogeneous_lone_step_postgres(name, tmp_path, postgres_database):
+    _item21(name, postgres_backend(postgres_database), tmp_path)

@@ -56,6 +56,21 @@ class DuckDBConnector:
         except duckdb.Error as exc:
             raise ConnectorError(f"Cannot open DuckDB database {self.path!r}: {exc}") from None
         self._in_tx = False
+        self._borrowed = False
+
+    @classmethod
+    def over(cls, con: duckdb.DuckDBPyConnection) -> DuckDBConnector:
+        """A connector on a connection someone else opened and will close (dbt-duckdb's
+        session): ppdp runs on it in-process, and ``close()`` leaves it open."""
+        self = cls.__new__(cls)
+        row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+        self.path = (row[0] if row else None) or ":memory:"
+        self.url = f"duckdb://{self.path}"
+        self.read_only = False
+        self.con = con
+        self._in_tx = False
+        self._borrowed = True
+        return self
 
     def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
         try:
@@ -111,4 +126,5 @@ class DuckDBConnector:
         return None
 
     def close(self) -> None:
-        self.con.close()
+        if not self._borrowed:
+            self.con.close()

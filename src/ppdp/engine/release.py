@@ -77,15 +77,17 @@ def database_url(spec: ReleaseSpec, override: str | None = None) -> str:
 
 
 def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: bool = True, dry_run: bool = False,
-                job: str | None = None, on_phase: Callable[[str], None] | None = None) -> ReleaseOutcome:
+                job: str | None = None, on_phase: Callable[[str], None] | None = None,
+                connector: Connector | None = None) -> ReleaseOutcome:
     """Run one release of ``spec``. Bad input raises before anything is written.
 
     ``dry_run`` computes everything, writes only the run record, and returns the SQL it would
     execute. ``on_phase(name)`` is called after "materialized", "verified" and "switched" (tests
-    inject faults there; the product has none).
+    inject faults there; the product has none). ``connector``: run on this open connection
+    (dbt's) instead of opening the spec's database.
     """
     method = method_of(spec)
-    con = connect(database_url(spec, database))
+    con = connector if connector is not None else connect(database_url(spec, database))
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
     try:

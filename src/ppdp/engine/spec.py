@@ -382,6 +382,12 @@ def _check_columns_disjoint(spec: ReleaseSpec) -> None:
 def load_spec(path: str | Path) -> ReleaseSpec:
     """Read and validate a TOML spec; relative paths inside it are relative to its folder."""
     path = Path(path)
+    return spec_from_dict(read_spec_file(path), base_dir=path.resolve().parent)
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """The raw TOML of a spec file (not yet validated), or a one-line SpecError."""
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -397,7 +403,7 @@ def load_spec(path: str | Path) -> ReleaseSpec:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"Spec file {str(path)!r} is not valid TOML: {exc}.") from None
-    return spec_from_dict(raw, base_dir=path.resolve().parent)
+    return raw
 
 
 def spec_summary(spec: ReleaseSpec) -> dict[str, Any]:

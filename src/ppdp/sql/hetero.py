@@ -42,6 +42,13 @@ def ddl(d: str = "duckdb") -> list[str]:
 
 
 OWN = "__own"  # hetero_sources attribute: digest of a record's own (non-QID) released columns
+# hetero_sources attribute marking a record whose published row is frozen at the previous
+# version's (issue #28 item 21): label GHOST for a departed record whose row is carried (its
+# QIDs and own digest are its last ones), DELAYED for a record whose own-column change is held
+# back (its own digest is the previous one). The cross-version check reads such a record as
+# present with those values: see engine/methods/heterogeneous.py.
+FROZEN = "__frozen"
+GHOST, DELAYED = "ghost", "change"
 PRIVATE_TABLES = ("hetero_edges", "hetero_members", "hetero_values", "hetero_sources")
 
 
@@ -74,28 +81,56 @@ def published_columns(columns: list[str], numeric: list[str]) -> list[str]:
 
 
 def candidate_select(source: Source, *, release: str, version: int, columns: list[str], numeric: list[str],
-                     categorical: list[str], key: str, private_schema: str = PRIVATE_SCHEMA) -> str:
+                     categorical: list[str], key: str, private_schema: str = PRIVATE_SCHEMA,
+                     previous: str | None = None) -> str:
     """ppdp_row_id, then ``columns`` in order: a numeric QID as ``<q>_min`` and ``<q>_max``, a
     categorical one as its value set, from the version's ``hetero_values``; the records not in
     the version's graph (withheld) have none and are left out. ``private_schema``: for the
-    rebuild script (``HeteroRows``)."""
+    rebuild script (``HeteroRows``).
+
+    ``previous`` (quoted table of the previous version, later versions only): the rows are those
+    of the version's graph, and a frozen record's (``FROZEN``: a departed record's ghost, or a
+    record whose own-column change is held back) own columns are copied from its row there."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
     key_text = text(key, dialect=d)
-    joins = [f"JOIN {quote_table(private_schema, 'row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
-    out = [f"rid.row_id AS {quote_ident('ppdp_row_id', d)}"]
+    rid_col = quote_ident("ppdp_row_id", d)
+    if previous is None:
+        base, row_key = source.sql(), key_text
+        joins = [f"JOIN {quote_table(private_schema, 'row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = {key_text}"]
+    else:
+        base, row_key = (f"(SELECT DISTINCT key FROM {quote_table(private_schema, 'hetero_values', d)} "
+                         f"WHERE release = {rel} AND version = {v}) AS gk"), "gk.key"
+        joins = [f"JOIN {quote_table(private_schema, 'row_ids', d)} AS rid ON rid.release = {rel} AND rid.key = gk.key",
+                 f"LEFT JOIN {source.sql()} ON {key_text} = gk.key",
+                 f"LEFT JOIN {quote_table(private_schema, 'hetero_sources', d)} AS fz ON fz.release = {rel} "
+                 f"AND fz.version = {v} AND fz.key = gk.key AND fz.attribute = {quote_literal(FROZEN, d)}",
+                 f"LEFT JOIN {previous} AS pv ON CAST(pv.{rid_col} AS VARCHAR) = rid.row_id"]
+    out = [f"rid.row_id AS {rid_col}"]
     for i, col in enumerate(columns):
         if col in numeric or col in categorical:
             a = f"g{i}"
             joins.append(f"JOIN {quote_table(private_schema, 'hetero_values', d)} AS {a} ON {a}.release = {rel} AND {a}.version = {v} "
-                         f"AND {a}.key = {key_text} AND {a}.attribute = {quote_literal(col, d)}")
+                         f"AND {a}.key = {row_key} AND {a}.attribute = {quote_literal(col, d)}")
             if col in numeric:
                 out += [f"{a}.lo AS {quote_ident(col + '_min', d)}", f"{a}.hi AS {quote_ident(col + '_max', d)}"]
             else:
                 out.append(f"{a}.label AS {quote_ident(col, d)}")
-        else:
+        elif previous is None:
             out.append(f"src.{quote_ident(col, d)} AS {quote_ident(col, d)}")
-    return f"SELECT {', '.join(out)} FROM {source.sql()} {' '.join(joins)}"
+        else:
+            c = quote_ident(col, d)
+            out.append(f"CASE WHEN fz.key IS NULL THEN src.{c} ELSE pv.{c} END AS {c}")
+    return f"SELECT {', '.join(out)} FROM {base} {' '.join(joins)}"
+
+
+def ghost_persons(release: str, version: int, numeric: list[str], categorical: list[str], d: str = "duckdb") -> str:
+    """The ghosts of one version (departed records whose row is carried): key ``__key`` and their
+    last QIDs as stored, for the checks that read the source (a ghost is no longer there)."""
+    rel = quote_literal(release, d)
+    return (f"SELECT * FROM ({_person_versions(release, [version], numeric, categorical, d)}) AS gp "
+            f"WHERE gp.{quote_ident('__key', d)} IN (SELECT key FROM {private('hetero_sources', d)} WHERE release = {rel} "
+            f"AND version = {int(version)} AND attribute = {quote_literal(FROZEN, d)} AND label = {quote_literal(GHOST, d)})")
 
 
 @dataclass(frozen=True)
@@ -140,11 +175,12 @@ def _covers(p: str, s: str, numeric: list[str], categorical: list[str], d: str) 
 
 
 def coverage_degrees(table: str, source: Source, numeric: list[str], categorical: list[str], *, release: str,
-                     key: str) -> str:
+                     key: str, ghosts: str | None = None) -> str:
     """From the published table and the source alone: the fewest source tuples a published tuple
     covers, and the fewest published tuples covering a source tuple (the consistency graph). The
     source tuples are those whose row is published (a later version may withhold new records:
-    they are not in this version's graph)."""
+    they are not in this version's graph). ``ghosts`` (``ghost_persons``): the departed records
+    whose rows are carried, counted as tuples with their last QIDs (they are nodes of the graph)."""
     d = source.dialect
     rid = quote_ident("ppdp_row_id", d)
     on = _covers("p", "src", numeric, categorical, d)
@@ -153,7 +189,11 @@ def coverage_degrees(table: str, source: Source, numeric: list[str], categorical
     published = (f"EXISTS (SELECT 1 FROM {private('row_ids', d)} AS i JOIN {table} AS q ON q.{rid} = i.row_id "
                  f"WHERE i.release = {quote_literal(release, d)} AND i.key = {text(key, 's', d)})")
     numbered = f"(SELECT ROW_NUMBER() OVER () AS {quote_ident('__row', d)}, s.* FROM {inner} AS s WHERE {published}) AS src"
-    return (f"WITH m AS (SELECT p.{rid} AS pid, {src_id} AS sid FROM {table} AS p JOIN {numbered} ON {on}) "
+    ghost_part = "" if ghosts is None else (
+        f" UNION ALL SELECT p.{rid}, 'ghost:' || g.{quote_ident('__key', d)} FROM {table} AS p "
+        f"JOIN ({ghosts}) AS g ON {_src_covers('p', 'g', numeric, categorical, d)}")
+    return (f"WITH m AS (SELECT p.{rid} AS pid, CAST({src_id} AS VARCHAR) AS sid FROM {table} AS p JOIN {numbered} "
+            f"ON {on}{ghost_part}) "
             "SELECT (SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM m GROUP BY pid) AS a) AS min_published_covers, "
             "(SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM m GROUP BY sid) AS b) AS min_source_covered, "
             "(SELECT COUNT(DISTINCT pid) FROM m) AS published_tuples, (SELECT COUNT(DISTINCT sid) FROM m) AS source_tuples")
@@ -173,15 +213,21 @@ def graph_degrees(release: str, version: int, d: str = "duckdb") -> str:
 
 
 def inconsistent_edges(table: str, source: Source, *, release: str, version: int, key: str, numeric: list[str],
-                       categorical: list[str]) -> str:
-    """Edges whose anonymized tuple (as published) does not cover its original (in the source)."""
+                       categorical: list[str], ghosts: str | None = None) -> str:
+    """Edges whose anonymized tuple (as published) does not cover its original (in the source, or
+    a ghost's last QIDs: ``ghosts``, ``ghost_persons``)."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
-    return (f"SELECT COUNT(*) AS n FROM {private('hetero_edges', d)} AS e "
-            f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.key = e.anonymized "
-            f"JOIN {table} AS p ON p.{quote_ident('ppdp_row_id', d)} = i.row_id "
-            f"JOIN {source.sql()} ON {text(key, dialect=d)} = e.original "
-            f"WHERE e.release = {rel} AND e.version = {v} AND NOT ({_covers('p', 'src', numeric, categorical, d)})")
+    edges = (f"FROM {private('hetero_edges', d)} AS e "
+             f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.key = e.anonymized "
+             f"JOIN {table} AS p ON p.{quote_ident('ppdp_row_id', d)} = i.row_id ")
+    sql = (f"SELECT COUNT(*) AS n {edges}JOIN {source.sql()} ON {text(key, dialect=d)} = e.original "
+           f"WHERE e.release = {rel} AND e.version = {v} AND NOT ({_covers('p', 'src', numeric, categorical, d)})")
+    if ghosts is None:
+        return sql
+    ghost_sql = (f"SELECT COUNT(*) AS n {edges}JOIN ({ghosts}) AS g ON g.{quote_ident('__key', d)} = e.original "
+                 f"WHERE e.release = {rel} AND e.version = {v} AND NOT ({_src_covers('p', 'g', numeric, categorical, d)})")
+    return f"SELECT SUM(n) AS n FROM ({sql} UNION ALL {ghost_sql}) AS x"
 
 
 def _person_versions(release: str, versions: list[int], numeric: list[str], categorical: list[str], d: str) -> str:
@@ -224,8 +270,9 @@ def cross_version_failures(versions: list[tuple[int, str]], *, release: str, k: 
     ``key``, ``candidates``, ``departed`` (true: present in the version before the last and gone in
     the last) for each failing person. The rule (engine/methods/heterogeneous.py documents why)
     keeps row r as a candidate for person p unless, for some version v (u the version before v):
-      (A) r is published in v and p is not in the source of v (this method never carries a row
-          past its person's departure), or r does not cover p's QIDs of v;
+      (A) r is published in v and p is not in the source of v, or r does not cover p's QIDs of v
+          (a ghost, a departed record whose row is carried, is stored in ``hetero_sources`` at its
+          last values, marked ``FROZEN``: the rule reads it as its person still there);
       (B) r is published in u, p is in the source of u and of v, and r is not published in v
           (a person's row is never withdrawn while the person stays);
       (C) r is published in u and v, p is in the source of u and v, and whether r's own columns

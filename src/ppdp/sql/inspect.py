@@ -6,3 +6,24 @@ from __future__ import annotations
 def empty_select(source_from: str) -> str:
     """No rows, all columns: the column names of a FROM-clause text (``Source.sql()``)."""
     return f"SELECT * FROM {source_from} LIMIT 0"
+
+
+def scanned_table(query: str, dialect: str = "duckdb") -> tuple[str | None, str] | None:
+    """``(schema, table)`` when ``query`` is exactly ``SELECT * FROM [catalog.][schema.]table``
+    (what dbt-duckdb's ``dbt.ref()`` relation runs), else None: anything more is not a table."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except sqlglot.errors.ParseError:
+        return None
+    if not isinstance(tree, exp.Select):
+        return None
+    clauses = {key for key, value in tree.args.items() if value}
+    star = len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
+    source = tree.args.get("from_")
+    if clauses != {"expressions", "from_"} or not star or source is None or not isinstance(source.this, exp.Table):
+        return None
+    table = source.this
+    return (table.db or None, table.name)

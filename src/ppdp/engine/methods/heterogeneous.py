@@ -24,7 +24,7 @@ every person's QIDs in every version and who joined, left or changed (their own 
 person p, a published row r is a *candidate* (could be p's) unless some published version v
 (u the published version before it) rules it out:
   (A) r is published in v while p is not in the source of v, or r does not cover p's QIDs of v
-      (p's own row always covers p; this method never carries a row past its person's leaving);
+      (p's own row always covers p; a ghost, below, is read as its person still there);
   (B) r is published in u, p is in the source of u and v, and r is not in v (a person's row is
       never withdrawn while the person stays; a new person's row may appear late: withheld);
   (C) r is in u and v, p is in the source of u and v, and whether r's own (non-QID) columns
@@ -33,19 +33,35 @@ The check (sql/hetero.py ``cross_version_failures``): every person whose row is 
 version, and every person who left at this step, keeps at least k candidates. Rows that vanish
 (B) and rows whose own columns change (C) shrink others' candidate sets, which is why a lone
 departure or a lone change of a sensitive value is caught: the one vanished (changed) row is
-the person's. To keep repaired and re-searched graphs from shrinking candidate sets, published
-generalizations never narrow: a tuple covers its edges, every original it covered before that
+the person's (and is then held back, below). To keep repaired and re-searched graphs from
+shrinking candidate sets, published generalizations never narrow: a tuple covers its edges, every original it covered before that
 is still present (at its current values, ``_ppdp.hetero_members``), and its previous ranges and
 sets; so a person covered by a row stays covered while both remain. The price is utility that
 can only widen across versions (a fresh release, a new output name, starts tight again).
 
 Holding back: a new person with fewer than k candidates is withheld (left out of the graph, the
-version re-planned without them) until later versions bring enough similar records; a failing
-person who stayed, changed or left makes the step refuse with the count and a hint (keeping a
-departed person's previous row would need that person as a ghost node of the repaired graph, and
-the check to model an attacker who cannot tell carried rows from others: not done).
-``dynamic.policy = "strict"`` refuses instead of withholding; ``dynamic.max_repair_fraction``
-bounds the withheld rows.
+version re-planned without them) until later versions bring enough similar records.
+
+A departure or a change of own columns that would single someone out (issue #28 item 21: the one
+vanished or changed row is the person's, and "publish less often" cannot help a lone departure)
+is held back too, and the version is still published:
+  - a departed record becomes a *ghost*: it stays a node of the graph at its last QIDs (from the
+    previous version's ``hetero_sources``) and its row stays published under its row id with its
+    last own columns (copied from the previous version's table, sql/hetero.py
+    ``candidate_select``); it is repaired, searched and widened like any node and goes at the
+    first version whose check passes without it (k-1 similar rows vanishing with it);
+  - a record whose own-column change would single it out keeps its previous own columns in its
+    row (a *held change*), its QIDs followed as usual, until the change is safe to show.
+Why the check still holds. The ghost and the held record are stored in ``hetero_sources`` as the
+record at its frozen values (marked ``__frozen``), so the rule above reads a ghost as a person who
+stayed with their last QIDs and own columns and a held change as a change made later. That is the
+view of an attacker who knows more than the real one (when each ghost goes, when each change is
+shown): the real attacker's candidate sets are unions over the possible times, so at least k
+for the strong attacker means at least k for the real one. A ghost is a full graph node, so the
+graph stays k-regular over present records and ghosts (every edge lies in a perfect matching).
+A failing person who stayed unchanged while nothing of the step is left to hold back makes the
+step refuse. ``dynamic.policy = "strict"`` refuses instead of holding back;
+``dynamic.max_repair_fraction`` bounds the withheld, ghost and held rows together.
 
 Starting from another release (issue #16 item 5, §5.5). ``initial = "release"`` with
 ``from = "<schema>.<name>"`` improves an existing ppdp generalization or microaggregation release
@@ -182,6 +198,9 @@ class HeteroState:
     own: tuple[str, ...]  # released non-QID columns (the record's own values)
     graph_keys: frozenset[str]  # the records in this version's graph (published unless withheld)
     new_keys: frozenset[str]  # graph records that were not in the previous version's graph
+    # quoted previous version table, when the version has ghosts or held changes (issue #28 item
+    # 21): their rows' own columns are copied from it
+    previous_table: str | None = None
 
 
 def _digest(values: tuple) -> str:
@@ -224,10 +243,13 @@ class Heterogeneous:
             raise SpecError(f"Release {ctx.release} v{previous.version} was published before ppdp stored each version's "
                             "source QIDs, which the cross-version check needs. Hint: publish under a new output name.")
 
-    def _decide(self, ctx: RunContext, prep: Prepared, withheld: frozenset[str]) -> ReleasePlan:
-        """The graph over the source's records minus ``withheld``: a fresh search for the first
-        version, the previous graph repaired locally (engine/hetero/repair.py) for later ones;
-        then the iterated local search for the budget."""
+    def _decide(self, ctx: RunContext, prep: Prepared, withheld: frozenset[str], carried: frozenset[str] = frozenset(),
+                delayed: frozenset[str] = frozenset()) -> ReleasePlan:
+        """The graph over the source's records minus ``withheld`` plus the ghosts ``carried``
+        (departed records of the previous graph, at their last QIDs; their rows keep the previous
+        own columns), ``delayed`` records publishing their previous own columns: a fresh search
+        for the first version, the previous graph repaired locally (engine/hetero/repair.py) for
+        later ones; then the iterated local search for the budget."""
         spec = prep.spec
         s = settings(spec)
         own = [c for c in prep.released_columns if c not in spec.qid_columns]
@@ -236,23 +258,37 @@ class Heterogeneous:
             if everyone[q].null_count():
                 raise DataError(f"Quasi-identifier {q!r} has NULL values; the heterogeneous release needs every value.")
         records = everyone.filter(~pl.col("__key").is_in(list(withheld))) if withheld else everyone
-        n = records.height
-        if n < s.k:
-            raise DataError(f"The source has {n} rows{' not withheld' if withheld else ''}, fewer than k = {s.k}.")
         numeric = [q for q in spec.qid_columns if _is_numeric(records.schema[q])]
         categorical = [q for q in spec.qid_columns if q not in numeric]
-        domains = {q: sorted({str(v) for v in records[q].to_list()}) for q in categorical}
+        # The previous version's stored persons (hetero_sources): a ghost's last QIDs and every
+        # frozen record's previous own digest (issue #28 item 21).
+        prev_person: dict[str, dict[str, Any]] = {}
+        if ctx.previous is not None and (carried or delayed):
+            for key, attribute, value, label in ctx.con.query(HS.state_select(
+                    "sources", ctx.release, ctx.previous.published_version, ctx.dialect)).select(
+                    "key", "attribute", "num", "label").iter_rows():
+                if key in carried or key in delayed:
+                    prev_person.setdefault(key, {})[attribute] = value if attribute in numeric else label
+        ghosts = sorted(carried)
+        n = records.height + len(ghosts)
+        if n < s.k:
+            raise DataError(f"The source has {n} rows{' not withheld' if withheld else ''}, fewer than k = {s.k}.")
+        cat_text = {q: [str(v) for v in records[q].to_list()] + [str(prev_person[g][q]) for g in ghosts]
+                    for q in categorical}
+        domains = {q: sorted(set(cat_text[q])) for q in categorical}
         for q, domain in domains.items():
             bad = [v for v in domain if HS.SET_SEPARATOR in v]
             if bad:
                 raise DataError(f"Values of {q!r} contain '{HS.SET_SEPARATOR}', the set separator of the published column: "
                                 f"{bad[:3]}. Hint: clean them or drop the column.")
-        num = records.select(numeric).to_numpy().astype(np.float64) if numeric else np.zeros((n, 0))
+        num = np.vstack([records.select(numeric).to_numpy().astype(np.float64),
+                         np.array([[float(prev_person[g][q]) for q in numeric] for g in ghosts]).reshape(len(ghosts), len(numeric))]) \
+            if numeric else np.zeros((n, 0))
         code = {q: {v: i for i, v in enumerate(vals)} for q, vals in domains.items()}
-        cat = np.stack([np.array([code[q][str(v)] for v in records[q].to_list()]) for q in categorical], axis=1) \
+        cat = np.stack([np.array([code[q][v] for v in cat_text[q]]) for q in categorical], axis=1) \
             if categorical else np.zeros((n, 0), dtype=np.int64)
         table = QidTable(num, cat, tuple(len(domains[q]) for q in categorical))
-        keys = records["__key"].to_list()
+        keys = records["__key"].to_list() + ghosts
         repair: dict[str, Any] = {}
         previous_keys: set[str] = set()
         start = None
@@ -314,7 +350,15 @@ class Heterogeneous:
         for row in everyone.iter_rows(named=True):
             sources += [(row["__key"], q, float(row[q]), None) for q in numeric]
             sources += [(row["__key"], q, None, str(row[q])) for q in categorical]
-            sources.append((row["__key"], HS.OWN, None, _digest(tuple(row[c] for c in own))))
+            if row["__key"] in delayed:  # the row publishes its previous own columns: so does the check
+                sources += [(row["__key"], HS.OWN, None, prev_person[row["__key"]][HS.OWN]),
+                            (row["__key"], HS.FROZEN, None, HS.DELAYED)]
+            else:
+                sources.append((row["__key"], HS.OWN, None, _digest(tuple(row[c] for c in own))))
+        for g in ghosts:  # a ghost stands, for the check, as its record at its last values
+            sources += [(g, q, float(prev_person[g][q]), None) for q in numeric]
+            sources += [(g, q, None, str(prev_person[g][q])) for q in categorical]
+            sources += [(g, HS.OWN, None, prev_person[g][HS.OWN]), (g, HS.FROZEN, None, HS.GHOST)]
         solution = {"method": "heterogeneous", "k": s.k, "initial": s.initial, "objective": s.objective,
                     "neighbors": s.neighbors, "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": False,
                     "numeric_qids": numeric, "categorical_qids": categorical, "own_columns": own,
@@ -335,7 +379,9 @@ class Heterogeneous:
             pl.DataFrame(sources, schema={"key": pl.String, "attribute": pl.String, "num": pl.Float64, "label": pl.String},
                          orient="row"),
             tuple(numeric), tuple(categorical), tuple(own), frozenset(keys),
-            frozenset(keys) - previous_keys if ctx.previous is not None else frozenset())
+            frozenset(keys) - previous_keys if ctx.previous is not None else frozenset(),
+            quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.published_version}", ctx.dialect)
+            if ctx.previous is not None and (carried or delayed) else None)
         return ReleasePlan("heterogeneous", solution, metrics, n, state=state)
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
@@ -357,7 +403,8 @@ class Heterogeneous:
             raise SpecError(f"The published bound columns {clash} would clash with source columns. Hint: rename or drop those.")
         full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
         return HS.candidate_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
-                                   numeric=list(st.numeric), categorical=list(st.categorical), key=spec.key)
+                                   numeric=list(st.numeric), categorical=list(st.categorical), key=spec.key,
+                                   previous=st.previous_table)
 
     def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
         # A previous row cannot stand unchanged: its generalization belongs to the previous graph.
@@ -392,27 +439,37 @@ class Heterogeneous:
         spec, con = prep.spec, ctx.con
         st: HeteroState = plan.state
         withheld: frozenset[str] = frozenset()
+        carried: frozenset[str] = frozenset()
+        delayed: frozenset[str] = frozenset()
+        departed, changed = self._step_changes(ctx, st)
         replanned = plan
         limit = int(spec.max_repair_fraction * prep.source_rows)
         for _ in range(MAX_ROUNDS + 1):
             _, failing = self._failures(ctx, prep, st, published)
             if failing.height == 0:
                 break
-            new = {key for key, departed in failing.select("key", "departed").iter_rows() if not departed and key in st.new_keys}
-            others = failing.filter(~pl.col("key").is_in(list(new)))
-            if others.height:
-                _refuse(ctx, others, "records that stayed, changed or left cannot be held back by this method (a row "
-                        "kept from the previous version would not fit the repaired graph)",
-                        "publish less often so that more records join, change and leave together, or publish under a new "
-                        "output name")
             if not spec.holds_back_changes:
                 _refuse(ctx, failing, "dynamic.policy \"strict\" publishes a step whole or not at all",
-                        "use dynamic.policy = \"stable-levels\" to withhold such new records until enough others join")
-            withheld |= new
-            if len(withheld) > limit:
-                _refuse(ctx, failing, f"withholding them needs {len(withheld)} rows, more than dynamic.max_repair_fraction "
-                        f"allows ({limit} of {prep.source_rows})", "raise dynamic.max_repair_fraction, or publish less often")
-            replanned = self._decide(ctx, prep, withheld)
+                        "use dynamic.policy = \"stable-levels\" to withhold new records, carry departed ones as ghosts "
+                        "and delay changes until enough others join, leave or change")
+            keys = set(failing["key"].to_list())
+            leaving = set(failing.filter(pl.col("departed"))["key"].to_list()) - carried
+            new = {key for key in keys - leaving if key in st.new_keys}
+            changing = (keys & changed) - delayed
+            if not (new or leaving or changing):
+                # Someone who stayed is narrowed by others' departures or changes (a vanished or
+                # changed row was among their candidates): carry and delay every one of this step.
+                leaving, changing = set(departed - carried), set(changed - delayed)
+                if not (leaving or changing):
+                    _refuse(ctx, failing, "records that stayed unchanged were narrowed with every departure carried "
+                            "and every change delayed", "publish under a new output name")
+            withheld, carried, delayed = withheld | new, carried | leaving, delayed | changing
+            held = len(withheld) + len(carried) + len(delayed)
+            if held > limit:
+                _refuse(ctx, failing, f"holding them back needs {held} rows (withheld, carried or delayed), more than "
+                        f"dynamic.max_repair_fraction allows ({limit} of {prep.source_rows})",
+                        "raise dynamic.max_repair_fraction, or publish less often")
+            replanned = self._decide(ctx, prep, withheld, carried, delayed)
             st = replanned.state
             for table in HS.PRIVATE_TABLES:
                 con.execute(HS.delete_version(table.removeprefix("hetero_"), ctx.dialect), [ctx.release, ctx.version])
@@ -420,13 +477,29 @@ class Heterogeneous:
             con.execute(P.drop_table(candidate.relation))
             con.execute(P.create_as(candidate.relation, P.shuffled(self.candidate_select(ctx, prep, replanned))))
         else:
-            _refuse(ctx, failing, f"{MAX_ROUNDS} rounds of withholding did not make every record safe",
-                    "publish less often so that more records join together")
+            _refuse(ctx, failing, f"{MAX_ROUNDS} rounds of holding back did not make every record safe",
+                    "publish less often so that more records join, leave and change together")
         record = {"versions_checked": len(published) + 1, "passed": True, "rule": "heterogeneous candidates (sql/hetero.py)",
-                  "held_back": {"inserts_withheld": len(withheld), "deletes_delayed": 0, "changes_delayed": 0}}
-        if withheld:  # the run record's metrics describe the first plan; these the published one
+                  "held_back": {"inserts_withheld": len(withheld), "deletes_delayed": len(carried),
+                                "changes_delayed": len(delayed)}}
+        if withheld or carried or delayed:  # the run record's metrics describe the first plan; these the published one
             record["metrics_after_withholding"] = {key: replanned.metrics[key] for key in ("gcp", "sil", "released_records")}
-        return HistoryOutcome(None, len(withheld), 0, record)
+        return HistoryOutcome(None, len(withheld), len(carried), record)
+
+    def _step_changes(self, ctx: RunContext, st: HeteroState) -> tuple[frozenset[str], frozenset[str]]:
+        """This step's departures (records of the previous version's graph, ghosts included, that
+        the first plan leaves out: they left the source) and own-column changes (records of both
+        graphs whose own digest differs from the one the previous version stood for)."""
+        if ctx.previous is None:
+            return frozenset(), frozenset()
+        prev = ctx.con.query(HS.state_select("sources", ctx.release, ctx.previous.published_version, ctx.dialect))
+        before = dict(prev.filter(pl.col("attribute") == HS.OWN).select("key", "label").iter_rows())
+        now = dict(st.sources.filter(pl.col("attribute") == HS.OWN).select("key", "label").iter_rows())
+        edges = ctx.con.query(HS.state_select("edges", ctx.release, ctx.previous.published_version, ctx.dialect))
+        graph = set(edges["anonymized"].to_list())
+        departed = frozenset(graph - set(now))
+        changed = frozenset(key for key in graph & set(now) if before.get(key) != now[key])
+        return departed, changed
 
     def covers(self, model: PrivacyModel) -> bool:
         """k-anonymity: the version check counts each record's matches in the published table
@@ -442,12 +515,15 @@ class Heterogeneous:
         numeric, categorical = list(st.numeric), list(st.categorical)
         k = int(plan.solution["k"])
         full = Q.Source(spec.schema, spec.table, spec.query, d)
-        cover_sql = HS.coverage_degrees(table, full, numeric, categorical, release=ctx.release, key=spec.key)
+        # a ghost is a node of the graph at its last QIDs, no longer in the source (issue #28 item 21)
+        # (read from the private state: ``plan`` is the first plan, before any ghost was carried)
+        ghosts = HS.ghost_persons(ctx.release, ctx.version, numeric, categorical, d) if ctx.previous is not None else None
+        cover_sql = HS.coverage_degrees(table, full, numeric, categorical, release=ctx.release, key=spec.key, ghosts=ghosts)
         cov = ctx.con.query(cover_sql).row(0, named=True)
         graph_sql = HS.graph_degrees(ctx.release, ctx.version, d)
         g = ctx.con.query(graph_sql).row(0, named=True)
         edge_sql = HS.inconsistent_edges(table, full, release=ctx.release, version=ctx.version, key=spec.key,
-                                         numeric=numeric, categorical=categorical)
+                                         numeric=numeric, categorical=categorical, ghosts=ghosts)
         bad = int(ctx.con.query(edge_sql)["n"][0])
         n = int(ctx.con.query(P.count_rows(table))["n"][0])  # the graph's records (new ones may be withheld)
         regular = (g["min_anon"] == g["max_anon"] == k and g["min_orig"] == g["max_orig"] == k

@@ -1,0 +1,153 @@
+"""The dbt example project (examples/dbt) run by dbt itself, as a data team would run it.
+
+dbt-duckdb: `dbt build` publishes the release inside the build (a Python model on dbt's own
+connection) and the dbt_ppdp generic tests pass; an unchanged source is skipped (no __v2); a
+model that publishes raw quasi-identifiers fails the build with one failing row per violating
+class. dbt-postgres: the same generic tests on a release `ppdp run` published in a throwaway
+PostgreSQL. Without dbt the tests skip, or fail when PPDP_REQUIRE_DBT=1 (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import uuid
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from tests.support.paths import REPO
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = REPO / "examples" / "dbt"
+QIDS = ["age", "sex", "race", "marital_status", "education"]
+PPDP_TESTS = {"ppdp_k_anonymous", "ppdp_l_diverse", "ppdp_t_close", "ppdp_release_verified", "ppdp_risk_below"}
+
+
+def dbt_executable() -> str:
+    found = Path(sys.executable).with_name("dbt")
+    if found.exists():
+        return str(found)
+    if os.environ.get("PPDP_REQUIRE_DBT", "") not in ("", "0"):
+        pytest.fail("PPDP_REQUIRE_DBT=1 but dbt is not installed beside this Python (make test installs ppdp[dbt]).")
+    pytest.skip("dbt is not installed (pip install 'ppdp[dbt]')")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the example project whose dbt_ppdp package is the repository's."""
+    target = tmp_path / "dbt"
+    shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("target", "dbt_packages", "logs", "*.duckdb*"))
+    package = REPO / "src" / "ppdp" / "dbt_ppdp"
+    (target / "packages.yml").write_text(f"packages:\n  - local: {json.dumps(str(package))}\n")
+    return target
+
+
+def dbt(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([dbt_executable(), *args, "--profiles-dir", "."], cwd=project, capture_output=True,
+                          text=True, timeout=900, env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **(env or {})})
+
+
+def results(project: Path) -> dict[str, dict]:
+    """run_results.json by node name: status and failures."""
+    data = json.loads((project / "target" / "run_results.json").read_text())
+    return {r["unique_id"]: r for r in data["results"]}
+
+
+def ppdp_results(project: Path) -> dict[str, dict]:
+    return {uid: r for uid, r in results(project).items() if uid.startswith("test.") and "dbt_ppdp_" in uid}
+
+
+def generic_test_of(unique_id: str) -> str:
+    return next(t for t in PPDP_TESTS if f"dbt_ppdp_{t}_" in unique_id or f"dbt_ppdp_source_{t}_" in unique_id)
+
+
+def violating_classes(frame: pl.DataFrame, k: int) -> int:
+    """Classes on QIDS with fewer than k rows, counted here in Polars (not by the macro)."""
+    return frame.group_by(QIDS).len().filter(pl.col("len") < k).height
+
+
+def test_dbt_build_publishes_skips_and_fails_on_a_leaky_model(project: Path):
+    assert dbt(project, "deps").returncode == 0
+    first = dbt(project, "build")
+    assert first.returncode == 0, first.stdout[-3000:]
+    tests = ppdp_results(project)
+    assert {generic_test_of(uid) for uid in tests} == PPDP_TESTS
+    assert all(r["status"] == "pass" for r in tests.values()), tests
+    db = project / "ppdp_example.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        relations = dict(con.execute("SELECT table_name, table_type FROM information_schema.tables "
+                                     "WHERE table_schema = 'published'").fetchall())
+        runs = con.execute("SELECT status, version FROM _ppdp.runs").fetchall()
+        published_rows = con.execute('SELECT COUNT(*) FROM "published"."adult"').fetchone()[0]
+        model_rows = con.execute('SELECT COUNT(*) FROM "main"."adult_release"').fetchone()[0]
+    assert relations == {"adult": "VIEW", "adult__v1": "BASE TABLE"}
+    assert runs == [("succeeded", 1)]
+    assert model_rows == published_rows > 0  # dbt's model table is the published view, nothing more
+
+    # An unchanged source: the release is skipped, no second version.
+    second = dbt(project, "build")
+    assert second.returncode == 0, second.stdout[-3000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        statuses = [r[0] for r in con.execute("SELECT status FROM _ppdp.runs ORDER BY started_at").fetchall()]
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
+                                            "WHERE table_schema = 'published'").fetchall()}
+    assert statuses == ["succeeded", "skipped"]
+    assert "adult__v2" not in tables
+
+    # A model that publishes the raw quasi-identifiers: its k-anonymity test fails the build,
+    # one failing row (stored with --store-failures) per class below k.
+    (project / "models" / "raw_copy.sql").write_text(
+        "select age, sex, race, marital_status, education, salary_class from {{ ref('stg_adult') }}\n")
+    (project / "models" / "raw_copy.yml").write_text(
+        "version: 2\nmodels:\n  - name: raw_copy\n    data_tests:\n      - dbt_ppdp.ppdp_k_anonymous:\n"
+        "          arguments:\n            quasi_identifiers: [age, sex, race, marital_status, education]\n"
+        "            k: 5\n")
+    third = dbt(project, "build", "--store-failures")
+    assert third.returncode == 1
+    failing = {uid: r for uid, r in ppdp_results(project).items() if r["status"] == "fail"}
+    assert len(failing) == 1 and "raw_copy" in next(iter(failing))
+    expected = violating_classes(pl.read_csv(project / "seeds" / "adult_sample.csv"), 5)
+    assert expected > 0
+    assert next(iter(failing.values()))["failures"] == expected
+    stored = next(iter(failing.values()))["relation_name"]  # the --store-failures table
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(f"SELECT class_size FROM {stored}").fetchall()
+    assert len(rows) == expected and all(size < 5 for (size,) in rows)
+
+
+@pytest.mark.postgres
+def test_generic_tests_pass_under_dbt_postgres(project: Path, postgres_server):
+    from ppdp.connectors import connect
+    from ppdp.engine.release import run_release
+    from ppdp.engine.spec import spec_from_dict
+
+    name = f"dbt_{uuid.uuid4().hex[:8]}"
+    admin = connect(postgres_server.url)
+    admin.execute(f'CREATE DATABASE "{name}"')
+    env = {"PPDP_PG_HOST": "127.0.0.1", "PPDP_PG_PORT": str(postgres_server.port), "PPDP_PG_USER": "postgres",
+           "PPDP_PG_DBNAME": name}
+    try:
+        assert dbt(project, "deps").returncode == 0
+        for step in (("seed",), ("run", "--select", "stg_adult")):  # not build: no test before the release
+            staged = dbt(project, *step, "--target", "pg", env=env)
+            assert staged.returncode == 0, staged.stdout[-3000:]
+        raw = tomllib.loads((project / "ppdp" / "adult_release.toml").read_text())
+        raw["source"] |= {"database": postgres_server.url_for(name), "schema": "analytics", "table": "stg_adult"}
+        outcome = run_release(spec_from_dict(raw, base_dir=project / "ppdp"), progress=False)
+        assert outcome.run.status == "succeeded"
+        checked = dbt(project, "test", "--target", "pg", env=env)
+        assert checked.returncode == 0, checked.stdout[-3000:]
+        tests = ppdp_results(project)
+        assert {generic_test_of(uid) for uid in tests} == PPDP_TESTS
+        assert all(r["status"] == "pass" for r in tests.values()), tests
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()

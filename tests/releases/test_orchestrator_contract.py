@@ -198,3 +198,29 @@ def test_ppdp_exports_the_api_lazily():
     code = "import sys, ppdp.sql; assert 'ppdp.engine' not in sys.modules; import ppdp; ppdp.run_job; print('ok')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ})
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_cross_version_refusal_is_refused_with_its_run_and_the_repair_reports_held_back(tmp_path):
+    """A crafted change breaks the joint classes of v1 and v2 (tests/releases/test_dynamic.py):
+    the strict policy refuses the step (exit 3, the failed run named), the default repairs it
+    and says how many records it held back."""
+    db = load_adult(tmp_path / "craft.duckdb", rows=3000)
+    toml = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], output="small")
+    assert the_json(ppdp_cli("run", str(toml), "--no-progress", "--json"), "run")["version"] == 1
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE adult SET age = age + 7 WHERE id % 3 = 0 AND age < 80")
+    con.close()
+    toml.write_text(toml.read_text() + '[dynamic]\npolicy = "strict"\n')
+    refused = ppdp_cli("run", str(toml), "--no-progress", "--json")
+    out = the_json(refused, "run")
+    assert refused.returncode == ExitCode.REFUSED and out["status"] == "refused" and out["version"] is None
+    assert "Cross-version privacy check failed" in out["error"] and out["release"] == '"published"."small"'
+    con = duckdb.connect(str(db), read_only=True)
+    failed = con.execute("SELECT status FROM _ppdp.runs WHERE run_id = ?", [out["run_id"]]).fetchall()
+    con.close()
+    assert failed == [("failed",)] and published_tables(f"duckdb://{db}") == ["small", "small__v1"]
+    toml.write_text(toml.read_text().replace('policy = "strict"', 'policy = "stable-levels"\nmax_repair_fraction = 0.5'))
+    repaired = the_json(ppdp_cli("run", str(toml), "--no-progress", "--json"), "run")
+    held = repaired["held_back"]
+    assert repaired["status"] == "published" and repaired["version"] == 2
+    assert held is not None and held["inserts_withheld"] + held["deletes_delayed"] + held["changes_delayed"] > 0

@@ -167,6 +167,15 @@ def test_a_bug_exits_internal_error_with_traceback(job_db):
     assert published_tables(job_db) == []
 
 
+def test_errors_keep_the_shape_of_each_command_schema(tmp_path):
+    gone = f"duckdb://{tmp_path}/no/such/dir/x.duckdb"
+    worker = ppdp_cli("worker", "--db", gone, "--once", "--json")
+    out = the_json(worker, "worker")
+    assert worker.returncode == 2 and out["status"] == "error" and out["served"] == []
+    verify = ppdp_cli("verify", "adult", "--db", gone, "--json")
+    assert the_json(verify, "verify")["status"] == "error" and verify.returncode == 2
+
+
 def test_exit_code_of_refusals_comes_before_their_base_classes():
     # A cross-version refusal is a VerificationError and a model refusal a DataError (existing
     # handlers keep catching them), but an orchestrator must see "refused", not "failed"/"bad input".

@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         else:  # a bug: the traceback, and a code no expected outcome uses
             traceback.print_exc()
         if json_mode:
-            _emit(args, result_of_error(exc, job=getattr(args, "name", None) if args.command == "job" else None))
+            _emit(args, _error_result(args, result_of_error(exc, job=getattr(args, "name", None) if args.command == "job" else None)))
         return int(code)
     finally:
         signal.signal(signal.SIGTERM, previous_term)
@@ -132,6 +132,19 @@ def _on_sigterm():
         raise Interrupted("SIGTERM")
 
     return signal.signal(signal.SIGTERM, handler)
+
+
+def _error_result(args: argparse.Namespace, failed):
+    """A failed command's JSON object in the shape of its own schema (run: the RunResult itself)."""
+    if args.command == "verify":
+        from ppdp.engine.api import VerifyResult
+
+        return VerifyResult(status=failed.status, exit_code=failed.exit_code, error=failed.error)
+    if args.command == "worker":
+        from ppdp.engine.worker import WorkerSummary
+
+        return WorkerSummary(failed.status, failed.exit_code, "", ())
+    return failed
 
 
 def _emit(args: argparse.Namespace, result) -> int:

@@ -137,3 +137,20 @@ def test_uniqueness_kernels_match_reference():
         assert su.ad(stats) == pytest.approx(su.reference_ad(classes, [1.0]))
         a, b = pu.ad(stats), pu.reference_ad(classes, [1.0])
         assert (math.isinf(a) and math.isinf(b)) or a == pytest.approx(b)
+
+
+# ARX 3.9.2's own figures from ../shared/arx/ArxRisk (benchmarks/risk_vs_arx.py runs it): adult on
+# age, sex, race, where Pitman's Newton-Raphson path passes negative digamma/trigamma arguments
+# (ARX's reflection formulas) before it converges.
+ARX_AGE_SEX_RACE = {0.01: (3.103073808297786e-05, "pitman"), 0.1: (3.0720513392297775e-4, "pitman"),
+                    0.2: (2.491253185694596e-4, "zayatz")}
+
+
+@pytest.mark.parametrize("fraction", sorted(ARX_AGE_SEX_RACE))
+def test_arx_harness_values_age_sex_race(adult_db, capsys, fraction):
+    out = risk_json(f"duckdb://{adult_db}", "--table", "main.adult", "--qids", "age,sex,race", "--sampling-fraction",
+                    str(fraction), capsys=capsys)
+    value, model = ARX_AGE_SEX_RACE[fraction]
+    assert out["population_uniques"]["dankar"] == pytest.approx(value, abs=1e-12)
+    assert out["population_uniques"]["dankar_model"] == model
+    assert out["prosecutor"]["average"] == pytest.approx(0.0175054704595186, abs=1e-12)

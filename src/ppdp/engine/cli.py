@@ -365,6 +365,9 @@ def _print_run(run) -> None:
     if rk:
         for side in ("source", "release"):
             r = rk[side]
+            if r is None:
+                print(f"  risk {side:<10}: not measured (the method's rows do not form equivalence classes)")
+                continue
             print(f"  risk {side:<10}: prosecutor average {r['prosecutor']['average']:.4f}, highest {r['prosecutor']['highest']:.4f}, "
                   f"records at risk {r['prosecutor']['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}")
         kept = rk.get("kept_columns") or {}

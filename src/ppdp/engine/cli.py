@@ -304,7 +304,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
     con = connect(args.db, read_only=True)
     try:
-        relation, qids = target(con, args.name, args.table, args.version)
+        relation, qids = target(con, args.name, args.table, args.version, check_qids=not args.qids)
         cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
         also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
         pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None

@@ -39,3 +39,20 @@ def test_uniqueness_models_release_and_verify(adult_db, tmp_path, capsys, models
     assert main(["run", str(spec), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "-> PASS" in out and "NOT certified optimal" in out
+
+
+def test_second_version_under_a_risk_model_is_refused_before_any_write(adult_db, tmp_path, capsys):
+    """No history check for the risk models yet: a later version cannot be protected across
+    versions, so it is refused (guards), not published unchecked."""
+    import duckdb
+
+    spec = write_spec(tmp_path / "s.toml", db=adult_db, models='[[privacy.models]]\nname = "sample-uniqueness"\nthreshold = 0.05\n')
+    assert main(["run", str(spec), "--no-progress"]) == 0
+    con = duckdb.connect(str(adult_db))
+    con.execute("INSERT INTO adult SELECT id + 100000, * EXCLUDE (id) FROM adult WHERE id <= 10")
+    con.close()
+    capsys.readouterr()
+    before = snapshot(adult_db)
+    assert main(["run", str(spec), "--no-progress"]) == 2
+    assert "sample-uniqueness is not declared to hold for a union of classes" in capsys.readouterr().err
+    assert snapshot(adult_db) == before

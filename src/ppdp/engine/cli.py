@@ -62,6 +62,21 @@ def _parser() -> argparse.ArgumentParser:
     sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, snowflake, bigquery or spark")
     sq.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
+    rk = sub.add_parser("risk", help="re-identification risk of a source table or a published version (ARX's and sdcMicro's measures)")
+    rk.add_argument("name", nargs="?", help="release name (its current version unless --version)")
+    rk.add_argument("--table", help="SCHEMA.TABLE to measure instead of a release")
+    rk.add_argument("--version", type=int, help="published version of the release (default: the current one)")
+    rk.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    rk.add_argument("--qids", help="attacker's quasi-identifiers, comma-separated (default: the release's)")
+    rk.add_argument("--also", help="further columns the attacker knows (kept columns above all), comma-separated")
+    pop = rk.add_mutually_exclusive_group()
+    pop.add_argument("--sampling-fraction", type=float, help="share of the population the data hold (default 1)")
+    pop.add_argument("--population", type=int, help="size of the population the data were drawn from")
+    rk.add_argument("--population-table", help="SCHEMA.TABLE holding the population, for journalist risk")
+    rk.add_argument("--threshold", type=float, default=0.2, help="a record is at risk above this risk (default 0.2)")
+    rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
+    rk.add_argument("--json", action="store_true", help="one JSON object")
+
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
     e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
@@ -282,6 +297,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_risk(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.risk import assess
+    from ppdp.engine.risk.cli import describe, target
+
+    con = connect(args.db, read_only=True)
+    try:
+        relation, qids = target(con, args.name, args.table, args.version, check_qids=not args.qids)
+        cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
+        also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
+        pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None
+        result = assess(con, relation, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
+                        population_table=pop_table, threshold=args.threshold, weight=args.weight)
+    finally:
+        con.close()
+    print(json.dumps(result.to_json(), indent=2) if args.json else describe(result))
+    return 0
+
+
 def cmd_warm_up(args: argparse.Namespace) -> int:
     from ppdp.engine.warmup import warm_up
 
@@ -291,7 +325,8 @@ def cmd_warm_up(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
+            "risk": cmd_risk}
 
 
 # --- printing ------------------------------------------------------------------------------
@@ -326,6 +361,18 @@ def _print_run(run) -> None:
             print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
     for c in run.verification.get("checks", []):
         print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+    rk = run.verification.get("risk")
+    if rk:
+        for side in ("source", "release"):
+            r = rk[side]
+            if r is None:
+                print(f"  risk {side:<10}: not measured (the method's rows do not form equivalence classes)")
+                continue
+            print(f"  risk {side:<10}: prosecutor average {r['prosecutor']['average']:.4f}, highest {r['prosecutor']['highest']:.4f}, "
+                  f"records at risk {r['prosecutor']['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}")
+        kept = rk.get("kept_columns") or {}
+        if kept.get("message"):
+            print(f"  WARNING        : {kept['message']}")
     if run.error:
         print(f"  error          : {run.error}")
 

@@ -70,6 +70,21 @@ def _parser() -> argparse.ArgumentParser:
                     help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
     rp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
 
+    rk = sub.add_parser("risk", help="re-identification risk of a source table or a published version (ARX's and sdcMicro's measures)")
+    rk.add_argument("name", nargs="?", help="release name (its current version unless --version)")
+    rk.add_argument("--table", help="SCHEMA.TABLE to measure instead of a release")
+    rk.add_argument("--version", type=int, help="published version of the release (default: the current one)")
+    rk.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    rk.add_argument("--qids", help="attacker's quasi-identifiers, comma-separated (default: the release's)")
+    rk.add_argument("--also", help="further columns the attacker knows (kept columns above all), comma-separated")
+    pop = rk.add_mutually_exclusive_group()
+    pop.add_argument("--sampling-fraction", type=float, help="share of the population the data hold (default 1)")
+    pop.add_argument("--population", type=int, help="size of the population the data were drawn from")
+    rk.add_argument("--population-table", help="SCHEMA.TABLE holding the population, for journalist risk")
+    rk.add_argument("--threshold", type=float, default=0.2, help="a record is at risk above this risk (default 0.2)")
+    rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
+    rk.add_argument("--json", action="store_true", help="one JSON object")
+
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
     e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
@@ -303,6 +318,25 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_risk(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.risk import assess
+    from ppdp.engine.risk.cli import describe, target
+
+    con = connect(args.db, read_only=True)
+    try:
+        relation, qids = target(con, args.name, args.table, args.version)
+        cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
+        also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
+        pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None
+        result = assess(con, relation, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
+                        population_table=pop_table, threshold=args.threshold, weight=args.weight)
+    finally:
+        con.close()
+    print(json.dumps(result.to_json(), indent=2) if args.json else describe(result))
+    return 0
+
+
 def cmd_warm_up(args: argparse.Namespace) -> int:
     from ppdp.engine.warmup import warm_up
 
@@ -312,7 +346,8 @@ def cmd_warm_up(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export, "report": cmd_report}
+COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
+            "risk": cmd_risk, "report": cmd_report}
 
 
 # --- printing ------------------------------------------------------------------------------

@@ -139,7 +139,8 @@ class ReportData:
     history: tuple[VersionView, ...]
 
 
-RiskProvider = Callable[[Connector, str, str, int, list[str], Any], RiskView]
+# (connector, version relation, version, QIDs, their published columns, run record) -> RiskView
+RiskProvider = Callable[[Connector, str, int, list[str], list[str], Any], RiskView]
 
 
 def gather(con: Connector, name: str, *, version: int | None = None, external: bool = False,
@@ -179,7 +180,7 @@ def gather(con: Connector, name: str, *, version: int | None = None, external: b
     qid_views = tuple(_qid_view(con, release, v, relation, q, published[q], run.solution) for q in qids)
     groups = _groups(con, release, v, external)
     sens = _sensitive(con, release, v, relation, qid_cols, sensitive, external) if sensitive and qid_cols else None
-    risk_view = (risk or no_risk)(con, release, relation, v, qids, run)
+    risk_view = (risk or no_risk)(con, relation, v, qids, qid_cols, run)
     return ReportData(
         release=release, version=v, current_version=runs[-1].published_version, external=external, method=method,
         relation=relation, qids=tuple(qids), sensitive=tuple(sensitive), summary=_summary(run, method, records, external),
@@ -189,7 +190,8 @@ def gather(con: Connector, name: str, *, version: int | None = None, external: b
     )
 
 
-def no_risk(con: Connector, release: str, relation: str, version: int, qids: list[str], run: Any) -> RiskView:
+def no_risk(con: Connector, relation: str, version: int, qids: list[str], published: list[str], run: Any) -> RiskView:
+    """A risk provider that measures nothing (the section says so)."""
     return RiskView(tuple(qids), None, None, "risk was not measured for this version")
 
 

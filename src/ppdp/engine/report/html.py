@@ -225,15 +225,8 @@ def _risk(d: ReportData) -> str:
 
 
 def _bands(obj: dict[str, Any] | None) -> list[tuple[str, float]]:
-    """The risk distribution of a ``ppdp risk --json`` object as (band label, share of records)."""
-    bands = (obj or {}).get("risk_bands") or (obj or {}).get("bands") or []
-    out = []
-    for b in bands:
-        if isinstance(b, dict):
-            label = b.get("label") or f"{b.get('low', b.get('lo'))}-{b.get('high', b.get('hi'))}"
-            share = b.get("records_share", b.get("share", b.get("records", 0.0)))
-            out.append((str(label), float(share or 0.0)))
-    return out
+    """The risk distribution of a ``ppdp risk --json`` object: (band "(low, high]", share of records)."""
+    return [(f"({b['low']:g}, {b['high']:g}]", float(b["share"])) for b in (obj or {}).get("bands", [])]
 
 
 def _history(d: ReportData) -> str:

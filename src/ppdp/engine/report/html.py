@@ -213,7 +213,7 @@ def _risk(d: ReportData) -> str:
     if r.source is None and r.release is None:
         return _section("risk", f"<p>{escape(r.note)}</p>")
     rows = [[label, _risk_cell(r.source, path, "source"), _risk_cell(r.release, path, "release")] for label, path in RISK_ROWS]
-    parts = [f"<p>Attacker's columns: {escape(', '.join(r.qids))}. {escape(r.note)}</p>",
+    parts = [_table(["", ""], [["attacker columns", ", ".join(r.qids)]]), f'<p class="note">{escape(r.note)}</p>',
              _table(["measure (ppdp risk --json)", "source", "release"], rows, cls="risk")]
     bands_s, bands_r = _bands(r.source), _bands(r.release)
     labels = [b for b, _ in (bands_r or bands_s)]

@@ -216,17 +216,18 @@ def _risk(d: ReportData) -> str:
     parts = [_table(["", ""], [["attacker columns", ", ".join(r.qids)]]), f'<p class="note">{escape(r.note)}</p>',
              _table(["measure (ppdp risk --json)", "source", "release"], rows, cls="risk")]
     bands_s, bands_r = _bands(r.source), _bands(r.release)
-    labels = [b for b, _ in (bands_r or bands_s)]
+    # only the bands that hold records on either side (ARX's bands are fine near 0 and mostly empty)
+    labels = [b for b, _ in (bands_r or bands_s) if dict(bands_s).get(b, 0.0) > 0 or dict(bands_r).get(b, 0.0) > 0]
     if labels:
         parts.append(svg.bars(labels, [("source", [dict(bands_s).get(b, 0.0) for b in labels], svg.SOURCE),
                                        ("release", [dict(bands_r).get(b, 0.0) for b in labels], svg.RELEASE)],
-                              title="records per risk band", x_label="prosecutor risk band", y_label="share of records"))
+                              title="records per risk band (bands holding records)", x_label="prosecutor risk up to", y_label="share of records"))
     return _section("risk", "".join(parts))
 
 
 def _bands(obj: dict[str, Any] | None) -> list[tuple[str, float]]:
     """The risk distribution of a ``ppdp risk --json`` object: (band "(low, high]", share of records)."""
-    return [(f"({b['low']:g}, {b['high']:g}]", float(b["share"])) for b in (obj or {}).get("bands", [])]
+    return [(f"≤{b['high']:.3g}", float(b["share"])) for b in (obj or {}).get("bands", [])]
 
 
 def _history(d: ReportData) -> str:
@@ -236,7 +237,7 @@ def _history(d: ReportData) -> str:
     chart = svg.bars([f"v{h.version}" for h in d.history],
                      [("inserted", [h.inserted or 0 for h in d.history], "#59a14f"), ("deleted", [h.deleted or 0 for h in d.history], "#e15759"),
                       ("held back", [h.inserts_withheld + h.deletes_delayed + h.changes_delayed for h in d.history], "#edc948")],
-                     title="source changes and what was held back per version", x_label="version", y_label="rows", height=200)
+                     title="source changes, held back", x_label="version", y_label="rows", height=200)
     return _section("history", '<p class="note">Held back: insertions withheld, deletions and changes delayed so that '
                     "every history class over all versions still meets the models (README, \"Privacy across versions\").</p>"
                     + _table(["version", "published (UTC)", "optimizer", "source rows", "released", "suppressed", "inserted",

@@ -50,7 +50,7 @@ def bars(labels: Sequence[str], series: Sequence[tuple[str, Sequence[float], str
                f'transform="rotate(-90 12 {top + plot_h / 2:.1f})">{escape(y_label)}</text>')
     if len(series) > 1:
         for j, (name, _, colour) in enumerate(series):
-            x = left + plot_w - 150 + j * 80
+            x = left + plot_w - 80 * (len(series) - j)
             out.append(f'<rect x="{x}" y="6" width="10" height="10" fill="{colour}"/><text x="{x + 14}" y="15" class="tick">{escape(name)}</text>')
     out.append("</svg>")
     return "".join(out)

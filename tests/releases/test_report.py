@@ -243,3 +243,60 @@ def test_postgres_report_equals_the_duckdb_one_and_ppdp_risk(postgres_database, 
         pages[schema] = page
     sizes = [[r for r in p.rows if len(r) == 3 and (r[0][:1].isdigit())] for p in (pages["public"], pages["main"])]
     assert sizes[0] == sizes[1] and sizes[0]
+
+
+def test_labels_from_the_data_are_escaped(releases):
+    """A hostile label in the data (a QID value, a sensitive value) cannot add markup or a script."""
+    import dataclasses
+
+    from ppdp.engine.report import gather, render
+
+    con = connect(f"duckdb://{releases['adult_gen']}", read_only=True)
+    try:
+        data = gather(con, "adult_gen")
+    finally:
+        con.close()
+    evil = '<script>fetch("http://x")</script><img src=//x>'
+    sv = data.sensitive_view
+    assert sv is not None and sv.classes
+    cls = dataclasses.replace(sv.classes[0], labels=(evil,) * len(sv.classes[0].labels), shares=((evil, 1.0),))
+    data = dataclasses.replace(data, qid_views=tuple(dataclasses.replace(q, attribute=evil) for q in data.qid_views),
+                               sensitive_view=dataclasses.replace(sv, classes=(cls,), source=((evil, 1.0),)))
+    page = Page(render(data))
+    assert not page.tags & {"script", "img"} and page.urls == [f"#{k}" for k, _ in SECTIONS]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("method", ["microaggregation", "heterogeneous"])
+def test_postgres_report_of_the_other_methods(postgres_database, tmp_path, capsys, method):
+    """Microaggregation (groups, ranges) and heterogeneous (range columns, value sets) releases
+    inside PostgreSQL: every section, and the risk table equals ppdp risk --json there."""
+    from tests.conftest import toml_str
+
+    duck = adult_with_disease(tmp_path / "d.duckdb", rows=300)
+    con = duckdb.connect(str(duck), read_only=True)
+    frame = con.sql("SELECT * FROM adult").pl()
+    con.close()
+    if method == "heterogeneous":
+        frame = frame.drop("disease")
+    pg = connect(postgres_database)
+    try:
+        pg.write_frame("public", "adult", frame)
+    finally:
+        pg.close()
+    spec = (micro_spec(tmp_path / "s.toml", duck) if method == "microaggregation"
+            else het_spec(tmp_path / "s.toml", duck, params='initial = "k-member", seconds = 1'))
+    text = spec.read_text()
+    spec.write_text(text.replace(f"database = {toml_str('duckdb://' + str(duck))}",
+                                 f"database = {toml_str(postgres_database)}\nschema = \"public\""))
+    assert spec.read_text() != text
+    out = run_release(load_spec(spec), progress=False)
+    name = out.view.split(".")[-1].strip('"')
+    pg = connect(postgres_database, read_only=True)
+    try:
+        page = assert_self_contained(build_report(pg, name))
+    finally:
+        pg.close()
+    assert_risk_equals_cli(page, capsys, postgres_database, name, GEN_QIDS, "public.adult")
+    levels = {r[0]: r[2] for r in page.rows if r and r[0] in GEN_QIDS and len(r) == 4}
+    assert levels["age"].startswith("ranges over [")

@@ -2,9 +2,11 @@
 
 Everything here is aggregates over the published version (class sizes, value counts, per-class
 sensitive counts) and the run records; nothing is rendered here (html.py does that). With
-``external=True`` nothing that lists a combination of quasi-identifier values is even read:
-per-class sensitive distributions and microaggregation group labels name the QID combination of
-each class, and a small class among them is exactly what singles a person out. Aggregates that
+``external=True`` nothing that lists a combination of quasi-identifier values gets into the
+ReportData at all (so no renderer can show it): per-class sensitive distributions and
+microaggregation group labels name the QID combination of each class, and a small class among
+them is exactly what singles a person out; the source's sensitive distribution goes too (it
+counts suppressed rows, so a value held only by suppressed people would show). Aggregates that
 name no combination (how many classes have each size, how many records carry a range of each
 width, a histogram of distances) stay, and so do the release's own counts and certificate.
 """

@@ -30,7 +30,6 @@ def chromium() -> str:
     return exe
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("external", [False, True], ids=["internal", "external"])
 def test_report_in_headless_chromium(chromium, releases, tmp_path, capsys, external):  # noqa: F811
     db = releases["adult_gen"]

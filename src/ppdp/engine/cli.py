@@ -382,6 +382,15 @@ def _print_run(run) -> None:
             print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
     for c in run.verification.get("checks", []):
         print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+    rk = run.verification.get("risk")
+    if rk:
+        for side in ("source", "release"):
+            r = rk[side]
+            print(f"  risk {side:<10}: prosecutor average {r['prosecutor']['average']:.4f}, highest {r['prosecutor']['highest']:.4f}, "
+                  f"records at risk {r['prosecutor']['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}")
+        kept = rk.get("kept_columns") or {}
+        if kept.get("message"):
+            print(f"  WARNING        : {kept['message']}")
     if run.error:
         print(f"  error          : {run.error}")
 

@@ -107,13 +107,14 @@ def _combinations(cols: list[str]) -> list[tuple[str, ...]]:
 
 def assess(connector: Connector, relation: str, qids: list[str], *, also: tuple[str, ...] | list[str] = (),
            sampling_fraction: float | None = None, population: int | None = None, population_table: str | None = None,
-           threshold: float = 0.2, weight: str | None = None) -> RiskAssessment:
+           threshold: float = 0.2, weight: str | None = None, attributes: bool = True) -> RiskAssessment:
     """Risk of ``relation`` (a quoted SQL relation) for an attacker who knows ``qids`` + ``also``.
 
     ``sampling_fraction`` (or ``population``, the population's size) feeds the population
     uniqueness estimators (default: the relation is the whole population, f = 1);
     ``population_table`` (a quoted relation) gives journalist risk against real population
-    classes; ``weight`` names a sampling-weight column for sdcMicro's individual risk.
+    classes; ``weight`` names a sampling-weight column for sdcMicro's individual risk;
+    ``attributes=False`` leaves out distinction and separation (one GROUP BY per combination).
     """
     cols = list(dict.fromkeys([*qids, *also]))
     if not cols:
@@ -139,11 +140,12 @@ def assess(connector: Connector, relation: str, qids: list[str], *, also: tuple[
         jour, mark = journalist(pairs, threshold), marketer(pairs)
     else:
         jour, mark = pros, pros.success_rate
-    combos = _combinations(cols)
-    frame = connector.query(R.combination_sizes(relation, [list(c) for c in combos], d))
+    combos = _combinations(cols) if attributes else []
     per: dict[int, dict[int, int]] = {}
-    for combo, size, classes in frame.select("combo", "size", "classes").iter_rows():
-        per.setdefault(int(combo), {})[int(size)] = int(classes)
+    if combos:
+        frame = connector.query(R.combination_sizes(relation, [list(c) for c in combos], d))
+        for combo, size, classes in frame.select("combo", "size", "classes").iter_rows():
+            per.setdefault(int(combo), {})[int(size)] = int(classes)
     seps = tuple(separation(c, Histogram.of(per.get(i, {}))) for i, c in enumerate(combos))
     ind = None
     if weight is not None:

@@ -28,6 +28,9 @@ from tests.releases.test_microaggregation_release import adult_with_disease, mic
 
 GEN_QIDS = ["age", "sex", "race", "education"]
 INSERTED, DELETED = 30, 20  # source changes between the generalization release's two versions
+# (write_spec publishes kept columns with kept_columns = "warn": the report shows that finding.)
+K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
+K8 = '[[privacy.models]]\nname = "k-anonymity"\nk = 8\n'
 
 
 class Page(HTMLParser):
@@ -89,7 +92,7 @@ def releases(tmp_path_factory) -> dict[str, Path]:
     between them), microaggregation and heterogeneous (in their own file)."""
     d = tmp_path_factory.mktemp("report")
     db = adult_with_disease(d / "a.duckdb", rows=1000)
-    gen = write_spec(d / "g.toml", db=db, qids=GEN_QIDS, output="adult_gen", drop=["disease"])
+    gen = write_spec(d / "g.toml", db=db, qids=GEN_QIDS, output="adult_gen", drop=["disease"], models=K5)
     url = f"duckdb://{db}"
     jobs.register_job(url, str(gen), name="gen")
     jobs.run_job(url, "gen", progress=False)
@@ -99,9 +102,9 @@ def releases(tmp_path_factory) -> dict[str, Path]:
                 f"occupation, \"salary-class\", disease FROM adult WHERE id > 500 AND id <= {500 + INSERTED}")
     con.close()
     jobs.run_job(url, "gen", progress=False)
-    run_release(load_spec(micro_spec(d / "m.toml", db)), progress=False)
+    run_release(load_spec(micro_spec(d / "m.toml", db, models=K8)), progress=False)
     hdb = load_adult(d / "h.duckdb", rows=200)
-    run_release(load_spec(het_spec(d / "h.toml", hdb, params='initial = "k-member", seconds = 1')), progress=False)
+    run_release(load_spec(het_spec(d / "h.toml", hdb, params='initial = "k-member", seconds = 1', models=K5)), progress=False)
     return {"adult_gen": db, "adult_micro": db, "adult_het": hdb}
 
 
@@ -147,6 +150,9 @@ def test_every_section_and_the_risk_of_ppdp_risk_json(releases, tmp_path, capsys
     levels = {r[0]: r[2] for r in page.rows if r and r[0] in qids and len(r) == 4}
     expected_age = {"adult_gen": "hierarchy level", "adult_micro": "ranges over [", "adult_het": "ranges over ["}[name]
     assert levels["age"].startswith(expected_age)
+    # the attacker matches on what is published: a heterogeneous release's age is its bound pair
+    expected_cols = ["age_min", "age_max", *GEN_QIDS[1:]] if name == "adult_het" else GEN_QIDS
+    assert risk_columns(page) == expected_cols
 
 
 def test_history_shows_the_source_changes_and_what_was_held_back(releases, tmp_path):
@@ -232,7 +238,7 @@ def test_postgres_report_equals_the_duckdb_one_and_ppdp_risk(postgres_database, 
             con.write_frame(schema, "adult", frame)
         finally:
             con.close()
-        run_release(spec_for(tmp_path / f"{schema}.toml", url, schema, qids=GEN_QIDS, output="adult_pg"), progress=False)
+        run_release(spec_for(tmp_path / f"{schema}.toml", url, schema, qids=GEN_QIDS, output="adult_pg", models=K5), progress=False)
         con = connect(url, read_only=True)
         try:
             text = build_report(con, "adult_pg")
@@ -284,8 +290,8 @@ def test_postgres_report_of_the_other_methods(postgres_database, tmp_path, capsy
         pg.write_frame("public", "adult", frame)
     finally:
         pg.close()
-    spec = (micro_spec(tmp_path / "s.toml", duck) if method == "microaggregation"
-            else het_spec(tmp_path / "s.toml", duck, params='initial = "k-member", seconds = 1'))
+    spec = (micro_spec(tmp_path / "s.toml", duck, models=K8) if method == "microaggregation"
+            else het_spec(tmp_path / "s.toml", duck, params='initial = "k-member", seconds = 1', models=K5))
     text = spec.read_text()
     spec.write_text(text.replace(f"database = {toml_str('duckdb://' + str(duck))}",
                                  f"database = {toml_str(postgres_database)}\nschema = \"public\""))

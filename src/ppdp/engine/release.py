@@ -123,7 +123,7 @@ def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
         written = publish.publish(ctx, candidate, held, published)
         expected = candidate.rows - held.withheld + held.carried
         checked = verify.verify(ctx, prep, method, plan, written, expected, published)
-        checked = {**checked, "risk": risk.measure(ctx, prep, written.table, kept)}
+        checked = {**checked, "risk": risk.measure(ctx, prep, written.table, kept, candidate.columns)}
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, written.table)
         grants = access.grant(ctx)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
+from ppdp.engine.columns import published_qid_columns
 from ppdp.engine.errors import SpecError
 from ppdp.sql import catalog as C
 from ppdp.sql import report as R
@@ -199,10 +200,7 @@ def no_risk(con: Connector, relation: str, version: int, qids: list[str], publis
 
 def _published_columns(qid: str, columns: list[str]) -> tuple[str, ...]:
     """The published columns of a QID: itself, or its lower and upper bound columns."""
-    if qid in columns:
-        return (qid,)
-    lo, hi = f"{qid}_min", f"{qid}_max"
-    return (lo, hi) if lo in columns and hi in columns else ()
+    return tuple(published_qid_columns([qid], columns))
 
 
 def _bins(pairs: list[tuple[int, int]]) -> tuple[Bin, ...]:

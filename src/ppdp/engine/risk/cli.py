@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
+from ppdp.engine.columns import published_qid_columns
 from ppdp.engine.errors import SpecError
 from ppdp.engine.risk import RiskAssessment
 from ppdp.sql.quoting import quote_table
@@ -30,7 +31,9 @@ def target(con: Connector, release: str | None, table: str | None, version: int 
     out = run.spec.get("output", {})
     schema, name = out.get("schema", "published"), out["name"]
     qids = [q["column"] for q in run.spec.get("quasi_identifiers", [])]
-    return quote_table(schema, f"{name}__v{run.published_version}", con.dialect), qids
+    # the columns that carry the QIDs in the version (a heterogeneous numeric QID: q_min, q_max)
+    columns = [c for c, _ in con.relation_columns(schema, f"{name}__v{run.published_version}") or []]
+    return quote_table(schema, f"{name}__v{run.published_version}", con.dialect), published_qid_columns(qids, columns)
 
 
 def _r(x: float | None) -> str:

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ppdp.engine.columns import published_qid_columns
 from ppdp.engine.errors import DataError
 from ppdp.engine.risk import assess, histogram
 from ppdp.engine.stages.context import RunContext
@@ -58,7 +59,7 @@ def check_kept_columns(ctx: RunContext, prep: Prepared, candidate: Candidate) ->
     """Refuse (or warn about) kept columns that single out records; None without kept columns."""
     spec = ctx.spec
     kept = tuple(c for c in spec.keep if c in candidate.columns)
-    qids = [q for q in spec.qid_columns if q in candidate.columns]
+    qids = published_qid_columns(spec.qid_columns, candidate.columns)
     if not kept or not qids or candidate.rows == 0:
         return None
     on_qids = histogram(ctx.con, candidate.relation, qids)
@@ -76,13 +77,17 @@ def _summary(a) -> dict[str, Any]:
                               "sample_uniques", "population_uniques", "bands")}
 
 
-def measure(ctx: RunContext, prep: Prepared, table: str, kept: KeptColumnsCheck | None) -> dict[str, Any]:
-    """Risk of the source and of ``table`` (the written version) on the QIDs, stored in
-    ``_ppdp.risk``; the source is taken as its own population (sampling fraction 1)."""
+def measure(ctx: RunContext, prep: Prepared, table: str, kept: KeptColumnsCheck | None,
+            columns: tuple[str, ...] | list[str] | None = None) -> dict[str, Any]:
+    """Risk of the source and of ``table`` (the written version, with ``columns``) on the QIDs,
+    stored in ``_ppdp.risk``; the source is taken as its own population (sampling fraction 1).
+    The version is measured on the columns that carry the QIDs there (a heterogeneous release's
+    numeric QID is its _min/_max pair)."""
     con, spec = ctx.con, ctx.spec
     qids = spec.qid_columns
     source = _summary(assess(con, prep.source.sql(), qids, attributes=False))
-    released = _summary(assess(con, table, qids, attributes=False))
+    released = _summary(assess(con, table, published_qid_columns(qids, columns) if columns is not None else qids,
+                               attributes=False))
     out = {"columns": qids, "source": source, "release": released,
            "kept_columns": None if kept is None else kept.as_dict()}
     con.execute(C.insert_risk(ctx.dialect), [ctx.release, ctx.version, ctx.run_id, json.dumps(qids), json.dumps(source),

@@ -306,3 +306,17 @@ def test_postgres_report_of_the_other_methods(postgres_database, tmp_path, capsy
     assert_risk_equals_cli(page, capsys, postgres_database, name, GEN_QIDS, "public.adult")
     levels = {r[0]: r[2] for r in page.rows if r and r[0] in GEN_QIDS and len(r) == 4}
     assert levels["age"].startswith("ranges over [")
+
+
+def test_a_version_without_stored_risk_is_measured_now(releases, tmp_path, capsys):
+    """Versions published before runs stored their risk: the page measures both sides now, and
+    they still equal ppdp risk --json."""
+    db = tmp_path / "old.duckdb"
+    db.write_bytes(releases["adult_gen"].read_bytes())
+    con = duckdb.connect(str(db))
+    con.execute("DELETE FROM _ppdp.risk")
+    con.close()
+    text = report(db, "adult_gen", tmp_path)
+    assert "measured on the source as it is now" in text
+    page = assert_self_contained(text)
+    assert_risk_equals_cli(page, capsys, f"duckdb://{db}", "adult_gen", GEN_QIDS, "main.adult")

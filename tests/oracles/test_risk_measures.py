@@ -137,3 +137,48 @@ def test_uniqueness_kernels_match_reference():
         assert su.ad(stats) == pytest.approx(su.reference_ad(classes, [1.0]))
         a, b = pu.ad(stats), pu.reference_ad(classes, [1.0])
         assert (math.isinf(a) and math.isinf(b)) or a == pytest.approx(b)
+
+
+# ARX 3.9.2's own figures from ../shared/arx/ArxRisk (benchmarks/risk_vs_arx.py runs it): adult on
+# age, sex, race, where Pitman's Newton-Raphson path passes negative digamma/trigamma arguments
+# (ARX's reflection formulas) before it converges.
+ARX_AGE_SEX_RACE = {0.01: (3.103073808297786e-05, "pitman"), 0.1: (3.0720513392297775e-4, "pitman"),
+                    0.2: (2.491253185694596e-4, "zayatz")}
+
+
+@pytest.mark.parametrize("fraction", sorted(ARX_AGE_SEX_RACE))
+def test_arx_harness_values_age_sex_race(adult_db, capsys, fraction):
+    out = risk_json(f"duckdb://{adult_db}", "--table", "main.adult", "--qids", "age,sex,race", "--sampling-fraction",
+                    str(fraction), capsys=capsys)
+    value, model = ARX_AGE_SEX_RACE[fraction]
+    assert out["population_uniques"]["dankar"] == pytest.approx(value, abs=1e-12)
+    assert out["population_uniques"]["dankar_model"] == model
+    assert out["prosecutor"]["average"] == pytest.approx(0.0175054704595186, abs=1e-12)
+
+
+@pytest.mark.parametrize("name,params", [
+    ("average-risk", {"threshold": 0.3}),
+    ("average-risk", {"threshold": 0.5, "highest_risk": 0.34, "records_at_risk": 0.05}),
+    ("sample-uniqueness", {"threshold": 0.1}),
+    ("population-uniqueness", {"threshold": 0.1, "sampling_fraction": 0.1}),
+])
+def test_version_sql_agrees_with_the_kernel(tmp_path, name, params):
+    """The SQL check of a published version gives the AD the search computed (random tables)."""
+    from ppdp.connectors import connect
+
+    m = build_model(name, params)
+    rng = np.random.default_rng(11)
+    con = connect(f"duckdb://{tmp_path / 'v.duckdb'}")
+    try:
+        for i in range(8):
+            size = rng.integers(1, 7, size=rng.integers(20, 80))
+            rows = [(c, 1) for c, s in enumerate(size) for _ in range(int(s))]
+            con.execute(f'CREATE TABLE t{i} (q INTEGER, x INTEGER)')
+            con.execute(f"INSERT INTO t{i} SELECT * FROM (VALUES {', '.join(f'({a}, {b})' for a, b in rows)})")
+            ad, classes = m.check_result(con.query(m.version_sql(f'"main"."t{i}"', ["q"], [], "", "duckdb")))
+            stats = ClassStats(size, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.ones(1))
+            expected = m.ad(stats)
+            assert classes == len(size)
+            assert (math.isinf(ad) and math.isinf(expected)) or ad == pytest.approx(expected, rel=1e-12)
+    finally:
+        con.close()

@@ -90,6 +90,15 @@ def test_warn_publishes_with_the_warning_and_stores_both_risks(adult_db, capsys)
     finally:
         con.close()
     source, released, kept = json.loads(source), json.loads(released), json.loads(kept)
+    from ppdp.connectors import connect
+    from ppdp.engine import catalog
+
+    c = connect(f"duckdb://{adult_db}", read_only=True)
+    try:
+        stored = catalog.version_risks(c, catalog.resolve_release(c, "adult_k5"))
+    finally:
+        c.close()
+    assert [s["version"] for s in stored] == [1] and stored[0]["release"] == released
     assert version == 1 and kept["singled_out"] == 13999
     assert source["rows"] == 30162 and released["rows"] == 30140
     # k = 5 on the QIDs: no released record's prosecutor risk on the QIDs exceeds 1/5

@@ -325,7 +325,7 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
     con = connect(args.db, read_only=True)
     try:
-        relation, qids = target(con, args.name, args.table, args.version)
+        relation, qids = target(con, args.name, args.table, args.version, check_qids=not args.qids)
         cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
         also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
         pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None
@@ -386,6 +386,9 @@ def _print_run(run) -> None:
     if rk:
         for side in ("source", "release"):
             r = rk[side]
+            if r is None:
+                print(f"  risk {side:<10}: not measured (the method's rows do not form equivalence classes)")
+                continue
             print(f"  risk {side:<10}: prosecutor average {r['prosecutor']['average']:.4f}, highest {r['prosecutor']['highest']:.4f}, "
                   f"records at risk {r['prosecutor']['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}")
         kept = rk.get("kept_columns") or {}

@@ -92,7 +92,3 @@ def numeric_domain(relation: str, lo: str, hi: str, d: str = "duckdb") -> str:
     """The smallest lower and largest upper bound published (the range widths' yardstick)."""
     return f"SELECT MIN(r.{quote_ident(lo, d)}) AS lo, MAX(r.{quote_ident(hi, d)}) AS hi FROM {relation} AS r"
 
-
-def select_risk(d: str = "duckdb") -> str:
-    """A version's stored risk rows (params: release, version), when the table exists."""
-    return f"SELECT * FROM {private('risk', d)} WHERE release = ? AND version = ?"

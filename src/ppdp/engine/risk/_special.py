@@ -2,8 +2,8 @@
 
 ARX's population estimators (Pitman's) are defined by these implementations, including their
 quirks (trigamma applies the asymptotic tail only from 12 on although it reduces the argument
-only to 8, and negative arguments take the small-argument series), so the estimates match ARX
-to the last digits only with the same functions. Arithmetic is IEEE (NumPy scalars, errors
+only to 8), so the estimates match ARX to the last digits only with the same functions. Negative
+arguments use the reflection formulas (Jeffrey 11.1.6 and its derivative), as ARX. Arithmetic is IEEE (NumPy scalars, errors
 ignored) as in Java: a division by zero is an infinity, not an exception.
 """
 
@@ -32,6 +32,8 @@ def digamma(x: float) -> float:
             return math.nan
         if x == 0.0:
             return -math.inf
+        if x < 0.0:  # digamma(-x) = digamma(x + 1) + pi cot(pi x)
+            return float(f64(digamma(1.0 - x)) + (f64(math.pi) / np.tan(-math.pi * x)))
         if x <= _SMALL_DIGAMMA:
             return float((_DIGAMMA_1 - (f64(1.0) / x)) + (_TRIGAMMA_1 * x))
         result = f64(0.0)
@@ -53,6 +55,9 @@ def trigamma(x: float) -> float:
             return math.nan
         if x == 0.0:
             return -math.inf
+        if x < 0.0:  # -trigamma(-x) = trigamma(x + 1) - (pi csc(pi x))^2
+            r = f64(math.pi) / np.sin(-math.pi * x)
+            return float(-f64(trigamma(1.0 - x)) + (r * r))
         if x <= _SMALL_TRIGAMMA:
             return float((f64(1.0) / (x * x)) + _TRIGAMMA_1 + (_TETRAGAMMA_1 * x))
         result = f64(0.0)

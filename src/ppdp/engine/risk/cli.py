@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
-from ppdp.engine.columns import published_qid_columns
 from ppdp.engine.errors import SpecError
 from ppdp.engine.risk import RiskAssessment
 from ppdp.sql.quoting import quote_table
 
 
-def target(con: Connector, release: str | None, table: str | None, version: int | None) -> tuple[str, list[str]]:
-    """The relation to measure (quoted) and its default QIDs: a release's version or a table."""
+def target(con: Connector, release: str | None, table: str | None, version: int | None, *,
+           check_qids: bool = True) -> tuple[str, list[str]]:
+    """The relation to measure (quoted) and its default QIDs: a release's version or a table
+    (``check_qids``: refuse a version that does not publish the QIDs as columns)."""
     if (release is None) == (table is None):
         raise SpecError("give a release name or --table SCHEMA.TABLE (one of them). Hint: ppdp risk adult --db URL.")
     if table is not None:
@@ -31,9 +32,13 @@ def target(con: Connector, release: str | None, table: str | None, version: int 
     out = run.spec.get("output", {})
     schema, name = out.get("schema", "published"), out["name"]
     qids = [q["column"] for q in run.spec.get("quasi_identifiers", [])]
-    # the columns that carry the QIDs in the version (a heterogeneous numeric QID: q_min, q_max)
-    columns = [c for c, _ in con.relation_columns(schema, f"{name}__v{run.published_version}") or []]
-    return quote_table(schema, f"{name}__v{run.published_version}", con.dialect), published_qid_columns(qids, columns)
+    table = f"{name}__v{run.published_version}"
+    present = {c for c, _ in con.relation_columns(schema, table) or []}
+    missing = [q for q in qids if q not in present]
+    if missing and check_qids:
+        raise SpecError(f"version {run.published_version} of {release!r} does not publish {', '.join(missing)} as columns "
+                        "(heterogeneous releases publish ranges). Hint: --qids with the published columns.")
+    return quote_table(schema, table, con.dialect), qids
 
 
 def _r(x: float | None) -> str:

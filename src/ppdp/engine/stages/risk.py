@@ -20,10 +20,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ppdp.engine.columns import published_qid_columns
 from ppdp.engine.errors import DataError
 from ppdp.engine.risk import assess, histogram
 from ppdp.engine.stages.context import RunContext
+from ppdp.engine.stages.method import ReleaseMethod
 from ppdp.engine.stages.results import Candidate, Prepared
 from ppdp.sql import catalog as C
 
@@ -55,11 +55,15 @@ class KeptColumnsCheck:
                 "singled_out": self.singled_out, "message": self.message() if self.singled_out > 0 else None}
 
 
-def check_kept_columns(ctx: RunContext, prep: Prepared, candidate: Candidate) -> KeptColumnsCheck | None:
-    """Refuse (or warn about) kept columns that single out records; None without kept columns."""
+def check_kept_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod, candidate: Candidate) -> KeptColumnsCheck | None:
+    """Refuse (or warn about) kept columns that single out records; None without kept columns
+    or for a method whose rows do not form classes (heterogeneous k-anonymity checks its own
+    rows, kept columns included, against the source in its consistency graph)."""
     spec = ctx.spec
+    if not method.publishes_classes:
+        return None
     kept = tuple(c for c in spec.keep if c in candidate.columns)
-    qids = published_qid_columns(spec.qid_columns, candidate.columns)
+    qids = [q for q in spec.qid_columns if q in candidate.columns]
     if not kept or not qids or candidate.rows == 0:
         return None
     on_qids = histogram(ctx.con, candidate.relation, qids)
@@ -77,17 +81,14 @@ def _summary(a) -> dict[str, Any]:
                               "sample_uniques", "population_uniques", "bands")}
 
 
-def measure(ctx: RunContext, prep: Prepared, table: str, kept: KeptColumnsCheck | None,
-            columns: tuple[str, ...] | list[str] | None = None) -> dict[str, Any]:
-    """Risk of the source and of ``table`` (the written version, with ``columns``) on the QIDs,
-    stored in ``_ppdp.risk``; the source is taken as its own population (sampling fraction 1).
-    The version is measured on the columns that carry the QIDs there (a heterogeneous release's
-    numeric QID is its _min/_max pair)."""
+def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, kept: KeptColumnsCheck | None) -> dict[str, Any]:
+    """Risk of the source and of ``table`` (the written version) on the QIDs, stored in
+    ``_ppdp.risk``; the source is taken as its own population (sampling fraction 1). A method
+    whose rows do not form equivalence classes gets no class-based release risk (None)."""
     con, spec = ctx.con, ctx.spec
     qids = spec.qid_columns
     source = _summary(assess(con, prep.source.sql(), qids, attributes=False))
-    released = _summary(assess(con, table, published_qid_columns(qids, columns) if columns is not None else qids,
-                               attributes=False))
+    released = _summary(assess(con, table, qids, attributes=False)) if method.publishes_classes else None
     out = {"columns": qids, "source": source, "release": released,
            "kept_columns": None if kept is None else kept.as_dict()}
     con.execute(C.insert_risk(ctx.dialect), [ctx.release, ctx.version, ctx.run_id, json.dumps(qids), json.dumps(source),

@@ -62,6 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, snowflake, bigquery or spark")
     sq.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
+    rp = sub.add_parser("report", help="one self-contained HTML page about a release version (no network, no script)")
+    rp.add_argument("name", help="release name (output.name, or schema.name)")
+    rp.add_argument("--html", required=True, help="HTML file to write")
+    rp.add_argument("--version", type=int, help="published version (default: the current one)")
+    rp.add_argument("--external", action="store_true",
+                    help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
+    rp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+
     rk = sub.add_parser("risk", help="re-identification risk of a source table or a published version (ARX's and sdcMicro's measures)")
     rk.add_argument("name", nargs="?", help="release name (its current version unless --version)")
     rk.add_argument("--table", help="SCHEMA.TABLE to measure instead of a release")
@@ -226,6 +234,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.report import write_report
+
+    con = connect(args.db, read_only=True)
+    try:
+        size = write_report(con, args.name, args.html, version=args.version, external=args.external)
+    finally:
+        con.close()
+    print(f"wrote {args.html} ({size:,} bytes, {'external' if args.external else 'internal'} report)")
+    return 0
+
+
 def cmd_job(args: argparse.Namespace) -> int:
     from ppdp.engine import jobs
 
@@ -326,7 +347,7 @@ def cmd_warm_up(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
-            "risk": cmd_risk}
+            "risk": cmd_risk, "report": cmd_report}
 
 
 # --- printing ------------------------------------------------------------------------------

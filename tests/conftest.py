@@ -25,7 +25,7 @@ def write_spec(path: Path, *, db: Path, table: str = "adult", key: str = "id", q
                hierarchies: dict[str, str] | None = None, sensitive: list[str] | None = None,
                models: str = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n', optimizer: str = "lattice",
                budget: int = 10000, output: str = "adult", extra_source: str = "", schema_line: str = "",
-               keep: list[str] | None = None, drop: list[str] | None = None) -> Path:
+               keep: list[str] | None = None, drop: list[str] | None = None, kept_columns: str | None = "warn") -> Path:
     """Write a release spec for a table in ``db``; hierarchies default to adult's ARX files.
 
     Every source column needs a role (finding 5): by default ``keep`` lists adult's columns that
@@ -48,7 +48,12 @@ def write_spec(path: Path, *, db: Path, table: str = "adult", key: str = "id", q
         h = (hierarchies or {}).get(q, str(ADULT / f"adult_hierarchy_{q}.csv"))
         hv = h if h.startswith(("{", '"')) else toml_str(h)
         lines += ["[[quasi_identifiers]]", f"column = {toml_str(q)}", f"hierarchy = {hv}"]
-    lines += ["[sensitive]", "columns = [" + ", ".join(toml_str(s) for s in sensitive) + "]", models.strip(),
+    lines += ["[sensitive]", "columns = [" + ", ".join(toml_str(s) for s in sensitive) + "]"]
+    if keep and kept_columns is not None:
+        # the default keeps every other adult column so that each has a role; tests about other
+        # things publish with the kept-columns warning (None: the product's default, refuse)
+        lines += ["[privacy]", f"kept_columns = {toml_str(kept_columns)}"]
+    lines += [models.strip(),
               "[optimizer]", f"name = {toml_str(optimizer)}", f"budget = {budget}", "seed = 1",
               "[output]", 'schema = "published"', f"name = {toml_str(output)}"]
     path.write_text("\n".join(lines) + "\n")

@@ -192,7 +192,7 @@ def test_schemas_list_exactly_the_codes_and_statuses_of_the_table():
     run = schema("run")["properties"]
     assert set(run["exit_code"]["enum"]) == {int(c) for c in ExitCode}
     assert set(run["status"]["enum"]) == set(STATUS.values()) | {"dry_run"}
-    for name in ("run", "verify", "worker"):
+    for name in ("run", "verify", "worker", "risk"):
         jsonschema.Draft202012Validator.check_schema(schema(name))
 
 
@@ -233,3 +233,20 @@ def test_cross_version_refusal_is_refused_with_its_run_and_the_repair_reports_he
     held = repaired["held_back"]
     assert repaired["status"] == "published" and repaired["version"] == 2
     assert held is not None and held["inserts_withheld"] + held["deletes_delayed"] + held["changes_delayed"] > 0
+
+
+def test_risk_json_and_the_kept_columns_refusal(tmp_path):
+    db = load_adult(tmp_path / "risk.duckdb", rows=2000)
+    url = f"duckdb://{db}"
+    # The product's default for kept columns that single out records beside the QIDs: refuse (exit 3).
+    spec = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], output="kept", kept_columns=None)
+    refused = ppdp_cli("run", str(spec), "--no-progress", "--json")
+    out = the_json(refused, "run")
+    assert refused.returncode == ExitCode.REFUSED and out["status"] == "refused" and "kept_columns" in out["error"]
+    assert published_tables(url) == []
+    measured = ppdp_cli("risk", "--table", "main.adult", "--qids", "age,sex,race", "--db", url, "--json")
+    risk = the_json(measured, "risk")
+    assert measured.returncode == 0 and risk["status"] == "measured" and risk["rows"] == 2000
+    assert 0 < risk["prosecutor"]["average"] <= risk["prosecutor"]["highest"] <= 1
+    missing = ppdp_cli("risk", "nope", "--db", url, "--json")
+    assert the_json(missing, "risk")["status"] == "error" and missing.returncode == 2

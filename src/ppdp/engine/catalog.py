@@ -196,3 +196,17 @@ def store_distribution(con: Connector, release: str, version: int, distribution:
 def stored_distribution(con: Connector, release: str, version: int) -> pl.DataFrame:
     """The (sa_key, sa_value, q) stored for a version (empty when none)."""
     return con.query(C.select_distribution(con.dialect), [release, version])
+
+
+def version_risks(con: Connector, release: str) -> list[dict[str, Any]]:
+    """The stored risk of each published version of ``release`` (``_ppdp.risk``, issue 26):
+    version, run id, QIDs, and the source's and the version's measures as ``ppdp risk --json``
+    objects (the release's None when the method's rows are not classes), and the kept-columns check."""
+    if con.relation_columns(PRIVATE_SCHEMA, "risk") is None:
+        return []
+    out = []
+    for row in con.query(C.select_risk(con.dialect), [release]).iter_rows(named=True):
+        out.append({"version": int(row["version"]), "run_id": row["run_id"], "columns": json.loads(row["columns"]),
+                    "source": json.loads(row["source"]), "release": json.loads(row["released"]),
+                    "kept_columns": json.loads(row["kept_columns"])})
+    return out

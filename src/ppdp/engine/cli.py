@@ -68,6 +68,29 @@ def _parser() -> argparse.ArgumentParser:
     sq.add_argument("--dialect", default="duckdb", help="duckdb, postgres, snowflake, bigquery or spark")
     sq.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
 
+    rp = sub.add_parser("report", help="one self-contained HTML page about a release version (no network, no script)")
+    rp.add_argument("name", help="release name (output.name, or schema.name)")
+    rp.add_argument("--html", required=True, help="HTML file to write")
+    rp.add_argument("--version", type=int, help="published version (default: the current one)")
+    rp.add_argument("--external", action="store_true",
+                    help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
+    rp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+
+    rk = sub.add_parser("risk", help="re-identification risk of a source table or a published version (ARX's and sdcMicro's measures)")
+    rk.add_argument("name", nargs="?", help="release name (its current version unless --version)")
+    rk.add_argument("--table", help="SCHEMA.TABLE to measure instead of a release")
+    rk.add_argument("--version", type=int, help="published version of the release (default: the current one)")
+    rk.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    rk.add_argument("--qids", help="attacker's quasi-identifiers, comma-separated (default: the release's)")
+    rk.add_argument("--also", help="further columns the attacker knows (kept columns above all), comma-separated")
+    pop = rk.add_mutually_exclusive_group()
+    pop.add_argument("--sampling-fraction", type=float, help="share of the population the data hold (default 1)")
+    pop.add_argument("--population", type=int, help="size of the population the data were drawn from")
+    rk.add_argument("--population-table", help="SCHEMA.TABLE holding the population, for journalist risk")
+    rk.add_argument("--threshold", type=float, default=0.2, help="a record is at risk above this risk (default 0.2)")
+    rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
+    rk.add_argument("--json", action="store_true", help="one JSON object")
+
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
     e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
@@ -140,6 +163,10 @@ def _error_result(args: argparse.Namespace, failed):
         from ppdp.engine.api import VerifyResult
 
         return VerifyResult(status=failed.status, exit_code=failed.exit_code, error=failed.error)
+    if args.command == "risk":
+        from ppdp.engine.outcome import Measured
+
+        return Measured({"error": failed.error}, failed.status, failed.exit_code)
     if args.command == "worker":
         from ppdp.engine.worker import WorkerSummary
 
@@ -279,6 +306,19 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.report import write_report
+
+    con = connect(args.db, read_only=True)
+    try:
+        size = write_report(con, args.name, args.html, version=args.version, external=args.external)
+    finally:
+        con.close()
+    print(f"wrote {args.html} ({size:,} bytes, {'external' if args.external else 'internal'} report)")
+    return 0
+
+
 def cmd_job(args: argparse.Namespace) -> int:
     from ppdp.engine import jobs
 
@@ -357,6 +397,29 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_risk(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.risk import assess
+    from ppdp.engine.risk.cli import describe, target
+
+    con = connect(args.db, read_only=True)
+    try:
+        relation, qids = target(con, args.name, args.table, args.version, check_qids=not args.qids)
+        cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
+        also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
+        pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None
+        result = assess(con, relation, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
+                        population_table=pop_table, threshold=args.threshold, weight=args.weight)
+    finally:
+        con.close()
+    if args.json:
+        from ppdp.engine.outcome import Measured
+
+        return _emit(args, Measured(result.to_json()))
+    print(describe(result))
+    return 0
+
+
 def cmd_warm_up(args: argparse.Namespace) -> int:
     from ppdp.engine.warmup import warm_up
 
@@ -376,7 +439,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return int(summary.exit_code)
 
 
-COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export}
+COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
+            "risk": cmd_risk, "report": cmd_report}
 
 
 # --- printing ------------------------------------------------------------------------------
@@ -411,6 +475,18 @@ def _print_run(run) -> None:
             print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
     for c in run.verification.get("checks", []):
         print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+    rk = run.verification.get("risk")
+    if rk:
+        for side in ("source", "release"):
+            r = rk[side]
+            if r is None:
+                print(f"  risk {side:<10}: not measured (the method's rows do not form equivalence classes)")
+                continue
+            print(f"  risk {side:<10}: prosecutor average {r['prosecutor']['average']:.4f}, highest {r['prosecutor']['highest']:.4f}, "
+                  f"records at risk {r['prosecutor']['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}")
+        kept = rk.get("kept_columns") or {}
+        if kept.get("message"):
+            print(f"  WARNING        : {kept['message']}")
     if run.error:
         print(f"  error          : {run.error}")
 

@@ -38,3 +38,16 @@ def check_declared(spec: ReleaseSpec, source_columns: list[str]) -> None:
         listing = ", ".join('"' + c.replace("\\", "\\\\").replace('"', '\\"') + '"' for c in missing)
         raise DataError(f"{len(missing)} source column(s) have no role in the spec: {names}. Nothing is released unless declared. "
                         f"Hint: add them to [source] keep = [{listing}] to release them as they are, or drop = [...] to leave them out.")
+
+
+def published_qid_columns(qids: list[str], columns: list[str] | tuple[str, ...]) -> list[str]:
+    """The columns of a version table that carry the QIDs: each QID itself, or the ``<q>_min`` and
+    ``<q>_max`` bounds a heterogeneous release publishes a numeric QID as (sql/hetero.py). An
+    attacker matches on these, so risk is measured on them."""
+    out: list[str] = []
+    for q in qids:
+        if q in columns:
+            out.append(q)
+        elif f"{q}_min" in columns and f"{q}_max" in columns:
+            out += [f"{q}_min", f"{q}_max"]
+    return out

@@ -55,6 +55,11 @@ class CrossVersionRefusal(VerificationError, PrivacyRefusal):
     """A new version would let someone holding every version single out records; nothing was published."""
 
 
+class KeptColumnsRefusal(DataError, PrivacyRefusal):
+    """The QIDs with the kept columns single out records the QIDs alone do not, under
+    ``[privacy] kept_columns = "refuse"``; nothing was published."""
+
+
 class ConnectorError(PpdpError):
     """The database could not be reached or refused a statement."""
 

@@ -118,6 +118,11 @@ def certificate(db: str, name: str) -> dict[str, Any]:
         con.close()
     if run is None:
         raise SpecError(f"No published release named {name!r} in {db}.")
+    return certificate_of(run)
+
+
+def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
+    """The audit record of the version ``run`` published (what ``ppdp job certificate`` prints)."""
     m, s, v = run.metrics, run.solution, run.verification
     return {
         "release": run.release, "version": run.version, "run_id": run.run_id, "job": run.job,

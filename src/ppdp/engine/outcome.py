@@ -111,6 +111,31 @@ class RunResult:
         return out
 
 
+@dataclass(frozen=True)
+class Measured:
+    """A measuring command's JSON (``ppdp risk --json``): its own object under the contract's
+    ``status`` and ``exit_code`` (data/schemas/risk.schema.json); on an error only those and
+    ``error``."""
+
+    payload: dict[str, Any]
+    status: str = "measured"
+    exit_code: ExitCode = ExitCode.PUBLISHED
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "exit_code": int(self.exit_code), **strict_json(self.payload)}
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
+
+
 def result_of_outcome(outcome: Any, *, dry_run: bool = False) -> RunResult:
     """The RunResult of a ReleaseOutcome (engine/release.py) that returned."""
     run = outcome.run

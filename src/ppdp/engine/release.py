@@ -40,6 +40,7 @@ from ppdp.engine.stages import (
     preview,
     publish,
     record,
+    risk,
     switch,
     validate,
     verify,
@@ -119,6 +120,7 @@ def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
     with _schema_lock(ctx.con, ctx.spec.output_schema), ctx.con.transaction():
         ctx = replace(ctx, version=materialize.reserve_version(ctx))
         candidate = materialize.materialize(ctx, prep, method, plan)
+        kept = risk.check_kept_columns(ctx, prep, method, candidate)
         ctx.on_phase("materialized")
         published = history.published_versions(ctx)
         held = history.check_history(ctx, prep, method, plan, candidate, published)
@@ -126,6 +128,7 @@ def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
         written = publish.publish(ctx, candidate, held, published)
         expected = candidate.rows - held.withheld + held.carried
         checked = verify.verify(ctx, prep, method, plan, written, expected, published)
+        checked = {**checked, "risk": risk.measure(ctx, prep, method, written.table, kept)}
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, written.table)
         grants = access.grant(ctx)

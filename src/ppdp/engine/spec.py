@@ -66,6 +66,9 @@ class ReleaseSpec:
     sensitive: tuple[str, ...] = ()
     drop: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
+    # When QIDs plus kept columns single out records the QIDs alone do not (issue 26): "refuse"
+    # (default: the models' guarantee holds only for an attacker who knows the QIDs alone) or "warn".
+    kept_columns: str = "refuse"
     null_policy: str = "error"
     objective: str = "td"
     report: tuple[str, ...] = ("td", "query_precision", "suppressed", "workload_error")
@@ -100,6 +103,8 @@ class ReleaseSpec:
         return json.dumps(self.raw, sort_keys=True, default=str)
 
 
+KEPT_COLUMNS_POLICIES = ("refuse", "warn")
+
 _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
     "method": {"name", "params"},
@@ -109,7 +114,7 @@ _SCHEMA: dict[str, set[str]] = {
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels", "duplicates"},
     "sensitive": {"columns"},
-    "privacy": {"models"},
+    "privacy": {"models", "kept_columns"},
     "utility": {"objective", "report", "workload_queries", "workload_seed"},
     "optimizer": {"name", "budget", "seed", "params", "evaluator"},
     "output": {"schema", "name"},
@@ -268,6 +273,10 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         from ppdp.engine.models.k_anonymity import KAnonymity
 
         raise SpecError(f"privacy.models is empty. Hint: [[privacy.models]] name = \"{KAnonymity.name}\" k = 5.")
+    kept_policy = _typed(priv.get("kept_columns", "refuse"), "privacy.kept_columns", str)
+    if kept_policy not in KEPT_COLUMNS_POLICIES:
+        raise SpecError(f"privacy.kept_columns must be one of {', '.join(KEPT_COLUMNS_POLICIES)}, got {kept_policy!r}. "
+                        "Hint: kept_columns = \"refuse\".")
     models = []
     for i, m in enumerate(mraw):
         where = f"privacy.models[{i}]"
@@ -333,7 +342,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         database=database, table=table, schema=schema, query=query, key=key,
         identifiers=_names(src.get("identifiers", []), "source.identifiers"),
         drop=_names(src.get("drop", []), "source.drop"),
-        keep=_names(src.get("keep", []), "source.keep"),
+        keep=_names(src.get("keep", []), "source.keep"), kept_columns=kept_policy,
         null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
         objective=objective,
         report=report, workload_queries=workload_queries,

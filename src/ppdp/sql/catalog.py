@@ -52,10 +52,24 @@ def ddl(d: str = "duckdb") -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p('row_state')} (release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_hash VARCHAR NOT NULL)",
         # The source's sensitive-value distribution Q at each version (t-closeness is checked
         # against what was true when the version was published, not against today's source).
+        # Re-identification risk of each version (issue 26): the source's and the release's
+        # measures side by side (JSON of ppdp risk --json), and the kept-columns check.
+        f"CREATE TABLE IF NOT EXISTS {p('risk')} ("
+        "release VARCHAR NOT NULL, version INTEGER NOT NULL, run_id VARCHAR NOT NULL, columns VARCHAR NOT NULL, "
+        "source VARCHAR NOT NULL, released VARCHAR NOT NULL, kept_columns VARCHAR NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {p('distributions')} ("
         "release VARCHAR NOT NULL, version INTEGER NOT NULL, sa_key VARCHAR NOT NULL, sa_value VARCHAR NOT NULL, "
         "q DOUBLE PRECISION NOT NULL)",
     ]
+
+
+def insert_risk(d: str = "duckdb") -> str:
+    """INSERT of one version's risk row (release, version, run_id, columns, source, released, kept_columns)."""
+    return f"INSERT INTO {private('risk', d)} VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def select_risk(d: str = "duckdb") -> str:
+    return f"SELECT * FROM {private('risk', d)} WHERE release = ? ORDER BY version"
 
 
 def insert_run(d: str = "duckdb") -> str:
@@ -228,7 +242,7 @@ def list_jobs(d: str = "duckdb") -> str:
 
 # Private tables holding per-version rows (release, version, ...): the shared ones here, the
 # methods' in sql/hetero.py and sql/micro.py.
-VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "hetero_edges", "hetero_values", "hetero_members", "hetero_sources",
+VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "risk", "hetero_edges", "hetero_values", "hetero_members", "hetero_sources",
                     "micro_groups", "micro_labels", "micro_values", "micro_forged")
 
 

@@ -56,4 +56,11 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
 
 
 # Register the built-in models: one module each.
-from ppdp.engine.models import k_anonymity, l_diversity, t_closeness  # noqa: E402,F401
+from ppdp.engine.models import (  # noqa: E402,F401
+    average_risk,
+    k_anonymity,
+    l_diversity,
+    population_uniqueness,
+    sample_uniqueness,
+    t_closeness,
+)

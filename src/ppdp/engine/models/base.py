@@ -146,6 +146,13 @@ class PrivacyModel:
         """The independent SQL check of a version: one row (ad, classes); None if the model has none."""
         return None
 
+    def check_result(self, frame: Any) -> tuple[float | None, int]:
+        """(ad, classes) from the result of ``version_sql`` (a Polars frame); by default its one
+        row. A model whose AD is an estimate over the class-size histogram (population
+        uniqueness) returns the histogram from SQL and computes AD here."""
+        row = frame.row(0, named=True)
+        return (None if row["ad"] is None else float(row["ad"])), int(row["classes"])
+
     def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
                          versions: list[int]) -> list[str] | None:
         """Queries returning the ``sig_now`` of history classes that fail (sql/history.py);

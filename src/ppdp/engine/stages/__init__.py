@@ -3,9 +3,11 @@
 validate (read and check every input; writes nothing) -> guards (refuse unsafe combinations of
 inputs; writes nothing) -> identify (under the run lock: fingerprint, run key, the previous
 version) -> plan (the release method's plan: published rows, withheld rows, private state) ->
-materialize (reserve the version number; the candidate rows aside) -> history (difference-attack
+materialize (reserve the version number; the candidate rows aside) -> risk.check_kept_columns
+(kept columns that single out records: refuse or warn) -> history (difference-attack
 check across versions and deltas; holds changes back or refuses) -> publish (the version table,
-shuffled) -> verify (independent SQL checks) -> switch (delta and view) -> access (grants and
+shuffled) -> verify (independent SQL checks) -> risk.measure (source and release risk into
+_ppdp.risk) -> switch (delta and view) -> access (grants and
 revokes) -> record (the run row). A dry run replaces reserve_version..access by preview (the SQL
 it would run).
 

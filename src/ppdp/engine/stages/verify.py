@@ -40,11 +40,10 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
     checks = []
     for m in models:
         sql = model_check_sql(spec, m, relation, release, version, con.dialect)
-        row = con.query(sql).row(0, named=True)
-        ad = row["ad"]
-        ad_value = empty_ad(m) if ad is None else float(ad)
-        checks.append({"model": m.name, "params": m.params(), "ad": None if ad is None else float(ad),
-                       "classes": int(row["classes"]), "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
+        ad, classes = m.check_result(con.query(sql))
+        ad_value = empty_ad(m) if ad is None else ad
+        checks.append({"model": m.name, "params": m.params(), "ad": ad,
+                       "classes": classes, "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
     return checks
 
 

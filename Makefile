@@ -18,7 +18,7 @@ DBT_INSTALL = $(BIN)/pip install --quiet 'dbt-core==1.11.*' 'dbt-duckdb==1.11.*'
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark]'
+	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark,orchestrators]'
 	$(DBT_INSTALL)
 	# Compile the Numba kernels now, so that no first release pays for it (engine/warmup.py)
 	$(BIN)/ppdp warm-up

@@ -6,3 +6,18 @@ and dialect handling) and ``ppdp.connectors`` (one module per database).
 """
 
 __version__ = "0.1.0"
+
+# The Python API for orchestrators (engine/api.py, engine/outcome.py), imported on first use so
+# that ``import ppdp.sql`` stays free of the engine and ``ppdp --help`` stays instant.
+_API = {"run_release": "ppdp.engine.api", "run_job": "ppdp.engine.api", "verify_release": "ppdp.engine.api",
+        "VerifyResult": "ppdp.engine.api", "RunResult": "ppdp.engine.outcome", "ExitCode": "ppdp.engine.outcome",
+        "ModelCheck": "ppdp.engine.outcome", "HeldBack": "ppdp.engine.outcome"}
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'ppdp' has no attribute {name!r}")

@@ -18,7 +18,11 @@ ROLES = "roles"
 ADVISORY_LOCKS = "advisory_locks"
 TRANSACTIONAL_DDL = "transactional_ddl"
 STATEMENT_TIMEOUT = "statement_timeout"
-CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT})
+# Row locks that concurrent sessions skip (SELECT ... FOR UPDATE SKIP LOCKED: several request
+# workers at once), and functions that run with their owner's rights (SECURITY DEFINER).
+SKIP_LOCKED = "skip_locked"
+DEFINER_FUNCTIONS = "definer_functions"
+CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS})
 
 
 class Connector(Protocol):

@@ -53,7 +53,9 @@ from adbc_driver_postgresql import StatementOptions as pg_options
 
 from ppdp.connectors.base import (
     ADVISORY_LOCKS,
+    DEFINER_FUNCTIONS,
     ROLES,
+    SKIP_LOCKED,
     STATEMENT_TIMEOUT,
     TRANSACTIONAL_DDL,
 )
@@ -279,7 +281,7 @@ def _ingestable(frame: pl.DataFrame) -> pa.Table:
 class PostgresConnector:
     dialect = "postgres"  # sqlglot's name
     default_schema = "public"
-    capabilities = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT})
+    capabilities = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS})
     max_identifier_length = 63  # NAMEDATALEN - 1 bytes; the server's own value replaces it on connect
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:

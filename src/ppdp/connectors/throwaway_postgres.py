@@ -109,8 +109,9 @@ class PostgresServer:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     @classmethod
-    def start(cls, *, attempts: int = 3, timeout: float = 60.0) -> PostgresServer:
-        """initdb + pg_ctl start on a free port; PostgresUnavailable with the reason otherwise."""
+    def start(cls, *, attempts: int = 3, timeout: float = 60.0, settings: dict[str, str] | None = None) -> PostgresServer:
+        """initdb + pg_ctl start on a free port; PostgresUnavailable with the reason otherwise.
+        ``settings``: extra server settings (e.g. ``shared_preload_libraries``), each a ``-c``."""
         initdb, pg_ctl = find_bin("initdb"), find_bin("pg_ctl")
         user = server_user()
         # The unprivileged user must be able to reach the directory: under root, $TMPDIR may be
@@ -129,7 +130,8 @@ class PostgresServer:
             for _ in range(attempts):  # the free port can be taken between probe and bind: retry
                 server = cls(root, free_port(), user, pg_ctl)
                 opts = (f"-p {server.port} -k {server.sockets} -c listen_addresses=127.0.0.1 "
-                        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+                        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+                        + "".join(f" -c {shlex.quote(f'{k}={v}')}" for k, v in (settings or {}).items()))
                 try:
                     proc = subprocess.run(as_user(user, [pg_ctl, "-D", str(server.data), "-l", str(server.log),
                                                          "-o", opts, "-w", "-t", str(int(timeout)), "start"]),

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
@@ -23,12 +26,14 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("spec", help="path to the release spec")
     r.add_argument("--db", help="database URL, overriding source.database")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--json", action="store_true", help=JSON_HELP)
 
     for name, text in (("verify", "re-run the SQL verification of a release's current version"),
                        ("show", "metrics, chosen levels and class sizes of a release")):
         c = sub.add_parser(name, help=text)
         c.add_argument("name", help="release name (output.name)")
         c.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+    sub.choices["verify"].add_argument("--json", action="store_true", help=JSON_HELP)
 
     ru = sub.add_parser("runs", help="list recorded runs")
     ru.add_argument("name", nargs="?", help="only this release")
@@ -48,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     jrun.add_argument("name")
     jrun.add_argument("--dry-run", action="store_true", help="print the SQL and the metrics; write only the run record")
     jrun.add_argument("--no-progress", action="store_true")
+    jrun.add_argument("--json", action="store_true", help=JSON_HELP)
     jsub.add_parser("list", help="registered jobs")
     jh = jsub.add_parser("history", help="runs of one job")
     jh.add_argument("name")
@@ -89,43 +95,105 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("out", help="DuckDB file to create (must not exist)")
     e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
     e.add_argument("--schema", default="published", help="published schema to copy (default: published)")
+
+    w = sub.add_parser("worker", help="serve release requests from _ppdp.requests (ppdp.request_run(job) on PostgreSQL)")
+    w.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    w.add_argument("--once", action="store_true", help="serve the requests waiting now, then exit")
+    w.add_argument("--poll", type=float, default=10.0, help="seconds between polls of an empty queue (default: 10)")
+    w.add_argument("--lease", type=float, default=60.0,
+                   help="seconds a claimed request stays ours without a heartbeat (default: 60); then it is retryable")
+    w.add_argument("--json", action="store_true", help="print one JSON object: the requests served")
     return p
+
+
+JSON_HELP = ("print exactly one JSON object on stdout (schema: ppdp/engine/data/schemas/); everything else goes to "
+             "stderr; the exit code follows README 'Exit codes'")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from ppdp.engine.errors import PpdpError
+    from ppdp.engine.outcome import ExitCode, exit_code_of, result_of_error
 
+    # --json: the one JSON object goes to the real stdout (args.json_out), every other print of
+    # the command to stderr, so that an orchestrator can parse stdout whole.
+    json_mode = bool(getattr(args, "json", False))
+    args.json_out = sys.stdout
+    previous_term = _on_sigterm()
     try:
-        code = COMMANDS[args.command](args)
+        with contextlib.redirect_stdout(sys.stderr) if json_mode else contextlib.nullcontext():
+            code = COMMANDS[args.command](args)
         sys.stdout.flush()  # a closed pipe raises here, inside the handler, not at interpreter exit
-        return code
+        return int(code)
     except BrokenPipeError:
         # `ppdp ... | head`: the reader left. Exit quietly like other CLIs (128 + SIGPIPE); point
         # stdout at /dev/null so Python's own flush at exit does not complain either.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except PpdpError as exc:
-        print(f"ppdp: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
-        return 130
+    except (PpdpError, KeyboardInterrupt, Exception) as exc:
+        code = exit_code_of(exc)
+        if isinstance(exc, PpdpError):
+            print(f"ppdp: error: {exc}", file=sys.stderr)
+        elif code == ExitCode.INTERRUPTED:
+            print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
+        else:  # a bug: the traceback, and a code no expected outcome uses
+            traceback.print_exc()
+        if json_mode:
+            _emit(args, _error_result(args, result_of_error(exc, job=getattr(args, "name", None) if args.command == "job" else None)))
+        return int(code)
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+
+
+def _on_sigterm():
+    """SIGTERM (an orchestrator cancelling the task) unwinds the run like Ctrl-C: its transaction
+    rolls back and the exit code is INTERRUPTED. Returns the handler it replaced."""
+    from ppdp.engine.outcome import Interrupted
+
+    def handler(signum, frame):
+        raise Interrupted("SIGTERM")
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _error_result(args: argparse.Namespace, failed):
+    """A failed command's JSON object in the shape of its own schema (run: the RunResult itself)."""
+    if args.command == "verify":
+        from ppdp.engine.api import VerifyResult
+
+        return VerifyResult(status=failed.status, exit_code=failed.exit_code, error=failed.error)
+    if args.command == "risk":
+        from ppdp.engine.outcome import Measured
+
+        return Measured({"error": failed.error}, failed.status, failed.exit_code)
+    if args.command == "worker":
+        from ppdp.engine.worker import WorkerSummary
+
+        return WorkerSummary(failed.status, failed.exit_code, "", ())
+    return failed
+
+
+def _emit(args: argparse.Namespace, result) -> int:
+    """Print ``result`` (RunResult, VerifyResult, ...) as the command's one JSON object."""
+    print(json.dumps(result.to_json(), default=str, sort_keys=True, allow_nan=False), file=args.json_out)
+    return int(result.exit_code)
 
 
 # --- commands ------------------------------------------------------------------------------
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from ppdp.engine.outcome import result_of_outcome
     from ppdp.engine.release import run_release
     from ppdp.engine.spec import load_spec
 
     spec = load_spec(args.spec)
     outcome = run_release(spec, database=args.db, progress=not args.no_progress)
     _print_run(outcome.run)
-    print(f"published: {outcome.view} -> {outcome.table}")
-    return 0
+    print(f"{'skipped (nothing changed)' if outcome.run.status == 'skipped' else 'published'}: {outcome.view} -> {outcome.table}")
+    result = result_of_outcome(outcome)
+    return _emit(args, result) if args.json else int(result.exit_code)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -163,6 +231,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
     from ppdp.engine.release import reverify
 
+    if args.json:
+        from ppdp.engine.api import verify_release
+
+        return _emit(args, verify_release(args.name, db=args.db))
     con = connect(args.db, read_only=True)
     try:
         result = reverify(con, args.name)
@@ -254,7 +326,10 @@ def cmd_job(args: argparse.Namespace) -> int:
         name = jobs.register_job(args.db, args.spec, name=args.name)
         print(f"registered job {name!r} in {args.db}")
     elif args.job_command == "run":
+        from ppdp.engine.outcome import result_of_outcome
+
         outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
+        result = result_of_outcome(outcome, dry_run=args.dry_run)
         if outcome.run.status == "skipped":
             print(f"skipped: the source and the job are unchanged since run {(outcome.run.cross_version or {}).get('note', '')[-32:]}; "
                   f"current release {outcome.view} -> {outcome.table}")
@@ -275,6 +350,7 @@ def cmd_job(args: argparse.Namespace) -> int:
                       f"smallest {cv['smallest_history_class']} -> PASS; held back: {held.get('inserts_withheld', 0)} insertions, "
                       f"{held.get('deletes_delayed', 0)} deletions, {held.get('changes_delayed', 0)} changes")
             print(f"published: {outcome.view} -> {outcome.table}")
+        return _emit(args, result) if args.json else int(result.exit_code)
     elif args.job_command == "list":
         rows = jobs.list_jobs(args.db)
         if not rows:
@@ -297,12 +373,15 @@ def cmd_init(args: argparse.Namespace) -> int:
     from ppdp.engine import catalog
 
     con = connect(args.db)
+    from ppdp.engine.worker import ensure_requests
+
     try:
         with con.transaction():
             catalog.ensure_schema(con)
+        ensure_requests(con)
     finally:
         con.close()
-    print(f"created schema _ppdp (jobs, runs, hierarchies, suppressed, row_ids, row_state) in {args.db}")
+    print(f"created schema _ppdp (jobs, runs, requests, hierarchies, suppressed, row_ids, row_state) in {args.db}")
     return 0
 
 
@@ -333,7 +412,11 @@ def cmd_risk(args: argparse.Namespace) -> int:
                         population_table=pop_table, threshold=args.threshold, weight=args.weight)
     finally:
         con.close()
-    print(json.dumps(result.to_json(), indent=2) if args.json else describe(result))
+    if args.json:
+        from ppdp.engine.outcome import Measured
+
+        return _emit(args, Measured(result.to_json()))
+    print(describe(result))
     return 0
 
 
@@ -346,7 +429,17 @@ def cmd_warm_up(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
+def cmd_worker(args: argparse.Namespace) -> int:
+    from ppdp.engine.worker import serve
+
+    summary = serve(args.db, once=args.once, poll=args.poll, lease=args.lease,
+                    log=lambda line: print(line, file=sys.stderr, flush=True))
+    if args.json:
+        return _emit(args, summary)
+    return int(summary.exit_code)
+
+
+COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
             "risk": cmd_risk, "report": cmd_report}
 
 

@@ -6,7 +6,13 @@ import ppdp.sql.errors as _sql_errors
 
 
 class PpdpError(Exception):
-    """Base of every error ppdp raises on purpose (the CLI turns these into exit code 2)."""
+    """Base of every error ppdp raises on purpose (the CLI turns these into exit codes 1-3,
+    engine/outcome.py)."""
+
+    # Set by run_release when the error ended a run it had recorded (the failed run's row), read
+    # with getattr(exc, "run_id", None) by engine/outcome.py: declared only, like ``verification``.
+    run_id: str
+    release: str
 
 
 class SpecError(PpdpError):
@@ -36,8 +42,30 @@ class VerificationError(PpdpError):
     verification: dict[str, Any]
 
 
+class PrivacyRefusal(PpdpError):
+    """The privacy model or the cross-version rule refused the step (exit code 3, not 2: the spec
+    and the data are valid, the release they ask for is not safe to publish)."""
+
+
+class ModelRefusal(DataError, PrivacyRefusal):
+    """No non-empty release meets the privacy models on this data (checked before any write)."""
+
+
+class CrossVersionRefusal(VerificationError, PrivacyRefusal):
+    """A new version would let someone holding every version single out records; nothing was published."""
+
+
+class KeptColumnsRefusal(DataError, PrivacyRefusal):
+    """The QIDs with the kept columns single out records the QIDs alone do not, under
+    ``[privacy] kept_columns = "refuse"``; nothing was published."""
+
+
 class ConnectorError(PpdpError):
     """The database could not be reached or refused a statement."""
+
+
+class RunInProgress(ConnectorError):
+    """Another run of the same release holds its run lock (the request worker retries later)."""
 
 
 def known_names(names) -> str:

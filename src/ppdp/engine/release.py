@@ -15,6 +15,7 @@ module makes a new context: ``replace(ctx, key=...)`` after identify and
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from ppdp.connectors import connect
 from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
-from ppdp.engine.errors import ConnectorError, PpdpError, SpecError
+from ppdp.engine.errors import PpdpError, RunInProgress, SpecError
 from ppdp.engine.methods import ReleaseMethod, ReleasePlan, method_of
 from ppdp.engine.models import check_not_empty
 from ppdp.engine.spec import ReleaseSpec
@@ -108,13 +109,15 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
                 return _dry_run(ctx, prep, method, plan) if dry_run else _publish(ctx, prep, method, plan)
             except BaseException as exc:
                 record.record_failure(ctx, prep, plan, exc)
+                if isinstance(exc, PpdpError):  # the failed run's row, for engine/outcome.py
+                    exc.run_id, exc.release = ctx.run_id, ctx.release
                 raise
     finally:
         con.close()
 
 
 def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> ReleaseOutcome:
-    with ctx.con.transaction():
+    with _schema_lock(ctx.con, ctx.spec.output_schema), ctx.con.transaction():
         ctx = replace(ctx, version=materialize.reserve_version(ctx))
         candidate = materialize.materialize(ctx, prep, method, plan)
         kept = risk.check_kept_columns(ctx, prep, method, candidate)
@@ -151,11 +154,26 @@ def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
 def _run_lock(con: Connector, release: str) -> Iterator[None]:
     """One run of a release at a time (the connector's run lock; refused, not waited for)."""
     if not con.try_lock(f"ppdp:{release}"):
-        raise ConnectorError(f"Another run of release {release} is in progress; try again when it has finished.")
+        raise RunInProgress(f"Another run of release {release} is in progress; try again when it has finished.")
     try:
         yield
     finally:
         con.unlock(f"ppdp:{release}")
+
+
+@contextmanager
+def _schema_lock(con: Connector, schema: str) -> Iterator[None]:
+    """Runs of different releases publish into one schema one at a time (waited for: their
+    searches are done). Two transactions that both CREATE SCHEMA IF NOT EXISTS a new schema fail
+    the second on PostgreSQL ("duplicate key ... pg_namespace_nspname_index"), which two request
+    workers serving two jobs hit."""
+    name = f"ppdp-schema:{schema}"
+    while not con.try_lock(name):
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        con.unlock(name)
 
 
 def reverify(con: Connector, name: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ppdp.engine.errors import DataError
+from ppdp.engine.errors import ModelRefusal
 from ppdp.engine.models.base import (
     MODELS,
     ClassStats,
@@ -39,7 +39,7 @@ def check_possible(table: EncodedTable, models: Sequence[PrivacyModel]) -> None:
     for m in models:
         reason = m.impossible_reason(table)
         if reason is not None:
-            raise DataError(f"No release can satisfy {m.name}: {reason}. Nothing was written.")
+            raise ModelRefusal(f"No release can satisfy {m.name}: {reason}. Nothing was written.")
 
 
 def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
@@ -51,7 +51,7 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
     """
     if released_rows <= 0:
         names = ", ".join(f"{m.name} {m.params()}" for m in models)
-        raise DataError(f"The best release found keeps no rows ({names} cannot be met together by any release found), "
+        raise ModelRefusal(f"The best release found keeps no rows ({names} cannot be met together by any release found), "
                         "so nothing was published. Hint: relax the model parameters, or raise optimizer.budget.")
 
 

@@ -36,7 +36,7 @@ import hashlib
 import polars as pl
 
 from ppdp.engine import catalog
-from ppdp.engine.errors import VerificationError
+from ppdp.engine.errors import CrossVersionRefusal, VerificationError
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.method import ChecksOwnHistory, ReleaseMethod, ReleasePlan
 from ppdp.engine.stages.results import Candidate, HistoryOutcome, Prepared
@@ -196,7 +196,7 @@ def _why_unrepairable(carry_ok: bool) -> str:
 
 def _refuse(ctx: RunContext, failing: dict[str, list[str]], why: str, hint: str) -> None:
     detail = "; ".join(f"{model}: {len(sigs)} history class(es) fail" for model, sigs in failing.items())
-    raise VerificationError(
+    raise CrossVersionRefusal(
         f"Cross-version privacy check failed for release {ctx.release} v{ctx.version}: someone holding every version "
         f"and knowing who joined, left or changed could single out records ({detail}); {why}. Nothing was published. "
         f"Hint: {hint}."

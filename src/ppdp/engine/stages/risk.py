@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ppdp.engine.errors import DataError
+from ppdp.engine.errors import KeptColumnsRefusal
 from ppdp.engine.risk import assess, histogram
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.method import ReleaseMethod
@@ -71,7 +71,7 @@ def check_kept_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod, c
     check = KeptColumnsCheck(kept, on_qids.records, on_qids.of_size(1), on_all.of_size(1), spec.kept_columns)
     ctx.clock.mark("kept_columns_check")
     if check.singled_out > 0 and spec.kept_columns == "refuse":
-        raise DataError(check.message() + " Nothing was published ([privacy] kept_columns = \"warn\" would publish anyway).")
+        raise KeptColumnsRefusal(check.message() + " Nothing was published ([privacy] kept_columns = \"warn\" would publish anyway).")
     return check
 
 

@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from ppdp.engine.errors import PpdpError
+    from ppdp.engine.redact import redact_text
 
     try:
         code = COMMANDS[args.command](args)
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except PpdpError as exc:
-        print(f"ppdp: error: {exc}", file=sys.stderr)
+        print(f"ppdp: error: {redact_text(str(exc))}", file=sys.stderr)  # issue 28, item 2
         return 2
     except KeyboardInterrupt:
         print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
@@ -101,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     outcome = run_release(spec, database=args.db, progress=not args.no_progress)
     _print_run(outcome.run)
+    _print_access(outcome.run)
     print(f"published: {outcome.view} -> {outcome.table}")
     return 0
 
@@ -175,7 +177,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in runs:
         td = r.metrics.get("td")
         sup = r.metrics.get("suppressed")
-        tail = r.run_id if r.status == "succeeded" else (r.error or "")[:70]
+        tail = r.run_id if r.status == "succeeded" else _shown(r.error or "")[:70]
         print(f"{str(r.started_at)[:19]:<20} {r.release:<16} {r.version if r.version is not None else '-':>3} {r.status:<10} "
               f"{'' if td is None else f'{td:,.2f}':>14} {'' if sup is None else int(sup):>7} "
               f"{'yes' if r.solution.get('certified') else 'no':<5} {tail}")
@@ -216,19 +218,25 @@ def cmd_job(args: argparse.Namespace) -> int:
 
     if args.job_command == "register":
         name = jobs.register_job(args.db, args.spec, name=args.name)
-        print(f"registered job {name!r} in {args.db}")
+        print(f"registered job {name!r} in {_shown(args.db)}")
     elif args.job_command == "run":
         outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
         if outcome.run.status == "skipped":
             print(f"skipped: the source and the job are unchanged since run {(outcome.run.cross_version or {}).get('note', '')[-32:]}; "
                   f"current release {outcome.view} -> {outcome.table}")
+            _print_access(outcome.run)
         elif args.dry_run:
             for label, sql in (outcome.statements or {}).items():
                 print(f"-- {label}\n{sql};\n")
             _print_run(outcome.run)
-            print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
+            if outcome.run.solution.get("would_skip"):  # issue 28, item 6: say what the real run would do
+                print(f"dry run: the real run would be skipped ({outcome.run.solution['would_skip']}: the source and the job "
+                      "are unchanged); nothing was written but the run record")
+            else:
+                print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
         else:
             _print_run(outcome.run)
+            _print_access(outcome.run)
             ch = outcome.run.changes or {}
             if ch:
                 print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
@@ -266,7 +274,7 @@ def cmd_init(args: argparse.Namespace) -> int:
             catalog.ensure_schema(con)
     finally:
         con.close()
-    print(f"created schema _ppdp (jobs, runs, hierarchies, suppressed, row_ids, row_state) in {args.db}")
+    print(f"created schema _ppdp (jobs, runs, hierarchies, suppressed, row_ids, row_state) in {_shown(args.db)}")
     return 0
 
 
@@ -295,6 +303,27 @@ COMMANDS = {"warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": c
 
 
 # --- printing ------------------------------------------------------------------------------
+
+
+def _print_access(run) -> None:
+    """What the run changed in who may read the view (issue 28, items 7 and 19), when anything."""
+    a = (run.solution or {}).get("access") or {}
+    if not (a.get("added") or a.get("revoked_select") or a.get("revoked_usage")):
+        return
+    parts = [f"SELECT granted to {', '.join(a['added'])}"] if a.get("added") else []
+    if a.get("revoked_select"):
+        parts.append(f"SELECT on the view revoked from {', '.join(a['revoked_select'])} (not in [access] roles)")
+    if a.get("revoked_usage"):
+        parts.append(f"USAGE on the schema revoked from {', '.join(a['revoked_usage'])}")
+    tail = "; no new version (the content is unchanged)" if run.status == "skipped" else ""
+    print(f"  access         : {'; '.join(parts)}{tail}")
+
+
+def _shown(text: str) -> str:
+    """Text as printed: any URL password masked (runs recorded before issue 28 stored it)."""
+    from ppdp.engine.redact import redact_text
+
+    return redact_text(text)
 
 
 def _print_frame(frame) -> None:
@@ -327,7 +356,7 @@ def _print_run(run) -> None:
     for c in run.verification.get("checks", []):
         print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
     if run.error:
-        print(f"  error          : {run.error}")
+        print(f"  error          : {_shown(run.error)}")
 
 
 if __name__ == "__main__":  # pragma: no cover

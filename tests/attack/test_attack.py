@@ -40,6 +40,7 @@ from tests.attack.harness import (
     merge_kinds,
     postgres_backend,
     run_scenario,
+    run_share_file_scenario,
     sa_exposure,
     summarize_exposures,
     violation_table,
@@ -322,4 +323,33 @@ def test_random_sequence_postgres(seed, tmp_path, postgres_database):
     scenario, models = random_sequence(seed)
     report = _run(scenario, postgres_backend(postgres_database), models, tmp_path)
     assert_no_leak(report, seed)
+
+
+
+# --- issue 28, item 1: the share file ------------------------------------------------------------
+
+SHARE_ROWS = 1000
+
+
+def _share_file(backend, tmp_path: Path) -> None:
+    """A copy of the source (keys included) sits in the published schema beside the release; the
+    holder of the exported file finds the release's relations and no source key or row."""
+    method = GeneralizationRelease(tmp_path, list(K5), QIDS, SENSITIVE)
+    source = f"{backend.source_schema}.adult"
+    plant = [f"CREATE TABLE published.source_copy AS SELECT * FROM {source}",
+             f"CREATE VIEW published.source_view AS SELECT * FROM {source}"]
+    share = tmp_path / "share.duckdb"
+    versions, proc, findings = run_share_file_scenario(backend, method, adult_base(SHARE_ROWS), share, plant)
+    assert versions == [1, 2]
+    assert proc.returncode == 0 and share.exists(), proc.stderr
+    assert findings == [], findings
+
+
+def test_share_file_duckdb(tmp_path):
+    _share_file(duckdb_backend(tmp_path / "share_source.duckdb"), tmp_path)
+
+
+@pytest.mark.postgres
+def test_share_file_postgres(tmp_path, postgres_database):
+    _share_file(postgres_backend(postgres_database), tmp_path)
 

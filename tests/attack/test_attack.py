@@ -331,25 +331,29 @@ def test_random_sequence_postgres(seed, tmp_path, postgres_database):
 SHARE_ROWS = 1000
 
 
-def _share_file(backend, tmp_path: Path) -> None:
-    """A copy of the source (keys included) sits in the published schema beside the release; the
-    holder of the exported file finds the release's relations and no source key or row."""
+PLANTS = {"table": "CREATE TABLE published.source_copy AS SELECT * FROM {source}",
+          "view": "CREATE VIEW published.source_view AS SELECT * FROM {source}"}
+
+
+def _share_file(backend, tmp_path: Path, plant: str) -> None:
+    """A copy of the source (keys included), or a view on it, sits in the published schema beside
+    the release; the holder of the exported file finds the release's relations and no source key
+    or row."""
     method = GeneralizationRelease(tmp_path, list(K5), QIDS, SENSITIVE)
-    source = f"{backend.source_schema}.adult"
-    plant = [f"CREATE TABLE published.source_copy AS SELECT * FROM {source}",
-             f"CREATE VIEW published.source_view AS SELECT * FROM {source}"]
     share = tmp_path / "share.duckdb"
-    versions, proc, findings = run_share_file_scenario(backend, method, adult_base(SHARE_ROWS), share, plant)
+    statement = PLANTS[plant].format(source=f"{backend.source_schema}.adult")
+    versions, proc, findings = run_share_file_scenario(backend, method, adult_base(SHARE_ROWS), share, [statement])
     assert versions == [1, 2]
-    assert proc.returncode == 0 and share.exists(), proc.stderr
     assert findings == [], findings
+    assert proc.returncode == 0 and share.exists(), proc.stderr
 
 
-def test_share_file_duckdb(tmp_path):
-    _share_file(duckdb_backend(tmp_path / "share_source.duckdb"), tmp_path)
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_share_file_duckdb(tmp_path, plant):
+    _share_file(duckdb_backend(tmp_path / "share_source.duckdb"), tmp_path, plant)
 
 
 @pytest.mark.postgres
-def test_share_file_postgres(tmp_path, postgres_database):
-    _share_file(postgres_backend(postgres_database), tmp_path)
-
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_share_file_postgres(tmp_path, postgres_database, plant):
+    _share_file(postgres_backend(postgres_database), tmp_path, plant)

@@ -310,9 +310,9 @@ def _print_access(run) -> None:
     a = (run.solution or {}).get("access") or {}
     if not (a.get("added") or a.get("revoked_select") or a.get("revoked_usage")):
         return
-    parts = [f"SELECT granted to {', '.join(a['added'])}"] if a.get("added") else []
+    parts = [f"read access (SELECT) granted to {', '.join(a['added'])}"] if a.get("added") else []
     if a.get("revoked_select"):
-        parts.append(f"SELECT on the view revoked from {', '.join(a['revoked_select'])} (not in [access] roles)")
+        parts.append(f"read access (SELECT) on the view revoked from {', '.join(a['revoked_select'])} (not in [access] roles)")
     if a.get("revoked_usage"):
         parts.append(f"USAGE on the schema revoked from {', '.join(a['revoked_usage'])}")
     tail = "; no new version (the content is unchanged)" if run.status == "skipped" else ""

@@ -42,13 +42,16 @@ def published_figures(con: Connector, table: str, qids: list[str], hierarchies: 
         return out  # the candidate was published as it is
     out["candidate"] = {k: metrics[k] for k in CANDIDATE_FIGURES if k in metrics}
     out.pop("workload_error", None)
+    wants_td = "td" in metrics and levels is not None
+    if "class_sizes" not in metrics and not wants_td:
+        return out  # a method without class figures (heterogeneous: its own GCP / SIL, per record)
     counts = con.query(F.class_counts(table, qids, con.dialect))
     sizes = np.asarray(counts["n"].to_list(), dtype=np.int64)
     if "class_sizes" in metrics:
         out["class_sizes"] = ({"classes": 0, "min": 0, "median": 0, "mean": 0, "max": 0} if sizes.size == 0 else
                               {"classes": int(sizes.size), "min": int(sizes.min()), "median": float(np.median(sizes)),
                                "mean": float(sizes.mean()), "max": int(sizes.max())})
-    if "td" in metrics and levels is not None:
+    if wants_td and levels is not None:
         td = 0.0
         for q, h in zip(qids, hierarchies, strict=True):
             level = int(levels[q])

@@ -236,3 +236,15 @@ def test_a_step_that_holds_nothing_back_leaves_no_reverts_table(source, tmp_path
     left = query(source, "SELECT table_name FROM information_schema.tables WHERE table_schema = '_ppdp' "
                          "AND (table_name LIKE 'reverts%' OR table_name LIKE 'prefix%' OR table_name LIKE 'sig%')")
     assert left == []
+
+
+# --- item 2 without a server: a password given as a URL option is masked too -----------------------
+
+
+@pytest.mark.parametrize("url", ["postgresql://someone@127.0.0.1:1/db?password=Hush-{tag}",
+                                 "postgresql://someone:Hush-{tag}@127.0.0.1:1/db"])
+def test_a_url_password_is_masked_in_the_error(tmp_path, url):
+    """Nothing listens on port 1: the connection error names the URL, with its password masked."""
+    secret_url = url.format(tag=os.getpid())
+    line = one_line_error(ppdp("runs", "--db", secret_url))
+    assert f"Hush-{os.getpid()}" not in line and "***" in line, line

@@ -293,7 +293,7 @@ class PostgresConnector:
             self.con = pg_dbapi.connect(libpq_url, autocommit=True)
         except adbc_driver_manager.Error as exc:
             raise ConnectorError(
-                f"Cannot connect to PostgreSQL at {redact(url)}: {server_message(exc)} "
+                f"Cannot connect to PostgreSQL at {redact(url)}: {' '.join(server_message(exc).split())} "  # one line
                 "Hint: check host, port, database and credentials in the URL."
             ) from None
         self.cur = self.con.cursor()

@@ -102,6 +102,7 @@ def stored_text(url: str) -> str:
 # --- item 2: a password in the URL is used, never stored or printed ------------------------------
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_a_password_in_the_url_is_stored_and_printed_nowhere(warehouse, tmp_path):
     w = warehouse
     outputs = [ok(ppdp("run", str(spec_file(tmp_path, w.password_url)), "--no-progress")),
@@ -211,6 +212,7 @@ def test_changing_only_the_reader_roles_changes_grants_not_versions(source_db, r
         drop_owned(source_db, roles)
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_a_revoked_grant_is_said_and_versions_and_delta_stay_with_the_owner(source_db, roles, tmp_path):
     """README (Portable SQL and access): the view's SELECT is exactly [access] roles, so a run
     revokes SELECT a DBA granted on the view to another role, and says so; __vN and __delta are
@@ -239,6 +241,7 @@ def test_a_revoked_grant_is_said_and_versions_and_delta_stay_with_the_owner(sour
 # --- item 14: no empty _ppdp.reverts_<run_id> ----------------------------------------------------
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_a_step_that_holds_nothing_back_leaves_no_private_scratch_table(source_db, tmp_path):
     spec = spec_file(tmp_path, source_db)
     ok(ppdp("run", str(spec), "--no-progress"))

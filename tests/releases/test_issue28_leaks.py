@@ -173,6 +173,7 @@ def test_a_missing_duckdb_file_is_refused_and_not_created(tmp_path, command):
 # --- item 4: the figures describe the published version ------------------------------------------
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_figures_describe_the_version_published_after_a_step_held_back(source, tmp_path):
     """Two copies of a row arrive (fewer than k): both are withheld and v2 has v1's rows. TD of
     v2 must be v1's, and released - delayed deletions + suppressed + withheld = source rows."""
@@ -198,6 +199,7 @@ def test_figures_describe_the_version_published_after_a_step_held_back(source, t
 # --- item 5: the run key is the database's identity, not its spelling ----------------------------
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_the_same_job_from_another_directory_is_skipped(source, tmp_path):
     spec = spec_for(tmp_path, source)
     here = source.parent
@@ -211,6 +213,7 @@ def test_the_same_job_from_another_directory_is_skipped(source, tmp_path):
 # --- item 6: a dry run says what the real run would do -------------------------------------------
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_a_dry_run_of_an_unchanged_job_says_it_would_be_skipped(source, tmp_path):
     spec = spec_for(tmp_path, source)
     ok(ppdp("job", "register", str(spec), "--db", f"duckdb://{source}"))
@@ -224,6 +227,7 @@ def test_a_dry_run_of_an_unchanged_job_says_it_would_be_skipped(source, tmp_path
 # --- item 14: no empty private table is left behind ----------------------------------------------
 
 
+@pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_a_step_that_holds_nothing_back_leaves_no_reverts_table(source, tmp_path):
     spec = spec_for(tmp_path, source)
     ok(ppdp("job", "register", str(spec), "--db", f"duckdb://{source}"))

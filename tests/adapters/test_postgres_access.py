@@ -92,6 +92,6 @@ def test_duckdb_has_no_roles(tmp_path):
     try:
         with pytest.raises(SpecError, match="needs a database with roles"):
             missing_roles(con, ("a",))
-        assert apply_access(con, "main", "v", ()) == {"granted": [], "revoked_select": [], "revoked_usage": []}
+        assert apply_access(con, "main", "v", ()) == {"granted": [], "added": [], "revoked_select": [], "revoked_usage": []}
     finally:
         con.close()

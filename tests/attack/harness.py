@@ -62,6 +62,13 @@ candidate set uses everything the attacker knows, the deletion included). A chan
 row was never published while they were in the source (an insertion held back) is counted as
 unmeasured. ``summarize_exposures`` gives mean and worst per change kind.
 
+Share file (issue 28, item 1): an attacker who is handed the file ``ppdp export`` wrote holds
+whatever that file holds. ``share_file_findings`` reads every column of every relation in it
+and reports any that carries source keys, any relation that is not one of the release's
+(``<name>``, ``<name>__v<N>``, ``<name>__delta``), and any row that repeats a whole source row
+(key included); ``run_share_file_scenario`` publishes two versions into a schema that also holds
+a copy of the source (a DBA's, say), exports that schema through the CLI and returns the findings.
+
 A violation is (scenario, step, target, version, model, measured value). The harness also checks
 that applying version N's ``__delta`` rows to V(N-1) gives VN exactly (multiset over all columns).
 
@@ -75,6 +82,8 @@ from __future__ import annotations
 
 import math
 import random
+import re
+import subprocess
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -729,3 +738,60 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
         report.exposures += sa_exposure(obs, known, row_ids, kinds | {k: UNCHANGED for k in sample}, matches,
                                         category=category, scenario=scenario.name, step=step, masks=masks)
     return report
+
+
+# --- share files (issue 28, item 1) ----------------------------------------------------------
+
+
+def share_file_findings(share: Path, source: pl.DataFrame, release_name: str) -> list[str]:
+    """What the holder of a share file learns of the source: columns carrying source keys (more
+    than chance: any shared value beyond a tenth of the keys), relations that are not the
+    release's, rows equal to a whole source row. Empty: nothing."""
+    import duckdb
+
+    keys = {str(k) for k in source[KEY].to_list()}
+    rows = {tuple(str(v) for v in r) for r in source.rows()}
+    allowed = re.compile(rf"{re.escape(release_name)}(__v[0-9]+|__delta)?")
+    found: list[str] = []
+    con = duckdb.connect(str(share), read_only=True)
+    try:
+        for schema, table in con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall():
+            if not allowed.fullmatch(table):
+                found.append(f"{schema}.{table}: not a relation of release {release_name!r}")
+            frame = con.sql(f'SELECT * FROM "{schema}"."{table}"').pl()
+            for col in frame.columns:
+                hits = keys & {str(v) for v in frame[col].unique().to_list()}
+                if len(hits) > len(keys) // 10:
+                    found.append(f"{schema}.{table}.{col}: {len(hits)} source keys")
+            if set(source.columns) <= set(frame.columns):
+                same = sum(1 for r in frame.select(source.columns).rows() if tuple(str(v) for v in r) in rows)
+                if same:
+                    found.append(f"{schema}.{table}: {same} whole source rows")
+    finally:
+        con.close()
+    return found
+
+
+def run_share_file_scenario(backend: Backend, method: ReleaseMethod, base: pl.DataFrame, share: Path,
+                            plant: Sequence[str]) -> tuple[list[int | None], subprocess.CompletedProcess, list[str]]:
+    """Load ``base``, publish v1, add rows, publish v2 (so a delta exists), run the ``plant``
+    statements (a copy of the source put into the published schema), then ``ppdp export`` the
+    published schema into ``share`` through the CLI under test. Returns the published versions,
+    the export's process and what the share file gives away (after a failed export: nothing to
+    read, the caller looks at the process)."""
+    from tests.support.cli_under_test import ppdp
+
+    load_source(backend, base)
+    versions = [method.publish(backend)]
+    newcomers = base.head(5).with_columns(pl.col(KEY) + 10_000_000)
+    apply_change(backend, dict(base.schema), SourceChange(inserts=tuple(newcomers.rows(named=True))))
+    versions.append(method.publish(backend))
+    con = backend.connect()
+    try:
+        for sql in plant:
+            con.execute(sql)
+    finally:
+        con.close()
+    proc = ppdp("export", str(share), "--db", backend.url, "--schema", method.output_schema)
+    current = pl.concat([base, newcomers])
+    return versions, proc, share_file_findings(share, current, method.output_name) if share.exists() else []

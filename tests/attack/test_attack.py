@@ -44,6 +44,7 @@ from tests.attack.harness import (
     read_published,
     read_row_ids,
     run_scenario,
+    run_share_file_scenario,
     sa_exposure,
     summarize_exposures,
     violation_table,
@@ -442,3 +443,36 @@ def test_item21_heterogeneous_lone_step_duckdb(name, tmp_path):
 @pytest.mark.parametrize("name", ITEM21)
 def test_item21_heterogeneous_lone_step_postgres(name, tmp_path, postgres_database):
     _item21(name, postgres_backend(postgres_database), tmp_path)
+
+
+# --- issue 28, item 1: the share file ------------------------------------------------------------
+
+SHARE_ROWS = 1000
+
+
+PLANTS = {"table": "CREATE TABLE published.source_copy AS SELECT * FROM {source}",
+          "view": "CREATE VIEW published.source_view AS SELECT * FROM {source}"}
+
+
+def _share_file(backend, tmp_path: Path, plant: str) -> None:
+    """A copy of the source (keys included), or a view on it, sits in the published schema beside
+    the release; the holder of the exported file finds the release's relations and no source key
+    or row."""
+    method = GeneralizationRelease(tmp_path, list(K5), QIDS, SENSITIVE)
+    share = tmp_path / "share.duckdb"
+    statement = PLANTS[plant].format(source=f"{backend.source_schema}.adult")
+    versions, proc, findings = run_share_file_scenario(backend, method, adult_base(SHARE_ROWS), share, [statement])
+    assert versions == [1, 2]
+    assert findings == [], findings
+    assert proc.returncode == 0 and share.exists(), proc.stderr
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_share_file_duckdb(tmp_path, plant):
+    _share_file(duckdb_backend(tmp_path / "share_source.duckdb"), tmp_path, plant)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_share_file_postgres(tmp_path, postgres_database, plant):
+    _share_file(postgres_backend(postgres_database), tmp_path, plant)

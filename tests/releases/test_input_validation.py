@@ -104,6 +104,21 @@ def published_db(tmp_path) -> Path:
     con.execute("CREATE TABLE _ppdp.suppressed AS SELECT 'secret' AS key")
     con.execute("CREATE TABLE main.source AS SELECT 'raw' AS x")
     con.close()
+    # ppdp's record that it published r v1 (export copies what the record names, issue 28)
+    import datetime
+
+    from ppdp.connectors import connect
+    from ppdp.engine import catalog
+
+    now = datetime.datetime(2026, 1, 1)
+    pc = connect(f"duckdb://{db}")
+    try:
+        catalog.ensure_schema(pc)
+        catalog.release_salt(pc, catalog.release_id("published", "r"), "published", "r")
+        catalog.insert_run(pc, catalog.RunRecord("run1", catalog.release_id("published", "r"), 1, "succeeded", now, now, 1,
+                                                 {}, {}, {}, {}, None))
+    finally:
+        pc.close()
     return db
 
 
@@ -136,7 +151,9 @@ def test_export_copies_the_published_relations_only(published_db, tmp_path):
     assert schemas == {"published"}
 
 
-def test_export_refuses_a_view_reading_outside_its_schema(published_db, tmp_path):
+def test_export_leaves_out_a_view_reading_outside_its_schema(published_db, tmp_path):
+    """A view that is not ppdp's (here: over the source) stays behind; the release is exported
+    (issue 28, item 1: export copies what ppdp published, whatever else the schema holds)."""
     from ppdp.connectors import connect
     from ppdp.engine.export import export_schema
 
@@ -146,11 +163,14 @@ def test_export_refuses_a_view_reading_outside_its_schema(published_db, tmp_path
     out = tmp_path / "share.duckdb"
     con = connect(f"duckdb://{published_db}")
     try:
-        with pytest.raises(SpecError, match=r"View published.leak reads relations outside schema 'published'"):
-            export_schema(con, "published", str(out))
+        copied = export_schema(con, "published", str(out))
     finally:
         con.close()
-    assert not out.exists()
+    assert sorted(copied) == ["published.r (view)", "published.r__v1"]
+    share = duckdb.connect(str(out), read_only=True)
+    names = {r[0] for r in share.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    share.close()
+    assert names == {"r", "r__v1"}
 
 
 # --- finding 5: every source column must be declared -----------------------------------------

@@ -60,6 +60,11 @@ class Connector(Protocol):
 
     def unlock(self, name: str) -> None: ...
 
+    def identity(self) -> str:
+        """Which database this is, however its URL was spelled (an embedded file's resolved path,
+        a server's system identifier and database name): part of the run key (issue 28, item 5)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -69,18 +74,21 @@ class Connector(Protocol):
 CONNECTORS: Registry[type] = Registry("database connector", entry_point_group="ppdp.connectors")
 
 
-def connect(url: str, *, read_only: bool = False) -> Connector:
+def connect(url: str, *, read_only: bool = False, create: bool = True) -> Connector:
     """Open the database ``url`` names; the scheme picks the connector (a bare path: DuckDB).
 
     ``read_only`` (``ppdp show``, ``verify``, ``runs``, ``certificate``): nothing can be written,
     and a DuckDB file that does not exist is a ConnectorError instead of a new empty file.
+    ``create=False`` (a release, a job): the database must exist already; an embedded database
+    is not created by opening it (issue 28, item 13: a mistyped path left an empty file behind).
+    Server databases are never created by connecting, whatever ``create`` says.
     """
     scheme, sep, _ = url.partition("://")
     try:
         connector = CONNECTORS.get(scheme if sep else "duckdb")
     except UnavailableError as exc:
         raise ConnectorError(str(exc)) from None
-    return connector(url, read_only=read_only)
+    return connector(url, read_only=read_only, create=create)
 
 
 def iter_batches(frame: pl.DataFrame, size: int) -> Iterator[pl.DataFrame]:

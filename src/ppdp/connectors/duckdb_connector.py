@@ -31,13 +31,17 @@ class DuckDBConnector:
     capabilities = frozenset({TRANSACTIONAL_DDL})
     max_identifier_length = 1 << 20  # DuckDB does not truncate names
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, create: bool = True) -> None:
         self.url = url
         self.path = duckdb_path(url)
         self.read_only = read_only and self.path != ":memory:"
-        if self.read_only and not Path(self.path).exists():
-            raise ConnectorError(f"DuckDB database {self.path!r} does not exist. "
-                                 "Hint: check the path (read-only commands never create a database).")
+        if self.path != ":memory:" and not Path(self.path).exists():
+            if self.read_only:
+                raise ConnectorError(f"DuckDB database {self.path!r} does not exist. "
+                                     "Hint: check the path (read-only commands never create a database).")
+            if not create:
+                raise ConnectorError(f"DuckDB database {self.path!r} does not exist. "
+                                     "Hint: check source.database or --db (a release never creates a database).")
         # URL options: duckdb:///x.db?memory_limit=3GB&threads=2
         options: dict[str, str | bool | int | float | list[str]] = {
             name: value for name, value in (p.split("=", 1) for p in url.partition("?")[2].split("&") if "=" in p)}
@@ -124,6 +128,10 @@ class DuckDBConnector:
 
     def unlock(self, name: str) -> None:
         return None
+
+    def identity(self) -> str:
+        """The file's resolved absolute path (symlinks and ``..`` followed), not the URL's spelling."""
+        return "duckdb:" + (":memory:" if self.path == ":memory:" else str(Path(self.path).resolve()))
 
     def close(self) -> None:
         if not self._borrowed:

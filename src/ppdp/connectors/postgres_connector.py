@@ -60,6 +60,7 @@ from ppdp.connectors.base import (
     TRANSACTIONAL_DDL,
 )
 from ppdp.engine.errors import ConnectorError
+from ppdp.engine.redact import redact_url
 from ppdp.sql.quoting import quote_table
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
@@ -222,12 +223,8 @@ def split_session_options(url: str) -> tuple[str, dict[str, str]]:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    """``url`` with any password (user-info or ``?password=``) replaced by ``***`` (engine/redact.py)."""
+    return redact_url(url)
 
 
 def server_message(exc: Exception) -> str:
@@ -284,8 +281,8 @@ class PostgresConnector:
     capabilities = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS})
     max_identifier_length = 63  # NAMEDATALEN - 1 bytes; the server's own value replaces it on connect
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
-        self.url = url
+    def __init__(self, url: str, *, read_only: bool = False, create: bool = True) -> None:
+        self.url = redact(url)  # for messages; the password is used below to connect and kept nowhere (issue 28, item 2)
         self.read_only = read_only
         self.statements: list[str] = []
         self.bytes_in = 0  # Arrow bytes of query results
@@ -298,7 +295,7 @@ class PostgresConnector:
             self.con = pg_dbapi.connect(libpq_url, autocommit=True)
         except adbc_driver_manager.Error as exc:
             raise ConnectorError(
-                f"Cannot connect to PostgreSQL at {redact(url)}: {server_message(exc)} "
+                f"Cannot connect to PostgreSQL at {redact(url)}: {' '.join(server_message(exc).split())} "  # one line
                 "Hint: check host, port, database and credentials in the URL."
             ) from None
         self.cur = self.con.cursor()
@@ -406,6 +403,18 @@ class PostgresConnector:
 
     def unlock(self, name: str) -> None:
         self.query("SELECT pg_advisory_unlock(?) AS ok", [lock_key(name)])
+
+    def identity(self) -> str:
+        """The cluster's system identifier (pg_control_system) and the database name; the server's
+        address and port stand in where the function is not granted to the connecting role. Runs
+        outside any transaction (identify), so a refused probe poisons nothing."""
+        name = str(self.query("SELECT CAST(current_database() AS VARCHAR) AS d")["d"][0])
+        try:
+            system = str(self.query("SELECT CAST(system_identifier AS VARCHAR) AS s FROM pg_control_system()")["s"][0])
+        except ConnectorError:
+            row = self.query("SELECT CAST(inet_server_addr() AS VARCHAR) AS a, inet_server_port() AS p").row(0)
+            system = f"{row[0]}:{row[1]}"
+        return f"postgres:{system}/{name}"
 
     def close(self) -> None:
         if self.con is None:

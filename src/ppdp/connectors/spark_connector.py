@@ -166,7 +166,7 @@ class SparkConnector:
     capabilities: frozenset[str] = frozenset()  # see the module docstring: no transactions, locks, roles
     max_identifier_length = 1 << 20  # Spark does not truncate names
 
-    def __init__(self, url: str, *, read_only: bool = False, session: SparkSession | None = None) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, create: bool = True, session: SparkSession | None = None) -> None:
         self.url = url
         self.read_only = read_only
         self.statements: list[str] = []
@@ -278,6 +278,11 @@ class SparkConnector:
         if fd is not None:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def identity(self) -> str:
+        """The session's warehouse location and catalog implementation (where its tables live)."""
+        conf = self.session.conf
+        return f"spark:{conf.get('spark.sql.warehouse.dir', '')}|{conf.get('spark.sql.catalogImplementation', '')}"
 
     def close(self) -> None:
         """Release this connector's locks. The session stays: it is the process's, shared by

@@ -30,7 +30,7 @@ def apply_access(con: Connector, schema: str, view: str, roles: tuple[str, ...])
     if ROLES not in con.capabilities:
         if roles:
             raise SpecError(f"access.roles needs a database with roles; {con.dialect} has none. Hint: share with 'ppdp export'.")
-        return {"granted": [], "revoked_select": [], "revoked_usage": []}
+        return {"granted": [], "added": [], "revoked_select": [], "revoked_usage": []}
     missing = missing_roles(con, roles)
     if missing:
         raise SpecError(f"access.roles names role(s) that do not exist: {', '.join(missing)}. Hint: CREATE ROLE them or fix [access] roles.")
@@ -53,4 +53,5 @@ def apply_access(con: Connector, schema: str, view: str, roles: tuple[str, ...])
     usage = sorted(r for r in set(recorded) - set(roles) if r not in still and r not in untouchable)
     for role in usage:
         con.execute(A.revoke_usage(schema, role, d))
-    return {"granted": list(roles), "revoked_select": revoke, "revoked_usage": usage}
+    added = [r for r in roles if r not in set(recorded)]  # what this call changed, with the revokes
+    return {"granted": list(roles), "added": added, "revoked_select": revoke, "revoked_usage": usage}

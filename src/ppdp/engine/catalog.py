@@ -21,6 +21,7 @@ import polars as pl
 
 from ppdp.connectors.base import Connector
 from ppdp.engine.errors import SpecError
+from ppdp.engine.redact import redact_text, redact_value
 from ppdp.sql import catalog as C
 from ppdp.sql.quoting import quote_table
 
@@ -111,9 +112,10 @@ def resolve_release(con: Connector, name: str) -> str:
 
 
 def _row(rec: RunRecord) -> list[Any]:
+    """The stored row; the spec and the error never hold a URL's password (issue 28, item 2)."""
     return [rec.run_id, rec.release, rec.version, rec.status, rec.started_at, rec.finished_at, rec.source_rows,
-            json.dumps(rec.spec, default=str), json.dumps(rec.solution, default=str), json.dumps(rec.metrics, default=str),
-            json.dumps(rec.verification, default=str), rec.error, rec.job, rec.run_key, rec.source_fingerprint,
+            json.dumps(redact_value(rec.spec), default=str), json.dumps(rec.solution, default=str), json.dumps(rec.metrics, default=str),
+            json.dumps(rec.verification, default=str), None if rec.error is None else redact_text(rec.error), rec.job, rec.run_key, rec.source_fingerprint,
             json.dumps(rec.changes or {}, default=str), json.dumps(rec.cross_version or {}, default=str)]
 
 

@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from ppdp.engine.errors import PpdpError
     from ppdp.engine.outcome import ExitCode, exit_code_of, result_of_error
+    from ppdp.engine.redact import redact_text
 
     # --json: the one JSON object goes to the real stdout (args.json_out), every other print of
     # the command to stderr, so that an orchestrator can parse stdout whole.
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PpdpError, KeyboardInterrupt, Exception) as exc:
         code = exit_code_of(exc)
         if isinstance(exc, PpdpError):
-            print(f"ppdp: error: {exc}", file=sys.stderr)
+            print(f"ppdp: error: {redact_text(str(exc))}", file=sys.stderr)  # issue 28, item 2
         elif code == ExitCode.INTERRUPTED:
             print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
         else:  # a bug: the traceback, and a code no expected outcome uses
@@ -192,6 +193,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     outcome = run_release(spec, database=args.db, progress=not args.no_progress)
     _print_run(outcome.run)
     print(f"{'skipped (nothing changed)' if outcome.run.status == 'skipped' else 'published'}: {outcome.view} -> {outcome.table}")
+    _print_access(outcome.run)
     result = result_of_outcome(outcome)
     return _emit(args, result) if args.json else int(result.exit_code)
 
@@ -270,7 +272,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in runs:
         td = r.metrics.get("td")
         sup = r.metrics.get("suppressed")
-        tail = r.run_id if r.status == "succeeded" else (r.error or "")[:70]
+        tail = r.run_id if r.status == "succeeded" else _shown(r.error or "")[:70]
         print(f"{str(r.started_at)[:19]:<20} {r.release:<16} {r.version if r.version is not None else '-':>3} {r.status:<10} "
               f"{'' if td is None else f'{td:,.2f}':>14} {'' if sup is None else int(sup):>7} "
               f"{'yes' if r.solution.get('certified') else 'no':<5} {tail}")
@@ -324,7 +326,7 @@ def cmd_job(args: argparse.Namespace) -> int:
 
     if args.job_command == "register":
         name = jobs.register_job(args.db, args.spec, name=args.name)
-        print(f"registered job {name!r} in {args.db}")
+        print(f"registered job {name!r} in {_shown(args.db)}")
     elif args.job_command == "run":
         from ppdp.engine.outcome import result_of_outcome
 
@@ -333,13 +335,19 @@ def cmd_job(args: argparse.Namespace) -> int:
         if outcome.run.status == "skipped":
             print(f"skipped: the source and the job are unchanged since run {(outcome.run.cross_version or {}).get('note', '')[-32:]}; "
                   f"current release {outcome.view} -> {outcome.table}")
+            _print_access(outcome.run)
         elif args.dry_run:
             for label, sql in (outcome.statements or {}).items():
                 print(f"-- {label}\n{sql};\n")
             _print_run(outcome.run)
-            print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
+            if outcome.run.solution.get("would_skip"):  # issue 28, item 6: say what the real run would do
+                print(f"dry run: the real run would be skipped ({outcome.run.solution['would_skip']}: the source and the job "
+                      "are unchanged); nothing was written but the run record")
+            else:
+                print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
         else:
             _print_run(outcome.run)
+            _print_access(outcome.run)
             ch = outcome.run.changes or {}
             if ch:
                 print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
@@ -381,7 +389,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         ensure_requests(con)
     finally:
         con.close()
-    print(f"created schema _ppdp (jobs, runs, requests, hierarchies, suppressed, row_ids, row_state) in {args.db}")
+    print(f"created schema _ppdp (jobs, runs, requests, hierarchies, suppressed, row_ids, row_state) in {_shown(args.db)}")
     return 0
 
 
@@ -446,6 +454,27 @@ COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "dem
 # --- printing ------------------------------------------------------------------------------
 
 
+def _print_access(run) -> None:
+    """What the run changed in who may read the view (issue 28, items 7 and 19), when anything."""
+    a = (run.solution or {}).get("access") or {}
+    if not (a.get("added") or a.get("revoked_select") or a.get("revoked_usage")):
+        return
+    parts = [f"read access (SELECT) granted to {', '.join(a['added'])}"] if a.get("added") else []
+    if a.get("revoked_select"):
+        parts.append(f"read access (SELECT) on the view revoked from {', '.join(a['revoked_select'])} (not in [access] roles)")
+    if a.get("revoked_usage"):
+        parts.append(f"USAGE on the schema revoked from {', '.join(a['revoked_usage'])}")
+    tail = "; no new version (the content is unchanged)" if run.status == "skipped" else ""
+    print(f"  access         : {'; '.join(parts)}{tail}")
+
+
+def _shown(text: str) -> str:
+    """Text as printed: any URL password masked (runs recorded before issue 28 stored it)."""
+    from ppdp.engine.redact import redact_text
+
+    return redact_text(text)
+
+
 def _print_frame(frame) -> None:
     import polars as pl
 
@@ -488,7 +517,7 @@ def _print_run(run) -> None:
         if kept.get("message"):
             print(f"  WARNING        : {kept['message']}")
     if run.error:
-        print(f"  error          : {run.error}")
+        print(f"  error          : {_shown(run.error)}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
 from ppdp.engine.methods import method_of
+from ppdp.engine.placement import may_create_database
 from ppdp.engine.release import ReleaseOutcome, run_release
 from ppdp.engine.spec import load_spec, spec_from_dict
 from ppdp.sql import catalog as catalog_sql
@@ -45,7 +46,7 @@ def register_job(db: str, spec_path: str | Path, *, name: str | None = None) -> 
     method_of(spec)  # the spec names a release method (the spec module does not know them)
     raw = _absolute_hierarchies(spec.raw, Path(spec.base_dir))
     job = name or spec.output_name
-    con = connect(db)
+    con = connect(db, create=may_create_database(spec))
     try:
         with con.transaction():
             catalog.ensure_schema(con)
@@ -71,7 +72,7 @@ def load_job(con: Connector, name: str) -> dict[str, Any]:
 
 def run_job(db: str, name: str, *, dry_run: bool = False, progress: bool = True, on_phase=None) -> ReleaseOutcome:
     """Run a stored job against the database that stores it (``on_phase``: see run_release)."""
-    con = connect(db)
+    con = connect(db, create=False)
     try:
         job = load_job(con, name)
     finally:

@@ -30,6 +30,7 @@ from ppdp.engine.catalog import RunRecord
 from ppdp.engine.errors import PpdpError, RunInProgress, SpecError
 from ppdp.engine.methods import ReleaseMethod, ReleasePlan, method_of
 from ppdp.engine.models import check_not_empty
+from ppdp.engine.placement import may_create_database
 from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages import (
     access,
@@ -88,7 +89,8 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     (dbt's) instead of opening the spec's database.
     """
     method = method_of(spec)
-    con = connector if connector is not None else connect(database_url(spec, database))
+    con = (connector if connector is not None
+           else connect(database_url(spec, database), create=may_create_database(spec)))  # issue 28, item 13
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
     try:
@@ -144,7 +146,10 @@ def _dry_run(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
 
 
 def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
-    rec = record.record_skipped(ctx, prep)
+    # issue 28, item 7: [access] is not in the run key, so a change of reader roles alone is
+    # applied here, to the current version's view, without publishing a copy of it
+    with ctx.con.transaction():
+        rec = record.record_skipped(ctx, prep, access.grant(ctx))
     spec, version = ctx.spec, rec.version
     table = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", ctx.dialect)
     return ReleaseOutcome(rec, None, table, quote_table(spec.output_schema, spec.output_name, ctx.dialect))

@@ -1,31 +1,40 @@
-"""SQL of ``ppdp export`` (DuckDB only): list a schema's relations, copy them into a new file."""
+"""SQL of ``ppdp export``: which relations of a schema ppdp published, and the share file's DDL.
+
+The list of relations comes from ppdp's own record (``_ppdp.releases`` and the succeeded runs of
+``_ppdp.runs``), never from the schema's catalog: a schema may hold anything else (issue 28,
+item 1: the source table with its keys), and only what ppdp published may leave in a share file.
+"""
 
 from __future__ import annotations
 
+from ppdp.sql.catalog import private
 from ppdp.sql.quoting import quote_ident, quote_table
 
 EXPORT_FRAME = "__ppdp_export"  # name a copied table's rows are registered under in the target
 
 
-def schema_relations_query() -> str:
-    """Tables and views of one schema (bind the schema name), tables first."""
-    return ("SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = ? "
-            "ORDER BY table_type, table_name")
+def published_versions_query(d: str = "duckdb") -> str:
+    """(output_name, version) of every version ppdp published into one schema (bind the schema)."""
+    return (f"SELECT r.output_name AS name, u.version AS version FROM {private('releases', d)} AS r "
+            f"JOIN {private('runs', d)} AS u ON u.release = r.release "
+            "WHERE r.output_schema = ? AND u.status = 'succeeded' AND u.version IS NOT NULL "
+            "GROUP BY r.output_name, u.version ORDER BY 1, 2")
 
 
-def schema_views_query() -> str:
-    """DuckDB's stored definitions of the user views of one schema (bind the schema name)."""
-    return "SELECT view_name, sql FROM duckdb_views() WHERE schema_name = ? AND NOT internal"
-
-
-def select_all(schema: str, name: str) -> str:
-    return f"SELECT * FROM {quote_table(schema, name)}"
+def select_all(schema: str, name: str, d: str = "duckdb") -> str:
+    return f"SELECT * FROM {quote_table(schema, name, d)}"
 
 
 def create_schema(schema: str) -> str:
-    return f"CREATE SCHEMA {quote_ident(schema)}"
+    """In the share file (DuckDB); ``main`` exists in every DuckDB file already."""
+    return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}"
 
 
 def create_table_from_frame(schema: str, name: str) -> str:
     """Create ``schema.name`` from the frame registered as EXPORT_FRAME."""
     return f"CREATE TABLE {quote_table(schema, name)} AS SELECT * FROM {EXPORT_FRAME}"
+
+
+def create_view(schema: str, view: str, table: str) -> str:
+    """The release's view over its current version, as ppdp defines it (sql/publish.create_view)."""
+    return f"CREATE VIEW {quote_table(schema, view)} AS SELECT * FROM {quote_table(schema, table)}"

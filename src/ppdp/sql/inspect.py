@@ -27,3 +27,24 @@ def scanned_table(query: str, dialect: str = "duckdb") -> tuple[str | None, str]
         return None
     table = source.this
     return (table.db or None, table.name)
+
+
+def query_schemas(query: str, dialect: str, default_schema: str) -> set[str]:
+    """The schemas of the tables a source.query reads (``default_schema`` for unqualified names).
+
+    Parsed with sqlglot, never pasted; CTE names are not tables. Table functions such as
+    ``read_csv(...)`` have no schema and are not counted."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(query, read=dialect)
+    except sqlglot.errors.ParseError:
+        return set()  # the source check reports the bad SQL in its own words
+    ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    out = set()
+    for table in tree.find_all(exp.Table):
+        if not table.name or (not table.db and table.name in ctes) or isinstance(table.this, exp.Func):
+            continue
+        out.add(table.db or default_schema)
+    return out

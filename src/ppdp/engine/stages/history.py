@@ -150,6 +150,8 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     size = con.query(H.class_count(sig)).row(0, named=True)
     con.execute(C.drop_private(prefix_name, d))
     con.execute(C.drop_private(sig_name, d))
+    if not actions:  # nothing held back: publish never reads (nor drops) it (issue 28, item 14)
+        con.execute(C.drop_private(name, d))
     record = {"versions_checked": len(versions), "passed": True, "history_classes": int(size["classes"]),
               "rows_ever_published": int(size["rows_ever"]), "smallest_history_class": int(size["smallest"] or 0),
               "held_back": {"inserts_withheld": counts["withhold"], "deletes_delayed": counts["carry"], "changes_delayed": counts["keep"]}}

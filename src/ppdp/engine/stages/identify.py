@@ -19,7 +19,7 @@ def identify(ctx: RunContext, prep: Prepared) -> RunKey:
     """Reads only; the orchestrator puts the result into the context of every later stage."""
     con = ctx.con
     fingerprint = source_fingerprint(con, prep.source, ctx.spec.key, prep.columns)
-    key = run_key(ctx.spec, fingerprint, [h.digest() for h in prep.hierarchies])
+    key = run_key(ctx.spec, fingerprint, [h.digest() for h in prep.hierarchies], con.identity())
     previous = catalog.latest_success(con, ctx.release) if catalog.has_catalog(con) else None
     ctx.clock.mark("fingerprint")
     return RunKey(fingerprint, key, previous)

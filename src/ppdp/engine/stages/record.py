@@ -12,6 +12,7 @@ from typing import Any
 
 from ppdp.engine import catalog
 from ppdp.engine.catalog import RunRecord
+from ppdp.engine.figures import published_figures
 from ppdp.engine.stages.context import RunContext, now
 from ppdp.engine.stages.method import ReleasePlan
 from ppdp.engine.stages.results import Candidate, HistoryOutcome, Prepared, Published
@@ -26,12 +27,14 @@ def record_running(ctx: RunContext, prep: Prepared) -> None:
                                               ctx.spec.raw, {}, {}, {}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {}))
 
 
-def record_skipped(ctx: RunContext, prep: Prepared) -> RunRecord:
-    """A run whose key equals the current version's: a row of its own, nothing else written."""
+def record_skipped(ctx: RunContext, prep: Prepared, grants: dict[str, Any] | None = None) -> RunRecord:
+    """A run whose key equals the current version's: a row of its own and the reader grants it
+    applied (``grants``), nothing else written."""
     prev = ctx.previous
     assert prev is not None
+    solution = prev.solution if grants is None else prev.solution | {"access": grants}
     rec = RunRecord(uuid.uuid4().hex, ctx.release, prev.version, "skipped", now(), now(), prep.source_rows, ctx.spec.raw,
-                    prev.solution, prev.metrics, prev.verification, None, ctx.job, ctx.run_key, ctx.fingerprint, {},
+                    solution, prev.metrics, prev.verification, None, ctx.job, ctx.run_key, ctx.fingerprint, {},
                     {"note": f"same run key as run {prev.run_id}"})
     with ctx.con.transaction():
         catalog.insert_run(ctx.con, rec)
@@ -55,7 +58,8 @@ def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate
     grants, its metrics with what was released and held back, the verification, the source's
     changes and the delta, and the cross-version check."""
     solution = plan.solution | {"access": grants}
-    metrics = plan.metrics | {"released_records": written.rows, "held_back": held.record.get("held_back", {})}
+    metrics = published_figures(ctx.con, written.table, ctx.spec.qid_columns, prep.hierarchies, plan.metrics,  # issue 28, item 4
+                                plan.solution.get("levels"), held.record.get("held_back", {}), written.rows, prep.source_rows)
     changes = candidate.changes | ({"delta": written.delta} if ctx.previous is not None else {})
     cross = held.record | ({"checks": verification.get("cross_version")} if "cross_version" in verification else {})
     rec = RunRecord(ctx.run_id, ctx.release, ctx.version, "succeeded", ctx.started, now(), prep.source_rows, ctx.spec.raw,
@@ -66,9 +70,13 @@ def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate
 
 
 def record_dry_run(ctx: RunContext, prep: Prepared, plan: ReleasePlan, statements: dict[str, str]) -> RunRecord:
-    """A dry run's row: what it would publish (``ctx.version``) and the SQL it would run."""
+    """A dry run's row: what the real run would do (publish ``ctx.version``, or be skipped when the
+    key equals the current version's: issue 28, item 6) and the SQL it would run."""
+    prev = ctx.previous
+    would = ({"would_publish_version": None, "would_skip": f"same run key as run {prev.run_id} (version {prev.version})"}
+             if ctx.key.unchanged and prev is not None else {"would_publish_version": ctx.version})
     rec = RunRecord(ctx.run_id, ctx.release, None, "succeeded", ctx.started, now(), prep.source_rows, ctx.spec.raw,
-                    plan.solution | {"dry_run": True, "would_publish_version": ctx.version}, plan.metrics,
+                    plan.solution | {"dry_run": True} | would, plan.metrics,
                     {"dry_run": True, "statements": statements}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
     with ctx.con.transaction():
         catalog.update_run(ctx.con, rec)

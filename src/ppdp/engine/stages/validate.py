@@ -21,6 +21,7 @@ from ppdp.engine.encoding import encode_histogram
 from ppdp.engine.errors import DataError, SpecError
 from ppdp.engine.models import build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers
+from ppdp.engine.placement import check_output_apart_from_source
 from ppdp.engine.spec import QuasiIdentifier, ReleaseSpec
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.method import ReleaseMethod
@@ -50,6 +51,7 @@ def validate(ctx: RunContext, method: ReleaseMethod) -> Prepared:
     ``prepare`` checks. Writes nothing."""
     method.check_params(ctx.spec)
     method.check_database(ctx.spec, ctx.con)
+    check_output_apart_from_source(ctx.spec, ctx.con)  # issue 28, item 1
     return prepare(ctx.spec, ctx.con)
 
 

@@ -22,6 +22,20 @@ from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the 
 
 
 @dataclass(frozen=True, eq=False)
+class PopulationHistogram:
+    """The population a release's records are drawn from (delta-presence, k-map), as leaf codes
+    of the same hierarchies: one row per distinct QID combination with its number of persons."""
+
+    codes: np.ndarray  # (Hp, nQ) int32 leaf codes
+    counts: np.ndarray  # (Hp,) int64 persons
+    excluded_null_rows: int = 0  # persons with a NULL quasi-identifier (in no class)
+
+    @property
+    def n_persons(self) -> int:
+        return int(self.counts.sum())
+
+
+@dataclass(frozen=True, eq=False)
 class EncodedTable:
     """The histogram of a source table, ready for the evaluator.
 
@@ -41,6 +55,8 @@ class EncodedTable:
     # Q of t-closeness by SA code, when given (``encode_histogram(reference=...)``): the whole
     # source's distribution, NULL-QID rows included, or a release's stored one.
     reference_q: np.ndarray | None = None
+    # The population, when a model reads population counts per class (Requirements.population).
+    population: PopulationHistogram | None = None
 
     @property
     def n_rows(self) -> int:
@@ -194,3 +210,24 @@ def encode_histogram(
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
+
+
+def encode_population(histogram: pl.DataFrame, qids: list[str], hierarchies: list[Hierarchy], where: str) -> PopulationHistogram:
+    """Leaf codes of a population histogram (text QIDs + COUNT_COLUMN). A value that is not a
+    leaf of its hierarchy is refused (HierarchyError naming ``where``): such a person belongs to
+    no class, and counting them nowhere would understate the population of their class. Persons
+    with a NULL quasi-identifier are in no class and are counted apart."""
+    null_mask = pl.any_horizontal([pl.col(c).is_null() for c in qids])
+    excluded = int(histogram.filter(null_mask)[COUNT_COLUMN].sum()) if histogram.height else 0
+    histogram = histogram.filter(~null_mask)
+    cols = []
+    for col, h in zip(qids, hierarchies, strict=True):
+        missing = [v for v in histogram[col].unique().to_list() if v not in h.leaf_code]
+        if missing:
+            shown = ", ".join(repr(v) for v in sorted(missing)[:5])
+            raise HierarchyError(f"The population ({where}) has value(s) {shown} in column {col!r} that are not leaves of "
+                                 f"its hierarchy ({h.source}). Hint: add them to the hierarchy's first column.")
+        cols.append(histogram[col].replace_strict(h.leaf_code, return_dtype=pl.Int32).to_numpy())
+    codes = np.stack(cols, axis=1) if cols else np.zeros((histogram.height, 0), dtype=np.int32)
+    return PopulationHistogram(np.ascontiguousarray(codes, dtype=np.int32),
+                               histogram[COUNT_COLUMN].to_numpy().astype(np.int64), excluded)

@@ -56,4 +56,4 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
 
 
 # Register the built-in models: one module each.
-from ppdp.engine.models import k_anonymity, l_diversity, t_closeness  # noqa: E402,F401
+from ppdp.engine.models import delta_presence, k_anonymity, k_map, l_diversity, t_closeness  # noqa: E402,F401

@@ -54,6 +54,11 @@ class ClassStats:
     pair_sa: np.ndarray
     pair_n: np.ndarray
     q: np.ndarray  # source distribution of the joint SA
+    # Persons of the population per class (aligned with ``size``) and the number of population
+    # classes that hold no retained record: only when a model requires them
+    # (``Requirements.population``; engine/evaluator/population.py).
+    population: np.ndarray | None = None
+    unmatched_population: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,11 @@ class Requirements:
 
     class_sizes: bool = True
     sensitive_counts: bool = False  # counts per (class, sensitive value)
-    research_subset: bool = False  # which source records the release holds (delta-presence)
-    population: bool = False  # a population table or estimate (k-map)
+    # The release holds only the records of a research subset of the source (``research_predicate``).
+    research_subset: bool = False
+    # Persons of a population per class (``ClassStats.population``): the population is the
+    # source itself (before the research subset) or a table (``population_table``).
+    population: bool = False
 
 
 class PrivacyModel:
@@ -99,6 +107,20 @@ class PrivacyModel:
 
     def impossible_reason(self, table: EncodedTable) -> str | None:
         """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""
+        return None
+
+    def bind(self, source_rows: int) -> PrivacyModel:
+        """The model as it applies to a source of ``source_rows`` records (ARX's ``initialize``:
+        a threshold derived from the sampling fraction); most models do not depend on it."""
+        return self
+
+    def research_predicate(self) -> str | None:
+        """The user's SQL predicate of the research subset (``Requirements.research_subset``)."""
+        return None
+
+    def population_table(self) -> str | None:
+        """"schema.table" of the population (``Requirements.population``); None: the source
+        itself, before the research subset."""
         return None
 
     # -- AD: kernel and plain-Python twin --------------------------------------------------

@@ -24,15 +24,19 @@ from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the 
 @dataclass(frozen=True, eq=False)
 class PopulationHistogram:
     """The population a release's records are drawn from (delta-presence, k-map), as leaf codes
-    of the same hierarchies: one row per distinct QID combination with its number of persons."""
+    of the same hierarchies. ``combo_codes`` are the distinct QID combinations of the population
+    and of the table's rows together, ``combo_persons`` the population's persons of each (0 for a
+    combination only the table has), and ``row_combo`` the combination of each table row: one
+    classification of the combinations per G gives both counts (evaluator/population.py)."""
 
-    codes: np.ndarray  # (Hp, nQ) int32 leaf codes
-    counts: np.ndarray  # (Hp,) int64 persons
+    combo_codes: np.ndarray  # (C, nQ) int32 leaf codes
+    combo_persons: np.ndarray  # (C,) int64
+    row_combo: np.ndarray  # (H,) int64: the combination of each histogram row of the table
     excluded_null_rows: int = 0  # persons with a NULL quasi-identifier (in no class)
 
     @property
     def n_persons(self) -> int:
-        return int(self.counts.sum())
+        return int(self.combo_persons.sum())
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,22 +216,28 @@ def encode_histogram(
     )
 
 
-def encode_population(histogram: pl.DataFrame, qids: list[str], hierarchies: list[Hierarchy], where: str) -> PopulationHistogram:
-    """Leaf codes of a population histogram (text QIDs + COUNT_COLUMN). A value that is not a
-    leaf of its hierarchy is refused (HierarchyError naming ``where``): such a person belongs to
-    no class, and counting them nowhere would understate the population of their class. Persons
-    with a NULL quasi-identifier are in no class and are counted apart."""
+def encode_population(histogram: pl.DataFrame, table: EncodedTable, where: str) -> PopulationHistogram:
+    """The population of ``table`` from its histogram (text QIDs + COUNT_COLUMN). A value that
+    is not a leaf of its hierarchy is refused (HierarchyError naming ``where``): such a person
+    belongs to no class, and counting them nowhere would understate their class's population.
+    Persons with a NULL quasi-identifier are in no class and are counted apart."""
+    qids = list(table.qids)
     null_mask = pl.any_horizontal([pl.col(c).is_null() for c in qids])
     excluded = int(histogram.filter(null_mask)[COUNT_COLUMN].sum()) if histogram.height else 0
     histogram = histogram.filter(~null_mask)
     cols = []
-    for col, h in zip(qids, hierarchies, strict=True):
+    for col, h in zip(qids, table.hierarchies, strict=True):
         missing = [v for v in histogram[col].unique().to_list() if v not in h.leaf_code]
         if missing:
             shown = ", ".join(repr(v) for v in sorted(missing)[:5])
             raise HierarchyError(f"The population ({where}) has value(s) {shown} in column {col!r} that are not leaves of "
                                  f"its hierarchy ({h.source}). Hint: add them to the hierarchy's first column.")
         cols.append(histogram[col].replace_strict(h.leaf_code, return_dtype=pl.Int32).to_numpy())
-    codes = np.stack(cols, axis=1) if cols else np.zeros((histogram.height, 0), dtype=np.int32)
-    return PopulationHistogram(np.ascontiguousarray(codes, dtype=np.int32),
-                               histogram[COUNT_COLUMN].to_numpy().astype(np.int64), excluded)
+    codes = np.stack(cols, axis=1).astype(np.int32) if cols else np.zeros((histogram.height, 0), dtype=np.int32)
+    both = np.concatenate([codes, table.codes], axis=0)
+    combos, inverse = np.unique(both, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    persons = np.bincount(inverse[: len(codes)], weights=histogram[COUNT_COLUMN].to_numpy().astype(np.float64),
+                          minlength=len(combos)).astype(np.int64)
+    return PopulationHistogram(np.ascontiguousarray(combos, dtype=np.int32), persons,
+                               np.ascontiguousarray(inverse[len(codes):], dtype=np.int64), excluded)

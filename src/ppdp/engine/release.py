@@ -166,14 +166,14 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
         raise SpecError(f"No published release named {name!r} in {con.url}.")
     spec = spec_from_dict(run.spec)
     version = int(run.version or 0)  # a published run has its version
-    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    models = [build_model(m.name, m.param_dict()).bind(int(run.source_rows or 0)) for m in spec.models]
     relation = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", con.dialect)
-    checks = check_models(con, spec, models, relation, release, version)
+    checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
     rows = int(con.query(P.count_rows(relation))["n"][0])
     expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
     source_changed: bool | None
     try:
-        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
+        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))
         columns = validate.source_columns(spec, con, source)
         source_changed = validate.source_fingerprint(con, source, spec.key, columns) != run.source_fingerprint
     except PpdpError:

@@ -69,9 +69,14 @@ def check_columns(tree: exp.Expression, what: str, columns: list[str]) -> None:
         raise build_error(f"{what} reads column(s) {', '.join(map(repr, unknown))} that the source does not have.")
 
 
-def predicate_sql(tree: exp.Expression, alias: str, dialect: str) -> str:
-    """The checked predicate as SQL text over ``alias``: every column quoted and qualified."""
+def qualified(tree: exp.Expression, alias: str) -> exp.Expression:
+    """The checked predicate over ``alias``: every column quoted and qualified, parenthesized."""
     out = tree.copy()
-    for col in out.find_all(exp.Column):
+    for col in list(out.find_all(exp.Column)):
         col.replace(exp.column(col.name, alias, quoted=True))
-    return f"({out.sql(dialect=dialect)})"
+    return exp.Paren(this=out)
+
+
+def predicate_sql(tree: exp.Expression, alias: str, dialect: str) -> str:
+    """The checked predicate as SQL text over ``alias``."""
+    return qualified(tree, alias).sql(dialect=dialect)

@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from ppdp.sql.errors import build_error
-from ppdp.sql.predicate import parse_predicate, predicate_sql
+from ppdp.sql.predicate import parse_predicate, predicate_sql, qualified
 from ppdp.sql.quoting import ident, quote_ident, quote_table, table_expr
 
 PRIVATE_SCHEMA = "_ppdp"
@@ -228,7 +228,11 @@ def release_select(
             )
         )
     )
-    return select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
+    select = select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
+    if source.research is not None:  # delta-presence: only the research subset is released
+        tree = parse_predicate(source.research, "research", source.query_dialect or d)
+        select = select.where(qualified(tree, "src"), dialect=d)
+    return select
 
 
 # --- verification: independent checks of a materialized release ----------------------------

@@ -49,8 +49,8 @@ class NumbaEvaluator:
             return cls, ClassStats(size, pc, ps, pn, self.q), pid
         pop = t.population
         assert pop is not None  # checked in __init__
-        per_class, unmatched = class_population(g, t.codes, retained, cls, len(size), pop.codes, pop.counts, self.gen,
-                                                self.n_gen)
+        per_class, unmatched = class_population(g, cls, len(size), retained, pop.row_combo, pop.combo_codes,
+                                                pop.combo_persons, self.gen, self.n_gen)
         return cls, ClassStats(size, pc, ps, pn, self.q, per_class, unmatched), pid
 
     def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:

@@ -168,6 +168,13 @@ class PrivacyModel:
         """The independent SQL check of a version: one row (ad, classes); None if the model has none."""
         return None
 
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str | None:
+        """The independent SQL check of a version for a model that reads population counts:
+        ``population`` is a FROM-able subquery of the population's classes of that version (the
+        QID columns generalized as the version's rows are, and ``persons``); one row (ad,
+        classes). None if the model has none."""
+        return None
+
     def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
                          versions: list[int]) -> list[str] | None:
         """Queries returning the ``sig_now`` of history classes that fail (sql/history.py);
@@ -182,7 +189,8 @@ class PrivacyModel:
     @property
     def has_version_check(self) -> bool:
         """The model supplies an independent SQL check of a published version."""
-        return type(self).version_sql is not PrivacyModel.version_sql
+        return (type(self).version_sql is not PrivacyModel.version_sql
+                or type(self).population_version_sql is not PrivacyModel.population_version_sql)
 
     @property
     def has_history_check(self) -> bool:

@@ -27,6 +27,7 @@ import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.models.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses, Requirements
+from ppdp.sql import verify as V
 from ppdp.sql.predicate import parse_predicate
 
 if TYPE_CHECKING:
@@ -115,3 +116,7 @@ class DeltaPresence(PrivacyModel):
 
     def describe(self, ad: float) -> str:
         return f"delta-presence: largest distance of a class's share outside [{self.dmin:g}, {self.dmax:g}] is {ad:.4g}"
+
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str:
+        """Every class of the population and every released class, recounted in SQL."""
+        return V.verify_delta_presence(relation, qids, population, self.dmin, self.dmax, d)

@@ -35,6 +35,7 @@ from ppdp.engine.models.oracle import OracleParams
 from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import queries as Q
+from ppdp.sql import verify as V
 
 if TYPE_CHECKING:
     from ppdp.engine.encoding import EncodedTable
@@ -245,3 +246,7 @@ class KMapPopulation(KMap):
     def describe(self, ad: float) -> str:
         shown = "(empty release)" if math.isinf(ad) else int(ad)
         return f"k-map: fewest persons of {self.population} in a class {shown} (k = {self.k})"
+
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str:
+        """The persons of the population table in every released class, recounted in SQL."""
+        return V.verify_k_map(relation, qids, population, d)

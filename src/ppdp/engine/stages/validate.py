@@ -18,13 +18,14 @@ from ppdp.engine import catalog
 from ppdp.engine import hierarchy as hier
 from ppdp.engine.access import missing_roles
 from ppdp.engine.columns import check_declared
-from ppdp.engine.encoding import PopulationHistogram, encode_histogram, encode_population
+from ppdp.engine.encoding import EncodedTable, PopulationHistogram, encode_histogram, encode_population
 from ppdp.engine.errors import DataError, SpecError
 from ppdp.engine.models import PrivacyModel, build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers
 from ppdp.engine.spec import QuasiIdentifier, ReleaseSpec
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.method import ReleaseMethod
+from ppdp.engine.stages.population import population_source
 from ppdp.engine.stages.results import Prepared
 from ppdp.sql import history as H
 from ppdp.sql import inspect
@@ -47,7 +48,7 @@ def research_of(models: list[PrivacyModel]) -> str | None:
 
 
 def population_histogram(spec: ReleaseSpec, con: Connector, models: list[PrivacyModel],
-                         hierarchies: list[hier.Hierarchy]) -> PopulationHistogram | None:
+                         table: EncodedTable) -> PopulationHistogram | None:
     """The population the models count persons of (``Requirements.population``): the source
     itself before any research subset, or a table named by the model; None when no model needs
     one. A missing table or quasi-identifier column is refused (DataError, one line)."""
@@ -58,22 +59,17 @@ def population_histogram(spec: ReleaseSpec, con: Connector, models: list[Privacy
         raise SpecError("The privacy models count persons of different populations; a release has one. "
                         "Hint: name one population.")
     (name,) = wanted
-    if name is None:
-        population = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
-        where = "the source"
-    else:
-        schema, _, table = name.rpartition(".")
-        schema = schema or con.default_schema
-        cols = con.relation_columns(schema, table)
+    population = population_source(spec, name, con.dialect, con.default_schema)
+    where = "the source" if name is None else name
+    if name is not None:
+        cols = con.relation_columns(population.schema or con.default_schema, population.table or "")
         if cols is None:
             raise DataError(f"The population table {name!r} does not exist in {con.url}. Hint: population = \"schema.table\".")
         missing = [c for c in spec.qid_columns if c not in {c for c, _ in cols}]
         if missing:
             raise DataError(f"The population table {name!r} lacks quasi-identifier column(s) {', '.join(map(repr, missing))}.")
-        population = Q.Source(schema, table, None, con.dialect)
-        where = name
     frame = con.query(Q.histogram_query(population, spec.qid_columns, []))
-    return encode_population(frame, spec.qid_columns, hierarchies, where)
+    return encode_population(frame, table, where)
 
 
 def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
@@ -132,7 +128,7 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), hierarchies, null_policy=spec.null_policy,
                              reference=reference)
-    population = population_histogram(spec, con, models, hierarchies)
+    population = population_histogram(spec, con, models, table)
     if population is not None:
         table = replace(table, population=population)
     models = [m.bind(n_rows) for m in models]

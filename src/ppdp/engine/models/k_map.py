@@ -58,18 +58,34 @@ def poisson_pmf(x: int, lam: float) -> float:
     return math.exp(x * math.log(lam) - lam - math.lgamma(x + 1))
 
 
+def poisson_cdf(x: int, lam: float) -> float:
+    """P(X <= x) for X ~ Poisson(lam), in the form commons-math evaluates it (ARX's
+    ``PoissonDistribution.cumulativeProbability``: regularizedGammaQ(x + 1, lam), which is
+    1 - (the upper tail) when lam < x + 2): so the value reaches exactly 1.0 once the tail is
+    below rounding, as ARX's does, which decides k' when significance = 0."""
+    if lam < x + 2:
+        tail, i = 0.0, x + 1
+        while True:
+            term = poisson_pmf(i, lam)
+            tail += term
+            if term <= tail * 1e-17:
+                break
+            i += 1
+        return 1.0 - tail
+    return math.fsum(poisson_pmf(i, lam) for i in range(x + 1))
+
+
 def derived_k(k: int, estimator: str, population_size: int, significance: float, sample_rows: int) -> int:
     """k' of ARX's ``KMap.initialize`` (calculateKPoisson / calculateKZeroPoisson, then the caps),
-    step for step. The probabilities are summed term by term (ARX calls commons-math's
-    regularized Gamma); k' is an integer, so the two differ only if a sum lands on 1 - significance
-    within rounding."""
+    step for step. The probabilities are computed in double precision as commons-math does in
+    form (``poisson_cdf``), not bit for bit: k' is an integer, so the two can differ only where a
+    probability lies within rounding of 1 - significance."""
     lam = sample_rows / population_size * k
     threshold = 1.0 - significance
     if estimator == "poisson":
-        counter, value, cdf = 0, 0.0, 0.0
+        counter, value = 0, 0.0
         while value < threshold:
-            cdf += poisson_pmf(counter, lam)
-            value = cdf
+            value = poisson_cdf(counter, lam)
             counter += 1
             if counter >= k:  # ARX: "100% sure that the dataset fulfills k-map"
                 break

@@ -216,3 +216,24 @@ def test_delta_presence_impossible_reason_is_exact_at_the_root():
     # r / N <= dmax fails for r = 1 when dmax < 1 / N
     too_low = build_model("delta-presence", {"dmin": 0.0, "dmax": 0.5 / big_n, "research": "q0 = 1"})
     assert too_low.impossible_reason(table) is not None
+
+
+def test_the_duckdb_evaluator_agrees_exactly_with_numba():
+    """The same AD, feasibility and suppressed counts from the DuckDB GROUP BY as from the
+    in-memory kernels, with random suppression (delta-presence's unmatched population classes
+    and k-map's classes without persons included)."""
+    rng = np.random.default_rng(5)
+    for _ in range(12):
+        table, records, research, hs = _table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 70)), float(rng.random()))
+        models = [build_model("delta-presence", {"dmin": float(rng.choice([0.0, 0.2])), "dmax": float(rng.choice([0.5, 1.0])),
+                                                  "research": "q0 = 1"}),
+                  build_model("k-map", {"k": int(rng.integers(1, 10)), "population": "p.t"})]
+        for model in models:
+            numba, duck = Problem(table, [model]), Problem(table, [model], backend="duckdb")
+            G = np.array(list(itertools.product(*[range(3)] * table.n_qids)), dtype=np.int64)
+            retained = np.stack([np.array([int(rng.integers(0, c + 1)) for c in table.counts]) for _ in range(len(G))])
+            retained[0] = 0  # the empty release
+            a, b = numba.evaluate(G, retained=retained), duck.evaluate(G, retained=retained)
+            assert np.array_equal(a.ad, b.ad), (model, a.ad.ravel(), b.ad.ravel())
+            assert np.array_equal(a.feasible, b.feasible) and np.array_equal(a.suppressed, b.suppressed)
+            assert np.allclose(a.td, b.td, atol=1e-9)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.models.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses, Requirements
+from ppdp.sql import evaluator as esql
 from ppdp.sql import verify as V
 from ppdp.sql.predicate import parse_predicate
 
@@ -120,3 +121,6 @@ class DeltaPresence(PrivacyModel):
     def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str:
         """Every class of the population and every released class, recounted in SQL."""
         return V.verify_delta_presence(relation, qids, population, self.dmin, self.dmax, d)
+
+    def evaluator_term(self) -> esql.AdTerm:
+        return esql.share_outside(self.dmin, self.dmax)

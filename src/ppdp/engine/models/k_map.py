@@ -266,3 +266,6 @@ class KMapPopulation(KMap):
     def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str:
         """The persons of the population table in every released class, recounted in SQL."""
         return V.verify_k_map(relation, qids, population, d)
+
+    def evaluator_term(self) -> esql.AdTerm:
+        return esql.fewest_persons()

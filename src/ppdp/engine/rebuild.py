@@ -16,8 +16,8 @@ from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
 from ppdp.engine.methods import method_of
 from ppdp.engine.models import build_model
-from ppdp.engine.stages.validate import research_of
 from ppdp.engine.spec import spec_from_dict
+from ppdp.engine.stages.validate import research_of
 from ppdp.sql import catalog as C
 from ppdp.sql import queries as Q
 from ppdp.sql.dialects import DIALECTS, RebuildData, render_script, row_ids_table

@@ -32,7 +32,7 @@ _BOOLEAN_ROOTS: tuple[type[exp.Expression], ...] = (
 )
 
 
-def parse_predicate(text: str, what: str, dialect: str = "duckdb") -> exp.Expression:
+def parse_predicate(text: str, what: str, dialect: str = "duckdb") -> exp.Expr:
     """``text`` as one boolean expression tree, or a one-line error naming ``what``."""
     if not isinstance(text, str) or not text.strip():
         raise build_error(f"{what} must be a non-empty SQL predicate, got {text!r}. Hint: research = \"age > 40\".")
@@ -57,19 +57,19 @@ def parse_predicate(text: str, what: str, dialect: str = "duckdb") -> exp.Expres
     return tree
 
 
-def predicate_columns(tree: exp.Expression) -> set[str]:
+def predicate_columns(tree: exp.Expr) -> set[str]:
     """The column names a parsed predicate reads."""
     return {c.name for c in tree.find_all(exp.Column)}
 
 
-def check_columns(tree: exp.Expression, what: str, columns: list[str]) -> None:
+def check_columns(tree: exp.Expr, what: str, columns: list[str]) -> None:
     """Refuse a predicate that reads a column the source does not have."""
     unknown = sorted(predicate_columns(tree) - set(columns))
     if unknown:
         raise build_error(f"{what} reads column(s) {', '.join(map(repr, unknown))} that the source does not have.")
 
 
-def qualified(tree: exp.Expression, alias: str) -> exp.Expression:
+def qualified(tree: exp.Expr, alias: str) -> exp.Expr:
     """The checked predicate over ``alias``: every column quoted and qualified, parenthesized."""
     out = tree.copy()
     for col in list(out.find_all(exp.Column)):
@@ -77,6 +77,6 @@ def qualified(tree: exp.Expression, alias: str) -> exp.Expression:
     return exp.Paren(this=out)
 
 
-def predicate_sql(tree: exp.Expression, alias: str, dialect: str) -> str:
+def predicate_sql(tree: exp.Expr, alias: str, dialect: str) -> str:
     """The checked predicate as SQL text over ``alias``."""
     return qualified(tree, alias).sql(dialect=dialect)

@@ -12,8 +12,8 @@ import numpy as np
 from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.evaluator.population import class_population
 from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
+from ppdp.engine.evaluator.population import class_population
 from ppdp.engine.models import ClassStats, PrivacyModel
 
 

@@ -18,7 +18,12 @@ from ppdp.engine import catalog
 from ppdp.engine import hierarchy as hier
 from ppdp.engine.access import missing_roles
 from ppdp.engine.columns import check_declared
-from ppdp.engine.encoding import EncodedTable, PopulationHistogram, encode_histogram, encode_population
+from ppdp.engine.encoding import (
+    EncodedTable,
+    PopulationHistogram,
+    encode_histogram,
+    encode_population,
+)
 from ppdp.engine.errors import DataError, SpecError
 from ppdp.engine.models import PrivacyModel, build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers

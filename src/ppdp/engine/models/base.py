@@ -57,6 +57,17 @@ class ClassStats:
 
 
 @dataclass(frozen=True)
+class ModelContext:
+    """What a model may read of the run beyond its spec parameters, once the source is encoded
+    (``PrivacyModel.bind``): the encoded table (its sensitive values, for an order over them),
+    the spec's folder (relative paths) and the ``[sensitive] hierarchy`` file as written."""
+
+    table: EncodedTable
+    base_dir: str = "."
+    sensitive_hierarchy: str | None = None
+
+
+@dataclass(frozen=True)
 class Requirements:
     """The statistics a model reads (ARX: ``getRequirements``). The evaluators compute what the
     models of a problem need together; the spec reader refuses a model whose input is missing
@@ -100,6 +111,12 @@ class PrivacyModel:
     def impossible_reason(self, table: EncodedTable) -> str | None:
         """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""
         return None
+
+    def bind(self, ctx: ModelContext) -> PrivacyModel:
+        """The model ready for this run's table (a ground distance over its sensitive codes, a
+        hierarchy read from a file); SpecError/DataError with one line, before any write. Most
+        models need nothing of the table and return themselves."""
+        return self
 
     # -- AD: kernel and plain-Python twin --------------------------------------------------
     def ad(self, stats: ClassStats) -> float:

@@ -60,22 +60,35 @@ class Case:
     sensitive: tuple[str, ...] = field(default=SENSITIVE)
 
 
-# One entry per model and parameter setting; the ArxVerdicts criterion names are its CRITERIA keys.
+# One entry per model, parameter setting and SA; the ArxVerdicts criterion names are its CRITERIA
+# keys. With nothing suppressed a node passes only when its smallest classes do, so the parameters
+# are chosen per SA where some nodes pass and some fail (a threshold all nodes miss tests nothing).
+def _t(distance: str, sa: str, t: float) -> Case:
+    return Case(f"t-closeness {distance} t={t:g}", (("t-closeness", {"t": t, "distance": distance}),),
+                {"criteria": f"t-closeness-{distance}", "t": repr(t)}, needs_sa_hierarchy=distance == "hierarchical",
+                sensitive=(sa,))
+
+
+def _rcl(sa: str, c: float, l_min: int) -> Case:
+    return Case(f"recursive-cl-diversity c={c:g} l={l_min}", (("recursive-cl-diversity", {"c": c, "l": l_min}),),
+                {"criteria": "recursive-cl-diversity", "c": repr(c), "l": str(l_min)}, sensitive=(sa,))
+
+
+def _beta(sa: str, beta: float, enhanced: bool) -> Case:
+    kind = "enhanced" if enhanced else "basic"
+    return Case(f"beta-likeness {kind} beta={beta:g}", (("beta-likeness", {"beta": beta, "enhanced": enhanced}),),
+                {"criteria": f"{kind}-beta-likeness", "beta": repr(beta)}, sensitive=(sa,))
+
+
 CASES: list[Case] = [
     Case("k-anonymity k=5", (("k-anonymity", {"k": 5}),), {"criteria": "k-anonymity", "k": "5"}, sensitive=("salary-class",)),
     Case("distinct-l-diversity l=2", (("distinct-l-diversity", {"l": 2}),), {"criteria": "distinct-l-diversity", "l": "2"}),
-    Case("t-closeness equal t=0.2", (("t-closeness", {"t": 0.2, "distance": "equal"}),),
-         {"criteria": "t-closeness-equal", "t": "0.2"}),
-    Case("t-closeness ordered t=0.2", (("t-closeness", {"t": 0.2, "distance": "ordered"}),),
-         {"criteria": "t-closeness-ordered", "t": "0.2"}),
-    Case("t-closeness hierarchical t=0.2", (("t-closeness", {"t": 0.2, "distance": "hierarchical"}),),
-         {"criteria": "t-closeness-hierarchical", "t": "0.2"}, needs_sa_hierarchy=True),
-    Case("recursive-cl-diversity c=3 l=2", (("recursive-cl-diversity", {"c": 3.0, "l": 2}),),
-         {"criteria": "recursive-cl-diversity", "c": "3", "l": "2"}),
-    Case("beta-likeness basic beta=1", (("beta-likeness", {"beta": 1.0, "enhanced": False}),),
-         {"criteria": "basic-beta-likeness", "beta": "1"}),
-    Case("beta-likeness enhanced beta=1", (("beta-likeness", {"beta": 1.0, "enhanced": True}),),
-         {"criteria": "enhanced-beta-likeness", "beta": "1"}),
+    *[_t(dist, "salary-class", t) for dist in ("equal", "ordered", "hierarchical") for t in (0.45, 0.6)],
+    _t("equal", "occupation", 0.9), _t("ordered", "occupation", 0.35), _t("ordered", "occupation", 0.45),
+    _t("hierarchical", "occupation", 0.8),
+    _rcl("salary-class", 4.0, 2), _rcl("occupation", 1.0, 2), _rcl("occupation", 2.0, 3),
+    _beta("salary-class", 2.0, False), _beta("salary-class", 2.0, True), _beta("occupation", 60.0, False),
+    _beta("occupation", 1.5, True),
 ]
 
 
@@ -97,7 +110,7 @@ def all_nodes(table: EncodedTable) -> np.ndarray:
 
 def ppdp_verdicts(case: Case, table: EncodedTable, sa_hierarchy: Path, nodes: np.ndarray) -> str:
     """'1' where every class of the node (nothing suppressed) satisfies every model of the case."""
-    ctx = ModelContext(table=table, base_dir=str(sa_hierarchy.parent), sensitive_hierarchy=str(sa_hierarchy))
+    ctx = ModelContext(table.sensitive, table.sa_values, str(sa_hierarchy.parent), str(sa_hierarchy))
     models = [build_model(name, dict(params)).bind(ctx) for name, params in case.ppdp]
     ev = NumbaEvaluator(table, models)
     retained = table.counts.astype(np.int64)

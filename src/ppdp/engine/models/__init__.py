@@ -57,4 +57,10 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
 
 
 # Register the built-in models: one module each.
-from ppdp.engine.models import k_anonymity, l_diversity, t_closeness  # noqa: E402,F401
+from ppdp.engine.models import (  # noqa: E402,F401
+    beta_likeness,
+    k_anonymity,
+    l_diversity,
+    recursive_cl_diversity,
+    t_closeness,
+)

@@ -59,10 +59,12 @@ class ClassStats:
 @dataclass(frozen=True)
 class ModelContext:
     """What a model may read of the run beyond its spec parameters, once the source is encoded
-    (``PrivacyModel.bind``): the encoded table (its sensitive values, for an order over them),
-    the spec's folder (relative paths) and the ``[sensitive] hierarchy`` file as written."""
+    (``PrivacyModel.bind``): the sensitive columns and the (text) value of each sensitive code of
+    the encoded table (for an order or a hierarchy over them; ``reverify`` gives the values of
+    the stored Q), the spec's folder (relative paths) and the ``[sensitive] hierarchy`` file."""
 
-    table: EncodedTable
+    sensitive: tuple[str, ...]
+    sa_values: tuple[tuple, ...]
     base_dir: str = "."
     sensitive_hierarchy: str | None = None
 
@@ -164,7 +166,7 @@ class PrivacyModel:
         return None
 
     def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
-                         versions: list[int]) -> list[str] | None:
+                         versions: list[int], d: str = "duckdb") -> list[str] | None:
         """Queries returning the ``sig_now`` of history classes that fail (sql/history.py);
         None if the model has no history check."""
         return None

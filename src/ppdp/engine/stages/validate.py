@@ -19,7 +19,7 @@ from ppdp.engine.access import missing_roles
 from ppdp.engine.columns import check_declared
 from ppdp.engine.encoding import encode_histogram
 from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.models import build_model, check_possible
+from ppdp.engine.models import ModelContext, build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers
 from ppdp.engine.spec import QuasiIdentifier, ReleaseSpec
 from ppdp.engine.stages.context import RunContext
@@ -90,6 +90,10 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     needs_sensitive = [m.name for m in models if m.requirements.sensitive_counts]
     if needs_sensitive and not spec.sensitive:
         raise SpecError(f"{' and '.join(needs_sensitive)} need(s) sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    # bound to the table before anything is searched or written (a ground distance over its
+    # sensitive values, a hierarchy file): errors are one line and nothing is written
+    context = ModelContext(table.sensitive, table.sa_values, spec.base_dir, spec.sensitive_hierarchy)
+    models = [m.bind(context) for m in models]
     check_possible(table, models)
     dropped = {spec.key, *spec.identifiers, *spec.drop}
     released = [c for c in columns if c not in dropped]

@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                 row = {"case": case.key, "sensitive": sa, "nodes": len(ours), "arx_anonymous": arx.count("1"),
                        "ppdp_anonymous": ours.count("1"), "disagreements": len(bad),
                        "disagreeing_nodes": [nodes[i].tolist() for i in bad[:20]],
-                       "arx_checked_by_search": theirs["checked_by_search"], "arx_ms": theirs["ms"], "ppdp_ms": ppdp_ms}
+                       "arx_decided_by_search": theirs["decided_by_search"],
+                       "arx_search_conflicts": theirs["search_conflicts"], "arx_ms": theirs["ms"], "ppdp_ms": ppdp_ms}
                 rows.append(row)
                 print(f"{case.key:<34} SA {sa:<13} nodes {len(ours):>5}  anonymous ARX {row['arx_anonymous']:>5} "
                       f"ppdp {row['ppdp_anonymous']:>5}  disagreements {len(bad)}", flush=True)

@@ -1,6 +1,8 @@
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -14,6 +16,7 @@ import java.util.Map;
 import org.deidentifier.arx.ARXAnonymizer;
 import org.deidentifier.arx.ARXConfiguration;
 import org.deidentifier.arx.ARXConfiguration.AnonymizationAlgorithm;
+import org.deidentifier.arx.ARXConfiguration.ARXConfigurationInternal;
 import org.deidentifier.arx.ARXLattice;
 import org.deidentifier.arx.ARXLattice.ARXNode;
 import org.deidentifier.arx.ARXLattice.Anonymity;
@@ -33,6 +36,10 @@ import org.deidentifier.arx.criteria.KAnonymity;
 import org.deidentifier.arx.criteria.OrderedDistanceTCloseness;
 import org.deidentifier.arx.criteria.PrivacyCriterion;
 import org.deidentifier.arx.criteria.RecursiveCLDiversity;
+import org.deidentifier.arx.framework.check.TransformationApplicator;
+import org.deidentifier.arx.framework.data.DataManager;
+import org.deidentifier.arx.framework.data.DataMatrix;
+import org.deidentifier.arx.framework.lattice.SolutionSpace;
 import org.deidentifier.arx.metric.Metric;
 
 /**
@@ -44,7 +51,7 @@ import org.deidentifier.arx.metric.Metric;
  *
  * nodes=PATH: one node per line, its generalization levels in the order of qids, comma-separated.
  * Output: one JSON line {"criteria", "nodes", "verdicts" ("1" anonymous / "0" not, in the order
- * of the file), "checked_by_search", "ms"}.
+ * of the file), "decided_by_search", "search_conflicts", "ms"}.
  *
  * The criteria are table-driven (CRITERIA below): adding ARX's criterion NAME is one entry that
  * builds it from the tokens (and, if it needs them, the data: a research subset, a population).
@@ -53,9 +60,10 @@ import org.deidentifier.arx.metric.Metric;
  * default data type (string), so ordered distance orders values as Java's String.compareTo does.
  *
  * How the verdict is taken: ARX's optimal search runs once at a suppression limit of 0; a node it
- * checked carries its verdict; any other node is applied with result.getOutput(node), which checks
- * it with the same criteria (ARXResult.getOutput sets ANONYMOUS or NOT_ANONYMOUS), so every
- * verdict printed is ARX's own check, never a prediction by monotonicity.
+ * decided (checked or tagged) is counted, and every node is checked by ARX's
+ * TransformationApplicator as ARXResult.getOutput(node) does (see Checker), so every verdict
+ * printed is ARX's own check of that node, never a prediction by monotonicity;
+ * "search_conflicts" counts nodes where the search's state disagrees with that check (0 expected).
  */
 public class ArxVerdicts {
 
@@ -133,28 +141,73 @@ public class ArxVerdicts {
         ARXLattice lattice = result.getLattice();
         String[] arxQis = lattice.getBottom().getQuasiIdentifyingAttributes();
         List<String> qids = Arrays.asList(c.get("qids").split(","));
+        Checker checker = new Checker(result);
         StringBuilder verdicts = new StringBuilder();
         int bySearch = 0;
+        int conflicts = 0;
         for (int[] levels : nodes) {
             if (levels.length != qids.size()) throw new IllegalArgumentException("node " + Arrays.toString(levels) + " has not one level per qid");
             int[] tr = new int[arxQis.length];
             for (int i = 0; i < arxQis.length; i++) tr[i] = levels[qids.indexOf(arxQis[i])];
             ARXNode n = lattice.getNode(tr);
             if (n == null) throw new IllegalStateException("ARX has no node " + Arrays.toString(levels));
-            Anonymity a = n.getAnonymity();
+            boolean ok = checker.check(n);
+            Anonymity a = n.getAnonymity();  // the search's state, where it reached one: must agree
             if (a == Anonymity.ANONYMOUS || a == Anonymity.NOT_ANONYMOUS) {
                 bySearch++;
-            } else {
-                DataHandle out = result.getOutput(n, false);  // ARX checks the node itself
-                out.release();
-                a = n.getAnonymity();
-                if (a != Anonymity.ANONYMOUS && a != Anonymity.NOT_ANONYMOUS) throw new IllegalStateException("unchecked node " + Arrays.toString(levels));
+                if ((a == Anonymity.ANONYMOUS) != ok) conflicts++;
             }
-            verdicts.append(a == Anonymity.ANONYMOUS ? '1' : '0');
+            verdicts.append(ok ? '1' : '0');
         }
         double ms = (System.nanoTime() - t0) / 1e6;
         System.out.println("{\"criteria\": \"" + c.get("criteria") + "\", \"nodes\": " + nodes.size() + ", \"verdicts\": \"" + verdicts
-                + "\", \"checked_by_search\": " + bySearch + ", \"ms\": " + ms + "}");
+                + "\", \"decided_by_search\": " + bySearch + ", \"search_conflicts\": " + conflicts + ", \"ms\": " + ms + "}");
+    }
+
+    /**
+     * ARX's own check of a node, as ARXResult.getOutput does it (a TransformationApplicator over the
+     * result's data manager and buffer; the node is anonymous when privacyModelFulfilled), without
+     * building an output handle and re-estimating the lattice's information loss on each call. The
+     * result's private fields are read by reflection; if that fails, getOutput itself is used.
+     */
+    static final class Checker {
+        private final ARXResult result;
+        private TransformationApplicator applicator;
+        private SolutionSpace<?> space;
+
+        Checker(ARXResult result) {
+            this.result = result;
+            try {
+                DataManager manager = (DataManager) field("manager");
+                DataMatrix buffer = (DataMatrix) field("buffer");
+                ARXConfiguration config = (ARXConfiguration) field("config");
+                Method internal = ARXConfiguration.class.getDeclaredMethod("getInternalConfiguration");
+                internal.setAccessible(true);
+                this.applicator = new TransformationApplicator(manager, buffer, config.getQualityModel(),
+                        (ARXConfigurationInternal) internal.invoke(config));
+                this.space = (SolutionSpace<?>) field("solutionSpace");
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                this.applicator = null;
+            }
+        }
+
+        private Object field(String name) throws ReflectiveOperationException {
+            Field f = ARXResult.class.getDeclaredField(name);
+            f.setAccessible(true);
+            return f.get(result);
+        }
+
+        boolean check(ARXNode n) {
+            if (applicator != null) {
+                Boolean ok = applicator.applyTransformation(space.getTransformation(n.getTransformation())).properties.privacyModelFulfilled;
+                return ok != null && ok;
+            }
+            DataHandle out = result.getOutput(n, false);  // ARX checks the node itself
+            out.release();
+            Anonymity a = n.getAnonymity();
+            if (a != Anonymity.ANONYMOUS && a != Anonymity.NOT_ANONYMOUS) throw new IllegalStateException("unchecked node");
+            return a == Anonymity.ANONYMOUS;
+        }
     }
 
     static String hierarchyPath(Map<String, String> c, String attr) {

@@ -4,7 +4,7 @@
                                                                [--data DIR] [--out benchmarks/results/arx_verdicts]
 
 For each case (a privacy model with its parameters, on adult with one sensitive attribute) and
-each lattice node (all of them unless ``--max-nodes`` samples fewer, with a fixed seed), the
+each lattice node (all of them unless ``--max-nodes`` samples fewer, see ``sample_nodes``), the
 verdict is whether every equivalence class of the node, with nothing suppressed, satisfies the
 model: ppdp's from the model's ``ad`` and ``feasible`` over the node's class statistics, ARX's
 from benchmarks/arx/ArxVerdicts.java (ARX 3.9.2's own check of the node at a suppression limit
@@ -108,6 +108,18 @@ def all_nodes(table: EncodedTable) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
 
 
+def sample_nodes(nodes: np.ndarray, table: EncodedTable, size: int) -> np.ndarray:
+    """``size`` nodes, fixed seed: half drawn from the whole lattice, half from its upper part
+    (level sum at least 60 % of the top's), where with nothing suppressed the verdicts turn from
+    fail to pass; a uniform sample alone would hold few passing nodes."""
+    rng = np.random.default_rng(0)
+    upper = np.flatnonzero(nodes.sum(axis=1) >= 0.6 * int(table.heights.sum()))
+    top = rng.choice(upper, size=min(len(upper), size // 2), replace=False)
+    rest = np.setdiff1d(np.arange(len(nodes)), top)
+    pick = np.concatenate([top, rng.choice(rest, size=size - len(top), replace=False)])
+    return nodes[np.sort(pick)]
+
+
 def ppdp_verdicts(case: Case, table: EncodedTable, sa_hierarchy: Path, nodes: np.ndarray) -> str:
     """'1' where every class of the node (nothing suppressed) satisfies every model of the case."""
     ctx = ModelContext(table.sensitive, table.sa_values, str(sa_hierarchy.parent), str(sa_hierarchy))
@@ -137,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", help="comma-separated case keys (prefix match); default all")
     ap.add_argument("--sensitive", help="comma-separated SAs; default salary-class,occupation")
-    ap.add_argument("--max-nodes", type=int, default=0, help="sample this many nodes per case (0: all)")
+    ap.add_argument("--max-nodes", type=int, default=0, help="sample this many nodes per SA (0: all); see sample_nodes")
     ap.add_argument("--data", default=os.environ.get("PPDP_DATA") or str(REPO / ".." / "shared" / "data"))
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "arx_verdicts"))
     args = ap.parse_args(argv)
@@ -159,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             table, qids = load_adult(root, sa)
             nodes = all_nodes(table)
             if args.max_nodes and args.max_nodes < len(nodes):
-                pick = np.random.default_rng(0).choice(len(nodes), size=args.max_nodes, replace=False)
-                nodes = nodes[np.sort(pick)]
+                nodes = sample_nodes(nodes, table, args.max_nodes)
             hierarchy = root / "arx" / f"adult_hierarchy_{sa}.csv"
             for case in cases:
                 if sa not in case.sensitive:

@@ -58,6 +58,20 @@ def literal_rows(columns: Sequence[str], rows: Sequence[Sequence[str | int | Non
         "SELECT " + ", ".join(f"{lit(v)} AS {quote_ident(c, d)}" for c, v in zip(columns, row, strict=True)) for row in rows)
 
 
+def order_relation(columns: list[str], rows: Sequence[Sequence[str | None]], ranks: Sequence[int], d: str) -> str:
+    """(k, rnk): the sa_key of each sensitive value (its text per column in ``rows``) and its rank."""
+    lit = literal_rows([*columns, "rnk"], [(*r, int(k)) for r, k in zip(rows, ranks, strict=True)], d)
+    return f"SELECT {sa_key(columns, 'ov', d)} AS k, ov.rnk AS rnk FROM ({lit}) AS ov"
+
+
+def tree_relation(columns: list[str], rows: Sequence[Sequence[str | None]], node: Sequence[Sequence[int]], d: str) -> str:
+    """(k, lvl, child, parent): for each sensitive value (``rows``) and level lvl in 1..H, its
+    ancestor ids at lvl - 1 and lvl (``node[j][i]``: value i's ancestor at level j)."""
+    lit = literal_rows([*columns, "lvl", "child", "parent"],
+                       [(*r, j, int(node[j - 1][i]), int(node[j][i])) for i, r in enumerate(rows) for j in range(1, len(node))], d)
+    return f"SELECT {sa_key(columns, 'tv', d)} AS k, tv.lvl, tv.child, tv.parent FROM ({lit}) AS tv"
+
+
 def equal_distance(counts: str, q_relation: str) -> str:
     """(cid, e): EMD with equal ground distance, 1/2 sum_i |p_i - q_i| (Li et al. 2007, as ARX's
     EqualDistanceTCloseness): values absent from a class add their q, so e = 1/2 (sum q +

@@ -116,7 +116,7 @@ class TCloseness(PrivacyModel):
     def violation(self, ad: float) -> float:
         return 0.0 if self.feasible(ad) else (ad - self.t) / self.t
 
-    def oracle(self) -> OracleParams:
+    def oracle(self) -> OracleParams | None:
         return OracleParams(t=self.t + TOLERANCE)
 
     def params(self) -> dict[str, Any]:
@@ -137,7 +137,7 @@ class TCloseness(PrivacyModel):
         """Queries of the history classes (sig_now) farther than t from Q in some version."""
         return [H.failing_t(values_at(v), q_at(v), self.t) for v in versions]
 
-    def evaluator_term(self) -> esql.AdTerm:
+    def evaluator_term(self) -> esql.AdTerm | None:
         return esql.largest_euclidean_distance()
 
 
@@ -227,10 +227,8 @@ class OrderedTCloseness(_EMD):
         return D.ordered_emd_ref(counts, q, self._order().rank.tolist())
 
     def per_class_sql(self, counts: str, q_relation: str, d: str) -> str:
-        rank = self._order().rank
-        rows = [(*self.values[c], int(rank[c])) for c in range(len(self.values))]
-        order = f"SELECT {H.sa_key(list(self.columns), 'ov', d)} AS k, ov.rnk AS rnk FROM ({DS.literal_rows([*self.columns, 'rnk'], rows, d)}) AS ov"
-        return DS.ordered_distance(counts, q_relation, order, len(rows))
+        order = DS.order_relation(list(self.columns), self.values, self._order().rank.tolist(), d)
+        return DS.ordered_distance(counts, q_relation, order, len(self.values))
 
 
 @dataclass(frozen=True)
@@ -280,11 +278,8 @@ class HierarchicalTCloseness(_EMD):
 
     def per_class_sql(self, counts: str, q_relation: str, d: str) -> str:
         tree = self._tree()
-        rows = [(*self.values[c], j, int(tree.node[j - 1][c]), int(tree.node[j][c]))
-                for c in range(len(self.values)) for j in range(1, tree.height + 1)]
-        lit = DS.literal_rows([*self.columns, "lvl", "child", "parent"], rows, d)
-        t = f"SELECT {H.sa_key(list(self.columns), 'tv', d)} AS k, tv.lvl, tv.child, tv.parent FROM ({lit}) AS tv"
-        return DS.hierarchical_distance(counts, q_relation, t, tree.height)
+        relation = DS.tree_relation(list(self.columns), self.values, [ids.tolist() for ids in tree.node], d)
+        return DS.hierarchical_distance(counts, q_relation, relation, tree.height)
 
 
 # distance name -> model class (TCloseness.from_params dispatches on it)

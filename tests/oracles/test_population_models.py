@@ -15,7 +15,7 @@ import pytest
 from ppdp.engine import hierarchy as hier
 from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram, encode_population
 from ppdp.engine.errors import SpecError
-from ppdp.engine.models import build_model
+from ppdp.engine.models import ModelContext, build_model
 from ppdp.engine.models.k_map import derived_k
 from ppdp.engine.problem import Problem
 from ppdp.sql.predicate import check_columns, parse_predicate
@@ -104,7 +104,7 @@ def test_an_estimated_k_map_is_bound_to_its_source_before_use():
     m = build_model("k-map", {"k": 10, "estimator": "poisson", "population_size": 300_000, "significance": 0.01})
     with pytest.raises(RuntimeError):
         m.feasible(3.0)
-    bound = m.bind(30_162)
+    bound = m.bind(ModelContext((), (), source_rows=30_162))
     assert bound.feasible(float(bound.min_class_size())) and not bound.feasible(float(bound.min_class_size() - 1))
     assert bound.oracle().k == bound.min_class_size() <= 10
 

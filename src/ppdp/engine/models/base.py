@@ -62,6 +62,22 @@ class ClassStats:
 
 
 @dataclass(frozen=True)
+class ModelContext:
+    """What a model may read of the run beyond its spec parameters, once the source is encoded
+    (``PrivacyModel.bind``): the sensitive columns and the (text) value of each sensitive code of
+    the encoded table (for an order or a hierarchy over them; ``reverify`` gives the values of
+    the stored Q), the spec's folder (relative paths) and the ``[sensitive] hierarchy`` file."""
+
+    sensitive: tuple[str, ...]
+    sa_values: tuple[tuple, ...]
+    base_dir: str = "."
+    sensitive_hierarchy: str | None = None
+    # Records of the source (all rows, as ARX's data length; the research subset's when there is
+    # one): k-map's estimators derive their threshold from the sampling fraction. None: unknown.
+    source_rows: int | None = None
+
+
+@dataclass(frozen=True)
 class Requirements:
     """The statistics a model reads (ARX: ``getRequirements``). The evaluators compute what the
     models of a problem need together; the spec reader refuses a model whose input is missing
@@ -109,9 +125,10 @@ class PrivacyModel:
         """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""
         return None
 
-    def bind(self, source_rows: int) -> PrivacyModel:
-        """The model as it applies to a source of ``source_rows`` records (ARX's ``initialize``:
-        a threshold derived from the sampling fraction); most models do not depend on it."""
+    def bind(self, ctx: ModelContext) -> PrivacyModel:
+        """The model ready for this run's table (a ground distance over its sensitive codes, a
+        hierarchy read from a file, a threshold derived from the source's size); SpecError/DataError
+        with one line, before any write. Most models need nothing of the table and return themselves."""
         return self
 
     def research_predicate(self) -> str | None:
@@ -176,7 +193,7 @@ class PrivacyModel:
         return None
 
     def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
-                         versions: list[int]) -> list[str] | None:
+                         versions: list[int], d: str = "duckdb") -> list[str] | None:
         """Queries returning the ``sig_now`` of history classes that fail (sql/history.py);
         None if the model has no history check."""
         return None

@@ -30,7 +30,14 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator import kinds
-from ppdp.engine.models.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses, Requirements
+from ppdp.engine.models.base import (
+    MODELS,
+    ClassStats,
+    ModelContext,
+    PrivacyModel,
+    ReferenceClasses,
+    Requirements,
+)
 from ppdp.engine.models.oracle import OracleParams
 from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
@@ -156,14 +163,17 @@ class KMapEstimated(KMap):
     ad_is_smallest_class: ClassVar[bool] = True
     kernel_kind: ClassVar[int | None] = kinds.SMALLEST_CLASS
 
-    def bind(self, source_rows: int) -> KMapEstimated:
-        return replace(self, sample_rows=int(source_rows))
+    def bind(self, ctx: ModelContext) -> KMapEstimated:
+        """k' for this source: ARX's ``initialize`` with n = the source's records."""
+        if ctx.source_rows is None:
+            raise RuntimeError("k-map with an estimator needs the source's size to derive k'")
+        return replace(self, sample_rows=int(ctx.source_rows))
 
     @property
     def threshold(self) -> int:
         """k' (fails closed on a model that was never bound to a source)."""
         if self.sample_rows is None:
-            raise RuntimeError("k-map with an estimator is used before bind(source_rows)")
+            raise RuntimeError("k-map with an estimator is used before bind() gave it the source's size")
         return derived_k(self.k, self.estimator, self.population_size, self.significance, self.sample_rows)
 
     def params(self) -> dict[str, Any]:
@@ -208,7 +218,7 @@ class KMapEstimated(KMap):
     def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
         return Q.verify_k_query(relation, qids, d)
 
-    def history_failures(self, sig, values_at, q_at, versions: list[int]) -> list[str]:
+    def history_failures(self, sig, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
         return [H.small_classes_k(sig, self.threshold)]
 
     def evaluator_term(self) -> esql.AdTerm:

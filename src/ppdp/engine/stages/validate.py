@@ -25,7 +25,7 @@ from ppdp.engine.encoding import (
     encode_population,
 )
 from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.models import PrivacyModel, build_model, check_possible
+from ppdp.engine.models import ModelContext, PrivacyModel, build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers
 from ppdp.engine.spec import QuasiIdentifier, ReleaseSpec
 from ppdp.engine.stages.context import RunContext
@@ -136,10 +136,13 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     population = population_histogram(spec, con, models, table)
     if population is not None:
         table = replace(table, population=population)
-    models = [m.bind(n_rows) for m in models]
     needs_sensitive = [m.name for m in models if m.requirements.sensitive_counts]
     if needs_sensitive and not spec.sensitive:
         raise SpecError(f"{' and '.join(needs_sensitive)} need(s) sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    # bound to the table before anything is searched or written (a ground distance over its
+    # sensitive values, a hierarchy file): errors are one line and nothing is written
+    context = ModelContext(table.sensitive, table.sa_values, spec.base_dir, spec.sensitive_hierarchy, n_rows)
+    models = [m.bind(context) for m in models]
     check_possible(table, models)
     dropped = {spec.key, *spec.identifiers, *spec.drop}
     released = [c for c in columns if c not in dropped]

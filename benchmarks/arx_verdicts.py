@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ import polars as pl
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
+from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram, encode_population  # noqa: E402
 from ppdp.engine.evaluator.numba_backend import NumbaEvaluator  # noqa: E402
 from ppdp.engine.hierarchy import read_arx_csv  # noqa: E402
 from ppdp.engine.models import ModelContext, build_model  # noqa: E402
@@ -58,6 +58,10 @@ class Case:
     arx: dict[str, str]  # ArxVerdicts tokens: criteria=NAME[+NAME] and the parameters
     needs_sa_hierarchy: bool = False
     sensitive: tuple[str, ...] = field(default=SENSITIVE)
+    # A research subset (delta-presence; k-map's sample): a SQL predicate over adult's columns.
+    # ppdp's table is then those rows with all of adult as its population; ARX gets the rows'
+    # indices (subset=PATH) and the whole data as the population.
+    research: str | None = None
 
 
 # One entry per model, parameter setting and SA; the ArxVerdicts criterion names are its CRITERIA
@@ -80,6 +84,28 @@ def _beta(sa: str, beta: float, enhanced: bool) -> Case:
                 {"criteria": f"{kind}-beta-likeness", "beta": repr(beta)}, sensitive=(sa,))
 
 
+# The research subset / sample of the population-based cases: a deterministic part of adult.
+RESEARCH = "\"salary-class\" = '>50K' OR (age >= 60 AND sex = 'Female')"
+
+
+def _dp(sa: str, dmin: float, dmax: float) -> Case:
+    return Case(f"delta-presence dmin={dmin:g} dmax={dmax:g}",
+                (("delta-presence", {"dmin": dmin, "dmax": dmax, "research": RESEARCH}),),
+                {"criteria": "d-presence", "dmin": repr(dmin), "dmax": repr(dmax)}, sensitive=(sa,), research=RESEARCH)
+
+
+def _kmap(sa: str, k: int) -> Case:
+    return Case(f"k-map population k={k}", (("k-map", {"k": k, "population": "adult"}),),
+                {"criteria": "k-map", "k": str(k)}, sensitive=(sa,), research=RESEARCH)
+
+
+def _kmap_est(sa: str, k: int, estimator: str, size: int, alpha: float) -> Case:
+    return Case(f"k-map {estimator} k={k} N={size} a={alpha:g}",
+                (("k-map", {"k": k, "estimator": estimator, "population_size": size, "significance": alpha}),),
+                {"criteria": f"k-map-{estimator}", "k": str(k), "population_size": str(size), "significance": repr(alpha)},
+                sensitive=(sa,))
+
+
 CASES: list[Case] = [
     Case("k-anonymity k=5", (("k-anonymity", {"k": 5}),), {"criteria": "k-anonymity", "k": "5"}, sensitive=("salary-class",)),
     Case("distinct-l-diversity l=2", (("distinct-l-diversity", {"l": 2}),), {"criteria": "distinct-l-diversity", "l": "2"}),
@@ -89,6 +115,11 @@ CASES: list[Case] = [
     _rcl("salary-class", 4.0, 2), _rcl("occupation", 1.0, 2), _rcl("occupation", 2.0, 3),
     _beta("salary-class", 2.0, False), _beta("salary-class", 2.0, True), _beta("occupation", 60.0, False),
     _beta("occupation", 1.5, True),
+    *[_dp(sa, lo, hi) for sa in SENSITIVE for lo, hi in ((0.05, 0.6), (0.0, 0.5))],
+    *[_kmap(sa, k) for sa in SENSITIVE for k in (10, 40)],
+    *[_kmap_est(sa, k, est, size, alpha) for sa in SENSITIVE
+      for k, est, size, alpha in ((10, "poisson", 300_000, 0.01), (20, "zero-truncated-poisson", 100_000, 0.05),
+                                  (50, "poisson", 60_000, 0.001))],
 ]
 
 
@@ -100,6 +131,28 @@ def load_adult(root: Path, sa: str) -> tuple[EncodedTable, list[str]]:
     frame = pl.read_csv(folder / "adult.csv", separator=";", infer_schema=False)
     hist = frame.group_by(qids + [sa]).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
     return encode_histogram(hist, qids, [sa], hierarchies), qids
+
+
+def research_table(root: Path, sa: str, research: str) -> tuple[EncodedTable, list[int]]:
+    """adult's research rows (``research``, checked and written by ppdp's own predicate module)
+    as the table, all of adult as its population; and the rows' 0-based indices for ARX."""
+    import duckdb
+
+    from ppdp.sql.predicate import parse_predicate, predicate_sql
+
+    qids = [q for q in ADULT_QIDS if q != sa]
+    folder = root / "arx"
+    hierarchies = [read_arx_csv(folder / f"adult_hierarchy_{q}.csv", q) for q in qids]
+    frame = pl.read_csv(folder / "adult.csv", separator=";", infer_schema=False).with_row_index("__row")
+    # adult.csv read as text; age is numeric in the SQL tables (the predicate compares it as a number).
+    typed = duckdb.sql("SELECT * REPLACE (CAST(age AS INTEGER) AS age) FROM frame")  # noqa: F841 (read by name below)
+    where = predicate_sql(parse_predicate(research, "research"), "r", "duckdb")
+    rows = sorted(int(r[0]) for r in duckdb.sql(f"SELECT __row FROM typed AS r WHERE {where}").fetchall())
+    subset = frame.filter(pl.col("__row").is_in(rows))
+    hist = subset.group_by(qids + [sa]).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+    table = encode_histogram(hist, qids, [sa], hierarchies)
+    everyone = frame.group_by(qids).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+    return replace(table, population=encode_population(everyone, table, "adult")), rows
 
 
 def all_nodes(table: EncodedTable) -> np.ndarray:
@@ -122,7 +175,8 @@ def sample_nodes(nodes: np.ndarray, table: EncodedTable, size: int) -> np.ndarra
 
 def ppdp_verdicts(case: Case, table: EncodedTable, sa_hierarchy: Path, nodes: np.ndarray) -> str:
     """'1' where every class of the node (nothing suppressed) satisfies every model of the case."""
-    ctx = ModelContext(table.sensitive, table.sa_values, str(sa_hierarchy.parent), str(sa_hierarchy))
+    ctx = ModelContext(table.sensitive, table.sa_values, str(sa_hierarchy.parent), str(sa_hierarchy),
+                       source_rows=table.n_records)
     models = [build_model(name, dict(params)).bind(ctx) for name, params in case.ppdp]
     ev = NumbaEvaluator(table, models)
     retained = table.counts.astype(np.int64)
@@ -133,11 +187,16 @@ def ppdp_verdicts(case: Case, table: EncodedTable, sa_hierarchy: Path, nodes: np
     return "".join(out)
 
 
-def arx_verdicts(case: Case, data: Path, qids: list[str], sa: str, nodes: np.ndarray, classpath: str, work: Path) -> dict[str, Any]:
+def arx_verdicts(case: Case, data: Path, qids: list[str], sa: str, nodes: np.ndarray, classpath: str, work: Path,
+                 subset: list[int] | None = None) -> dict[str, Any]:
     node_file = work / "nodes.txt"
     node_file.write_text("\n".join(",".join(str(int(x)) for x in g) for g in nodes) + "\n")
     tokens = [f"data={data}", f"qids={','.join(qids)}", f"sensitive={sa}", f"nodes={node_file}",
               *[f"{k}={v}" for k, v in case.arx.items()]]
+    if subset is not None:
+        subset_file = work / "subset.txt"
+        subset_file.write_text("\n".join(map(str, subset)) + "\n")
+        tokens.append(f"subset={subset_file}")
     run = subprocess.run(["java", "-cp", f"{classpath}:{work / 'classes'}", "ArxVerdicts", *tokens],
                          capture_output=True, text=True, check=False)
     if run.returncode != 0:
@@ -163,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if wanted is None or any(c.key.startswith(w) for w in wanted)]
     sas = args.sensitive.split(",") if args.sensitive else list(SENSITIVE)
     rows = []
+    subsets: dict[tuple[str, str], tuple[EncodedTable, list[int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         subprocess.run(["javac", "-encoding", "UTF-8", "-d", str(work / "classes"), "-cp", classpath,
@@ -176,10 +236,15 @@ def main(argv: list[str] | None = None) -> int:
             for case in cases:
                 if sa not in case.sensitive:
                     continue
+                case_table, subset = table, None
+                if case.research is not None:
+                    if (sa, case.research) not in subsets:
+                        subsets[(sa, case.research)] = research_table(root, sa, case.research)
+                    case_table, subset = subsets[(sa, case.research)]
                 t0 = time.perf_counter()
-                ours = ppdp_verdicts(case, table, hierarchy, nodes)
+                ours = ppdp_verdicts(case, case_table, hierarchy, nodes)
                 ppdp_ms = (time.perf_counter() - t0) * 1e3
-                theirs = arx_verdicts(case, root / "arx" / "adult.csv", qids, sa, nodes, classpath, work)
+                theirs = arx_verdicts(case, root / "arx" / "adult.csv", qids, sa, nodes, classpath, work, subset)
                 arx = theirs["verdicts"]
                 if len(arx) != len(ours):
                     raise RuntimeError(f"{case.key}: ARX gave {len(arx)} verdicts for {len(ours)} nodes")

@@ -11,7 +11,9 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 
 import org.deidentifier.arx.ARXAnonymizer;
 import org.deidentifier.arx.ARXConfiguration;
@@ -25,7 +27,11 @@ import org.deidentifier.arx.AttributeType;
 import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
+import org.deidentifier.arx.ARXPopulationModel;
+import org.deidentifier.arx.DataSubset;
 import org.deidentifier.arx.criteria.BasicBLikeness;
+import org.deidentifier.arx.criteria.DPresence;
+import org.deidentifier.arx.criteria.KMap;
 import org.deidentifier.arx.criteria.DistinctLDiversity;
 import org.deidentifier.arx.criteria.EnhancedBLikeness;
 import org.deidentifier.arx.criteria.EntropyLDiversity;
@@ -85,6 +91,23 @@ public class ArxVerdicts {
         CRITERIA.put("recursive-cl-diversity", (c, d) -> new RecursiveCLDiversity(sa(c), real(c, "c"), integer(c, "l")));
         CRITERIA.put("basic-beta-likeness", (c, d) -> new BasicBLikeness(sa(c), real(c, "beta")));
         CRITERIA.put("enhanced-beta-likeness", (c, d) -> new EnhancedBLikeness(sa(c), real(c, "beta")));
+        // The data is the population; subset=PATH lists the research subset's (sample's) rows.
+        CRITERIA.put("d-presence", (c, d) -> new DPresence(real(c, "dmin"), real(c, "dmax"), DataSubset.create(d, rows(c))));
+        CRITERIA.put("k-map", (c, d) -> new KMap(integer(c, "k"), DataSubset.create(d, rows(c))));
+        CRITERIA.put("k-map-poisson", (c, d) -> new KMap(integer(c, "k"), real(c, "significance"),
+                ARXPopulationModel.create(Long.parseLong(c.get("population_size"))), KMap.CellSizeEstimator.POISSON));
+        CRITERIA.put("k-map-zero-truncated-poisson", (c, d) -> new KMap(integer(c, "k"), real(c, "significance"),
+                ARXPopulationModel.create(Long.parseLong(c.get("population_size"))), KMap.CellSizeEstimator.ZERO_TRUNCATED_POISSON));
+    }
+
+    /** The rows of subset=PATH: one 0-based row index of the data per line. */
+    static Set<Integer> rows(Map<String, String> c) throws IOException {
+        if (!c.containsKey("subset")) throw new IllegalArgumentException("this criterion needs subset=PATH");
+        Set<Integer> out = new HashSet<>();
+        for (String line : Files.readAllLines(Paths.get(c.get("subset")), StandardCharsets.UTF_8)) {
+            if (!line.isBlank()) out.add(Integer.parseInt(line.trim()));
+        }
+        return out;
     }
 
     static String sa(Map<String, String> c) {

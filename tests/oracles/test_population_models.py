@@ -236,3 +236,28 @@ def test_the_duckdb_evaluator_agrees_exactly_with_numba():
             assert np.array_equal(a.ad, b.ad), (model, a.ad.ravel(), b.ad.ravel())
             assert np.array_equal(a.feasible, b.feasible) and np.array_equal(a.suppressed, b.suppressed)
             assert np.allclose(a.td, b.td, atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(25))
+def test_flash_with_k_map_matches_exhaustive(seed):
+    """k-map is declared monotone (Flash's predictive tagging): Flash at a zero limit reaches the
+    best TD of every node with nothing suppressed, for both forms."""
+    from ppdp.engine.optimizers import run_optimizer
+    from ppdp.engine.optimizers.lattice import all_nodes
+
+    rng = np.random.default_rng([seed, 9])
+    table, *_ = _table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 80)), float(rng.random()))
+    models = [build_model("k-map", {"k": int(rng.integers(1, 15)), "population": "p.t"}),
+              build_model("k-map", {"k": int(rng.integers(2, 15)), "estimator": "poisson", "population_size": 200,
+                                    "significance": 0.05}).bind(ModelContext((), (), source_rows=table.n_records))]
+    for model in models:
+        problem = Problem(table, [model])
+        ev = problem.evaluate(all_nodes(problem.heights))
+        best = float(np.max(np.where(ev.feasible, ev.td, -1.0)))
+        res = run_optimizer("flash", Problem(table, [model]), budget=10**6)
+        assert res.info["complete"]
+        if best < 0:
+            assert not res.feasible
+        else:
+            assert res.feasible and res.td == pytest.approx(best, abs=1e-9) and res.suppressed == 0

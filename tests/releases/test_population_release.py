@@ -134,6 +134,10 @@ def test_delta_presence_releases_the_research_subset_verified_and_rechecked(data
         pl.struct(source.columns).map_elements(_research, return_dtype=pl.Boolean)).height + 1
     for cls, n in persons.items():
         assert 0.0 <= released.get(cls, 0) / n <= 0.6, cls
+    if url.startswith("duckdb://"):  # `ppdp sql` rebuilds the research subset only, in every dialect
+        from tests.releases.test_rebuild_methods import assert_rebuilds
+
+        assert_rebuilds(Path(url.removeprefix("duckdb://")), "adult_dp", 1, tmp_path)
 
 
 @pytest.mark.slow

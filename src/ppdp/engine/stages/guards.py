@@ -62,10 +62,8 @@ def population_models_have_levels(ctx: RunContext, prep: Prepared, method: Relea
     the source) is meaningful only for rows generalized by hierarchy levels: the population is
     generalized alike and matched class by class. Aggregated groups (microaggregation) or
     per-record generalizations (heterogeneous) have no such classes."""
-    if method.generalizes_by_levels:
-        return
     needs = [m.name for m in prep.models if m.requirements.population or m.requirements.research_subset]
-    if needs:
+    if needs and not method.generalizes_by_levels:
         raise SpecError(f"{', '.join(needs)} compares each released class with the persons of a population generalized "
                         f"to the same levels, but method {method.name!r} does not generalize rows by hierarchy levels, "
                         "so the population has no matching classes; nothing was written. Hint: method = \"generalization\".")

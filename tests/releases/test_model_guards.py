@@ -89,6 +89,7 @@ class ClasslessToyMethod:
 
     name: ClassVar[str] = "toy-classless"
     publishes_classes: ClassVar[bool] = False
+    generalizes_by_levels: ClassVar[bool] = False
 
     def check_params(self, spec) -> None:
         pass

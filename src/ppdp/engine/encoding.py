@@ -22,6 +22,24 @@ from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the 
 
 
 @dataclass(frozen=True, eq=False)
+class PopulationHistogram:
+    """The population a release's records are drawn from (delta-presence, k-map), as leaf codes
+    of the same hierarchies. ``combo_codes`` are the distinct QID combinations of the population
+    and of the table's rows together, ``combo_persons`` the population's persons of each (0 for a
+    combination only the table has), and ``row_combo`` the combination of each table row: one
+    classification of the combinations per G gives both counts (evaluator/population.py)."""
+
+    combo_codes: np.ndarray  # (C, nQ) int32 leaf codes
+    combo_persons: np.ndarray  # (C,) int64
+    row_combo: np.ndarray  # (H,) int64: the combination of each histogram row of the table
+    excluded_null_rows: int = 0  # persons with a NULL quasi-identifier (in no class)
+
+    @property
+    def n_persons(self) -> int:
+        return int(self.combo_persons.sum())
+
+
+@dataclass(frozen=True, eq=False)
 class EncodedTable:
     """The histogram of a source table, ready for the evaluator.
 
@@ -41,6 +59,8 @@ class EncodedTable:
     # Q of t-closeness by SA code, when given (``encode_histogram(reference=...)``): the whole
     # source's distribution, NULL-QID rows included, or a release's stored one.
     reference_q: np.ndarray | None = None
+    # The population, when a model reads population counts per class (Requirements.population).
+    population: PopulationHistogram | None = None
 
     @property
     def n_rows(self) -> int:
@@ -194,3 +214,30 @@ def encode_histogram(
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
+
+
+def encode_population(histogram: pl.DataFrame, table: EncodedTable, where: str) -> PopulationHistogram:
+    """The population of ``table`` from its histogram (text QIDs + COUNT_COLUMN). A value that
+    is not a leaf of its hierarchy is refused (HierarchyError naming ``where``): such a person
+    belongs to no class, and counting them nowhere would understate their class's population.
+    Persons with a NULL quasi-identifier are in no class and are counted apart."""
+    qids = list(table.qids)
+    null_mask = pl.any_horizontal([pl.col(c).is_null() for c in qids])
+    excluded = int(histogram.filter(null_mask)[COUNT_COLUMN].sum()) if histogram.height else 0
+    histogram = histogram.filter(~null_mask)
+    cols = []
+    for col, h in zip(qids, table.hierarchies, strict=True):
+        missing = [v for v in histogram[col].unique().to_list() if v not in h.leaf_code]
+        if missing:
+            shown = ", ".join(repr(v) for v in sorted(missing)[:5])
+            raise HierarchyError(f"The population ({where}) has value(s) {shown} in column {col!r} that are not leaves of "
+                                 f"its hierarchy ({h.source}). Hint: add them to the hierarchy's first column.")
+        cols.append(histogram[col].replace_strict(h.leaf_code, return_dtype=pl.Int32).to_numpy())
+    codes = np.stack(cols, axis=1).astype(np.int32) if cols else np.zeros((histogram.height, 0), dtype=np.int32)
+    both = np.concatenate([codes, table.codes], axis=0)
+    combos, inverse = np.unique(both, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    persons = np.bincount(inverse[: len(codes)], weights=histogram[COUNT_COLUMN].to_numpy().astype(np.float64),
+                          minlength=len(combos)).astype(np.int64)
+    return PopulationHistogram(np.ascontiguousarray(combos, dtype=np.int32), persons,
+                               np.ascontiguousarray(inverse[len(codes):], dtype=np.int64), excluded)

@@ -15,7 +15,9 @@ from ppdp.connectors.base import Connector
 from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
 from ppdp.engine.methods import method_of
+from ppdp.engine.models import build_model
 from ppdp.engine.spec import spec_from_dict
+from ppdp.engine.stages.validate import research_of
 from ppdp.sql import catalog as C
 from ppdp.sql import queries as Q
 from ppdp.sql.dialects import DIALECTS, RebuildData, render_script, row_ids_table
@@ -45,6 +47,7 @@ def rebuild_data(con: Connector, name: str) -> RebuildData:
         columns=tuple(c for c, _ in cols if c != Q.ROW_ID), rows=method_rows.rows,
         tables=(*method_rows.tables, row_ids_table(tuple(rids.rows()))),
         query_tables=_query_tables(con, spec.query) if spec.query else {},
+        research=research_of([build_model(m.name, m.param_dict()) for m in spec.models]),
     )
 
 

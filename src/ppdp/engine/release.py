@@ -15,6 +15,7 @@ module makes a new context: ``replace(ctx, key=...)`` after identify and
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -184,7 +185,7 @@ def _schema_lock(con: Connector, schema: str) -> Iterator[None]:
 def reverify(con: Connector, name: str) -> dict[str, Any]:
     """Run the SQL verification again on the current version of release ``name``, against what
     was published (the stored Q), and say separately whether the source changed since."""
-    from ppdp.engine.models import build_model
+    from ppdp.engine.models import ModelContext, build_model
     from ppdp.engine.spec import spec_from_dict
     from ppdp.engine.stages.verify import check_models
 
@@ -194,14 +195,19 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
         raise SpecError(f"No published release named {name!r} in {con.url}.")
     spec = spec_from_dict(run.spec)
     version = int(run.version or 0)  # a published run has its version
-    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    # bound to the sensitive values of the Q stored with the version (an ordered distance's order)
+    # and to the source's size when it was released (k-map's estimated threshold)
+    stored = catalog.stored_distribution(con, release, version)
+    values = tuple(tuple(json.loads(v)) for v in stored["sa_value"].to_list()) if stored.height else ()
+    context = ModelContext(tuple(spec.sensitive), values, spec.base_dir, spec.sensitive_hierarchy, run.source_rows)
+    models = [build_model(m.name, m.param_dict()).bind(context) for m in spec.models]
     relation = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", con.dialect)
-    checks = check_models(con, spec, models, relation, release, version)
+    checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
     rows = int(con.query(P.count_rows(relation))["n"][0])
     expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
     source_changed: bool | None
     try:
-        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
+        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))
         columns = validate.source_columns(spec, con, source)
         source_changed = validate.source_fingerprint(con, source, spec.key, columns) != run.source_fingerprint
     except PpdpError:

@@ -64,6 +64,7 @@ class ReleaseSpec:
     query: str | None = None
     identifiers: tuple[str, ...] = ()
     sensitive: tuple[str, ...] = ()
+    sensitive_hierarchy: str | None = None  # ARX hierarchy file of the sensitive column (hierarchical t-closeness)
     drop: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
     # When QIDs plus kept columns single out records the QIDs alone do not (issue 26): "refuse"
@@ -113,7 +114,7 @@ _SCHEMA: dict[str, set[str]] = {
     "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels", "duplicates"},
-    "sensitive": {"columns"},
+    "sensitive": {"columns", "hierarchy"},
     "privacy": {"models", "kept_columns"},
     "utility": {"objective", "report", "workload_queries", "workload_seed"},
     "optimizer": {"name", "budget", "seed", "params", "evaluator"},
@@ -265,6 +266,11 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _typed(sens, "[sensitive]", dict)
     _check_keys("sensitive", sens, "[sensitive]")
     sensitive = _names(sens.get("columns", []), "sensitive.columns")
+    sensitive_hierarchy = sens.get("hierarchy")
+    if sensitive_hierarchy is not None and (not isinstance(sensitive_hierarchy, str) or not sensitive_hierarchy.strip()):
+        raise SpecError(f"sensitive.hierarchy must be a file path, got {sensitive_hierarchy!r}. Hint: hierarchy = \"hierarchies/salary.csv\".")
+    if sensitive_hierarchy is not None and len(sensitive) != 1:
+        raise SpecError(f"sensitive.hierarchy is the hierarchy of one sensitive column; {len(sensitive)} are given.")
 
     priv = _need(raw, "privacy", "the spec", dict)
     _check_keys("privacy", priv, "[privacy]")
@@ -344,6 +350,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         drop=_names(src.get("drop", []), "source.drop"),
         keep=_names(src.get("keep", []), "source.keep"), kept_columns=kept_policy,
         null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
+        sensitive_hierarchy=sensitive_hierarchy,
         objective=objective,
         report=report, workload_queries=workload_queries,
         workload_seed=_typed(util.get("workload_seed", 0), "utility.workload_seed", int),

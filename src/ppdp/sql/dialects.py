@@ -140,6 +140,7 @@ class RebuildData:
     # {schema: {table: {column: type}}} of the tables source.query reads: ``* EXCLUDE`` (DuckDB)
     # has no PostgreSQL form, so such stars are expanded to column lists with it.
     query_tables: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    research: str | None = None  # the research subset's predicate (delta-presence): only its rows are released
 
 
 def portable_query(query: str, read: str, write: str, tables: dict[str, dict[str, dict[str, str]]]) -> str:
@@ -166,7 +167,8 @@ def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.E
         query = portable_query(query, data.source_dialect, dialect, data.query_tables)
     # Built for the target dialect (the canonical text of values differs per dialect); the user
     # query is read in the dialect it was written in.
-    source = Q.Source(data.source_schema, data.source_table, query, dialect, query_dialect=data.source_dialect)
+    source = Q.Source(data.source_schema, data.source_table, query, dialect, query_dialect=data.source_dialect,
+                      research=data.research)
     select = data.rows.select(source, release=data.release, version=data.version, columns=list(data.columns), key=data.key,
                               private_schema=REBUILD_SCHEMA)
     table = table_expr(data.output_schema, f"{data.name}__v{data.version}")

@@ -7,6 +7,8 @@ The evaluator loads its inputs into a private in-memory database under fixed nam
   generalized code), ``w`` (1/|v_g|) and, with a single class key, ``scaled`` (the code times
   the QID's mixed-radix stride);
 - ``qtab`` (``sa``, ``q``): the source SA distribution Q; ``consts``: ``qq``, ``n_pos``, ``n_records``;
+- ``phist`` (only when a model reads population counts): one row per leaf combination of the
+  population with persons: ``c<q>`` and ``persons``;
 
 and registers two frames per batch: ``pop`` (``ind``, ``o<q>`` = level offset into ``lk<q>``)
 and ``ret`` (``ind``, ``row``, ``ret``: the retained count where it differs from ``n``). Every
@@ -25,8 +27,11 @@ from ppdp.sql.quoting import quote_ident
 FRAME = "__ppdp_frame"  # name a frame is registered under while it is copied into a table
 
 # Class statistics a term may read, beyond "size" and "td": "distinct" (distinct SA values),
-# "nlogn" (sum of n ln n over SA values), "t" (the Euclidean distance terms against Q).
-CLASS_STATISTICS = frozenset({"distinct", "nlogn", "t"})
+# "nlogn" (sum of n ln n over SA values), "t" (the Euclidean distance terms against Q),
+# "persons" (the population's persons in the class, c."persons", and the individual's number of
+# population classes without a retained record, u."unmatched").
+CLASS_STATISTICS = frozenset({"distinct", "nlogn", "t", "persons"})
+PAIR_STATISTICS = frozenset({"distinct", "nlogn", "t"})
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,22 @@ def largest_euclidean_distance() -> AdTerm:
     """The largest Euclidean distance of a class's SA distribution to Q (HAEF eq. 2-4)."""
     return AdTerm('max(sqrt(c."d2" + CASE WHEN c."npos" = k."n_pos" THEN 0.0 '
                   'ELSE greatest(k."qq" - c."qp", 0.0) END))', "0.0", frozenset({"t"}))
+
+
+def fewest_persons() -> AdTerm:
+    """The fewest persons of the population in a released class (k-map against a table)."""
+    return AdTerm('min(c."persons")', "'inf'::DOUBLE", frozenset({"persons"}))
+
+
+def share_outside(dmin: float, dmax: float) -> AdTerm:
+    """The largest distance of a class's share of the population's persons (released / persons)
+    outside [dmin, dmax], and dmin for population classes without released records when
+    dmin > 0 (delta-presence, as DeltaPresence.ad computes it)."""
+    lo, hi = repr(float(dmin)), repr(float(dmax))
+    share = 'CAST(c."size" AS DOUBLE) / c."persons"'
+    unmatched = f'CASE WHEN max(u."unmatched") > 0 AND {lo} > 0 THEN {lo} ELSE 0.0 END'
+    return AdTerm(f"greatest(max(greatest({lo} - {share}, {share} - {hi}, 0.0)), {unmatched})",
+                  f"CAST({lo} AS DOUBLE)", frozenset({"persons"}))
 
 
 def settings(threads: int | None) -> list[str]:
@@ -97,16 +118,34 @@ def _gen_select(n_qids: int, single_key: bool) -> str:
     LEFT JOIN "ret" AS r ON r."ind" = p."ind" AND r."row" = h."row\""""
 
 
-def batch_query(n_qids: int, single_key: bool, terms: Sequence[AdTerm], needs_pairs: bool) -> str:
+def _population_ctes(n_qids: int, single_key: bool) -> list[str]:
+    """(individual, class, persons) of the population, generalized as the histogram's rows."""
+    cls = class_columns(n_qids, single_key)
+    if single_key:
+        codes = ", " + (" + ".join(f'k{q}."scaled"' for q in range(n_qids)) or "0") + ' AS "key"'
+    else:
+        codes = "".join(f', k{q}."gen" AS {cls[q]}' for q in range(n_qids))
+    joins = "".join(f'\n    JOIN "lk{q}" AS k{q} ON k{q}."key" = p."o{q}" + ph."c{q}"' for q in range(n_qids))
+    g = ", ".join(['"ind"'] + cls)
+    pgen = f'"pgen" AS (\n    SELECT p."ind"{codes}, ph."persons"\n    FROM "pop" AS p\n    CROSS JOIN "phist" AS ph{joins}\n)'
+    pclasses = f'"pclasses" AS (\n    SELECT {g}, sum("persons") AS "persons" FROM "pgen" GROUP BY {g}\n)'
+    return [pgen, pclasses]
+
+
+def batch_query(n_qids: int, single_key: bool, terms: Sequence[AdTerm], needs_pairs: bool,
+                needs_population: bool = False) -> str:
     """One row per individual of ``pop``, in order: ``ind``, ``td``, ``suppressed`` and ``ad<j>``
     for the j-th of ``terms``. ``needs_pairs``: some model reads the SA values of each class
-    (l-diversity, t-closeness); a term that reads class statistics needs it."""
+    (l-diversity, t-closeness); a term that reads class statistics needs it. ``needs_population``:
+    some model reads the population's persons per class (``phist`` is loaded)."""
     reads: set[str] = set().union(*(term.reads for term in terms)) if terms else set()
     unknown = reads - CLASS_STATISTICS
     if unknown:
         raise ValueError(f"unknown class statistics {sorted(unknown)}")
-    if reads and not needs_pairs:
+    if reads & PAIR_STATISTICS and not needs_pairs:
         raise ValueError("terms that read class statistics need the (class, SA) pairs")
+    if "persons" in reads and not needs_population:
+        raise ValueError("terms that read persons need the population")
     cls = class_columns(n_qids, single_key)
     g = ", ".join(['"ind"'] + cls)
     t_on = "t" in reads
@@ -141,10 +180,22 @@ def batch_query(n_qids: int, single_key: bool, terms: Sequence[AdTerm], needs_pa
     SELECT {g}, sum("n") AS "size", sum("n" * "w") AS "td"
     FROM "gen" WHERE "n" > 0 GROUP BY {g}
 )""")
+    unmatched_join = ""
+    if needs_population:
+        # The released classes with their persons (0 when none), and per individual the number
+        # of population classes that hold no retained record.
+        ctes[-1] = ctes[-1].replace('"classes" AS (', '"rclasses" AS (', 1)
+        ctes += _population_ctes(n_qids, single_key)
+        on = " AND ".join(f"pc.{col} = rc.{col}" for col in ['"ind"'] + cls)
+        ctes.append(f'"classes" AS (\n    SELECT rc.*, coalesce(pc."persons", 0) AS "persons" FROM "rclasses" AS rc '
+                    f'LEFT JOIN "pclasses" AS pc ON {on}\n)')
+        ctes.append(f'"unmatched" AS (\n    SELECT pc."ind", count(*) AS "unmatched" FROM "pclasses" AS pc\n'
+                    f'    WHERE NOT EXISTS (SELECT 1 FROM "rclasses" AS rc WHERE {on}) GROUP BY pc."ind"\n)')
+        unmatched_join = ' LEFT JOIN "unmatched" AS u ON u."ind" = c."ind"'
     per_ind = ['sum(c."size") AS "kept"', 'sum(c."td") AS "td"']
     per_ind += [f'{term.aggregate} AS "a{j}"' for j, term in enumerate(terms)]
     ctes.append(f""""per_ind" AS (
-    SELECT c."ind", {', '.join(per_ind)} FROM "classes" AS c CROSS JOIN "consts" AS k GROUP BY c."ind"
+    SELECT c."ind", {', '.join(per_ind)} FROM "classes" AS c CROSS JOIN "consts" AS k{unmatched_join} GROUP BY c."ind"
 )""")
     ads = "".join(f', coalesce(CAST(i."a{j}" AS DOUBLE), {term.empty}) AS "ad{j}"' for j, term in enumerate(terms))
     return f"""WITH {', '.join(ctes)}

@@ -14,6 +14,7 @@ import sqlglot
 from sqlglot import exp
 
 from ppdp.sql.errors import build_error
+from ppdp.sql.predicate import parse_predicate, predicate_sql, qualified
 from ppdp.sql.quoting import ident, quote_ident, quote_table, table_expr
 
 PRIVATE_SCHEMA = "_ppdp"
@@ -36,16 +37,23 @@ class Source:
     # The dialect source.query is written in, when SQL for another dialect is generated from it
     # (``ppdp sql``); None: ``dialect``.
     query_dialect: str | None = None
+    # A research subset (delta-presence, Nergiz et al. 2007): a user predicate over the source's
+    # columns, parsed and checked by sql/predicate.py (never pasted); the release reads only the
+    # rows it holds, while the population (the same source without it) is read separately.
+    research: str | None = None
 
     def sql(self) -> str:
         """FROM-clause text of the relation, aliased ``src``."""
         if self.table is not None:
             inner = quote_table(self.schema, self.table, self.dialect)
-            if self.withheld is None:
+            if self.withheld is None and self.research is None:
                 return f"{inner} AS src"
             inner = f"SELECT * FROM {inner}"
         else:
             inner = self.parsed_query().sql(dialect=self.dialect)
+        if self.research is not None:
+            tree = parse_predicate(self.research, "research", self.query_dialect or self.dialect)
+            inner = f"SELECT * FROM ({inner}) AS r WHERE {predicate_sql(tree, 'r', self.dialect)}"
         if self.withheld is not None:
             # NOT EXISTS, not NOT IN: PostgreSQL plans NOT IN (subquery) as a per-row scan of the
             # subquery (NULL semantics forbid a hash anti-join); NOT EXISTS becomes Hash Anti Join.
@@ -220,7 +228,11 @@ def release_select(
             )
         )
     )
-    return select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
+    select = select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
+    if source.research is not None:  # delta-presence: only the research subset is released
+        tree = parse_predicate(source.research, "research", source.query_dialect or d)
+        select = select.where(qualified(tree, "src"), dialect=d)
+    return select
 
 
 # --- verification: independent checks of a materialized release ----------------------------

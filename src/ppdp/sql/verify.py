@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ppdp.sql.catalog import private
 from ppdp.sql.history import sa_key
+from ppdp.sql.queries import null_safe_eq, text
 from ppdp.sql.quoting import quote_ident, quote_literal
 
 
@@ -31,3 +32,53 @@ def verify_t_stored(relation: str, qids: list[str], sensitive: list[str], q_rela
         f"FROM c LEFT JOIN {q_relation} AS q ON q.sa_key = c.s GROUP BY {', '.join(f'c.{quote_ident(x, d)}' for x in qids)}) "
         "SELECT MAX(SQRT(GREATEST(part + (SELECT s2 FROM qq), 0))) AS ad, COUNT(*) AS classes FROM dist"
     )
+
+
+def population_classes(source_sql: str, release: str, version: int, levels: dict[str, int], qids: list[str],
+                       d: str = "duckdb") -> str:
+    """FROM-able subquery: the persons of a population (``source_sql``, a FROM clause aliased
+    ``src``) per class of version ``version``: every QID generalized by the hierarchies stored
+    with that version at the version's level (as the release generalizes its rows), then counted.
+    Persons with a NULL quasi-identifier are in no class; a value that is no leaf gives NULL."""
+    lit = quote_literal(release, d)
+    joins, cols = [], []
+    for i, q in enumerate(qids):
+        a = f"h{i}"
+        joins.append(f"LEFT JOIN {private('hierarchies', d)} AS {a} ON {a}.release = {lit} AND {a}.version = {int(version)} "
+                     f"AND {a}.attribute = {quote_literal(q, d)} AND {a}.level = {int(levels[q])} AND {a}.leaf = {text(q, 'src', d)}")
+        cols.append(f"{a}.value AS {quote_ident(q, d)}")
+    not_null = " AND ".join(f"src.{quote_ident(q, d)} IS NOT NULL" for q in qids) or "1 = 1"
+    keys = ", ".join(str(i + 1) for i in range(len(qids)))
+    return (f"(SELECT {', '.join(cols)}, COUNT(*) AS persons FROM {source_sql} {' '.join(joins)} "
+            f"WHERE {not_null} GROUP BY {keys})")
+
+
+def _matched(qids: list[str], d: str) -> str:
+    return " AND ".join(null_safe_eq(f"r.{quote_ident(q, d)}", f"p.{quote_ident(q, d)}") for q in qids) or "1 = 1"
+
+
+def _released_classes(relation: str, qids: list[str], d: str) -> str:
+    g = ", ".join(quote_ident(q, d) for q in qids)
+    return f"(SELECT {g}, COUNT(*) AS n FROM {relation} GROUP BY {g})"
+
+
+def verify_delta_presence(relation: str, qids: list[str], population: str, dmin: float, dmax: float, d: str = "duckdb") -> str:
+    """delta-presence of a version (Nergiz et al. 2007): over every class of the population
+    and every released class, the largest distance of delta = released / persons outside
+    [dmin, dmax] (a population class without released records has delta 0; a released class
+    without persons fails with distance 1). One row (ad, classes)."""
+    lo, hi = repr(float(dmin)), repr(float(dmax))
+    delta = "CAST(COALESCE(r.n, 0) AS DOUBLE PRECISION) / p.persons"
+    dist = (f"CASE WHEN COALESCE(p.persons, 0) = 0 THEN 1.0 "
+            f"ELSE GREATEST({lo} - {delta}, {delta} - {hi}, 0.0) END")
+    if d == "spark":
+        dist = dist.replace("DOUBLE PRECISION", "DOUBLE")
+    return (f"SELECT MAX({dist}) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
+            f"FULL OUTER JOIN {population} AS p ON {_matched(qids, d)}")
+
+
+def verify_k_map(relation: str, qids: list[str], population: str, d: str = "duckdb") -> str:
+    """k-map against a population table: the fewest persons of the population in a released
+    class (0 when a released class matches none). One row (ad, classes); ad NULL when empty."""
+    return (f"SELECT MIN(COALESCE(p.persons, 0)) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
+            f"LEFT JOIN {population} AS p ON {_matched(qids, d)}")

@@ -92,7 +92,16 @@ class DuckDBEvaluator:
             "n_pos": [int((sa_q > 0).sum())],
             "n_records": [int(table.n_records)],
         }))
-        self._sql = esql.batch_query(nq, self.single_key, self.terms, self.needs_pairs)
+        self.needs_population = any(m.requirements.population for m in self.models)
+        if self.needs_population:
+            pop = table.population
+            if pop is None:
+                raise ValueError("a model reads population counts but the table has no population")
+            live = pop.combo_persons > 0
+            phist = {f"c{q}": pop.combo_codes[live, q].astype(np.int32) for q in range(nq)}
+            phist["persons"] = pop.combo_persons[live].astype(np.int64)
+            self._load("phist", pl.DataFrame(phist))
+        self._sql = esql.batch_query(nq, self.single_key, self.terms, self.needs_pairs, self.needs_population)
 
     def _load(self, name: str, frame: pl.DataFrame) -> None:
         self.con.register(esql.FRAME, frame)

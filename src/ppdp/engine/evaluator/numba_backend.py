@@ -13,6 +13,7 @@ from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
+from ppdp.engine.evaluator.population import class_population
 from ppdp.engine.models import ClassStats, PrivacyModel
 
 
@@ -26,6 +27,9 @@ class NumbaEvaluator:
         self.gen, self.weight, self.n_gen = table.lookup
         self.needs_pairs = any(m.requirements.sensitive_counts for m in self.models)
         self.q = table.sa_distribution
+        self.needs_population = any(m.requirements.population for m in self.models)
+        if self.needs_population and table.population is None:
+            raise ValueError("a model reads population counts but the table has no population")
         # Fused batch path when every model has a kind code of the fused kernels (else None).
         kinds = [m.kernel_kind for m in self.models]
         self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
@@ -41,7 +45,13 @@ class NumbaEvaluator:
         else:
             pid = pc = ps = np.zeros(0, dtype=np.int32)
             pn = np.zeros(0, dtype=np.int64)
-        return cls, ClassStats(size, pc, ps, pn, self.q), pid
+        if not self.needs_population:
+            return cls, ClassStats(size, pc, ps, pn, self.q), pid
+        pop = t.population
+        assert pop is not None  # checked in __init__
+        per_class, unmatched = class_population(g, cls, len(size), retained, pop.row_combo, pop.combo_codes,
+                                                pop.combo_persons, self.gen, self.n_gen)
+        return cls, ClassStats(size, pc, ps, pn, self.q, per_class, unmatched), pid
 
     def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:
         # Called once or twice per generation of an optimizer, often with a few rows: the

@@ -106,6 +106,7 @@ def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tup
 class Generalization:
     name = "generalization"
     publishes_classes = True
+    generalizes_by_levels = True
 
     def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """Nothing in the database beyond the source (validated by the shared stage)."""
@@ -140,7 +141,7 @@ class Generalization:
         spec = prep.spec
         result: OptimizerResult = plan.state
         levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
-        full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
+        full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect, research=prep.source.research)
         select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
                                   levels=levels, key=spec.key)
         return select.sql(dialect=ctx.dialect)

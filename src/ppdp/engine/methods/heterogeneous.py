@@ -212,6 +212,7 @@ def _digest(values: tuple) -> str:
 class Heterogeneous:
     name = "heterogeneous"
     publishes_classes = False
+    generalizes_by_levels = False
 
     def check_params(self, spec: ReleaseSpec) -> None:
         settings(spec)

@@ -173,6 +173,7 @@ def _sensitive_type(ctx: RunContext, prep: Prepared) -> str:
 class Microaggregation:
     name = "microaggregation"
     publishes_classes = True
+    generalizes_by_levels = False
 
     def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """Nothing in the database beyond the source (validated by the shared stage)."""

@@ -15,6 +15,7 @@ from ppdp.engine.errors import ModelRefusal
 from ppdp.engine.models.base import (
     MODELS,
     ClassStats,
+    ModelContext,
     PrivacyModel,
     Requirements,
     build_model,
@@ -26,7 +27,7 @@ from ppdp.engine.models.oracle import OracleParams, OraclePlan, plan_oracle
 if TYPE_CHECKING:
     from ppdp.engine.encoding import EncodedTable
 
-__all__ = ["MODELS", "ClassStats", "OracleParams", "OraclePlan", "PrivacyModel", "Requirements", "build_model",
+__all__ = ["MODELS", "ClassStats", "ModelContext", "OracleParams", "OraclePlan", "PrivacyModel", "Requirements", "build_model",
            "check_not_empty", "check_possible", "distinct_sensitive_values", "empty_ad", "plan_oracle"]
 
 
@@ -58,9 +59,13 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
 # Register the built-in models: one module each.
 from ppdp.engine.models import (  # noqa: E402,F401
     average_risk,
+    beta_likeness,
+    delta_presence,
     k_anonymity,
+    k_map,
     l_diversity,
     population_uniqueness,
+    recursive_cl_diversity,
     sample_uniqueness,
     t_closeness,
 )

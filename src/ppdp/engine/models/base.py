@@ -54,6 +54,27 @@ class ClassStats:
     pair_sa: np.ndarray
     pair_n: np.ndarray
     q: np.ndarray  # source distribution of the joint SA
+    # Persons of the population per class (aligned with ``size``) and the number of population
+    # classes that hold no retained record: only when a model requires them
+    # (``Requirements.population``; engine/evaluator/population.py).
+    population: np.ndarray | None = None
+    unmatched_population: int = 0
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """What a model may read of the run beyond its spec parameters, once the source is encoded
+    (``PrivacyModel.bind``): the sensitive columns and the (text) value of each sensitive code of
+    the encoded table (for an order or a hierarchy over them; ``reverify`` gives the values of
+    the stored Q), the spec's folder (relative paths) and the ``[sensitive] hierarchy`` file."""
+
+    sensitive: tuple[str, ...]
+    sa_values: tuple[tuple, ...]
+    base_dir: str = "."
+    sensitive_hierarchy: str | None = None
+    # Records of the source (all rows, as ARX's data length; the research subset's when there is
+    # one): k-map's estimators derive their threshold from the sampling fraction. None: unknown.
+    source_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,8 +85,11 @@ class Requirements:
 
     class_sizes: bool = True
     sensitive_counts: bool = False  # counts per (class, sensitive value)
-    research_subset: bool = False  # which source records the release holds (delta-presence)
-    population: bool = False  # a population table or estimate (k-map)
+    # The release holds only the records of a research subset of the source (``research_predicate``).
+    research_subset: bool = False
+    # Persons of a population per class (``ClassStats.population``): the population is the
+    # source itself (before the research subset) or a table (``population_table``).
+    population: bool = False
 
 
 class PrivacyModel:
@@ -99,6 +123,21 @@ class PrivacyModel:
 
     def impossible_reason(self, table: EncodedTable) -> str | None:
         """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""
+        return None
+
+    def bind(self, ctx: ModelContext) -> PrivacyModel:
+        """The model ready for this run's table (a ground distance over its sensitive codes, a
+        hierarchy read from a file, a threshold derived from the source's size); SpecError/DataError
+        with one line, before any write. Most models need nothing of the table and return themselves."""
+        return self
+
+    def research_predicate(self) -> str | None:
+        """The user's SQL predicate of the research subset (``Requirements.research_subset``)."""
+        return None
+
+    def population_table(self) -> str | None:
+        """"schema.table" of the population (``Requirements.population``); None: the source
+        itself, before the research subset."""
         return None
 
     # -- AD: kernel and plain-Python twin --------------------------------------------------
@@ -153,8 +192,15 @@ class PrivacyModel:
         row = frame.row(0, named=True)
         return (None if row["ad"] is None else float(row["ad"])), int(row["classes"])
 
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str | None:
+        """The independent SQL check of a version for a model that reads population counts:
+        ``population`` is a FROM-able subquery of the population's classes of that version (the
+        QID columns generalized as the version's rows are, and ``persons``); one row (ad,
+        classes). None if the model has none."""
+        return None
+
     def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
-                         versions: list[int]) -> list[str] | None:
+                         versions: list[int], d: str = "duckdb") -> list[str] | None:
         """Queries returning the ``sig_now`` of history classes that fail (sql/history.py);
         None if the model has no history check."""
         return None
@@ -167,7 +213,8 @@ class PrivacyModel:
     @property
     def has_version_check(self) -> bool:
         """The model supplies an independent SQL check of a published version."""
-        return type(self).version_sql is not PrivacyModel.version_sql
+        return (type(self).version_sql is not PrivacyModel.version_sql
+                or type(self).population_version_sql is not PrivacyModel.population_version_sql)
 
     @property
     def has_history_check(self) -> bool:

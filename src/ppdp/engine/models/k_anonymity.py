@@ -85,7 +85,7 @@ class KAnonymity(PrivacyModel):
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_k_query(relation, qids, d)
 
-    def history_failures(self, sig, values_at, q_at, versions: list[int]) -> list[str]:
+    def history_failures(self, sig, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
         """Queries of the history classes (sig_now) that fail: fewer than k rows."""
         return [H.small_classes_k(sig, self.k)]
 

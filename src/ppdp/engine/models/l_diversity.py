@@ -105,7 +105,7 @@ class DistinctLDiversity(PrivacyModel):
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_l_query(relation, qids, sensitive, entropy=False, d=d)
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
         """Queries of the history classes (sig_now) with fewer than l values in some version."""
         return [H.failing_distinct_l(values_at(v), self.l) for v in versions]
 
@@ -173,7 +173,7 @@ class EntropyLDiversity(PrivacyModel):
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_l_query(relation, qids, sensitive, entropy=True, d=d)
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int]) -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
         """Queries of the history classes (sig_now) whose exp(entropy) is below l in some version."""
         return [H.failing_entropy_l(values_at(v), self.l) for v in versions]
 

@@ -57,7 +57,19 @@ def later_versions_are_protected(ctx: RunContext, prep: Prepared, method: Releas
                         f"{ctx.release}; nothing was written. Hint: publish under a new output name.")
 
 
-GUARDS: tuple[Guard, ...] = (every_model_is_verified,)
+def population_models_have_levels(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A model that counts a population's persons per class (or releases a research subset of
+    the source) is meaningful only for rows generalized by hierarchy levels: the population is
+    generalized alike and matched class by class. Aggregated groups (microaggregation) or
+    per-record generalizations (heterogeneous) have no such classes."""
+    needs = [m.name for m in prep.models if m.requirements.population or m.requirements.research_subset]
+    if needs and not method.generalizes_by_levels:
+        raise SpecError(f"{', '.join(needs)} compares each released class with the persons of a population generalized "
+                        f"to the same levels, but method {method.name!r} does not generalize rows by hierarchy levels, "
+                        "so the population has no matching classes; nothing was written. Hint: method = \"generalization\".")
+
+
+GUARDS: tuple[Guard, ...] = (population_models_have_levels, every_model_is_verified)
 VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected,)
 
 

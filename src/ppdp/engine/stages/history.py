@@ -83,7 +83,7 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
 
     for m in prep.models:
         bad: set[str] = set()
-        queries = m.history_failures(sig, values_at, q_at, present)
+        queries = m.history_failures(sig, values_at, q_at, present, d=d)
         if queries is None:  # fail closed; engine/guards.py refuses such a model before any write
             raise VerificationError(f"{m.name} has no history check across versions; nothing may be published under it.")
         for sql in queries:

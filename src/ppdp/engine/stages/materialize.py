@@ -36,7 +36,7 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
     con.execute(P.create_schema(spec.output_schema, d))
     salt = catalog.release_salt(con, ctx.release, spec.output_schema, spec.output_name)
-    full = Q.Source(spec.schema, spec.table, spec.query, d)
+    full = Q.Source(spec.schema, spec.table, spec.query, d, research=prep.source.research)
     method.write_private_state(ctx, prep, plan)
     ctx.clock.mark("private_state")
     con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])

@@ -38,6 +38,10 @@ class ReleaseMethod(Protocol):
     # True when the published rows fall into equivalence classes (equal QID values), so the
     # privacy models' class-based SQL checks and the history classes apply to them.
     publishes_classes: bool
+    # True when every published row is its source row with each QID generalized to one hierarchy
+    # level per QID (the version's ``levels``), so a population can be generalized alike and
+    # counted per class (models with ``Requirements.population`` or ``research_subset``).
+    generalizes_by_levels: bool
 
     def check_params(self, spec: ReleaseSpec) -> None:
         """Refuse bad ``[method] params`` (SpecError), before anything is read or written."""

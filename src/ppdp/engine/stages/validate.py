@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -17,23 +18,64 @@ from ppdp.engine import catalog
 from ppdp.engine import hierarchy as hier
 from ppdp.engine.access import missing_roles
 from ppdp.engine.columns import check_declared
-from ppdp.engine.encoding import encode_histogram
+from ppdp.engine.encoding import (
+    EncodedTable,
+    PopulationHistogram,
+    encode_histogram,
+    encode_population,
+)
 from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.models import build_model, check_possible
+from ppdp.engine.models import ModelContext, PrivacyModel, build_model, check_possible
 from ppdp.engine.naming import check_release_identifiers
 from ppdp.engine.placement import check_output_apart_from_source
 from ppdp.engine.spec import QuasiIdentifier, ReleaseSpec
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.method import ReleaseMethod
+from ppdp.engine.stages.population import population_source
 from ppdp.engine.stages.results import Prepared
 from ppdp.sql import history as H
 from ppdp.sql import inspect
+from ppdp.sql import predicate as SP
 from ppdp.sql import queries as Q
 
 
 def _closest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def research_of(models: list[PrivacyModel]) -> str | None:
+    """The one research predicate the models ask for (delta-presence), or None; two different
+    ones cannot both be the release's rows."""
+    predicates = {p for p in (m.research_predicate() for m in models if m.requirements.research_subset) if p is not None}
+    if len(predicates) > 1:
+        raise SpecError("The privacy models name different research subsets; a release holds one. Hint: give one research predicate.")
+    return next(iter(predicates), None)
+
+
+def population_histogram(spec: ReleaseSpec, con: Connector, models: list[PrivacyModel],
+                         table: EncodedTable) -> PopulationHistogram | None:
+    """The population the models count persons of (``Requirements.population``): the source
+    itself before any research subset, or a table named by the model; None when no model needs
+    one. A missing table or quasi-identifier column is refused (DataError, one line)."""
+    wanted = {m.population_table() for m in models if m.requirements.population}
+    if not wanted:
+        return None
+    if len(wanted) > 1:
+        raise SpecError("The privacy models count persons of different populations; a release has one. "
+                        "Hint: name one population.")
+    (name,) = wanted
+    population = population_source(spec, name, con.dialect, con.default_schema)
+    where = "the source" if name is None else name
+    if name is not None:
+        cols = con.relation_columns(population.schema or con.default_schema, population.table or "")
+        if cols is None:
+            raise DataError(f"The population table {name!r} does not exist in {con.url}. Hint: population = \"schema.table\".")
+        missing = [c for c in spec.qid_columns if c not in {c for c, _ in cols}]
+        if missing:
+            raise DataError(f"The population table {name!r} lacks quasi-identifier column(s) {', '.join(map(repr, missing))}.")
+    frame = con.query(Q.histogram_query(population, spec.qid_columns, []))
+    return encode_population(frame, table, where)
 
 
 def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
@@ -62,8 +104,13 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     if missing:
         raise SpecError(f"access.roles names role(s) that do not exist: {', '.join(missing)}. "
                         "Hint: CREATE ROLE them or fix [access] roles.")
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
     source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
     columns = source_columns(spec, con, source)
+    research = research_of(models)
+    if research is not None:
+        SP.check_columns(SP.parse_predicate(research, "research", con.dialect), "research", columns)
+        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=research)
     for role, names in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
                         ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
         for name in names:
@@ -74,7 +121,8 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
     n_rows = int(check["n"])
     if n_rows == 0:
-        raise DataError(f"Source {source.describe()} is empty: there is nothing to release.")
+        subset = " (its research subset)" if research is not None else ""
+        raise DataError(f"Source {source.describe()}{subset} is empty: there is nothing to release.")
     if check["null_keys"]:
         raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
     if check["distinct_keys"] != n_rows:
@@ -87,11 +135,16 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = encode_histogram(histogram, spec.qid_columns, list(spec.sensitive), hierarchies, null_policy=spec.null_policy,
                              reference=reference)
-
-    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    population = population_histogram(spec, con, models, table)
+    if population is not None:
+        table = replace(table, population=population)
     needs_sensitive = [m.name for m in models if m.requirements.sensitive_counts]
     if needs_sensitive and not spec.sensitive:
         raise SpecError(f"{' and '.join(needs_sensitive)} need(s) sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    # bound to the table before anything is searched or written (a ground distance over its
+    # sensitive values, a hierarchy file): errors are one line and nothing is written
+    context = ModelContext(table.sensitive, table.sa_values, spec.base_dir, spec.sensitive_hierarchy, n_rows)
+    models = [m.bind(context) for m in models]
     check_possible(table, models)
     dropped = {spec.key, *spec.identifiers, *spec.drop}
     released = [c for c in columns if c not in dropped]

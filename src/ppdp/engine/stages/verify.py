@@ -18,6 +18,7 @@ from ppdp.engine.spec import ReleaseSpec
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.history import failing_classes, version_tables
 from ppdp.engine.stages.method import ReleaseMethod, ReleasePlan
+from ppdp.engine.stages.population import population_classes
 from ppdp.engine.stages.results import Prepared, Published
 from ppdp.sql import catalog as C
 from ppdp.sql import history as H
@@ -26,20 +27,28 @@ from ppdp.sql import verify as V
 from ppdp.sql.quoting import quote_table
 
 
-def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str) -> str:
-    """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``).
-    A model without one fails closed (engine/guards.py refuses it before any write)."""
-    sql = m.version_sql(relation, spec.qid_columns, list(spec.sensitive), V.stored_q(release, version, d), d)
+def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str,
+                    levels: dict[str, int] | None = None) -> str:
+    """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``;
+    a model that reads population counts against the population's classes of the version, which
+    needs the version's levels). A model without one fails closed (engine/guards.py refuses it
+    before any write)."""
+    if m.requirements.population:
+        population = population_classes(spec, m, release, version, levels, d)
+        sql = None if population is None else m.population_version_sql(relation, spec.qid_columns, population, d)
+    else:
+        sql = m.version_sql(relation, spec.qid_columns, list(spec.sensitive), V.stored_q(release, version, d), d)
     if sql is None:
         raise VerificationError(f"{m.name} has no SQL verification of a version; nothing may be published under it.")
     return sql
 
 
 def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str, release: str,
-                 version: int) -> list[dict[str, Any]]:
+                 version: int, levels: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Each model's SQL check of ``relation`` (``levels``: the version's, for population checks)."""
     checks = []
     for m in models:
-        sql = model_check_sql(spec, m, relation, release, version, con.dialect)
+        sql = model_check_sql(spec, m, relation, release, version, con.dialect, levels)
         ad, classes = m.check_result(con.query(sql))
         ad_value = empty_ad(m) if ad is None else ad
         checks.append({"model": m.name, "params": m.params(), "ad": ad,
@@ -56,7 +65,8 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     table, delta_written, classes = written.table, written.delta == "written", method.publishes_classes
     extra = method.extra_checks(ctx, prep, plan, table)
     con, spec = ctx.con, ctx.spec
-    checks = check_models(con, spec, prep.models, table, ctx.release, ctx.version) if classes else []
+    checks = (check_models(con, spec, prep.models, table, ctx.release, ctx.version, plan.solution.get("levels"))
+              if classes else [])
     rows = int(con.query(P.count_rows(table))["n"][0])
     out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]

@@ -147,6 +147,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         con.close()
     for c in result["checks"]:
         print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
+    for c in result.get("method_checks", []):
+        print(f"{c['check']}: {c['detail']}  {'PASS' if c['passed'] else 'FAIL'}")
     print(f"rows: {result['rows']} (expected {result['expected_rows']})")
     print(f"{result['release']} v{result['version']}: " + ("verification passed" if result["passed"] else "verification FAILED")
           + " (against what was published, t-closeness against the stored distribution)")
@@ -154,6 +156,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                False: "the source is unchanged since this version was published",
                None: "the source could not be read to compare"}[result["source_changed"]]
     print(changed)
+    if result.get("method_checks") and result["source_changed"] is not False:
+        print("the method's checks that read the source were not run (it is not what was published)")
     return 0 if result["passed"] else 1
 
 

@@ -22,7 +22,7 @@ from ppdp.engine.encoding import COUNT_COLUMN
 from ppdp.engine.errors import SpecError
 from ppdp.engine.metrics import class_size_summary, report_metrics
 from ppdp.engine.models import PrivacyModel
-from ppdp.engine.optimizers import OptimizerResult, Tracker, run_optimizer
+from ppdp.engine.optimizers import OptimizerResult, Tracker, check_optimizer_params, run_optimizer
 from ppdp.engine.problem import Problem
 from ppdp.engine.progress import ProgressBar
 from ppdp.engine.spec import ReleaseSpec
@@ -114,6 +114,7 @@ class Generalization:
         if spec.method_params:
             raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "
                             "Hint: optimizer options go in [optimizer] params.")
+        check_optimizer_params(spec.optimizer, dict(spec.optimizer_params))
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         result, notices = choose(prep, ctx.previous, progress=progress)

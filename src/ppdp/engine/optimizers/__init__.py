@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -59,6 +59,31 @@ class Optimizer(Protocol):
 
 
 OPTIMIZERS: Registry[Optimizer] = Registry("optimizer")
+
+# Each optimizer's check of its ``params`` alone (no problem needed), by optimizer name: a release
+# runs it before anything is written (issue 28 item 12); the optimizer runs the same code again.
+ParamsCheck = Callable[[dict[str, Any]], object]
+PARAMS_CHECKS: dict[str, ParamsCheck] = {}
+_C = TypeVar("_C", bound=ParamsCheck)
+
+
+def checks_params(name: str) -> Callable[[_C], _C]:
+    """Decorator: register ``check(params)`` (it raises SpecError; what it returns is the
+    optimizer's own) as optimizer ``name``'s check of its parameters."""
+
+    def add(check: _C) -> _C:
+        PARAMS_CHECKS[name] = check
+        return check
+
+    return add
+
+
+def check_optimizer_params(name: str, params: dict[str, Any]) -> None:
+    """SpecError when optimizer ``name`` would refuse ``params``; reads and writes nothing."""
+    _load_builtin()
+    check = PARAMS_CHECKS.get(name)
+    if check is not None:
+        check(dict(params))
 
 
 class Tracker:

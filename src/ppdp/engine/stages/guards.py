@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.method import ReleaseMethod
+from ppdp.engine.stages.method import ChecksInput, ReleaseMethod
 from ppdp.engine.stages.results import Prepared
 
 Guard = Callable[[RunContext, Prepared, ReleaseMethod], None]
@@ -57,7 +57,13 @@ def later_versions_are_protected(ctx: RunContext, prep: Prepared, method: Releas
                         f"{ctx.release}; nothing was written. Hint: publish under a new output name.")
 
 
-GUARDS: tuple[Guard, ...] = (every_model_is_verified,)
+def method_accepts_the_input(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """The method's own refusals of the validated input (``ChecksInput``), before any write."""
+    if isinstance(method, ChecksInput):
+        method.check_input(prep)
+
+
+GUARDS: tuple[Guard, ...] = (every_model_is_verified, method_accepts_the_input)
 VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected,)
 
 

@@ -90,3 +90,22 @@ class ChecksOwnHistory(Protocol):
 
     def cross_version(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate: Candidate,
                       published: list[int]) -> HistoryOutcome: ...
+
+
+@runtime_checkable
+class ChecksInput(Protocol):
+    """A method that refuses some validated inputs implements this: the guards stage calls it
+    before anything is written (issue 28 item 12: the plan found them after the run record)."""
+
+    def check_input(self, prep: Prepared) -> None: ...
+
+
+@runtime_checkable
+class RechecksVersion(Protocol):
+    """A method with ``publishes_classes = False`` implements this for ``ppdp verify``: its own
+    checks of a published version, rebuilt from the run record and its private state (the
+    class-based model checks do not apply to its rows). Checks that read the source run only
+    when ``source_unchanged`` (a changed source is not what was published)."""
+
+    def recheck(self, con: Connector, run: RunRecord, spec: ReleaseSpec, table: str,
+                source_unchanged: bool) -> list[dict[str, Any]]: ...

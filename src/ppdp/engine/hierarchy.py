@@ -171,6 +171,11 @@ def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error")
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} does not exist. Hint: paths are relative to the spec file.") from None
+    except UnicodeDecodeError as exc:  # issue 28 item 9: one line naming the file, not a traceback
+        raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} is not UTF-8 text (byte "
+                             f"{exc.object[exc.start]:#04x} at offset {exc.start}). Hint: save it as UTF-8.") from None
+    except OSError as exc:  # a directory, no permission, ...
+        raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} cannot be read: {exc.strerror or exc}.") from None
     reader = csv.reader(io.StringIO(text), delimiter=";")
     numbered: list[tuple[int, list[str]]] = []  # (line number in the file, row)
     for r in reader:

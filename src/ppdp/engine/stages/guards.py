@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
 from ppdp.engine.stages.context import RunContext
 from ppdp.engine.stages.method import ChecksInput, ReleaseMethod
@@ -63,8 +64,26 @@ def method_accepts_the_input(ctx: RunContext, prep: Prepared, method: ReleaseMet
         method.check_input(prep)
 
 
+def earlier_versions_have_the_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A later version's history classes group rows by their QID and sensitive values in every
+    published version (PAPER_NOTES, cross-version rule), so each published version must have
+    those columns; refused here, before the search, not by the database after it (issue 28
+    item 11)."""
+    if ctx.key.previous is None or not method.publishes_classes:
+        return  # a first version; the heterogeneous method compares its own columns (_check_continuable)
+    spec = ctx.spec
+    wanted = [*spec.qid_columns, *spec.sensitive]
+    for run in catalog.published_runs(ctx.con, ctx.release):
+        cols = ctx.con.relation_columns(spec.output_schema, f"{spec.output_name}__v{run.version}")
+        missing = [c for c in wanted if cols is not None and c not in {name for name, _ in cols}]
+        if missing:
+            raise SpecError(f"{ctx.release} v{run.version} does not publish {', '.join(map(repr, missing))}, which this spec "
+                            "makes a quasi-identifier or sensitive column, so the versions cannot be compared across; "
+                            "nothing was written. Hint: publish under a new output name.")
+
+
 GUARDS: tuple[Guard, ...] = (every_model_is_verified, method_accepts_the_input)
-VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected,)
+VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

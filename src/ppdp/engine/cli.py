@@ -232,16 +232,7 @@ def cmd_job(args: argparse.Namespace) -> int:
             _print_run(outcome.run)
             print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
         else:
-            _print_run(outcome.run)
-            ch = outcome.run.changes or {}
-            if ch:
-                print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
-            cv = outcome.run.cross_version or {}
-            if cv.get("versions_checked"):
-                held = cv.get("held_back", {})
-                print(f"  cross-version  : {cv['history_classes']} history classes over {cv['versions_checked']} versions, "
-                      f"smallest {cv['smallest_history_class']} -> PASS; held back: {held.get('inserts_withheld', 0)} insertions, "
-                      f"{held.get('deletes_delayed', 0)} deletions, {held.get('changes_delayed', 0)} changes")
+            _print_run(outcome.run)  # with the source's changes and what was held back (engine/summary.py)
             print(f"published: {outcome.view} -> {outcome.table}")
     elif args.job_command == "list":
         rows = jobs.list_jobs(args.db)
@@ -309,29 +300,11 @@ def _print_frame(frame) -> None:
 
 
 def _print_run(run) -> None:
-    m, s = run.metrics, run.solution
+    from ppdp.engine.summary import summary_lines
+
     print(f"release {run.release} version {run.version}  [{run.status}]  run {run.run_id}")
-    if s:
-        print(f"  optimizer      : {s.get('optimizer')} (budget {s.get('budget')}, seed {s.get('seed')}), "
-              f"{s.get('evaluations')} evaluations in {s.get('seconds')} s, "
-              f"{'certified optimal' if s.get('certified') else 'NOT certified optimal'}")
-        levels = ", ".join(f"{q}={lv}/{s['heights'][q]}" for q, lv in s.get("levels", {}).items())
-        print(f"  levels (G)     : {levels}")
-        for note in s.get("notices", []):
-            print(f"  notice         : {note}")
-    if m:
-        print(f"  TD             : {m.get('td', float('nan')):,.2f} of {m.get('max_td', float('nan')):,.0f}  "
-              f"(query precision {m.get('query_precision', float('nan')):.2f} %)")
-        print(f"  suppressed     : {int(m.get('suppressed', 0)):,} of {m.get('records', 0):,} records")
-        if "workload_error" in m:
-            print(f"  workload error : {m['workload_error']:.4f} mean relative error of random COUNT queries")
-        cs = m.get("class_sizes", {})
-        if cs:
-            print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
-    for c in run.verification.get("checks", []):
-        print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
-    if run.error:
-        print(f"  error          : {run.error}")
+    for label, text in summary_lines(run):
+        print(f"  {label:<15}: {text}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -35,6 +35,18 @@ def _closest(name: str, options: list[str]) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+# A CSV without a key column (issue 28 item 17): README "A file as the source" says the same.
+_KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines through source.query "
+                 "= \"SELECT row_number() OVER () AS id, * FROM read_csv('...')\" (README, source.file).")
+
+
+def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:
+    """The source as the user wrote it: a table, ``source.file 'x.csv'`` or ``source.query``
+    (a file is read through a query that the user never wrote)."""
+    file = (spec.raw.get("source") or {}).get("file")
+    return f"source.file {file!r}" if isinstance(file, str) else source.describe()
+
+
 def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
     if spec.table is not None:
         schema = spec.schema or con.default_schema
@@ -66,13 +78,15 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
                         ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
         for name in names:
             if name not in columns:
-                raise DataError(f"The {role} column {name!r} is not in {source.describe()}.{_closest(name, columns)}")
+                raise DataError(f"The {role} column {name!r} is not in {describe_source(spec, source)}.{_closest(name, columns)} "
+                                f"Its columns: {', '.join(columns)}."
+                                + (_KEYLESS_HINT if role == "key" and spec.raw.get("source", {}).get("file") else ""))
     check_declared(spec, columns)
 
     check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
     n_rows = int(check["n"])
     if n_rows == 0:
-        raise DataError(f"Source {source.describe()} is empty: there is nothing to release.")
+        raise DataError(f"Source {describe_source(spec, source)} is empty: there is nothing to release.")
     if check["null_keys"]:
         raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
     if check["distinct_keys"] != n_rows:

@@ -179,7 +179,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in runs:
         td = r.metrics.get("td")
         sup = r.metrics.get("suppressed")
-        tail = r.run_id if r.status == "succeeded" else (r.error or "")[:70]
+        tail = r.run_id if r.status in ("succeeded", "dry-run") else (r.error or "")[:70]
         print(f"{str(r.started_at)[:19]:<20} {r.release:<16} {r.version if r.version is not None else '-':>3} {r.status:<10} "
               f"{'' if td is None else f'{td:,.2f}':>14} {'' if sup is None else int(sup):>7} "
               f"{'yes' if r.solution.get('certified') else 'no':<5} {tail}")

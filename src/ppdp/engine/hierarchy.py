@@ -252,7 +252,10 @@ def masking(attribute: str, values: Iterable[str], *, levels: int | None = None)
     """
     vals = sorted(set(values))
     width = max(len(v) for v in vals)
-    n = width if levels is None else min(levels, width)
+    if levels is not None and levels > width:  # issue 28 item 18: refused, not silently clipped
+        raise HierarchyError(f"Masking hierarchy for {attribute!r}: levels = {levels}, but its longest value has {width} "
+                             f"character(s), so at most {width} levels can mask it. Hint: levels = {width} or fewer.")
+    n = width if levels is None else levels
     rows = []
     for v in vals:
         row = [v] + [v[: max(len(v) - j, 0)] + "*" * min(j, len(v)) for j in range(1, n)] + ["*"]

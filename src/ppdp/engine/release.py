@@ -68,6 +68,8 @@ class ReleaseOutcome:
 def database_url(spec: ReleaseSpec, override: str | None = None) -> str:
     """The spec's database URL with relative DuckDB paths resolved against the spec's folder."""
     url = override or spec.database
+    if not url:
+        raise SpecError("Missing source.database. Hint: give it in the spec's [source], or the database URL with --db.")
     scheme, sep, rest = url.partition("://")
     if scheme == "duckdb" or not sep:
         path = rest if sep else url

@@ -67,7 +67,8 @@ def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate
 
 def record_dry_run(ctx: RunContext, prep: Prepared, plan: ReleasePlan, statements: dict[str, str]) -> RunRecord:
     """A dry run's row: what it would publish (``ctx.version``) and the SQL it would run."""
-    rec = RunRecord(ctx.run_id, ctx.release, None, "succeeded", ctx.started, now(), prep.source_rows, ctx.spec.raw,
+    # status "dry-run", not "succeeded": it published nothing, and `job history` must not say it did
+    rec = RunRecord(ctx.run_id, ctx.release, None, "dry-run", ctx.started, now(), prep.source_rows, ctx.spec.raw,
                     plan.solution | {"dry_run": True, "would_publish_version": ctx.version}, plan.metrics,
                     {"dry_run": True, "statements": statements}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
     with ctx.con.transaction():

@@ -8,12 +8,21 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the refusal contract of every other bad input: one line, exit code 2
+    (argparse prints the usage too). Subcommand parsers are of this class as well."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"ppdp: error: {self.prog}: {message}. Hint: {self.prog} --help.\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ppdp", description="Privacy-preserving data publishing inside SQL databases.")
+    p = _Parser(prog="ppdp", description="Privacy-preserving data publishing inside SQL databases.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     d = sub.add_parser("demo", help="load adult into a DuckDB file and publish a 5-anonymous release")
@@ -84,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except PpdpError as exc:
-        print(f"ppdp: error: {exc}", file=sys.stderr)
+        # one line even when a database's message has several (libpq, DuckDB's "LINE 1: ... ^")
+        print("ppdp: error: " + " ".join(part.strip() for part in str(exc).splitlines() if part.strip()), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)

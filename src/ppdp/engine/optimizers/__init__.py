@@ -11,7 +11,7 @@ records best-so-far per evaluation count through ``Tracker`` for convergence cur
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -78,12 +78,36 @@ def checks_params(name: str) -> Callable[[_C], _C]:
     return add
 
 
+# Each optimizer's check of the privacy models it is given (e.g. Flash: monotone ones only).
+ModelsCheck = Callable[[Sequence[Any]], object]
+MODELS_CHECKS: dict[str, ModelsCheck] = {}
+
+
+def checks_models(name: str) -> Callable[[ModelsCheck], ModelsCheck]:
+    """Decorator: register ``check(models)`` (raises SpecError) as optimizer ``name``'s check of
+    the privacy models of a problem."""
+
+    def add(check: ModelsCheck) -> ModelsCheck:
+        MODELS_CHECKS[name] = check
+        return check
+
+    return add
+
+
 def check_optimizer_params(name: str, params: dict[str, Any]) -> None:
     """SpecError when optimizer ``name`` would refuse ``params``; reads and writes nothing."""
     _load_builtin()
     check = PARAMS_CHECKS.get(name)
     if check is not None:
         check(dict(params))
+
+
+def check_optimizer_models(name: str, models: Sequence[Any]) -> None:
+    """SpecError when optimizer ``name`` would refuse these privacy models; writes nothing."""
+    _load_builtin()
+    check = MODELS_CHECKS.get(name)
+    if check is not None:
+        check(models)
 
 
 class Tracker:

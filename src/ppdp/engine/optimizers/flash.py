@@ -48,13 +48,20 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from ppdp.engine.errors import SpecError
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker, checks_params
+from ppdp.engine.optimizers import (
+    OPTIMIZERS,
+    OptimizerResult,
+    ProgressFn,
+    Tracker,
+    checks_models,
+    checks_params,
+)
 from ppdp.engine.optimizers.lattice import lattice_size, max_suppressed_records
 from ppdp.engine.optimizers.lattice_nodes import check_suppression_limit
 from ppdp.engine.problem import Problem
@@ -276,14 +283,19 @@ class _Flash:
             self.evaluate(int(idx[i]))
 
 
-def _only_monotone(problem: Problem, name: str) -> None:
+def _only_monotone(models: Sequence[Any], name: str) -> None:
     """Flash tags whole paths by one check: every model must declare itself monotone."""
-    others = [m.name for m in problem.models if not m.monotone]
+    others = [m.name for m in models if not m.monotone]
     if others:
         raise SpecError(
             f"{name} needs monotonic privacy models; {', '.join(others)} is not declared monotone. "
             "Hint: use the 'lattice' optimizer (exact suppression, any model) or an evolutionary optimizer."
         )
+
+
+@checks_models("flash")
+def _flash_models(models: Sequence[Any]) -> None:
+    _only_monotone(models, "The flash optimizer")
 
 
 @checks_params("flash")
@@ -321,7 +333,7 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
     """
     limit, max_lattice = _flash_params(params)
     max_suppressed = max_suppressed_records(problem, limit, "flash")
-    _only_monotone(problem, "The flash optimizer")
+    _only_monotone(problem.models, "The flash optimizer")
     size = lattice_size(problem.heights)
     if size > max_lattice:
         raise SpecError(

@@ -36,8 +36,8 @@ def _closest(name: str, options: list[str]) -> str:
 
 
 # A CSV without a key column (issue 28 item 17): README "A file as the source" says the same.
-_KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines through source.query "
-                 "= \"SELECT row_number() OVER () AS id, * FROM read_csv('...')\" (README, source.file).")
+_KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines with row_number() "
+                 "in a source.query over read_csv (README, source.file).")
 
 
 def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:

@@ -172,6 +172,21 @@ def test_new_quasi_identifier_is_refused_before_the_search_on_postgres(postgres_
     assert runs() == before
 
 
+def test_heterogeneous_later_version_with_other_qids_is_refused_before_the_run_record(tmp_path):
+    """The heterogeneous method refused it in one line, but after recording a failed run."""
+    db = adult_with_disease(tmp_path / "h.duckdb", rows=120)
+    assert_ok(ppdp("run", str(method_spec(tmp_path / "v1.toml", db, "heterogeneous", output="het")), "--no-progress"))
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE adult SET age = age + 1 WHERE id = 1")  # a changed source: not a skipped run
+    con.close()
+    spec = method_spec(tmp_path / "v2.toml", db, "heterogeneous", output="het")
+    spec.write_text(spec.read_text().replace('drop = ["disease"]', 'drop = ["disease", "education"]')
+                    .replace(f'[[quasi_identifiers]]\ncolumn = "education"\nhierarchy = "{ADULT / "adult_hierarchy_education.csv"}"\n', ""))
+    before = file_state(db)
+    assert_refused(ppdp("run", str(spec), "--no-progress"), "other quasi-identifiers or columns")
+    assert file_state(db) == before
+
+
 # --- item 12: optimizer parameters and the catalogue, before _ppdp exists ------------------------------
 
 

@@ -204,9 +204,14 @@ class Heterogeneous:
         if s.from_release is not None:  # initial = "release"
             source_release(con, spec, s.from_release)
 
-    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+    def check_continuation(self, ctx: RunContext, prep: Prepared) -> None:
+        """The version guard's hook: refuse, before anything is written, a graph that cannot be
+        continued (issue 28 items 11 and 12: it was refused after the run record)."""
         if ctx.previous is not None:
             self._check_continuable(ctx, ctx.previous, prep, settings(prep.spec))
+
+    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+        self.check_continuation(ctx, prep)  # (also run by the guards stage; kept for a direct call)
         return self._decide(ctx, prep, frozenset())
 
     def _check_continuable(self, ctx: RunContext, previous: RunRecord, prep: Prepared, s: Settings) -> None:

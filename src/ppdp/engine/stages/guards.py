@@ -26,7 +26,7 @@ from collections.abc import Callable
 from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.method import ChecksInput, ReleaseMethod
+from ppdp.engine.stages.method import ChecksContinuation, ChecksInput, ReleaseMethod
 from ppdp.engine.stages.results import Prepared
 
 Guard = Callable[[RunContext, Prepared, ReleaseMethod], None]
@@ -82,8 +82,14 @@ def earlier_versions_have_the_columns(ctx: RunContext, prep: Prepared, method: R
                             "nothing was written. Hint: publish under a new output name.")
 
 
+def method_can_continue(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """The method's own refusal to continue the current version (``ChecksContinuation``)."""
+    if ctx.key.previous is not None and isinstance(method, ChecksContinuation):
+        method.check_continuation(ctx, prep)
+
+
 GUARDS: tuple[Guard, ...] = (every_model_is_verified, method_accepts_the_input)
-VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns)
+VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

@@ -101,6 +101,15 @@ class ChecksInput(Protocol):
 
 
 @runtime_checkable
+class ChecksContinuation(Protocol):
+    """A method that can refuse to continue the release's current version (``ctx.previous``)
+    implements this: a version guard calls it once ``identify`` has found that version, before
+    the run record or anything else is written."""
+
+    def check_continuation(self, ctx: RunContext, prep: Prepared) -> None: ...
+
+
+@runtime_checkable
 class RechecksVersion(Protocol):
     """A method with ``publishes_classes = False`` implements this for ``ppdp verify``: its own
     checks of a published version, rebuilt from the run record and its private state (the

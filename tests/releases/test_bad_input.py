@@ -135,3 +135,195 @@ def test_cli_bad_input_exit_code_2_one_line(small_db, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ppdp: error: Source table") and "does not exist" in lines[0]
     assert snapshot(small_db) == before
+
+
+# --- the bad-input sweep (issue 28): every refusal is one line, exit 2, nothing written ------------
+#
+# Each case builds its input in a fresh folder (a DuckDB file with 300 adult rows, and one with a
+# published release), runs the ``ppdp`` command in a subprocess, and checks the refusal contract:
+# exactly one ``ppdp: error:`` line on stderr, exit code 2, both database files unchanged (no
+# ``_ppdp`` schema where there was none, no failed run recorded) and no file created or removed.
+
+
+class Sweep:
+    """One case's folder: ``db`` (adult, nothing published), ``pub`` (release "pub" published)."""
+
+    def __init__(self, tmp: Path, template: Path, published: Path) -> None:
+        self.tmp = tmp
+        self.db = tmp / "sourcedb.duckdb"
+        self.db.write_bytes(template.read_bytes())
+        self.pub = tmp / "releasedb.duckdb"
+        self.pub.write_bytes(published.read_bytes())
+        self.url, self.pub_url = f"duckdb://{self.db}", f"duckdb://{self.pub}"
+
+    def spec(self, **kw) -> Path:
+        kw.setdefault("qids", SMALL)
+        kw.setdefault("output", "sweep")
+        return write_spec(self.tmp / "s.toml", db=self.db, **kw)
+
+    def edit(self, old: str, new: str, **kw) -> Path:
+        p = self.spec(**kw)
+        text = p.read_text()
+        assert old in text, old
+        p.write_text(text.replace(old, new, 1))
+        return p
+
+    def append(self, extra: str, **kw) -> Path:
+        p = self.spec(**kw)
+        p.write_text(p.read_text() + extra)
+        return p
+
+    def sql(self, statement: str) -> None:
+        con = duckdb.connect(str(self.db))
+        con.execute(statement)
+        con.close()
+
+    def file(self, name: str, data: bytes | str) -> Path:
+        p = self.tmp / name
+        p.write_bytes(data if isinstance(data, bytes) else data.encode())
+        return p
+
+    def run(self, spec: Path) -> list[str]:
+        return ["run", str(spec), "--no-progress"]
+
+
+def _race_without_black(w: Sweep) -> str:
+    rows = [r for r in (ADULT / "adult_hierarchy_race.csv").read_text().splitlines() if not r.startswith("Black")]
+    return str(w.file("race.csv", "\n".join(rows) + "\n"))
+
+
+def _micro(w: Sweep, params: str) -> Path:
+    w.sql("ALTER TABLE adult ADD COLUMN disease VARCHAR")
+    w.sql("UPDATE adult SET disease = 'influenza'")
+    return w.append(f'[method]\nname = "microaggregation"\nparams = {{ {params} }}\n', sensitive=["disease"],
+                    keep=["marital-status", "education", "native-country", "workclass", "occupation", "salary-class"])
+
+
+def _model(text: str) -> str:
+    return "[[privacy.models]]\n" + text + "\n"
+
+
+SPEC_CASES = {
+    # spec errors
+    "toml-syntax": lambda w: w.run(w.edit("[output]", "[output")),
+    "unknown-section": lambda w: w.run(w.append("[outptu]\nname = \"x\"\n")),
+    "unknown-source-key": lambda w: w.run(w.edit('key = "id"', 'key = "id"\nkee = "id"')),
+    "unknown-model": lambda w: w.run(w.spec(models=_model('name = "k-anonimity"\nk = 5'))),
+    "k-zero": lambda w: w.run(w.spec(models=_model('name = "k-anonymity"\nk = 0'))),
+    "k-string": lambda w: w.run(w.spec(models=_model('name = "k-anonymity"\nk = "five"'))),
+    "k-float": lambda w: w.run(w.spec(models=_model('name = "k-anonymity"\nk = 2.5'))),
+    "t-above-one": lambda w: w.run(w.spec(models=_model('name = "t-closeness"\nt = 1.5'))),
+    "l-nan": lambda w: w.run(w.spec(models=_model('name = "distinct-l-diversity"\nl = nan'))),
+    "entropy-l-below-one": lambda w: w.run(w.spec(models=_model('name = "entropy-l-diversity"\nl = 0.5'))),
+    "no-models": lambda w: w.run(w.spec(models="")),
+    "missing-output-name": lambda w: w.run(w.edit('name = "sweep"', "")),
+    "private-output-schema": lambda w: w.run(w.edit('schema = "published"', 'schema = "_PPDP"')),
+    "missing-key": lambda w: w.run(w.edit('key = "id"\n', "")),
+    "table-and-query": lambda w: w.run(w.spec(extra_source='query = "SELECT * FROM adult"')),
+    "unknown-optimizer": lambda w: w.run(w.spec(optimizer="lattise")),
+    "unknown-evaluator": lambda w: w.run(w.edit("seed = 1", 'seed = 1\nevaluator = "numbaa"')),
+    "budget-zero": lambda w: w.run(w.spec(budget=0)),
+    "bad-null-policy": lambda w: w.run(w.spec(extra_source='null_policy = "ignore"')),
+    "unknown-hierarchy-type": lambda w: w.run(w.spec(hierarchies={"age": '{ type = "bins" }'})),
+    "negative-interval-width": lambda w: w.run(w.spec(hierarchies={"age": '{ type = "intervals", widths = [-5] }'})),
+    "masking-levels-beyond-characters": lambda w: w.run(w.spec(hierarchies={"age": '{ type = "masking", levels = 5 }'})),
+    "unknown-method": lambda w: w.run(w.append('[method]\nname = "microaggregaton"\n')),
+    "microaggregation-without-catalogue": lambda w: w.run(w.append('[method]\nname = "microaggregation"\n')),
+    "heterogeneous-unknown-param": lambda w: w.run(w.append('[method]\nname = "heterogeneous"\nparams = { secs = 1 }\n')),
+    "generalization-with-method-params": lambda w: w.run(w.append('[method]\nname = "generalization"\nparams = { x = 1 }\n')),
+    "column-with-two-roles": lambda w: w.run(w.spec(keep=["age", "marital-status", "education", "native-country", "workclass",
+                                                          "occupation"])),
+    "undeclared-columns": lambda w: w.run(w.spec(keep=[])),
+    "access-roles-on-duckdb": lambda w: w.run(w.append('[access]\nroles = ["analyst"]\n')),
+    # the data
+    "missing-table": lambda w: w.run(w.spec(table="adlut")),
+    "missing-qid-column": lambda w: w.run(w.spec(qids=["age", "sex", "raec"],
+                                                 hierarchies={"raec": str(ADULT / "adult_hierarchy_race.csv")})),
+    "key-not-unique": lambda w: w.run(w.spec(key="age", qids=["sex", "race", "education"], keep=["id", "marital-status",
+                                             "native-country", "workclass", "occupation"])),
+    "key-with-nulls": lambda w: (w.sql("UPDATE adult SET id = NULL WHERE id = 3"), w.run(w.spec()))[1],
+    "nulls-in-a-qid": lambda w: (w.sql("UPDATE adult SET age = NULL WHERE id < 4"), w.run(w.spec()))[1],
+    "empty-table": lambda w: (w.sql("DELETE FROM adult"), w.run(w.spec()))[1],
+    "k-larger-than-table": lambda w: w.run(w.spec(models=_model('name = "k-anonymity"\nk = 301'))),
+    "l-above-distinct-values": lambda w: w.run(w.spec(models=_model('name = "distinct-l-diversity"\nl = 3'))),
+    "query-not-sql": lambda w: w.run(w.edit('table = "adult"', 'query = "SELEC * FROM adult"')),
+    "query-two-statements": lambda w: w.run(w.edit('table = "adult"', 'query = "SELECT * FROM adult; DROP TABLE adult"')),
+    "query-not-a-select": lambda w: w.run(w.edit('table = "adult"', 'query = "DELETE FROM adult"')),
+    # files
+    "hierarchy-missing": lambda w: w.run(w.spec(hierarchies={"age": str(w.tmp / "none.csv")})),
+    "hierarchy-not-utf8": lambda w: w.run(w.spec(hierarchies={"sex": str(w.file("sex.csv", "Male;*\nFemale;*\nM\xe4nnlich;*\n"
+                                                                                   .encode("latin-1")))})),
+    "hierarchy-is-a-directory": lambda w: w.run(w.spec(hierarchies={"age": str(w.tmp)})),
+    "hierarchy-misses-a-value": lambda w: w.run(w.spec(hierarchies={"race": _race_without_black(w)})),
+    "hierarchy-conflicting-leaf": lambda w: w.run(w.spec(hierarchies={"sex": str(w.file("sex.csv", "Male;*\nFemale;*\nMale;X\n"))})),
+    "hierarchy-one-level": lambda w: w.run(w.spec(hierarchies={"sex": str(w.file("sex.csv", "Male\nFemale\n"))})),
+    "spec-missing": lambda w: ["run", str(w.tmp / "nope.toml")],
+    "spec-not-utf8": lambda w: ["run", str(w.file("latin.toml", "# \xe4\n".encode("latin-1")))],
+    "spec-is-a-directory": lambda w: ["run", str(w.tmp)],
+    "source-file-missing": lambda w: w.run(w.edit('table = "adult"', 'file = "nope.csv"')),
+    "source-file-wrong-kind": lambda w: (w.file("x.txt", "a,b\n1,2\n"), w.run(w.edit('table = "adult"', 'file = "x.txt"')))[1],
+    "source-file-without-key": lambda w: (w.file("x.csv", "age,sex,race\n39,Male,White\n"),
+                                          w.run(w.edit('table = "adult"', 'file = "x.csv"', keep=[])))[1],
+    "catalogue-missing": lambda w: w.run(_micro(w, f'catalogue = "{w.tmp / "none.csv"}"')),
+    "catalogue-misses-a-value": lambda w: w.run(_micro(w, 'catalogue = "diseases32"')),
+    # URLs
+    "unknown-connector": lambda w: w.run(w.edit(f'"duckdb://{w.db}"', '"mysql://host/db"')),
+    "postgres-nobody-listening": lambda w: w.run(w.edit(f'"duckdb://{w.db}"', '"postgresql://u@127.0.0.1:1/db"')),
+    "duckdb-unknown-url-option": lambda w: w.run(w.edit(f'"duckdb://{w.db}"', f'"duckdb://{w.db}?fast=1"')),
+    "read-only-command-on-a-missing-file": lambda w: ["show", "x", "--db", f"duckdb://{w.tmp / 'missing.duckdb'}"],
+    "runs-not-a-url": lambda w: ["runs", "--db", "notaurl"],
+    "init-in-a-missing-folder": lambda w: ["init", "--db", f"duckdb://{w.tmp / 'no' / 'x.duckdb'}"],
+    # models and optimizer parameters
+    "suppression-limit-2.5": lambda w: w.run(w.edit("seed = 1", "seed = 1\nparams = { suppression_limit = 2.5 }")),
+    "lattice-mode-fast": lambda w: w.run(w.edit("seed = 1", 'seed = 1\nparams = { mode = "fast" }')),
+    "lattice-unknown-param": lambda w: w.run(w.edit("seed = 1", 'seed = 1\nparams = { modee = "bound" }')),
+    "ga-pop-size-zero": lambda w: w.run(w.edit("seed = 1", "seed = 1\nparams = { pop_size = 0 }", optimizer="ga")),
+    "de-unknown-strategy": lambda w: w.run(w.edit("seed = 1", 'seed = 1\nparams = { strategy = "best/9" }', optimizer="de")),
+    "flash-with-a-non-monotone-model": lambda w: w.run(w.spec(optimizer="flash", models=_model('name = "t-closeness"\nt = 0.2'))),
+    # command-line arguments
+    "no-command": lambda w: [],
+    "unknown-command": lambda w: ["frob"],
+    "run-without-a-spec": lambda w: ["run"],
+    "export-without-a-file": lambda w: ["export"],
+    "unknown-option": lambda w: ["show", "pub", "--database", w.pub_url],
+    "verify-unknown-release": lambda w: ["verify", "nope", "--db", w.pub_url],
+    "show-unknown-release": lambda w: ["show", "nope", "--db", w.pub_url],
+    "runs-unknown-release": lambda w: ["runs", "nope", "--db", w.pub_url],
+    "sql-unknown-release": lambda w: ["sql", "nope", "--db", w.pub_url],
+    "sql-unknown-dialect": lambda w: ["sql", "pub", "--dialect", "oracle", "--db", w.pub_url],
+    "export-private-schema": lambda w: ["export", str(w.tmp / "o.duckdb"), "--schema", "_ppdp", "--db", w.pub_url],
+    "export-over-an-existing-file": lambda w: ["export", str(w.file("exists.duckdb", b"")), "--db", w.pub_url],
+    "export-into-a-missing-folder": lambda w: ["export", str(w.tmp / "no" / "o.duckdb"), "--db", w.pub_url],
+    "job-run-unknown": lambda w: ["job", "run", "nope", "--db", w.pub_url],
+    "job-certificate-unknown": lambda w: ["job", "certificate", "nope", "--db", w.pub_url],
+    "job-register-bad-spec": lambda w: ["job", "register", str(w.spec(models=_model('name = "k-anonymity"\nk = 0'))),
+                                        "--db", w.url],
+    "job-certificate-bad-format": lambda w: ["job", "certificate", "pub", "--format", "pdf", "--db", w.pub_url],
+}
+
+
+@pytest.fixture(scope="module")
+def sweep_sources(tmp_path_factory) -> tuple[Path, Path]:
+    """(adult, 300 rows, nothing published; the same with release "pub" published)."""
+    folder = tmp_path_factory.mktemp("sweep")
+    template = load_adult(folder / "template.duckdb", rows=300)
+    published = folder / "withrelease.duckdb"
+    published.write_bytes(template.read_bytes())
+    run_release(load_spec(write_spec(folder / "pub.toml", db=published, qids=SMALL, output="pub")), progress=False)
+    return template, published
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("case", sorted(SPEC_CASES))
+def test_bad_input_sweep(sweep_sources, tmp_path, case):
+    from tests.support.cli import assert_refused, file_state, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    argv = SPEC_CASES[case](w)
+    before, files = (file_state(w.db), file_state(w.pub)), _files(tmp_path)
+    assert_refused(ppdp(*argv))
+    assert (file_state(w.db), file_state(w.pub)) == before, "a refused command must write nothing"
+    assert _files(tmp_path) == files, "a refused command must create or remove no file"

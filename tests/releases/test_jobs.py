@@ -72,7 +72,7 @@ def test_dry_run_prints_sql_and_writes_only_the_run_record(tmp_path):
     runs = con.execute("SELECT status, version FROM _ppdp.runs").fetchall()
     hier = con.execute("SELECT COUNT(*) FROM _ppdp.hierarchies").fetchone()[0]
     con.close()
-    assert published == 0 and hier == 0 and runs == [("succeeded", None)]
+    assert published == 0 and hier == 0 and runs == [("dry-run", None)]
 
 
 def test_invalid_job_json_is_reported_at_run_time(tmp_path):

@@ -40,7 +40,7 @@ class RunRecord:
     run_id: str
     release: str
     version: int | None
-    status: str  # running, succeeded, failed, skipped
+    status: str  # running, succeeded, failed, skipped, dry-run
     started_at: Any
     finished_at: Any
     source_rows: int | None

@@ -11,12 +11,21 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the refusal contract of every other bad input: one line, exit code 2
+    (argparse prints the usage too). Subcommand parsers are of this class as well."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"ppdp: error: {self.prog}: {message}. Hint: {self.prog} --help.\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ppdp", description="Privacy-preserving data publishing inside SQL databases.")
+    p = _Parser(prog="ppdp", description="Privacy-preserving data publishing inside SQL databases.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     d = sub.add_parser("demo", help="load adult into a DuckDB file and publish a 5-anonymous release")
@@ -135,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     except (PpdpError, KeyboardInterrupt, Exception) as exc:
         code = exit_code_of(exc)
         if isinstance(exc, PpdpError):
-            print(f"ppdp: error: {redact_text(str(exc))}", file=sys.stderr)  # issue 28, item 2
+            # one line even when a database's message has several (libpq, DuckDB's "LINE 1: ... ^"),
+            # and no password of a URL in it (issue 28, item 2)
+            message = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+            print(f"ppdp: error: {redact_text(message)}", file=sys.stderr)
         elif code == ExitCode.INTERRUPTED:
             print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
         else:  # a bug: the traceback, and a code no expected outcome uses
@@ -244,6 +256,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         con.close()
     for c in result["checks"]:
         print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
+    for c in result.get("method_checks", []):
+        print(f"{c['check']}: {c['detail']}  {'PASS' if c['passed'] else 'FAIL'}")
     print(f"rows: {result['rows']} (expected {result['expected_rows']})")
     print(f"{result['release']} v{result['version']}: " + ("verification passed" if result["passed"] else "verification FAILED")
           + " (against what was published, t-closeness against the stored distribution)")
@@ -251,6 +265,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                False: "the source is unchanged since this version was published",
                None: "the source could not be read to compare"}[result["source_changed"]]
     print(changed)
+    if result.get("method_checks") and result["source_changed"] is not False:
+        print("the method's checks that read the source were not run (it is not what was published)")
     return 0 if result["passed"] else 1
 
 
@@ -272,7 +288,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in runs:
         td = r.metrics.get("td")
         sup = r.metrics.get("suppressed")
-        tail = r.run_id if r.status == "succeeded" else _shown(r.error or "")[:70]
+        tail = r.run_id if r.status in ("succeeded", "dry-run") else _shown(r.error or "")[:70]
         print(f"{str(r.started_at)[:19]:<20} {r.release:<16} {r.version if r.version is not None else '-':>3} {r.status:<10} "
               f"{'' if td is None else f'{td:,.2f}':>14} {'' if sup is None else int(sup):>7} "
               f"{'yes' if r.solution.get('certified') else 'no':<5} {tail}")
@@ -346,17 +362,8 @@ def cmd_job(args: argparse.Namespace) -> int:
             else:
                 print(f"dry run: would publish version {outcome.run.solution.get('would_publish_version')}; nothing was written but the run record")
         else:
-            _print_run(outcome.run)
+            _print_run(outcome.run)  # with the source's changes and what was held back (engine/summary.py)
             _print_access(outcome.run)
-            ch = outcome.run.changes or {}
-            if ch:
-                print(f"  source changes : +{ch['inserted']} inserted, -{ch['deleted']} deleted, ~{ch['updated']} updated")
-            cv = outcome.run.cross_version or {}
-            if cv.get("versions_checked"):
-                held = cv.get("held_back", {})
-                print(f"  cross-version  : {cv['history_classes']} history classes over {cv['versions_checked']} versions, "
-                      f"smallest {cv['smallest_history_class']} -> PASS; held back: {held.get('inserts_withheld', 0)} insertions, "
-                      f"{held.get('deletes_delayed', 0)} deletions, {held.get('changes_delayed', 0)} changes")
             print(f"published: {outcome.view} -> {outcome.table}")
         return _emit(args, result) if args.json else int(result.exit_code)
     elif args.job_command == "list":
@@ -483,41 +490,11 @@ def _print_frame(frame) -> None:
 
 
 def _print_run(run) -> None:
-    m, s = run.metrics, run.solution
+    from ppdp.engine.summary import summary_lines
+
     print(f"release {run.release} version {run.version}  [{run.status}]  run {run.run_id}")
-    if s:
-        print(f"  optimizer      : {s.get('optimizer')} (budget {s.get('budget')}, seed {s.get('seed')}), "
-              f"{s.get('evaluations')} evaluations in {s.get('seconds')} s, "
-              f"{'certified optimal' if s.get('certified') else 'NOT certified optimal'}")
-        levels = ", ".join(f"{q}={lv}/{s['heights'][q]}" for q, lv in s.get("levels", {}).items())
-        print(f"  levels (G)     : {levels}")
-        for note in s.get("notices", []):
-            print(f"  notice         : {note}")
-    if m:
-        print(f"  TD             : {m.get('td', float('nan')):,.2f} of {m.get('max_td', float('nan')):,.0f}  "
-              f"(query precision {m.get('query_precision', float('nan')):.2f} %)")
-        print(f"  suppressed     : {int(m.get('suppressed', 0)):,} of {m.get('records', 0):,} records")
-        if "workload_error" in m:
-            print(f"  workload error : {m['workload_error']:.4f} mean relative error of random COUNT queries")
-        cs = m.get("class_sizes", {})
-        if cs:
-            print(f"  classes        : {cs['classes']:,} (size min {cs['min']}, median {cs['median']}, mean {cs['mean']:.1f}, max {cs['max']})")
-    for c in run.verification.get("checks", []):
-        print(f"  verified (SQL) : {c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
-    rk = run.verification.get("risk")
-    if rk:
-        for side in ("source", "release"):
-            r = rk[side]
-            if r is None:
-                print(f"  risk {side:<10}: not measured (the method's rows do not form equivalence classes)")
-                continue
-            print(f"  risk {side:<10}: prosecutor average {r['prosecutor']['average']:.4f}, highest {r['prosecutor']['highest']:.4f}, "
-                  f"records at risk {r['prosecutor']['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}")
-        kept = rk.get("kept_columns") or {}
-        if kept.get("message"):
-            print(f"  WARNING        : {kept['message']}")
-    if run.error:
-        print(f"  error          : {_shown(run.error)}")
+    for label, text in summary_lines(run):
+        print(f"  {label:<15}: {text}")
 
 
 if __name__ == "__main__":  # pragma: no cover

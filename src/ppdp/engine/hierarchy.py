@@ -171,6 +171,11 @@ def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error")
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} does not exist. Hint: paths are relative to the spec file.") from None
+    except UnicodeDecodeError as exc:  # issue 28 item 9: one line naming the file, not a traceback
+        raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} is not UTF-8 text (byte "
+                             f"{exc.object[exc.start]:#04x} at offset {exc.start}). Hint: save it as UTF-8.") from None
+    except OSError as exc:  # a directory, no permission, ...
+        raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} cannot be read: {exc.strerror or exc}.") from None
     reader = csv.reader(io.StringIO(text), delimiter=";")
     numbered: list[tuple[int, list[str]]] = []  # (line number in the file, row)
     for r in reader:
@@ -247,7 +252,10 @@ def masking(attribute: str, values: Iterable[str], *, levels: int | None = None)
     """
     vals = sorted(set(values))
     width = max(len(v) for v in vals)
-    n = width if levels is None else min(levels, width)
+    if levels is not None and levels > width:  # issue 28 item 18: refused, not silently clipped
+        raise HierarchyError(f"Masking hierarchy for {attribute!r}: levels = {levels}, but its longest value has {width} "
+                             f"character(s), so at most {width} levels can mask it. Hint: levels = {width} or fewer.")
+    n = width if levels is None else levels
     rows = []
     for v in vals:
         row = [v] + [v[: max(len(v) - j, 0)] + "*" * min(j, len(v)) for j in range(1, n)] + ["*"]

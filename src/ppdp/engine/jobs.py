@@ -14,7 +14,7 @@ from typing import Any
 
 from ppdp.connectors import connect
 from ppdp.connectors.base import Connector
-from ppdp.engine import catalog
+from ppdp.engine import catalog, summary
 from ppdp.engine.errors import SpecError
 from ppdp.engine.methods import method_of
 from ppdp.engine.placement import may_create_database
@@ -130,11 +130,14 @@ def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
         "published_at": str(run.finished_at), "source_rows": run.source_rows, "source_fingerprint": run.source_fingerprint,
         "models": [{"model": c["model"], "params": c["params"], "achieved": c["ad"], "passed": c["passed"],
                     "verification_query": c["query"]} for c in v.get("checks", [])],
-        "released_rows": v.get("rows"), "suppressed_rows": m.get("suppressed"),
-        "utility": {k: m.get(k) for k in ("td", "max_td", "query_precision", "workload_error") if k in m},
+        "released_rows": v.get("rows"), "suppressed_rows": int(m.get("suppressed") or 0),
+        "method": s.get("method", "generalization"), "method_summary": dict(summary.method_lines(run)),
+        "utility": summary.utility(m),
         "class_sizes": m.get("class_sizes"), "levels": s.get("levels"),
-        "optimizer": {"name": s.get("optimizer"), "budget": s.get("budget"), "seed": s.get("seed"),
-                      "evaluations": s.get("evaluations"), "certified_optimal": s.get("certified")},
+        # only a method that searched with an optimizer has one (issue 28 item 16: no "None")
+        "optimizer": None if s.get("optimizer") is None else
+        {"name": s.get("optimizer"), "budget": s.get("budget"), "seed": s.get("seed"),
+         "evaluations": s.get("evaluations"), "certified_optimal": s.get("certified")},
         "cross_version": dict(run.cross_version or {}),
         # the release method's own checks with what they counted (e.g. how many forged rows a
         # microaggregation version holds), never which rows: no queries, no ids
@@ -146,26 +149,37 @@ def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
 
 def certificate_markdown(cert: dict[str, Any]) -> str:
     lines = [f"# Release certificate: `{cert['release']}` v{cert['version']}", "",
-             f"- run `{cert['run_id']}` (job `{cert['job']}`), published {cert['published_at']}",
+             f"- run `{cert['run_id']}`" + (f" (job `{cert['job']}`)" if cert.get("job") else "") + f", published {cert['published_at']}",
              f"- source: {cert['source_rows']:,} rows, fingerprint `{cert['source_fingerprint']}`",
-             f"- released rows: {cert['released_rows']:,}; suppressed: {int(cert['suppressed_rows'] or 0):,}",
-             f"- optimizer: {cert['optimizer']['name']} (budget {cert['optimizer']['budget']}, seed {cert['optimizer']['seed']}, "
-             f"{cert['optimizer']['evaluations']} evaluations, {'certified optimal' if cert['optimizer']['certified_optimal'] else 'not certified optimal'})",
-             f"- levels: {', '.join(f'{k}={v}' for k, v in (cert['levels'] or {}).items())}",
-             "", "| model | parameters | achieved | verified |", "|---|---|---|---|"]
+             f"- released rows: {cert['released_rows']:,}; suppressed: {int(cert['suppressed_rows'] or 0):,}"]
+    opt = cert.get("optimizer")
+    if opt:
+        lines.append(f"- optimizer: {opt['name']} (budget {opt['budget']}, seed {opt['seed']}, {opt['evaluations']} evaluations, "
+                     f"{'certified optimal' if opt['certified_optimal'] else 'not certified optimal'})")
+    elif cert.get("method_summary", {}).get("method"):
+        lines.append(f"- method: {cert['method_summary']['method']}")
+    if cert.get("levels"):
+        lines.append(f"- levels: {', '.join(f'{k}={v}' for k, v in cert['levels'].items())}")
+    lines += ["", "| model | parameters | achieved | verified |", "|---|---|---|---|"]
     for mdl in cert["models"]:
         lines.append(f"| {mdl['model']} | {json.dumps(mdl['params'])} | {mdl['achieved']} | {'pass' if mdl['passed'] else 'FAIL'} |")
-    lines += ["", "Utility: " + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in cert["utility"].items())]
+    if not cert["models"]:
+        lines.append("| (verified by the method's own checks below) | | | |")
+    lines.append("")
+    if cert["utility"]:
+        lines.append("Utility: " + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in cert["utility"].items()))
     cv = cert["cross_version"]
     if cv.get("versions_checked"):
         held = cv.get("held_back", {})
-        lines.append(f"Cross-version: every history class over {cv['versions_checked']} versions meets the models "
-                     f"({cv.get('history_classes')} classes, smallest {cv.get('smallest_history_class')}); held back at this step: "
+        classes = (f"every history class over {cv['versions_checked']} versions meets the models ({cv['history_classes']} "
+                   f"classes, smallest {cv.get('smallest_history_class')})" if cv.get("history_classes") is not None
+                   else f"checked over {cv['versions_checked']} versions")
+        lines.append(f"Cross-version: {classes}; held back at this step: "
                      f"{held.get('inserts_withheld', 0)} insertions, {held.get('deletes_delayed', 0)} deletions, "
                      f"{held.get('changes_delayed', 0)} changes")
     for name, found in cert.get("method_checks", {}).items():
-        lines.append(f"Method check: {name}: {'pass' if found.get('passed') else 'FAIL'} "
-                     f"({', '.join(f'{k} = {val}' for k, val in found.items() if k != 'passed')})")
+        counted = ", ".join(f"{k} = {val}" for k, val in found.items() if k != "passed")
+        lines.append(f"Method check: {name}: {'pass' if found.get('passed') else 'FAIL'}" + (f" ({counted})" if counted else ""))
     lines += ["", "Verification queries:", ""]
     for mdl in cert["models"]:
         lines += [f"```sql\n-- {mdl['model']}\n{mdl['verification_query']}\n```"]

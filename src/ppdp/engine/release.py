@@ -48,6 +48,7 @@ from ppdp.engine.stages import (
     verify,
 )
 from ppdp.engine.stages.context import RunContext, no_phase
+from ppdp.engine.stages.method import RechecksVersion
 from ppdp.engine.stages.results import Prepared
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
@@ -71,6 +72,8 @@ class ReleaseOutcome:
 def database_url(spec: ReleaseSpec, override: str | None = None) -> str:
     """The spec's database URL with relative DuckDB paths resolved against the spec's folder."""
     url = override or spec.database
+    if not url:
+        raise SpecError("Missing source.database. Hint: give it in the spec's [source], or the database URL with --db.")
     scheme, sep, rest = url.partition("://")
     if scheme == "duckdb" or not sep:
         path = rest if sep else url
@@ -202,9 +205,6 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
     context = ModelContext(tuple(spec.sensitive), values, spec.base_dir, spec.sensitive_hierarchy, run.source_rows)
     models = [build_model(m.name, m.param_dict()).bind(context) for m in spec.models]
     relation = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", con.dialect)
-    checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
-    rows = int(con.query(P.count_rows(relation))["n"][0])
-    expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
     source_changed: bool | None
     try:
         source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))
@@ -212,5 +212,17 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
         source_changed = validate.source_fingerprint(con, source, spec.key, columns) != run.source_fingerprint
     except PpdpError:
         source_changed = None  # the source is gone or no longer valid
-    return {"checks": checks, "rows": rows, "expected_rows": expected, "version": run.version, "release": release,
-            "source_changed": source_changed, "passed": all(c["passed"] for c in checks) and rows == expected}
+    method = method_of(spec)
+    checks, method_checks = [], []
+    if method.publishes_classes:
+        checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
+    elif isinstance(method, RechecksVersion):  # rows without classes: the method's own checks
+        method_checks = method.recheck(con, run, spec, relation, source_unchanged=source_changed is False)
+    else:
+        raise SpecError(f"Release {release} was published by method {method.name!r}, which has no check of a published "
+                        "version; its run record keeps the checks of its run ('ppdp show').")
+    rows = int(con.query(P.count_rows(relation))["n"][0])
+    expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
+    return {"checks": checks, "method_checks": method_checks, "rows": rows, "expected_rows": expected,
+            "version": run.version, "release": release, "source_changed": source_changed,
+            "passed": all(c["passed"] for c in checks + method_checks) and rows == expected}

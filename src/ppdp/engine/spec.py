@@ -54,7 +54,7 @@ class ModelSpec:
 class ReleaseSpec:
     """A whole release job. See README.md, section "Release spec reference"."""
 
-    database: str
+    database: str | None  # None: given by --db or the job's database (release.database_url)
     key: str
     quasi_identifiers: tuple[QuasiIdentifier, ...]
     models: tuple[ModelSpec, ...]
@@ -229,7 +229,8 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _check_keys("", raw, "the spec")
     src = _need(raw, "source", "the spec", dict)
     _check_keys("source", src, "[source]")
-    database = _need(src, "database", "source", str)
+    # optional: `ppdp run --db` and a job (the database storing it) give the database instead
+    database = _typed(src["database"], "source.database", str) if "database" in src else None
     table = src.get("table")
     query = src.get("query")
     file = src.get("file")

@@ -22,7 +22,13 @@ from ppdp.engine.encoding import COUNT_COLUMN
 from ppdp.engine.errors import SpecError
 from ppdp.engine.metrics import class_size_summary, report_metrics
 from ppdp.engine.models import PrivacyModel
-from ppdp.engine.optimizers import OptimizerResult, Tracker, run_optimizer
+from ppdp.engine.optimizers import (
+    OptimizerResult,
+    Tracker,
+    check_optimizer_models,
+    check_optimizer_params,
+    run_optimizer,
+)
 from ppdp.engine.problem import Problem
 from ppdp.engine.progress import ProgressBar
 from ppdp.engine.spec import ReleaseSpec
@@ -115,6 +121,11 @@ class Generalization:
         if spec.method_params:
             raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "
                             "Hint: optimizer options go in [optimizer] params.")
+        check_optimizer_params(spec.optimizer, dict(spec.optimizer_params))
+
+    def check_input(self, prep: Prepared) -> None:
+        """The optimizer accepts the models (e.g. Flash needs monotone ones): before any write."""
+        check_optimizer_models(prep.spec.optimizer, prep.models)
 
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         result, notices = choose(prep, ctx.previous, progress=progress)

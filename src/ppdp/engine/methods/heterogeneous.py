@@ -224,9 +224,14 @@ class Heterogeneous:
         if s.from_release is not None:  # initial = "release"
             source_release(con, spec, s.from_release)
 
-    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+    def check_continuation(self, ctx: RunContext, prep: Prepared) -> None:
+        """The version guard's hook: refuse, before anything is written, a graph that cannot be
+        continued (issue 28 items 11 and 12: it was refused after the run record)."""
         if ctx.previous is not None:
             self._check_continuable(ctx, ctx.previous, prep, settings(prep.spec))
+
+    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+        self.check_continuation(ctx, prep)  # (also run by the guards stage; kept for a direct call)
         return self._decide(ctx, prep, frozenset())
 
     def _check_continuable(self, ctx: RunContext, previous: RunRecord, prep: Prepared, s: Settings) -> None:
@@ -511,36 +516,10 @@ class Heterogeneous:
         """The consistency graph from the published table and the source; the private graph's
         degrees and self edges; every private edge consistent with what was published; from the
         second version on, the cross-version rule re-checked on the written tables."""
-        spec, d = prep.spec, ctx.dialect
         st: HeteroState = plan.state
-        numeric, categorical = list(st.numeric), list(st.categorical)
+        checks = _graph_checks(ctx.con, prep.spec, ctx.release, int(ctx.version or 0), table, list(st.numeric),
+                               list(st.categorical), int(plan.solution["k"]), with_source=True)
         k = int(plan.solution["k"])
-        full = Q.Source(spec.schema, spec.table, spec.query, d)
-        # a ghost is a node of the graph at its last QIDs, no longer in the source (issue #28 item 21)
-        # (read from the private state: ``plan`` is the first plan, before any ghost was carried)
-        ghosts = HS.ghost_persons(ctx.release, ctx.version, numeric, categorical, d) if ctx.previous is not None else None
-        cover_sql = HS.coverage_degrees(table, full, numeric, categorical, release=ctx.release, key=spec.key, ghosts=ghosts)
-        cov = ctx.con.query(cover_sql).row(0, named=True)
-        graph_sql = HS.graph_degrees(ctx.release, ctx.version, d)
-        g = ctx.con.query(graph_sql).row(0, named=True)
-        edge_sql = HS.inconsistent_edges(table, full, release=ctx.release, version=ctx.version, key=spec.key,
-                                         numeric=numeric, categorical=categorical, ghosts=ghosts)
-        bad = int(ctx.con.query(edge_sql)["n"][0])
-        n = int(ctx.con.query(P.count_rows(table))["n"][0])  # the graph's records (new ones may be withheld)
-        regular = (g["min_anon"] == g["max_anon"] == k and g["min_orig"] == g["max_orig"] == k
-                   and g["self_edges"] == n and g["distinct_edges"] == g["edges"] == n * k)
-        checks = [
-            {"check": "every published tuple covers and every source tuple is covered by at least k (consistency graph)",
-             "passed": (cov["min_published_covers"] or 0) >= k and (cov["min_source_covered"] or 0) >= k
-             and cov["published_tuples"] == n and cov["source_tuples"] == n,
-             "detail": f"fewest covered {cov['min_published_covers']}, fewest covering {cov['min_source_covered']} (k = {k})",
-             "query": cover_sql} | {key: cov[key] for key in cov},
-            {"check": "the private graph is exactly k-regular with every self edge", "passed": bool(regular),
-             "detail": f"degrees {g['min_anon']}-{g['max_anon']} / {g['min_orig']}-{g['max_orig']}, self edges {g['self_edges']} of {n}",
-             "query": graph_sql},
-            {"check": "every edge of the graph is consistent with the published tuple", "passed": bad == 0,
-             "detail": f"{bad} edge(s) not covered", "query": edge_sql},
-        ]
         published = published_versions(ctx)
         if published:
             sql, failing = self._failures(ctx, prep, st, published)
@@ -549,6 +528,14 @@ class Heterogeneous:
                            "fewest_candidates": int(failing.select(pl.min("candidates")).item()) if failing.height else None,
                            "detail": f"{failing.height} record(s) with fewer than {k} candidate rows", "query": sql})
         return checks
+
+    def recheck(self, con: Connector, run: RunRecord, spec: ReleaseSpec, table: str,
+                source_unchanged: bool) -> list[dict[str, Any]]:
+        """``ppdp verify``: the checks of ``extra_checks`` on a published version, from the run
+        record and the stored graph; the two that read the source only while it is unchanged."""
+        sol = run.solution or {}
+        return _graph_checks(con, spec, run.release, int(run.version or 0), table, list(sol.get("numeric_qids", [])),
+                             list(sol.get("categorical_qids", [])), int(sol["k"]), with_source=source_unchanged)
 
     def rebuild_rows(self, con: Connector, run: RunRecord, spec: ReleaseSpec) -> RebuildRows:
         """Each published tuple's generalization (``hetero_values``): the candidate SELECT ppdp ran.
@@ -559,6 +546,44 @@ class Heterogeneous:
         rows = tuple(values.select(list(HS.REBUILD_VALUE_COLUMNS)).rows())
         numeric, categorical = run.solution.get("numeric_qids", []), run.solution.get("categorical_qids", [])
         return RebuildRows(HS.HeteroRows(tuple(numeric), tuple(categorical)), (HS.values_table(rows),))
+
+
+def _graph_checks(con: Connector, spec: ReleaseSpec, release: str, version: int, table: str, numeric: list[str],
+                  categorical: list[str], k: int, *, with_source: bool) -> list[dict[str, Any]]:
+    """The verification of PAPER_NOTES §7 on the version table ``table``: the private graph is
+    exactly k-regular with every self edge and, ``with_source``, every published tuple covers and
+    every source tuple is covered by at least k (consistency graph) and every edge is consistent."""
+    d = con.dialect
+    # a ghost is a node of the graph at its last QIDs, no longer in the source (issue #28 item 21);
+    # read from the private state, so the same for the run's check and for `ppdp verify`
+    ghosts = HS.ghost_persons(release, version, numeric, categorical, d) if version > 1 else None
+    n = int(con.query(P.count_rows(table))["n"][0])  # the graph's records (new ones may be withheld)
+    graph_sql = HS.graph_degrees(release, version, d)
+    g = con.query(graph_sql).row(0, named=True)
+    regular = (g["min_anon"] == g["max_anon"] == k and g["min_orig"] == g["max_orig"] == k
+               and g["self_edges"] == n and g["distinct_edges"] == g["edges"] == n * k)
+    checks: list[dict[str, Any]] = []
+    if with_source:
+        full = Q.Source(spec.schema, spec.table, spec.query, d)
+        cover_sql = HS.coverage_degrees(table, full, numeric, categorical, release=release, key=spec.key, ghosts=ghosts)
+        cov = con.query(cover_sql).row(0, named=True)
+        checks.append(
+            {"check": "every published tuple covers and every source tuple is covered by at least k (consistency graph)",
+             "passed": (cov["min_published_covers"] or 0) >= k and (cov["min_source_covered"] or 0) >= k
+             and cov["published_tuples"] == n and cov["source_tuples"] == n,
+             "detail": f"fewest covered {cov['min_published_covers']}, fewest covering {cov['min_source_covered']} (k = {k})",
+             "query": cover_sql} | {key: cov[key] for key in cov})
+    checks.append({"check": "the private graph is exactly k-regular with every self edge", "passed": bool(regular),
+                   "detail": f"degrees {g['min_anon']}-{g['max_anon']} / {g['min_orig']}-{g['max_orig']}, self edges {g['self_edges']} of {n}",
+                   "query": graph_sql})
+    if with_source:
+        edge_sql = HS.inconsistent_edges(table, Q.Source(spec.schema, spec.table, spec.query, d), release=release,
+                                         version=version, key=spec.key, numeric=numeric, categorical=categorical,
+                                         ghosts=ghosts)
+        bad = int(con.query(edge_sql)["n"][0])
+        checks.append({"check": "every edge of the graph is consistent with the published tuple", "passed": bad == 0,
+                       "detail": f"{bad} edge(s) not covered", "query": edge_sql})
+    return checks
 
 
 def source_release(con, spec, name: str) -> tuple[str, RunRecord, str]:

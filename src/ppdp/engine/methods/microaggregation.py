@@ -170,6 +170,17 @@ def _sensitive_type(ctx: RunContext, prep: Prepared) -> str:
                     "type. Hint: release from a table, or cast the column to text in the query.")
 
 
+def _check_covered(spec: ReleaseSpec, name: str, values: list[Any]) -> None:
+    """DataError unless every value of the sensitive column is a value of the catalogue ``name``."""
+    sa = spec.sensitive[0]
+    if any(v is None for v in values):
+        raise DataError(f"The sensitive column {sa!r} has NULL values; every record needs a catalogue value.")
+    unknown = sorted(set(values) - set(_catalogue(spec, name).values))
+    if unknown:
+        raise DataError(f"{len(unknown)} value(s) of {sa!r} are not in the catalogue {name!r}: "
+                        f"{', '.join(map(repr, unknown[:5]))}. Hint: add them to the catalogue.")
+
+
 class Microaggregation:
     name = "microaggregation"
     publishes_classes = True
@@ -182,6 +193,11 @@ class Microaggregation:
         """The parameters and the catalogue (it must load) before anything is read or written."""
         _catalogue(spec, settings(spec).catalogue)
 
+    def check_input(self, prep: Prepared) -> None:
+        """Every sensitive value of the source is in the catalogue (from the validated histogram's
+        sensitive values: read, nothing written yet)."""
+        _check_covered(prep.spec, settings(prep.spec).catalogue, [v[0] for v in prep.table.sa_values])
+
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         spec = prep.spec
         s = settings(spec)
@@ -190,12 +206,7 @@ class Microaggregation:
         # in key order: the clustering (seeded) must not depend on the order the database returns rows in
         frame = ctx.con.query(M.record_select(prep.source, spec.key, spec.qid_columns, list(spec.sensitive))).sort("__key")
         sa = spec.sensitive[0]
-        if frame[sa].null_count():
-            raise DataError(f"The sensitive column {sa!r} has NULL values; every record needs a catalogue value.")
-        unknown = sorted(set(frame[sa].to_list()) - set(catalogue.values))
-        if unknown:
-            raise DataError(f"{len(unknown)} value(s) of {sa!r} are not in the catalogue {s.catalogue!r}: "
-                            f"{', '.join(map(repr, unknown[:5]))}. Hint: add them to the catalogue.")
+        _check_covered(spec, s.catalogue, frame[sa].to_list())  # the source may have changed since check_input
         declared = dict(s.kinds)
         kinds = []
         for q, h in zip(spec.qid_columns, prep.hierarchies, strict=True):

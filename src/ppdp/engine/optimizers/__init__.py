@@ -11,9 +11,9 @@ records best-so-far per evaluation count through ``Tracker`` for convergence cur
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -59,6 +59,55 @@ class Optimizer(Protocol):
 
 
 OPTIMIZERS: Registry[Optimizer] = Registry("optimizer")
+
+# Each optimizer's check of its ``params`` alone (no problem needed), by optimizer name: a release
+# runs it before anything is written (issue 28 item 12); the optimizer runs the same code again.
+ParamsCheck = Callable[[dict[str, Any]], object]
+PARAMS_CHECKS: dict[str, ParamsCheck] = {}
+_C = TypeVar("_C", bound=ParamsCheck)
+
+
+def checks_params(name: str) -> Callable[[_C], _C]:
+    """Decorator: register ``check(params)`` (it raises SpecError; what it returns is the
+    optimizer's own) as optimizer ``name``'s check of its parameters."""
+
+    def add(check: _C) -> _C:
+        PARAMS_CHECKS[name] = check
+        return check
+
+    return add
+
+
+# Each optimizer's check of the privacy models it is given (e.g. Flash: monotone ones only).
+ModelsCheck = Callable[[Sequence[Any]], object]
+MODELS_CHECKS: dict[str, ModelsCheck] = {}
+
+
+def checks_models(name: str) -> Callable[[ModelsCheck], ModelsCheck]:
+    """Decorator: register ``check(models)`` (raises SpecError) as optimizer ``name``'s check of
+    the privacy models of a problem."""
+
+    def add(check: ModelsCheck) -> ModelsCheck:
+        MODELS_CHECKS[name] = check
+        return check
+
+    return add
+
+
+def check_optimizer_params(name: str, params: dict[str, Any]) -> None:
+    """SpecError when optimizer ``name`` would refuse ``params``; reads and writes nothing."""
+    _load_builtin()
+    check = PARAMS_CHECKS.get(name)
+    if check is not None:
+        check(dict(params))
+
+
+def check_optimizer_models(name: str, models: Sequence[Any]) -> None:
+    """SpecError when optimizer ``name`` would refuse these privacy models; writes nothing."""
+    _load_builtin()
+    check = MODELS_CHECKS.get(name)
+    if check is not None:
+        check(models)
 
 
 class Tracker:

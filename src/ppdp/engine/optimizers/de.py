@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.engine.errors import SpecError
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
+from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, checks_params
 from ppdp.engine.optimizers.evolutionary.island import Island
 from ppdp.engine.optimizers.evolutionary.master import run_islands
 from ppdp.engine.optimizers.evolutionary.params import COMMON_DEFAULTS, parse_params
@@ -77,12 +77,18 @@ class DEIsland(Island):
         de_generation(self, probs, f=self.config["f"], cr=self.config["cr"])
 
 
+@checks_params("de")
+def _de_params(params: dict[str, Any]) -> dict[str, Any]:
+    config = parse_params("de", params, DE_DEFAULTS)
+    if config["strategy"] not in DE_NAMES:
+        raise SpecError(f"de optimizer: strategy must be one of {list(DE_NAMES)}, not {config['strategy']!r}.")
+    return config
+
+
 @OPTIMIZERS.register("de")
 def de(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
        progress: ProgressFn | None = None) -> OptimizerResult:
     """DE/rand/1 on G and S with HAEF's boundary rules. Params: pop_size 40, f 1.3, cr 0.3,
     strategy "rand/1" (any of eq. 14-19) + island options."""
-    config = parse_params("de", params, DE_DEFAULTS)
-    if config["strategy"] not in DE_NAMES:
-        raise SpecError(f"de optimizer: strategy must be one of {list(DE_NAMES)}, not {config['strategy']!r}.")
+    config = _de_params(params)
     return run_islands(problem, DEIsland, config, name="de", budget=budget, seed=seed, progress=progress)

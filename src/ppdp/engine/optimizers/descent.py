@@ -33,8 +33,9 @@ import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import Evaluation
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
+from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker, checks_params
 from ppdp.engine.optimizers.lattice_nodes import (
+    check_suppression_limit,
     evaluate_nodes,
     lattice_size,
     max_suppressed_records,
@@ -136,6 +137,19 @@ def greedy_incumbent(tracker: Tracker, evaluate: Callable[[np.ndarray], tuple[np
     return max(state.score.values(), default=-np.inf), set(state.score)
 
 
+@checks_params("descent")
+def _descent_params(params: dict[str, Any]) -> tuple[Any, int | None]:
+    """(suppression_limit, stepping or None for the default) from ``params`` (consumed), or SpecError."""
+    limit = params.pop("suppression_limit", 1.0)
+    stepping = params.pop("stepping", None)
+    if params:
+        raise SpecError(f"descent optimizer: unknown parameter(s) {sorted(params)}. Known: suppression_limit, stepping.")
+    if stepping is not None and (isinstance(stepping, bool) or not isinstance(stepping, int) or stepping < 1):
+        raise SpecError(f"descent optimizer: stepping must be a positive number of expansions, got {stepping!r}.")
+    check_suppression_limit(limit, "descent")
+    return limit, stepping
+
+
 @OPTIMIZERS.register("descent")
 def descent(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
             progress: ProgressFn | None = None) -> OptimizerResult:
@@ -146,13 +160,9 @@ def descent(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, A
     1 = no limit), ``stepping`` (a greedy dive every this many expansions; default the level of
     the top node, as LIGHTNING), ``batch`` is implied: a node's predecessors are checked together.
     """
-    limit = params.pop("suppression_limit", 1.0)
     heights = np.asarray(problem.heights, dtype=np.int64)
-    stepping = params.pop("stepping", max(int(heights.sum()), 1))
-    if params:
-        raise SpecError(f"descent optimizer: unknown parameter(s) {sorted(params)}. Known: suppression_limit, stepping.")
-    if isinstance(stepping, bool) or not isinstance(stepping, int) or stepping < 1:
-        raise SpecError(f"descent optimizer: stepping must be a positive number of expansions, got {stepping!r}.")
+    limit, stepping = _descent_params(params)
+    stepping = max(int(heights.sum()), 1) if stepping is None else stepping
     max_suppressed = max_suppressed_records(problem, limit, "descent")
     tracker = Tracker(problem, budget, name="descent", progress=progress)
     state = _Descent(tracker, lambda G: evaluate_nodes(problem, G, max_suppressed))

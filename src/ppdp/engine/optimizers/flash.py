@@ -48,14 +48,22 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from ppdp.engine.errors import SpecError
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
+from ppdp.engine.optimizers import (
+    OPTIMIZERS,
+    OptimizerResult,
+    ProgressFn,
+    Tracker,
+    checks_models,
+    checks_params,
+)
 from ppdp.engine.optimizers.lattice import lattice_size, max_suppressed_records
+from ppdp.engine.optimizers.lattice_nodes import check_suppression_limit
 from ppdp.engine.problem import Problem
 
 # _PRUNED: UB(node) <= best TD found, so neither it nor any successor can be the optimum.
@@ -275,14 +283,43 @@ class _Flash:
             self.evaluate(int(idx[i]))
 
 
-def _only_monotone(problem: Problem, name: str) -> None:
+def _only_monotone(models: Sequence[Any], name: str) -> None:
     """Flash tags whole paths by one check: every model must declare itself monotone."""
-    others = [m.name for m in problem.models if not m.monotone]
+    others = [m.name for m in models if not m.monotone]
     if others:
         raise SpecError(
             f"{name} needs monotonic privacy models; {', '.join(others)} is not declared monotone. "
             "Hint: use the 'lattice' optimizer (exact suppression, any model) or an evolutionary optimizer."
         )
+
+
+@checks_models("flash")
+def _flash_models(models: Sequence[Any]) -> None:
+    _only_monotone(models, "The flash optimizer")
+
+
+@checks_params("flash")
+def _flash_params(params: dict[str, Any]) -> tuple[Any, int]:
+    """(suppression_limit, max_lattice) from ``params`` (consumed), or SpecError."""
+    limit = params.pop("suppression_limit", 0.0)
+    max_lattice = params.pop("max_lattice", 50_000_000)
+    if params:
+        raise SpecError(f"flash optimizer: unknown parameter(s) {sorted(params)}. Known: suppression_limit, max_lattice.")
+    check_suppression_limit(limit, "flash")
+    if isinstance(max_lattice, bool) or not isinstance(max_lattice, int) or max_lattice < 1:
+        raise SpecError(f"flash optimizer: max_lattice must be a positive number of nodes, got {max_lattice!r}.")
+    return limit, max_lattice
+
+
+@checks_params("dfs")
+def _dfs_params(params: dict[str, Any]) -> int:
+    """``batch`` from ``params`` (consumed), or SpecError."""
+    batch = params.pop("batch", 64)
+    if params:
+        raise SpecError(f"dfs optimizer: unknown parameter(s) {sorted(params)}. Known: batch.")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise SpecError(f"dfs optimizer: batch must be a positive number of nodes, got {batch!r}.")
+    return batch
 
 
 @OPTIMIZERS.register("flash")
@@ -294,12 +331,9 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
     ARX, default 0),
     ``max_lattice`` (largest lattice whose tag array is allocated, default 50,000,000 nodes).
     """
-    limit = params.pop("suppression_limit", 0.0)
-    max_lattice = int(params.pop("max_lattice", 50_000_000))
-    if params:
-        raise SpecError(f"flash optimizer: unknown parameter(s) {sorted(params)}. Known: suppression_limit, max_lattice.")
+    limit, max_lattice = _flash_params(params)
     max_suppressed = max_suppressed_records(problem, limit, "flash")
-    _only_monotone(problem, "The flash optimizer")
+    _only_monotone(problem.models, "The flash optimizer")
     size = lattice_size(problem.heights)
     if size > max_lattice:
         raise SpecError(
@@ -356,9 +390,7 @@ def dfs(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
     ``info["complete"]`` says whether the whole lattice was visited; the result is then the
     best suppression-free solution, which is still not certified over all (G, S).
     """
-    batch = int(params.pop("batch", 64))
-    if params:
-        raise SpecError(f"dfs optimizer: unknown parameter(s) {sorted(params)}. Known: batch.")
+    batch = _dfs_params(params)
     tracker = Tracker(problem, budget, name="dfs", progress=progress)
     size = lattice_size(problem.heights)
     order = dfs_order(problem.heights)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
+from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, checks_params
 from ppdp.engine.optimizers.evolutionary.island import Island
 from ppdp.engine.optimizers.evolutionary.master import run_islands
 from ppdp.engine.optimizers.evolutionary.params import COMMON_DEFAULTS, parse_params
@@ -48,9 +48,14 @@ class GAIsland(Island):
         ga_generation(self, cr=self.config["cr"], mr=self.config["mr"])
 
 
+@checks_params("ga")
+def _ga_params(params: dict[str, Any]) -> dict[str, Any]:
+    return parse_params("ga", params, GA_DEFAULTS)
+
+
 @OPTIMIZERS.register("ga")
 def ga(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
        progress: ProgressFn | None = None) -> OptimizerResult:
     """Plain GA (ID-DGA Table 2 baseline). Params: pop_size 40, cr 0.5, mr 0.1 + island options."""
-    config = parse_params("ga", params, GA_DEFAULTS)
+    config = _ga_params(params)
     return run_islands(problem, GAIsland, config, name="ga", budget=budget, seed=seed, progress=progress)

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.engine.errors import SpecError
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
+from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, checks_params
 from ppdp.engine.optimizers.de import de_generation
 from ppdp.engine.optimizers.evolutionary.island import Island
 from ppdp.engine.optimizers.evolutionary.master import run_islands
@@ -123,8 +123,8 @@ class HAEFIsland(Island):
 
 
 def _register(name: str, preset: dict[str, Any], doc: str) -> None:
-    def optimizer(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
-                  progress: ProgressFn | None = None) -> OptimizerResult:
+    @checks_params(name)
+    def configure(params: dict[str, Any]) -> dict[str, Any]:
         fixed = set(preset) & set(params)
         if fixed:
             raise SpecError(f"{name} optimizer: {sorted(fixed)} fixed by this variant. Hint: use 'haef' with the parameter.")
@@ -134,7 +134,11 @@ def _register(name: str, preset: dict[str, Any], doc: str) -> None:
             raise SpecError(f"{name} optimizer: schedule must be 'adaptive' or 'alternate', not {config['schedule']!r}.")
         if config["update_interval"] < 1:
             raise SpecError(f"{name} optimizer: update_interval must be at least 1.")
-        return run_islands(problem, HAEFIsland, config, name=name, budget=budget, seed=seed, progress=progress)
+        return config
+
+    def optimizer(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
+                  progress: ProgressFn | None = None) -> OptimizerResult:
+        return run_islands(problem, HAEFIsland, configure(params), name=name, budget=budget, seed=seed, progress=progress)
 
     optimizer.__name__ = name.replace("-", "_").replace("+", "_")
     optimizer.__doc__ = doc

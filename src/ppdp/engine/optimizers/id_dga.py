@@ -41,7 +41,7 @@ from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
 from ppdp.engine.models import ClassStats
 from ppdp.engine.models.k_anonymity import KAnonymity
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn
+from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, checks_params
 from ppdp.engine.optimizers.evolutionary.island import Island
 from ppdp.engine.optimizers.evolutionary.master import run_islands
 from ppdp.engine.optimizers.evolutionary.params import COMMON_DEFAULTS, parse_params
@@ -200,8 +200,7 @@ class IDDGAIsland(Island):
                 self.put(worse, G[j], cur_s[j], bev, r)
 
 
-def _run(name: str, problem: Problem, budget: int, seed: int, params: dict[str, Any], preset: dict[str, Any],
-         progress: ProgressFn | None) -> OptimizerResult:
+def _configure(name: str, params: dict[str, Any], preset: dict[str, Any]) -> dict[str, Any]:
     fixed = set(preset) & set(params)
     if fixed:
         raise SpecError(f"{name} optimizer: {sorted(fixed)} fixed by this variant. Hint: use 'id-dga' with the parameter.")
@@ -209,6 +208,12 @@ def _run(name: str, problem: Problem, budget: int, seed: int, params: dict[str, 
     config.update(preset)
     if config["mutation"] not in ("info", "plain"):
         raise SpecError(f"{name} optimizer: mutation must be 'info' or 'plain', not {config['mutation']!r}.")
+    return config
+
+
+def _run(name: str, problem: Problem, budget: int, seed: int, params: dict[str, Any], preset: dict[str, Any],
+         progress: ProgressFn | None) -> OptimizerResult:
+    config = _configure(name, params, preset)
     return run_islands(problem, IDDGAIsland, config, name=name, budget=budget, seed=seed, progress=progress)
 
 
@@ -216,6 +221,10 @@ def _register(name: str, preset: dict[str, Any], doc: str) -> None:
     def optimizer(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
                   progress: ProgressFn | None = None) -> OptimizerResult:
         return _run(name, problem, budget, seed, params, preset, progress)
+
+    @checks_params(name)
+    def configure(params: dict[str, Any]) -> dict[str, Any]:
+        return _configure(name, params, preset)
 
     optimizer.__name__ = name.replace("-", "_").replace("+", "_")
     optimizer.__doc__ = doc

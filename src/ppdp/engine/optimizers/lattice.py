@@ -59,11 +59,12 @@ from typing import Any
 import numpy as np
 
 from ppdp.engine.errors import SpecError
-from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker
+from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker, checks_params
 from ppdp.engine.optimizers.bounds import BoxBound
 from ppdp.engine.optimizers.descent import greedy_incumbent
 from ppdp.engine.optimizers.lattice_nodes import (
     all_nodes,
+    check_suppression_limit,
     evaluate_nodes,
     lattice_size,
     max_suppressed_records,
@@ -75,13 +76,12 @@ from ppdp.engine.problem import Problem
 __all__ = ["all_nodes", "evaluate_nodes", "lattice_search", "lattice_size", "max_suppressed_records"]
 
 
-@OPTIMIZERS.register("lattice")
-def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
-                   progress: ProgressFn | None = None) -> OptimizerResult:
-    """Certified lattice search with S = S*(G): box branch and bound, node best-first or
-    exhaustive; see the module docstring."""
+@checks_params("lattice")
+def _lattice_params(params: dict[str, Any]) -> tuple[str, int, Any, str, Any, Any]:
+    """(mode, batch, suppression_limit, executor, max_boxes, greedy_start) from ``params``
+    (consumed), or SpecError; needs no problem, so a release checks it before any write."""
     mode = params.pop("mode", "bound")
-    batch = int(params.pop("batch", 64))
+    batch = params.pop("batch", 64)
     limit = params.pop("suppression_limit", 1.0)
     executor = params.pop("executor", "local")
     max_boxes = params.pop("max_boxes", None)
@@ -91,11 +91,21 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
                         "Known: mode, batch, suppression_limit, max_boxes, greedy_start, executor.")
     if executor not in ("local", "ray"):
         raise SpecError(f"lattice optimizer: executor must be 'local' or 'ray', not {executor!r}.")
-    max_suppressed = max_suppressed_records(problem, limit, "lattice")
+    check_suppression_limit(limit, "lattice")
     if mode not in MODES:
         raise SpecError(f"lattice optimizer: mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}.")
-    if batch < 1:
-        raise SpecError(f"lattice optimizer: batch must be a positive number of nodes, got {batch}.")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise SpecError(f"lattice optimizer: batch must be a positive number of nodes, got {batch!r}.")
+    return mode, batch, limit, executor, max_boxes, greedy
+
+
+@OPTIMIZERS.register("lattice")
+def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
+                   progress: ProgressFn | None = None) -> OptimizerResult:
+    """Certified lattice search with S = S*(G): box branch and bound, node best-first or
+    exhaustive; see the module docstring."""
+    mode, batch, limit, executor, max_boxes, greedy = _lattice_params(params)
+    max_suppressed = max_suppressed_records(problem, limit, "lattice")
     heights = problem.heights
     size = lattice_size(heights)
     tracker = Tracker(problem, budget, name="lattice", progress=progress)

@@ -28,11 +28,16 @@ def all_nodes(heights: np.ndarray) -> np.ndarray:
     return np.stack([g.ravel() for g in grids], axis=1).astype(np.int64)
 
 
-def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
-    """Records a node may suppress under ARX's suppression limit (a fraction of nR in [0, 1])."""
+def check_suppression_limit(limit: Any, optimizer: str) -> None:
+    """SpecError unless ``limit`` is ARX's suppression limit, a fraction of nR in [0, 1]."""
     if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0.0 <= float(limit) <= 1.0:
         raise SpecError(f"{optimizer} optimizer: suppression_limit must be a fraction in [0, 1], got {limit!r}. "
                         "Hint: 0.05 for 5%, 1 for no limit.")
+
+
+def max_suppressed_records(problem: Problem, limit: Any, optimizer: str) -> int:
+    """Records a node may suppress under ARX's suppression limit (a fraction of nR in [0, 1])."""
+    check_suppression_limit(limit, optimizer)
     return math.floor(float(limit) * problem.n_records + 1e-9)
 
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ppdp.engine import catalog
 from ppdp.engine.errors import SpecError
 from ppdp.engine.stages.context import RunContext
-from ppdp.engine.stages.method import ReleaseMethod
+from ppdp.engine.stages.method import ChecksContinuation, ChecksInput, ReleaseMethod
 from ppdp.engine.stages.results import Prepared
 
 Guard = Callable[[RunContext, Prepared, ReleaseMethod], None]
@@ -69,8 +70,38 @@ def population_models_have_levels(ctx: RunContext, prep: Prepared, method: Relea
                         "so the population has no matching classes; nothing was written. Hint: method = \"generalization\".")
 
 
-GUARDS: tuple[Guard, ...] = (population_models_have_levels, every_model_is_verified)
-VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected,)
+def method_accepts_the_input(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """The method's own refusals of the validated input (``ChecksInput``), before any write."""
+    if isinstance(method, ChecksInput):
+        method.check_input(prep)
+
+
+def earlier_versions_have_the_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A later version's history classes group rows by their QID and sensitive values in every
+    published version (PAPER_NOTES, cross-version rule), so each published version must have
+    those columns; refused here, before the search, not by the database after it (issue 28
+    item 11)."""
+    if ctx.key.previous is None or not method.publishes_classes:
+        return  # a first version; the heterogeneous method compares its own columns (_check_continuable)
+    spec = ctx.spec
+    wanted = [*spec.qid_columns, *spec.sensitive]
+    for run in catalog.published_runs(ctx.con, ctx.release):
+        cols = ctx.con.relation_columns(spec.output_schema, f"{spec.output_name}__v{run.version}")
+        missing = [c for c in wanted if cols is not None and c not in {name for name, _ in cols}]
+        if missing:
+            raise SpecError(f"{ctx.release} v{run.version} does not publish {', '.join(map(repr, missing))}, which this spec "
+                            "makes a quasi-identifier or sensitive column, so the versions cannot be compared across; "
+                            "nothing was written. Hint: publish under a new output name.")
+
+
+def method_can_continue(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """The method's own refusal to continue the current version (``ChecksContinuation``)."""
+    if ctx.key.previous is not None and isinstance(method, ChecksContinuation):
+        method.check_continuation(ctx, prep)
+
+
+GUARDS: tuple[Guard, ...] = (population_models_have_levels, every_model_is_verified, method_accepts_the_input)
+VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

@@ -94,3 +94,31 @@ class ChecksOwnHistory(Protocol):
 
     def cross_version(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate: Candidate,
                       published: list[int]) -> HistoryOutcome: ...
+
+
+@runtime_checkable
+class ChecksInput(Protocol):
+    """A method that refuses some validated inputs implements this: the guards stage calls it
+    before anything is written (issue 28 item 12: the plan found them after the run record)."""
+
+    def check_input(self, prep: Prepared) -> None: ...
+
+
+@runtime_checkable
+class ChecksContinuation(Protocol):
+    """A method that can refuse to continue the release's current version (``ctx.previous``)
+    implements this: a version guard calls it once ``identify`` has found that version, before
+    the run record or anything else is written."""
+
+    def check_continuation(self, ctx: RunContext, prep: Prepared) -> None: ...
+
+
+@runtime_checkable
+class RechecksVersion(Protocol):
+    """A method with ``publishes_classes = False`` implements this for ``ppdp verify``: its own
+    checks of a published version, rebuilt from the run record and its private state (the
+    class-based model checks do not apply to its rows). Checks that read the source run only
+    when ``source_unchanged`` (a changed source is not what was published)."""
+
+    def recheck(self, con: Connector, run: RunRecord, spec: ReleaseSpec, table: str,
+                source_unchanged: bool) -> list[dict[str, Any]]: ...

@@ -75,7 +75,8 @@ def record_dry_run(ctx: RunContext, prep: Prepared, plan: ReleasePlan, statement
     prev = ctx.previous
     would = ({"would_publish_version": None, "would_skip": f"same run key as run {prev.run_id} (version {prev.version})"}
              if ctx.key.unchanged and prev is not None else {"would_publish_version": ctx.version})
-    rec = RunRecord(ctx.run_id, ctx.release, None, "succeeded", ctx.started, now(), prep.source_rows, ctx.spec.raw,
+    # status "dry-run", not "succeeded": it published nothing, and `job history` must not say it did
+    rec = RunRecord(ctx.run_id, ctx.release, None, "dry-run", ctx.started, now(), prep.source_rows, ctx.spec.raw,
                     plan.solution | {"dry_run": True} | would, plan.metrics,
                     {"dry_run": True, "statements": statements}, None, ctx.job, ctx.run_key, ctx.fingerprint, {}, {})
     with ctx.con.transaction():

@@ -78,6 +78,18 @@ def population_histogram(spec: ReleaseSpec, con: Connector, models: list[Privacy
     return encode_population(frame, table, where)
 
 
+# A CSV without a key column (issue 28 item 17): README "A file as the source" says the same.
+_KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines with row_number() "
+                 "in a source.query over read_csv (README, source.file).")
+
+
+def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:
+    """The source as the user wrote it: a table, ``source.file 'x.csv'`` or ``source.query``
+    (a file is read through a query that the user never wrote)."""
+    file = (spec.raw.get("source") or {}).get("file")
+    return f"source.file {file!r}" if isinstance(file, str) else source.describe()
+
+
 def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
     if spec.table is not None:
         schema = spec.schema or con.default_schema
@@ -115,14 +127,16 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
                         ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
         for name in names:
             if name not in columns:
-                raise DataError(f"The {role} column {name!r} is not in {source.describe()}.{_closest(name, columns)}")
+                raise DataError(f"The {role} column {name!r} is not in {describe_source(spec, source)}.{_closest(name, columns)} "
+                                f"Its columns: {', '.join(columns)}."
+                                + (_KEYLESS_HINT if role == "key" and spec.raw.get("source", {}).get("file") else ""))
     check_declared(spec, columns)
 
     check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
     n_rows = int(check["n"])
     if n_rows == 0:
         subset = " (its research subset)" if research is not None else ""
-        raise DataError(f"Source {source.describe()}{subset} is empty: there is nothing to release.")
+        raise DataError(f"Source {describe_source(spec, source)}{subset} is empty: there is nothing to release.")
     if check["null_keys"]:
         raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
     if check["distinct_keys"] != n_rows:

@@ -1,0 +1,62 @@
+"""The ``ppdp`` command line in a subprocess, as a user runs it, and the refusal contract.
+
+``PPDP_CLI_CHECKOUT=/path/to/checkout`` runs that checkout's CLI instead (``python -m engine.cli``
+of the layout before ``src/``, e.g. a worktree of 6e1dadf): the issue-28 tests were run that way
+to show that each of them fails on the code the issue was filed against.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+
+from tests.support import paths as PATHS
+
+OLD_CHECKOUT = os.environ.get("PPDP_CLI_CHECKOUT")
+
+
+def ppdp(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``ppdp ARGS`` in a subprocess from the repository root (this checkout's code)."""
+    if OLD_CHECKOUT:
+        cmd, cwd = [sys.executable, "-m", "engine.cli", *args], OLD_CHECKOUT
+        env = {**os.environ, **(env or {}), "PYTHONPATH": OLD_CHECKOUT}
+    else:
+        cmd, cwd = [sys.executable, "-m", "ppdp.engine.cli", *args], str(PATHS.REPO)
+        env = {**os.environ, **(env or {})}
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
+
+
+def assert_refused(proc: subprocess.CompletedProcess, *fragments: str) -> str:
+    """The refusal contract: exit code 2 and exactly one line on stderr, ``ppdp: error: ...``,
+    containing each fragment. Returns the line."""
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppdp: error: "), \
+        f"exit {proc.returncode}, stderr:\n{proc.stderr[-3000:]}"
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    return lines[0]
+
+
+def assert_ok(proc: subprocess.CompletedProcess) -> str:
+    """Exit code 0 and nothing on stderr; returns stdout."""
+    assert proc.returncode == 0 and not proc.stderr.strip(), f"exit {proc.returncode}, stderr:\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def file_state(db: Path) -> tuple:
+    """A DuckDB file's schemas, relations and row counts, or ``()`` when the file does not
+    exist: equal before and after means nothing was written."""
+    if not db.exists():
+        return ()
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        schemas = con.execute("SELECT schema_name FROM information_schema.schemata ORDER BY 1").fetchall()
+        rels = con.execute("SELECT table_schema, table_name, table_type FROM information_schema.tables ORDER BY 1, 2").fetchall()
+        counts = [con.execute(f'SELECT COUNT(*) FROM "{s}"."{t.replace(chr(34), chr(34) * 2)}"').fetchone()[0] for s, t, _ in rels]
+        return tuple(schemas), tuple(rels), tuple(counts)
+    finally:
+        con.close()

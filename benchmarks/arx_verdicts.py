@@ -112,7 +112,7 @@ CASES: list[Case] = [
     *[_t(dist, "salary-class", t) for dist in ("equal", "ordered", "hierarchical") for t in (0.45, 0.6)],
     _t("equal", "occupation", 0.9), _t("ordered", "occupation", 0.35), _t("ordered", "occupation", 0.45),
     _t("hierarchical", "occupation", 0.8),
-    _rcl("salary-class", 4.0, 2), _rcl("occupation", 1.0, 2), _rcl("occupation", 2.0, 3),
+    _rcl("salary-class", 4.0, 2), _rcl("salary-class", 50.0, 2), _rcl("occupation", 1.0, 2), _rcl("occupation", 2.0, 3),
     _beta("salary-class", 2.0, False), _beta("salary-class", 2.0, True), _beta("occupation", 60.0, False),
     _beta("occupation", 1.5, True),
     *[_dp(sa, lo, hi) for sa in SENSITIVE for lo, hi in ((0.05, 0.6), (0.0, 0.5))],

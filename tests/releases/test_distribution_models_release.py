@@ -174,6 +174,16 @@ def test_with_k_anonymity_and_a_second_version(adult_db, tmp_path) -> None:
     out = run_release(spec, progress=False)
     assert out.run.version == 2 and out.run.verification["passed"]
     assert out.run.verification["cross_version"]["failing_classes"] == {}
+    # ppdp verify: the checks rerun on the published version, the order taken from the stored Q
+    from ppdp.engine.release import reverify
+
+    con = connect(f"duckdb://{adult_db}")
+    try:
+        again = reverify(con, "published.adult_ordered")
+    finally:
+        con.close()
+    assert again["passed"] and again["version"] == 2
+    assert [c["ad"] for c in again["checks"]] == pytest.approx([c["ad"] for c in out.run.verification["checks"]], abs=1e-9)
 
 
 def test_hierarchical_without_a_hierarchy_writes_nothing(adult_db, tmp_path) -> None:

@@ -5,7 +5,9 @@ what it needs (``Requirements``), computes its disclosure value AD from class st
 kernel, ``ad``) and from plain dicts (``reference_ad``, the plain-Python twin the tests compare
 against), tells feasible from infeasible, and, where it can, supplies the independent SQL check
 of a published version, its history check across versions, its term of the DuckDB evaluator's
-query and its parameters of the exact suppression oracle S*(G).
+query and its parameters of the exact suppression oracle S*(G). A model that needs more of the
+run than its parameters (an order or a hierarchy of the sensitive values) gets it once the
+source is encoded (``bind``).
 
 Every default is the safe one, so a model that fills in nothing can never be reported as more
 than it is:

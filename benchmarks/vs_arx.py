@@ -1,30 +1,43 @@
-"""ppdp against ARX 3.9.2, ppdp's side (issue #18): the issue's table regenerated on this machine.
+"""ppdp against ARX 3.9.2, both run here in one session, interleaved (issues #18 and #25).
 
-    .venv/bin/python benchmarks/vs_arx.py [--quick] [--reps 5] [--warmups 1] [--data DIR]
+    .venv/bin/python benchmarks/vs_arx.py [--quick] [--reps 5] [--warmups 3] [--data DIR]
+                                          [--only KEY] [--family issue,small,models]
                                           [--out benchmarks/results/vs_arx] [--compare OLD.json]
+                                          [--no-arx] [--arx-classpath CP]
 
-ARX's figures are fixed reference values, measured once with ARX 3.9.2 on this machine and
-quoted from issue #18 (source: ``ARX_SOURCE``); this script does not run ARX. For each case it
-runs the ppdp optimizer ``--warmups`` times (Numba compilation and caches excluded) and then
-``--reps`` times, each on a fresh ``Problem`` (so the oracle's per-G cache does not carry over),
-and reports the median wall time of the optimizer run (the histogram and its encoding are built
-once per dataset, outside the timing), the nodes evaluated, the median milliseconds per
-evaluated node, the TD, and whether the result is certified (optimal within the suppression
-limit). ratio = ppdp / ARX (< 1: ppdp faster).
+ARX runs in one JVM kept warm (benchmarks/arx/ArxBench.java in ``serve`` mode, compiled on the
+fly against ARX's classpath, by default /tmp/arx-build/classpath.txt; how to build ARX:
+../shared/arx/README.md). Its time is the wall time of ``ARXAnonymizer.anonymize`` (ARX's
+encoding of the data, its search and its result; the CSV and the hierarchies are read once,
+outside the timing). ppdp runs in this process; its time is what ARX's covers: the histogram
+query (DuckDB, in memory, the GROUP BY a release runs), the encoding (``encode_histogram``:
+leaf codes, SA codes) and the optimizer run on a fresh ``Problem`` (the hierarchies are read
+once, outside, as ARX's are). Each case runs ``--warmups`` untimed rounds on both sides (Numba
+compilation, the JIT), then ``--reps`` rounds, each timing ARX and then ppdp (the order
+alternates round by round), so both see the same load. Reported: medians, ratio = ppdp / ARX
+(< 1: ppdp faster), ppdp's nodes evaluated, TD, certification, ARX's transformations checked.
+Without ARX (not built, ``--no-arx``) the ARX columns stay empty.
 
-Data (``--data`` / ``PPDP_DATA``, default ../shared/data next to the repository): arx/adult.csv
-with the ARX hierarchies (QIDs: the 8 attributes other than salary-class, SA salary-class, the
-lattice of 6,480 nodes), and arx/genetic-benchmark/{fars,cup,mach2019,creditcard}_int.csv with
-every attribute that has a hierarchy file as a QID (no SA; a leaf given twice keeps its last row,
-as ARX does). mach2019's and creditcard's lattices are far above ARX's heuristic search
-threshold (100,000 nodes), so ARX ran LIGHTNING there: ppdp runs its heuristics on them with
-fixed budgets (``descent``, ppdp's LIGHTNING; ID-DGA; HAEF) plus a capped certified search that
-reports the largest TD still possible. A missing or unreadable dataset is reported, not fatal. ``--quick`` runs the adult cases only (about a minute); the full mode adds the four
-genetic-benchmark datasets. ``--compare`` adds the figures of an earlier run of this script (for
-example on the commit before a change) as extra columns.
+Families (``--family``, default all):
+- ``issue``: the table of issue #25 (adult, 8 QIDs: k=5 with no / 5 % / 0 % suppression limit,
+  t-closeness ARX EMD 0.2 against ppdp Euclidean 0.2828 and 0.2, + k=2; fars, cup, mach2019,
+  creditcard k=5 with the issue's 8 QIDs each; cup's ZIP gets a generated 5-digit masking
+  hierarchy, written next to the samples).
+- ``small``: seeded samples of 1,000 and 5,000 records of adult (8 QIDs, SA salary-class),
+  mach2019 (10 QIDs) and creditcard (9 QIDs, SA default-payment-next-month): k=5 no limit,
+  k=5 0 % limit, and t = 0.2 EMD / Euclidean 0.2828 + k=2 on the binary SAs. 12 QIDs are not in
+  the family: with these hierarchies no 12-QID lattice is below ARX's heuristic threshold
+  (100,000 nodes; 2 x 3^11 at least), where ARX stops running its optimal search.
+- ``models``: one row per privacy model on adult (SA occupation where the model needs a
+  sensitive attribute, k=2 alongside): the models ppdp has (distinct/entropy l-diversity, ARX's
+  same models) and those of issue #25 (spec names of the issue). A model this ppdp does not
+  register yet is reported as skipped with ppdp's one-line error.
 
-Outputs: benchmarks/results/vs_arx/vs_arx.json and vs_arx.md (quick mode: in vs_arx/quick/;
-``--out`` elsewhere).
+``--quick``: the adult rows of ``issue`` and the 1,000-record adult rows of ``small``.
+``--compare OLD.json`` (a run of this script on another commit) adds that run's ppdp time and
+the equality columns: the same TD, nodes evaluated and certification (``same`` = all three).
+
+Outputs: benchmarks/results/vs_arx/vs_arx.json and vs_arx.md (quick mode: in vs_arx/quick/).
 """
 
 from __future__ import annotations
@@ -41,77 +54,123 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import polars as pl
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
-from ppdp.engine.hierarchy import read_arx_csv  # noqa: E402
+from ppdp.engine.encoding import EncodedTable, encode_histogram  # noqa: E402
+from ppdp.engine.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
 from ppdp.engine.models import build_model  # noqa: E402
 from ppdp.engine.optimizers import run_optimizer  # noqa: E402
 from ppdp.engine.problem import Problem  # noqa: E402
+from ppdp.sql import queries as Q  # noqa: E402
 
-ARX_SOURCE = "issue #18: ARX 3.9.2 measured on this machine (fixed reference values, not rerun here)"
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
-GENETIC = ["fars", "cup", "mach2019", "creditcard"]
-T_EMD_AS_EUCLIDEAN = 0.2828  # binary salary: ARX's EMD 0.2 is Euclidean 0.2 * sqrt(2)
+ISSUE_QIDS = {
+    "fars": ["iage", "irace", "ideathmon", "ideathday", "isex", "ihispanic", "istatenum", "iinjury"],
+    "cup": ["ZIP", "AGE", "GENDER", "INCOME", "STATE", "RAMNTALL", "NGIFTALL", "MINRAMNT"],
+    "mach2019": ["age", "gender", "married", "race", "religion", "familysize", "Q1A", "Q2A"],
+    "creditcard": ["LIMIT_BAL", "SEX", "EDUCATION", "MARRIAGE", "AGE", "PAY_0", "PAY_2", "PAY_3"],
+}
+SMALL_QIDS = {
+    "adult": (ADULT_QIDS, "salary-class"),  # 6,480 nodes
+    "mach2019": (["gender", "married", "race", "religion", "Q1A", "Q2A", "Q3A", "Q4A", "Q5A", "Q6A"], None),  # 52,488
+    # 9 QIDs, 73,728 nodes: a 10th creditcard QID doubles it past ARX's 100,000-node threshold
+    "creditcard": (["SEX", "EDUCATION", "MARRIAGE", "PAY_0", "PAY_2", "PAY_3", "PAY_4", "PAY_5", "PAY_6"],
+                   "default-payment-next-month"),
+}
+T_EMD_AS_EUCLIDEAN = 0.2828  # binary SA: ARX's EMD 0.2 (equal distance) is Euclidean 0.2 * sqrt(2)
+ZIP_DIGITS = 5
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A CSV with ARX hierarchies: the QIDs, the SA (or none) and where each hierarchy is."""
+
+    key: str
+    csv: Path
+    qids: tuple[str, ...]
+    sa: str | None
+    hierarchy_files: tuple[Path, ...]
+    sa_hierarchy: Path | None = None
 
 
 @dataclass(frozen=True)
 class Case:
-    """One row of the issue's table: dataset, models, ppdp optimizer, ARX's and the issue's figures."""
+    """One row: a dataset, ppdp's models and optimizer, ARX's tokens for the same constraint."""
 
     key: str
     label: str
     dataset: str
     models: tuple[tuple[str, dict[str, Any]], ...]
     optimizer: str
+    arx: str  # ARX tokens besides data/qids/sensitive/hier.*
     params: dict[str, Any] = field(default_factory=dict)
-    arx_ms: float | None = None  # ARX 3.9.2, issue #18
-    issue_ppdp_ms: float | None = None  # ppdp as measured in issue #18 (before this benchmark)
-    budget: int = 10**8  # evaluations; a capped run is not certified and its time is not comparable
-    heuristic: bool = False  # a budgeted heuristic run, compared with ARX's heuristic (LIGHTNING)
+    family: str = "issue"
+    quick: bool = False
+    sa: str | None = "default"  # "default": the dataset's SA; None: no SA; else a column
 
 
 K5 = (("k-anonymity", {"k": 5}),)
-CASES = [
-    Case("adult-k5-lattice", "adult k=5, no suppression limit, ppdp lattice (certified TD optimum)", "adult", K5,
-         "lattice", {}, 1972, 571),
-    *[Case(f"{d}-k5-lattice", f"{d} k=5, no suppression limit, ppdp lattice{note}", d, K5, "lattice", {}, arx, ppdp,
-           budget=budget)
-      for d, arx, ppdp, budget, note in [
-          ("fars", 12600, 1400, 10**8, ""),
-          ("cup", 54700, 23600, 10**8, " (7 QIDs: cup_int_hierarchy_ZIP.csv is missing)"),
-      ]],
-    # mach2019 (16 QIDs, 85,030,560 nodes) and creditcard (24 QIDs, about 4.9e13 nodes) are far
-    # above ARX's heuristic search threshold (ARXConfiguration: 100,000 nodes by default), so
-    # ARX's figures are its LIGHTNING heuristic, not an optimal search. ppdp's counterpart is
-    # `descent` (LIGHTNING run top-down for TD); the evolutionary optimizers and a capped
-    # certified search (its bound left says how far from proven the best is) for comparison.
-    *[Case(f"{d}-k5-{opt}", f"{d} k=5, no suppression limit, ppdp {opt}{note}", d, K5, opt, {}, arx, ppdp,
-           budget=budget, heuristic=opt != "lattice")
-      for d, arx, ppdp in [("mach2019", 7300, 3100), ("creditcard", 5300, 1400)]
-      for opt, budget, note in [
-          ("descent", 1000, ", 1,000 evaluations (ARX: its LIGHTNING heuristic, the lattice is above 100,000 nodes)"),
-          ("id-dga", 1000, ", 1,000 evaluations"),
-          ("haef", 1000, ", 1,000 evaluations"),
-          ("lattice", 2000, " (certified search capped at 2,000 evaluations)"),
-      ]],
-    Case("adult-t0.2828-k2", "adult t-closeness (ARX EMD 0.2 = Euclidean 0.2828) + k=2, ppdp lattice", "adult",
-         (("k-anonymity", {"k": 2}), ("t-closeness", {"t": T_EMD_AS_EUCLIDEAN})), "lattice", {}, 3000, 6700),
-    Case("adult-t0.2-k2", "same with Euclidean t = 0.2, ppdp lattice", "adult",
-         (("k-anonymity", {"k": 2}), ("t-closeness", {"t": 0.2})), "lattice", {}, 3000, 10700),
-    Case("adult-k5-flash-0", "adult k=5, 0 % suppression limit, ppdp flash", "adult", K5, "flash",
-         {"suppression_limit": 0.0}, 40, 120),
-    Case("adult-k5-flash-5", "adult k=5, 5 % suppression limit, ppdp flash", "adult", K5, "flash",
-         {"suppression_limit": 0.05}, 691, 1650),
-    Case("adult-k5-flash-100", "adult k=5, 100 % suppression limit (ARX's usual), ppdp flash", "adult", K5, "flash",
-         {"suppression_limit": 1.0}),
-    Case("adult-k5-lattice-5", "adult k=5, 5 % suppression limit, ppdp lattice", "adult", K5, "lattice",
-         {"suppression_limit": 0.05}),
-]
+
+
+def _cases() -> list[Case]:
+    out = [
+        Case("adult-k5-lattice", "adult k=5, no limit (ppdp lattice, certified)", "adult", K5, "lattice", "k=5 supp=1.0",
+             quick=True),
+        Case("adult-k5-flash-5", "adult k=5, 5 % limit (ppdp flash)", "adult", K5, "flash", "k=5 supp=0.05",
+             {"suppression_limit": 0.05}, quick=True),
+        Case("adult-k5-flash-0", "adult k=5, 0 % limit (ppdp flash)", "adult", K5, "flash", "k=5 supp=0.0",
+             {"suppression_limit": 0.0}, quick=True),
+        Case("adult-t0.2828-k2", "adult t = 0.2 EMD (ppdp Euclidean 0.2828, the same on a binary SA) + k=2", "adult",
+             (("k-anonymity", {"k": 2}), ("t-closeness", {"t": T_EMD_AS_EUCLIDEAN})), "lattice",
+             "k=2 t=0.2 tmodel=equal supp=1.0", quick=True),
+        Case("adult-t0.2-k2", "adult t = 0.2 EMD vs ppdp Euclidean 0.2 (stricter) + k=2", "adult",
+             (("k-anonymity", {"k": 2}), ("t-closeness", {"t": 0.2})), "lattice", "k=2 t=0.2 tmodel=equal supp=1.0",
+             quick=True),
+    ]
+    out += [Case(f"{d}-k5-lattice", f"{d} k=5, no limit, 8 QIDs (ppdp lattice)", d, K5, "lattice", "k=5 supp=1.0",
+                 sa=None) for d in ISSUE_QIDS]
+    for d in SMALL_QIDS:
+        for n in (1000, 5000):
+            ds = f"{d}-{n}"
+            quick = d == "adult" and n == 1000
+            out += [
+                Case(f"{ds}-k5-lattice", f"{ds} k=5, no limit (ppdp lattice)", ds, K5, "lattice", "k=5 supp=1.0",
+                     family="small", quick=quick),
+                Case(f"{ds}-k5-flash-0", f"{ds} k=5, 0 % limit (ppdp flash)", ds, K5, "flash", "k=5 supp=0.0",
+                     {"suppression_limit": 0.0}, family="small", quick=quick),
+            ]
+            if SMALL_QIDS[d][1] is not None:
+                out.append(Case(f"{ds}-t0.2828-k2", f"{ds} t = 0.2 EMD / Euclidean 0.2828 + k=2 (ppdp lattice)", ds,
+                                (("k-anonymity", {"k": 2}), ("t-closeness", {"t": T_EMD_AS_EUCLIDEAN})), "lattice",
+                                "k=2 t=0.2 tmodel=equal supp=1.0", family="small", quick=quick))
+    k2 = ("k-anonymity", {"k": 2})
+    for key, label, model, arx in [
+        ("distinct-l3", "distinct l-diversity l=3", ("distinct-l-diversity", {"l": 3}), "ldiv=distinct l=3"),
+        ("entropy-l3", "entropy l-diversity l=3", ("entropy-l-diversity", {"l": 3}), "ldiv=entropy l=3"),
+        ("recursive-c4-l3", "recursive (c,l)-diversity c=4 l=3", ("recursive-cl-diversity", {"c": 4, "l": 3}),
+         "ldiv=recursive c=4 l=3"),
+        ("t-equal-0.2", "t-closeness equal-distance EMD t=0.2", ("t-closeness", {"t": 0.2, "distance": "equal"}),
+         "t=0.2 tmodel=equal"),
+        ("t-ordered-0.2", "t-closeness ordered-distance EMD t=0.2", ("t-closeness", {"t": 0.2, "distance": "ordered"}),
+         "t=0.2 tmodel=ordered"),
+        ("t-hier-0.2", "t-closeness hierarchical EMD t=0.2",
+         ("t-closeness", {"t": 0.2, "distance": "hierarchical", "hierarchy": "ARX_SA_HIERARCHY"}), "t=0.2 tmodel=hierarchical"),
+        ("beta-1-enhanced", "enhanced beta-likeness beta=1", ("beta-likeness", {"beta": 1.0, "enhanced": True}),
+         "beta=1.0 bmodel=enhanced"),
+        ("beta-1-basic", "basic beta-likeness beta=1", ("beta-likeness", {"beta": 1.0, "enhanced": False}),
+         "beta=1.0 bmodel=basic"),
+    ]:
+        out.append(Case(f"adult-occ-{key}-k2", f"adult SA occupation, {label} + k=2 (ppdp lattice)", "adult-occ",
+                        (k2, model), "lattice", f"k=2 {arx} supp=1.0", family="models"))
+    return out
+
+
+CASES = _cases()
 
 
 def data_dir(arg: str | None) -> Path:
@@ -119,60 +178,211 @@ def data_dir(arg: str | None) -> Path:
     return Path(arg or os.environ.get("PPDP_DATA") or (REPO / ".." / "shared" / "data")).resolve()
 
 
-def load_dataset(root: Path, name: str) -> EncodedTable | None:
-    """The encoded histogram of one dataset, or None when its files are not there."""
-    if name == "adult":
-        folder, csv, qids, sa = root / "arx", root / "arx" / "adult.csv", ADULT_QIDS, ["salary-class"]
-    else:
-        folder = root / "arx" / "genetic-benchmark"
-        csv = folder / f"{name}_int.csv"
+def zip_hierarchy(csv: Path, out: Path) -> Path:
+    """A 5-digit masking hierarchy for cup's ZIP (no file ships with the data): level j masks the
+    last j digits of the zero-padded code, level 5 is ``*****``."""
+    if out.exists():
+        return out
+    values = sorted(set(pl.read_csv(csv, separator=";", infer_schema=False)["ZIP"].drop_nulls().to_list()))
+    lines = []
+    for v in values:
+        padded = v.zfill(ZIP_DIGITS)
+        lines.append(";".join([v] + [padded[: ZIP_DIGITS - j] + "*" * j for j in range(1, ZIP_DIGITS + 1)]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def dataset(root: Path, key: str, work: Path) -> Dataset | None:
+    """The files of one dataset key (``adult``, ``adult-occ``, ``fars``.., ``adult-1000``..), writing
+    seeded samples and the ZIP hierarchy under ``work``; None when the data is not there."""
+    arx = root / "arx"
+    gb = arx / "genetic-benchmark"
+    if key in ("adult", "adult-occ"):
+        sa = "salary-class" if key == "adult" else "occupation"
+        qids = ADULT_QIDS if key == "adult" else [q for q in ADULT_QIDS if q != "occupation"]
+        csv = arx / "adult.csv"
         if not csv.exists():
             return None
-        header = csv.open().readline().strip().split(";")
-        qids = [c for c in header if (folder / f"{name}_int_hierarchy_{c}.csv").exists()]
-        sa = []
-    if not csv.exists():
+        return Dataset(key, csv, tuple(qids), sa, tuple(arx / f"adult_hierarchy_{q}.csv" for q in qids),
+                       arx / f"adult_hierarchy_{sa}.csv")
+    if key in ISSUE_QIDS:
+        csv = gb / f"{key}_int.csv"
+        if not csv.exists():
+            return None
+        files = [gb / f"{key}_int_hierarchy_{q}.csv" for q in ISSUE_QIDS[key]]
+        if key == "cup":
+            files[0] = zip_hierarchy(csv, work / "cup_int_hierarchy_ZIP.csv")
+        return Dataset(key, csv, tuple(ISSUE_QIDS[key]), None, tuple(files))
+    name, n = key.rsplit("-", 1)
+    qids, sa = SMALL_QIDS[name]
+    src = arx / "adult.csv" if name == "adult" else gb / f"{name}_int.csv"
+    if not src.exists():
         return None
-    prefix = "adult" if name == "adult" else f"{name}_int"
+    folder, prefix = (arx, "adult") if name == "adult" else (gb, f"{name}_int")
+    sample = work / f"{key}.csv"
+    if not sample.exists():  # seeded: the same records every run
+        frame = pl.read_csv(src, separator=";", infer_schema=False).sample(int(n), seed=25, shuffle=True)
+        work.mkdir(parents=True, exist_ok=True)
+        frame.write_csv(sample, separator=";")
+    return Dataset(key, sample, tuple(qids), sa, tuple(folder / f"{prefix}_hierarchy_{q}.csv" for q in qids),
+                   None if sa is None else folder / f"{prefix}_hierarchy_{sa}.csv")
+
+
+@dataclass
+class Loaded:
+    """A dataset as both sides hold it before the timing: ppdp's frame in DuckDB and hierarchies."""
+
+    ds: Dataset
+    con: duckdb.DuckDBPyConnection
+    hierarchies: list[Hierarchy]
+
+
+def load(ds: Dataset, sa: str | None) -> Loaded:
+    con = duckdb.connect()
+    frame = pl.read_csv(ds.csv, separator=";", infer_schema=False)
+    con.register("src_frame", frame)
+    con.execute("CREATE TABLE source AS SELECT * FROM src_frame")
+    con.unregister("src_frame")
     # ARX keeps the last row of a leaf given twice (cup's AGE hierarchy does that): do the same.
-    hierarchies = [read_arx_csv(folder / f"{prefix}_hierarchy_{q}.csv", q, duplicates="keep-last") for q in qids]
-    frame = pl.read_csv(csv, separator=";", infer_schema=False)
-    hist = frame.group_by(qids + sa).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
-    return encode_histogram(hist, qids, sa, hierarchies)
+    hierarchies = [read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
+    return Loaded(ds, con, hierarchies)
 
 
-def run_case(case: Case, table: EncodedTable, *, reps: int, warmups: int) -> dict[str, Any]:
-    """Warm-ups, then ``reps`` timed runs on fresh problems; medians and the last result."""
-    models = [build_model(name, dict(p)) for name, p in case.models]
-    times, per_node, result = [], [], None
+def prepare(loaded: Loaded, sa: list[str]) -> EncodedTable:
+    """What ARX's anonymize() also does: the histogram (one GROUP BY) and its encoding."""
+    source = Q.Source(None, "source", None, "duckdb")
+    hist = loaded.con.sql(Q.histogram_query(source, list(loaded.ds.qids), sa)).pl()
+    return encode_histogram(hist, list(loaded.ds.qids), sa, loaded.hierarchies)
+
+
+class Arx:
+    """ArxBench in serve mode: one warm JVM, one JSON line per command."""
+
+    def __init__(self, classpath: str, work: Path) -> None:
+        classes = work / "arx-classes"
+        classes.mkdir(parents=True, exist_ok=True)
+        src = REPO / "benchmarks" / "arx" / "ArxBench.java"
+        target = classes / "ArxBench.class"
+        if not target.exists() or target.stat().st_mtime < src.stat().st_mtime:
+            subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", str(classes), str(src)], check=True,
+                           capture_output=True)
+        self.proc = subprocess.Popen(["java", "-cp", f"{classes}{os.pathsep}{classpath}", "ArxBench", "serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        ready = json.loads(self._line())
+        self.java = ready.get("java")
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("ARX harness exited")
+        return line
+
+    def run(self, tokens: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"run {tokens}\n")
+        self.proc.stdin.flush()
+        out = json.loads(self._line())
+        if "error" in out:
+            raise RuntimeError(f"ARX: {out['error']}")
+        return out
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=30)
+
+
+def arx_tokens(case: Case, ds: Dataset, sa: str | None) -> str:
+    hier = " ".join(f"hier.{q}={f}" for q, f in zip(ds.qids, ds.hierarchy_files, strict=True))
+    if sa is not None and ds.sa_hierarchy is not None:
+        hier += f" hier.{sa}={ds.sa_hierarchy}"
+    sens = f" sensitive={sa}" if sa else ""
+    return f"data={ds.csv} qids={','.join(ds.qids)}{sens} {hier} {case.arx}"
+
+
+def ppdp_models(case: Case, ds: Dataset) -> list:
+    models = []
+    for name, params in case.models:
+        p = {k: (str(ds.sa_hierarchy) if v == "ARX_SA_HIERARCHY" else v) for k, v in params.items()}
+        models.append(build_model(name, p))
+    return models
+
+
+def bind(models: list, table: EncodedTable, ds: Dataset) -> list:
+    """Models that read the encoded table (an order or a hierarchy over the SA values) are bound
+    to it as the engine's validate stage does, where this ppdp has ``PrivacyModel.bind``."""
+    from ppdp.engine.models import base
+    context_cls = getattr(base, "ModelContext", None)
+    if context_cls is None:
+        return models
+    ctx = context_cls(table.sensitive, table.sa_values, ".", None if ds.sa_hierarchy is None else str(ds.sa_hierarchy),
+                      int(table.n_records))
+    return [m.bind(ctx) for m in models]
+
+
+def ppdp_run(case: Case, loaded: Loaded, sa: list[str]) -> tuple[float, Any, float]:
+    models = ppdp_models(case, loaded.ds)
+    t0 = time.perf_counter()
+    table = prepare(loaded, sa)
+    models = bind(models, table, loaded.ds)
+    t1 = time.perf_counter()
+    result = run_optimizer(case.optimizer, Problem(table, models), budget=10**8, params=dict(case.params))
+    t2 = time.perf_counter()
+    return (t2 - t0) * 1000.0, result, (t1 - t0) * 1000.0
+
+
+def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups: int) -> dict[str, Any]:
+    """Warm-ups, then ``reps`` rounds timing ARX and ppdp back to back (alternating order)."""
+    ds = loaded.ds
+    # The SA only where a model reads it, on both sides (a k-anonymity release has no
+    # [sensitive] column, and ARX refuses a sensitive attribute no model uses).
+    needs_sa = any(m.requirements.sensitive_counts for m in ppdp_models(case, ds))
+    sa_col = (ds.sa if case.sa == "default" else case.sa) if needs_sa else None
+    sa = [sa_col] if sa_col else []
+    tokens = arx_tokens(case, ds, sa_col)
+    ppdp_ms, prep_ms, arx_ms, result, arx_out = [], [], [], None, None
     for i in range(warmups + reps):
-        problem = Problem(table, models)
-        t0 = time.perf_counter()
-        result = run_optimizer(case.optimizer, problem, budget=case.budget, params=dict(case.params))
-        ms = (time.perf_counter() - t0) * 1000.0
-        if i >= warmups:
-            times.append(ms)
-            per_node.append(ms / max(result.evaluations, 1))
+        order = ("arx", "ppdp") if i % 2 == 0 else ("ppdp", "arx")
+        for side in order:
+            if side == "arx" and arx is not None:
+                arx_out = arx.run(tokens)
+                if i >= warmups:
+                    arx_ms.append(float(arx_out["ms"]))
+            elif side == "ppdp":
+                ms, result, prep = ppdp_run(case, loaded, sa)
+                if i >= warmups:
+                    ppdp_ms.append(ms)
+                    prep_ms.append(prep)
     assert result is not None
-    ppdp_ms = statistics.median(times)
-    info = {k: v for k, v in result.info.items() if isinstance(v, int | float | bool | str | None)}
-    return {
-        "ppdp_ms": round(ppdp_ms, 1), "ppdp_ms_all": [round(t, 1) for t in times],
-        # A certified search stopped by its budget (or box cap) did not solve the case: no ratio. A heuristic
-        # run always spends its budget; its time compares with ARX's heuristic run.
-        "ratio": (None if case.arx_ms is None or (not result.certified and not case.heuristic)
-                  else round(ppdp_ms / case.arx_ms, 3)),
-        "bound_left": result.info.get("remaining_upper_bound") if not result.certified else None,
-        "nodes_evaluated": int(result.evaluations), "ms_per_node": round(statistics.median(per_node), 3),
-        "td": float(result.td), "feasible": bool(result.feasible), "suppressed": int(result.suppressed),
-        "certified": bool(result.certified), "levels": [int(x) for x in result.g], "info": info,
-        "records": int(table.n_records), "histogram_rows": int(table.n_rows), "qids": int(table.n_qids),
+    p, a = statistics.median(ppdp_ms), (statistics.median(arx_ms) if arx_ms else None)
+    row: dict[str, Any] = {
+        "ppdp_ms": round(p, 1), "ppdp_prepare_ms": round(statistics.median(prep_ms), 1),
+        "ppdp_ms_all": [round(t, 1) for t in ppdp_ms],
+        "arx_ms": None if a is None else round(a, 1), "arx_ms_all": [round(t, 1) for t in arx_ms],
+        # Every search here runs to its end (no budget cap); certified says whether its optimum is
+        # also proven (models without an exact oracle are not), a separate column.
+        "ratio": None if a is None else round(p / a, 3),
+        "nodes_evaluated": int(result.evaluations), "td": float(result.td), "feasible": bool(result.feasible),
+        "suppressed": int(result.suppressed), "certified": bool(result.certified),
+        "levels": [int(x) for x in result.g],
+        "info": {k: v for k, v in result.info.items() if isinstance(v, int | float | bool | str | None)},
     }
+    if arx_out is not None:
+        row["arx_found"] = arx_out.get("found")
+        row["arx_checked"] = arx_out.get("transformations_checked")
+        row["arx_levels"] = arx_out.get("levels")
+        row["arx_suppressed"] = arx_out.get("suppressed")
+    return row
 
 
 def git_commit() -> str:
     try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             check=True)
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, check=True).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
@@ -184,41 +394,45 @@ def fmt(x: float | None, spec: str = ",.0f") -> str:
     return "" if x is None else format(x, spec)
 
 
+def same(r: dict[str, Any], o: dict[str, Any]) -> dict[str, bool] | None:
+    if not o or "skipped" in o or "skipped" in r:
+        return None
+    return {"td": r["td"] == o["td"], "nodes": r["nodes_evaluated"] == o["nodes_evaluated"],
+            "certified": r["certified"] == o["certified"]}
+
+
 def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
     meta = doc["meta"]
     lines = [
-        "# ppdp vs ARX 3.9.2 (issue #18), ppdp's side",
+        "# ppdp vs ARX 3.9.2, both run in this session (issue #25)",
         "",
-        f"Mode {meta['mode']}; median of {meta['reps']} runs after {meta['warmups']} warm-up(s); commit {meta['commit']}; "
-        f"{meta['machine']}; load average at start {meta['load_average']}. ARX figures: {ARX_SOURCE}.",
-        "ppdp time = one optimizer run on a fresh Problem (histogram built once per dataset, outside the timing). "
-        "ratio = ppdp / ARX. certified = TD proven optimal within the suppression limit; *no TD above* = the "
-        "largest bound left by a capped certified search (no node can do better).",
-        "",
-        "mach2019 (85,030,560 nodes) and creditcard (about 4.9e13 nodes) are above ARX's heuristic search threshold "
-        "(100,000 nodes, ARXConfiguration's default), so ARX's figures for them are its LIGHTNING heuristic with its own "
-        "loss, not an optimal search: ppdp's heuristic rows compare with them, and no certified search of ppdp or ARX "
-        "finishes there.",
+        f"Mode {meta['mode']}; median of {meta['reps']} interleaved rounds after {meta['warmups']} warm-up round(s); "
+        f"commit {meta['commit']}; {meta['machine']}; ARX {meta['arx']}; load average at start {meta['load_average']}.",
+        "ARX ms = ARXAnonymizer.anonymize (encoding + search), one warm JVM. ppdp ms = histogram query (DuckDB) + "
+        "encoding + optimizer, in process (prepare = the first two). ratio = ppdp / ARX (< 1: ppdp faster); every "
+        "search runs to its end; certified = ppdp's optimum is proven (models without an exact oracle: no). "
+        "ARX checked = its transformations checked.",
         "",
     ]
-    head = ("| case | ARX (ms) | ppdp (ms) | ratio | issue's ppdp (ms) | nodes evaluated | ms / node | TD | certified "
-            "| no TD above |")
-    rule = "|---|---:|---:|---:|---:|---:|---:|---:|:---:|---:|"
+    head = "| case | ARX ms | ppdp ms | (prepare) | ratio | ppdp nodes | ARX checked | TD | certified |"
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|:---:|"
     if compare:
-        head += " before (ms) | before nodes |"
-        rule += "---:|---:|"
+        head += " before ms | same TD | same nodes | same cert. |"
+        rule += "---:|:---:|:---:|:---:|"
     lines += [head, rule]
     old = {r["key"]: r for r in (compare or {}).get("rows", [])}
     for r in doc["rows"]:
         if "skipped" in r:
-            cells = [r["label"], fmt(r["arx_ms"]), f"skipped: {r['skipped']}", "", fmt(r["issue_ppdp_ms"]), "", "", "", "", ""]
+            cells = [r["label"], "", f"skipped: {r['skipped']}", "", "", "", "", "", ""]
         else:
-            cells = [r["label"], fmt(r["arx_ms"]), fmt(r["ppdp_ms"]), fmt(r["ratio"], ".2f"), fmt(r["issue_ppdp_ms"]),
-                     fmt(r["nodes_evaluated"]), fmt(r["ms_per_node"], ".3f"), fmt(r["td"], ",.1f"),
-                     "yes" if r["certified"] else "no", fmt(r.get("bound_left"), ",.1f")]
+            cells = [r["label"], fmt(r["arx_ms"]), fmt(r["ppdp_ms"]), fmt(r["ppdp_prepare_ms"]), fmt(r["ratio"], ".2f"),
+                     fmt(r["nodes_evaluated"]), fmt(r.get("arx_checked")), fmt(r["td"], ",.1f"),
+                     "yes" if r["certified"] else "no"]
         if compare:
             o = old.get(r["key"], {})
-            cells += [o.get("skipped", fmt(o.get("ppdp_ms"))) if o else "", fmt(o.get("nodes_evaluated")) if o else ""]
+            s = same(r, o)
+            cells += [o.get("skipped", fmt(o.get("ppdp_ms"))) if o else ""]
+            cells += ["" if s is None else ("yes" if s[k] else "**NO**") for k in ("td", "nodes", "certified")]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     if compare:
         lines += ["", f"before = {compare['meta'].get('label') or compare['meta']['commit']} "
@@ -228,48 +442,69 @@ def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="adult cases only")
-    ap.add_argument("--reps", type=int, default=None, help="timed runs per case (default 3 quick, 5 full)")
-    ap.add_argument("--warmups", type=int, default=1, help="untimed runs per case first (default 1)")
+    ap.add_argument("--quick", action="store_true", help="adult rows of the issue and the 1,000-record adult sample")
+    ap.add_argument("--reps", type=int, default=None, help="timed rounds per case (default 3 quick, 5 full)")
+    ap.add_argument("--warmups", type=int, default=3, help="untimed rounds per case first (default 3: ARX's JIT)")
     ap.add_argument("--data", help="folder holding arx/ (default: $PPDP_DATA or ../shared/data)")
-    ap.add_argument("--out", type=Path, help="output folder (default benchmarks/results/vs_arx, or its quick/ in quick mode)")
-    ap.add_argument("--compare", type=Path, help="an earlier vs_arx.json whose figures become extra columns")
-    ap.add_argument("--label", help="a name for this run in the JSON (e.g. 'before #18 item 2')")
+    ap.add_argument("--out", type=Path, help="output folder (default benchmarks/results/vs_arx, or its quick/)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/ppdp-vs-arx"), help="samples, generated hierarchies, "
+                    "compiled harness (default /tmp/ppdp-vs-arx)")
+    ap.add_argument("--compare", type=Path, help="an earlier vs_arx.json: its ppdp time and equality columns")
+    ap.add_argument("--label", help="a name for this run in the JSON")
     ap.add_argument("--only", action="append", help="run only these case keys (repeatable)")
+    ap.add_argument("--family", help="comma-separated families: issue, small, models (default all)")
+    ap.add_argument("--no-arx", action="store_true", help="ppdp only")
+    ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt", help="file holding ARX's classpath")
     args = ap.parse_args(argv)
     reps = args.reps or (3 if args.quick else 5)
     args.out = args.out or REPO / "benchmarks" / "results" / "vs_arx" / ("quick" if args.quick else "")
+    families = set(args.family.split(",")) if args.family else {"issue", "small", "models"}
     root = data_dir(args.data)
-    cases = [c for c in CASES if (not args.quick or c.dataset == "adult") and (not args.only or c.key in args.only)]
-    tables: dict[str, EncodedTable | None] = {}
-    rows: list[dict[str, Any]] = []
+    cases = [c for c in CASES if c.family in families and (not args.quick or c.quick)
+             and (not args.only or c.key in args.only)]
     compare = json.loads(args.compare.read_text()) if args.compare else None
+    arx: Arx | None = None
+    arx_note = "not run (--no-arx)"
+    cp_file = Path(args.arx_classpath)
+    if not args.no_arx:
+        if cp_file.exists():
+            arx = Arx(cp_file.read_text().strip(), args.work)
+            arx_note = f"3.9.2 (java {arx.java})"
+        else:
+            arx_note = f"not run: {cp_file} missing (build ARX: ../shared/arx/README.md)"
     meta = {"mode": "quick" if args.quick else "full", "reps": reps, "warmups": args.warmups, "commit": git_commit(),
             "label": args.label, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, numpy {np.__version__}",
-            "load_average": [round(x, 2) for x in os.getloadavg()], "data": str(root), "arx_source": ARX_SOURCE}
-    for case in cases:
-        load_error = None
-        if case.dataset not in tables:
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+                       f"numpy {np.__version__}",
+            "load_average": [round(x, 2) for x in os.getloadavg()], "data": str(root), "arx": arx_note}
+    loaded: dict[str, Loaded | None] = {}
+    rows: list[dict[str, Any]] = []
+    try:
+        for case in cases:
+            row: dict[str, Any] = {"key": case.key, "label": case.label, "family": case.family, "dataset": case.dataset,
+                                   "optimizer": case.optimizer, "params": case.params,
+                                   "models": [[n, p] for n, p in case.models], "arx_tokens": case.arx}
             try:
-                tables[case.dataset] = load_dataset(root, case.dataset)
-            except Exception as exc:  # one unreadable dataset should not cost the others' figures
-                tables[case.dataset], load_error = None, f"{type(exc).__name__}: {exc}"[:200]
-        row: dict[str, Any] = {"key": case.key, "label": case.label, "dataset": case.dataset, "optimizer": case.optimizer,
-                               "params": case.params, "models": [[n, p] for n, p in case.models],
-                               "arx_ms": case.arx_ms, "issue_ppdp_ms": case.issue_ppdp_ms}
-        table = tables[case.dataset]
-        if table is None:
-            row["skipped"] = load_error or f"no data (or unreadable) under {root}"
-        else:
-            try:
-                row |= run_case(case, table, reps=reps, warmups=args.warmups)
-            except Exception as exc:  # an older commit may refuse a case (e.g. flash with limit 1.0)
-                row["skipped"] = f"{type(exc).__name__}: {exc}"[:200]
-        rows.append(row)
-        shown = row.get("skipped") or f"{row['ppdp_ms']:,.0f} ms, {row['nodes_evaluated']} nodes, ratio {row['ratio']}"
-        print(f"{case.key:<22} {shown}", flush=True)
-        write(args.out, meta, rows, compare)  # after every case: a long run cut short keeps what it has
+                if case.dataset not in loaded:
+                    ds = dataset(root, case.dataset, args.work)
+                    loaded[case.dataset] = None if ds is None else load(ds, ds.sa)
+                ld = loaded[case.dataset]
+                if ld is None:
+                    row["skipped"] = f"no data under {root}"
+                else:
+                    ppdp_models(case, ld.ds)  # a model this ppdp lacks: one line, the row is skipped
+                    row |= run_case(case, ld, arx, reps=reps, warmups=args.warmups)
+            except Exception as exc:  # one case's failure should not cost the others' figures
+                row["skipped"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            rows.append(row)
+            shown = row.get("skipped") or (f"ARX {fmt(row['arx_ms'])} ms, ppdp {row['ppdp_ms']:,.0f} ms "
+                                           f"(prepare {row['ppdp_prepare_ms']:,.0f}), ratio {row['ratio']}, "
+                                           f"{row['nodes_evaluated']} nodes, TD {row['td']:,.1f}")
+            print(f"{case.key:<28} {shown}", flush=True)
+            write(args.out, meta, rows, compare)  # after every case: a long run cut short keeps what it has
+    finally:
+        if arx is not None:
+            arx.close()
     print(f"wrote {args.out / 'vs_arx.json'} and {args.out / 'vs_arx.md'}")
     return 0
 
@@ -278,6 +513,8 @@ def write(out: Path, meta: dict[str, Any], rows: list[dict[str, Any]], compare: 
     doc: dict[str, Any] = {"meta": meta, "rows": rows}
     if compare:
         doc["compare"] = {"meta": compare["meta"], "rows": compare["rows"]}
+        doc["same_as_compare"] = {r["key"]: same(r, o) for r in rows
+                                  for o in compare["rows"] if o["key"] == r["key"]}
     out.mkdir(parents=True, exist_ok=True)
     (out / "vs_arx.json").write_text(json.dumps(doc, indent=1) + "\n")
     (out / "vs_arx.md").write_text(markdown(doc, compare))

@@ -8,6 +8,7 @@ sqlglot and must be a single SELECT; it is then embedded as a subquery.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import sqlglot
@@ -99,7 +100,22 @@ def text_expr(column: exp.Expression, dialect: str = "duckdb") -> exp.Expression
 def text(col: str, alias: str = "src", dialect: str = "duckdb") -> str:
     """A source column as text: the form in which it is compared with hierarchy leaves and keys
     (the same on every dialect, floating values included)."""
-    return text_expr(exp.column(col, alias, quoted=True), dialect).sql(dialect=dialect)
+    template, placeholder = _text_template(alias, dialect)
+    return template.replace(placeholder, quote_ident(col, dialect))
+
+
+_TEXT_PLACEHOLDER = "ppdp_text_column_placeholder"
+
+
+@functools.lru_cache(maxsize=64)
+def _text_template(alias: str, dialect: str) -> tuple[str, str]:
+    """``text`` of a placeholder column, rendered by sqlglot once per (alias, dialect), and the
+    placeholder's quoted form: ``text`` puts the quoted column in its place. The same SQL as
+    rendering ``text_expr`` per column, at the cost of quoting one identifier: the expression
+    tree's build, copies and generation were most of preparing a 1,000-record release (13 ms
+    of 35 for the histogram query's 8 columns, issue #25)."""
+    sql = text_expr(exp.column(_TEXT_PLACEHOLDER, alias, quoted=True), dialect).sql(dialect=dialect)
+    return sql, quote_ident(_TEXT_PLACEHOLDER, dialect)
 
 
 def histogram_query(source: Source, qids: list[str], sensitive: list[str]) -> str:

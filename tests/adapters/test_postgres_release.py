@@ -62,8 +62,8 @@ def opened(monkeypatch) -> list:
     """Every connector run_release opens (it closes them; their logs remain readable)."""
     seen: list = []
 
-    def recording_connect(url: str):
-        con = connect(url)
+    def recording_connect(url: str, **options):
+        con = connect(url, **options)
         seen.append(con)
         return con
 

@@ -30,11 +30,12 @@ def ppdp(*args: str, timeout: float = 600, env: dict[str, str] | None = None) ->
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
 
 
-def assert_refused(proc: subprocess.CompletedProcess, *fragments: str) -> str:
-    """The refusal contract: exit code 2 and exactly one line on stderr, ``ppdp: error: ...``,
-    containing each fragment. Returns the line."""
+def assert_refused(proc: subprocess.CompletedProcess, *fragments: str, code: int = 2) -> str:
+    """The refusal contract: exit code ``code`` (2, a spec or data error; 3, refused by the privacy
+    model: README "Exit codes") and exactly one line on stderr, ``ppdp: error: ...``, containing
+    each fragment. Returns the line."""
     lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppdp: error: "), \
+    assert proc.returncode == code and len(lines) == 1 and lines[0].startswith("ppdp: error: "), \
         f"exit {proc.returncode}, stderr:\n{proc.stderr[-3000:]}"
     for f in fragments:
         assert f in lines[0], lines[0]

@@ -56,16 +56,14 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
                         "so nothing was published. Hint: relax the model parameters, or raise optimizer.budget.")
 
 
-# Register the built-in models: one module each.
-from ppdp.engine.models import (  # noqa: E402,F401
-    average_risk,
-    beta_likeness,
-    delta_presence,
-    k_anonymity,
-    k_map,
-    l_diversity,
-    population_uniqueness,
-    recursive_cl_diversity,
-    sample_uniqueness,
-    t_closeness,
-)
+def _import_every_model_module() -> None:
+    """Import every module of this package. A model registers itself (``@MODELS.register``) when
+    its module is imported, so a new model is one new module: there is no list here to edit."""
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_every_model_module()

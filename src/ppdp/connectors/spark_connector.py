@@ -282,7 +282,10 @@ class SparkConnector:
     def identity(self) -> str:
         """The session's warehouse location and catalog implementation (where its tables live)."""
         conf = self.session.conf
-        return f"spark:{conf.get('spark.sql.warehouse.dir', '')}|{conf.get('spark.sql.catalogImplementation', '')}"
+        # no '' default: Spark 4 validates a default against the option's allowed values
+        warehouse = conf.get("spark.sql.warehouse.dir", None) or ""
+        catalog = conf.get("spark.sql.catalogImplementation", None) or ""
+        return f"spark:{warehouse}|{catalog}"
 
     def close(self) -> None:
         """Release this connector's locks. The session stays: it is the process's, shared by

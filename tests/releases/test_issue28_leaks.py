@@ -59,8 +59,9 @@ def spec_for(tmp_path: Path, db: Path, *, output_schema: str = "published", name
     return path
 
 
-def ok(proc) -> str:
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+def ok(proc, code: int = 0) -> str:
+    """stdout of a command that exited with ``code`` (0 published, 99 skipped: README "Exit codes")."""
+    assert proc.returncode == code, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
 
@@ -205,7 +206,7 @@ def test_the_same_job_from_another_directory_is_skipped(source, tmp_path):
     here = source.parent
     ok(ppdp("job", "register", str(spec), "--db", f"duckdb://{source}"))
     ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source.name}", "--no-progress", cwd=here))
-    out = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{here.name}/{source.name}", "--no-progress", cwd=here.parent))
+    out = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{here.name}/{source.name}", "--no-progress", cwd=here.parent), 99)
     assert out.startswith("skipped"), out
     assert [(s, v) for s, v, _ in runs(source)] == [("succeeded", 1), ("skipped", 1)]
 
@@ -219,7 +220,7 @@ def test_a_dry_run_of_an_unchanged_job_says_it_would_be_skipped(source, tmp_path
     ok(ppdp("job", "register", str(spec), "--db", f"duckdb://{source}"))
     ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress"))
     dry = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress", "--dry-run"))
-    real = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress"))
+    real = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress"), 99)
     assert real.startswith("skipped")
     assert "would be skipped" in dry and "would publish version" not in dry, dry
 

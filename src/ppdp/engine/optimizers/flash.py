@@ -39,6 +39,12 @@ Flash needs a monotonic privacy model: only k-anonymity is accepted. Tags live i
 array with one byte per lattice node (``max_lattice`` caps its size); predictive tagging is an
 n-dimensional slice assignment.
 
+With a zero limit, k-anonymity alone and the numba backend, the whole traversal runs as one
+Numba call (``_flash_kernel.flash_zero_limit``, issue #25: the Python bookkeeping per node cost
+several times the check itself); ``_Flash`` is its plain-Python twin, and the tests show both
+check the same nodes in the same order with the same results. The Tracker receives the checked
+nodes, in order, when the call returns (progress is reported then).
+
 ``dfs``: the DFS baseline of the HAEF paper (PAPER_NOTES §5): depth-first traversal of the
 lattice from the bottom node (successors in QID order), S = all ones, until the budget or the
 lattice is exhausted; the result is the best feasible node seen.
@@ -54,6 +60,8 @@ from typing import Any
 import numpy as np
 
 from ppdp.engine.errors import SpecError
+from ppdp.engine.evaluator import finish, kinds
+from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
 from ppdp.engine.optimizers import (
     OPTIMIZERS,
     OptimizerResult,
@@ -64,7 +72,11 @@ from ppdp.engine.optimizers import (
 )
 from ppdp.engine.optimizers.lattice import lattice_size, max_suppressed_records
 from ppdp.engine.optimizers.lattice_nodes import check_suppression_limit
-from ppdp.engine.problem import Problem
+from ppdp.engine.problem import CLASS_CACHE_BYTES, Problem
+
+# Largest lattice the zero-limit kernel takes (13 bytes per node: level, bucket, tag); beyond
+# it the Python traversal, with one byte per node.
+KERNEL_MAX_LATTICE = 10_000_000
 
 # _PRUNED: UB(node) <= best TD found, so neither it nor any successor can be the optimum.
 _UNTAGGED, _ANONYMOUS, _NOT_ANONYMOUS, _PRUNED = 0, 1, 2, 3
@@ -291,6 +303,61 @@ class _Flash:
             self.evaluate(int(idx[i]))
 
 
+def kernel_applies(problem: Problem, size: int) -> bool:
+    """The zero-limit kernel checks k-anonymity alone from the numba backend's arrays."""
+    from ppdp.engine.models.k_anonymity import KAnonymity
+    from ppdp.engine.optimizers import _flash_kernel as FK
+
+    ev = problem.evaluator
+    return (isinstance(ev, NumbaEvaluator) and ev.kinds is not None and bool(np.all(ev.kinds == kinds.SMALLEST_CLASS))
+            and all(type(m) is KAnonymity for m in problem.models) and 1 <= problem.n_qids <= FK.MAX_QIDS
+            and size <= KERNEL_MAX_LATTICE and problem.table.n_rows > 0)
+
+
+def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The zero-limit kernel's run: (checked flat indices in order, smallest class size and TD
+    of each, complete)."""
+    from ppdp.engine.optimizers import _flash_kernel as FK
+
+    t = problem.table
+    ev = problem.evaluator
+    assert isinstance(ev, NumbaEvaluator)
+    h = [int(x) for x in problem.heights]
+    width = max(h) + 1
+    # the twin's tables (_Flash.__init__), so that both compute the same keys
+    prec_tab = np.zeros((len(h), width))
+    dist_tab = np.zeros((len(h), width))
+    gen_counts = t.lookup[2]
+    for q, hq in enumerate(h):
+        for c in range(hq + 1):
+            prec_tab[q, c] = c / hq if hq else 0.0
+            dist_tab[q, c] = float(gen_counts[q, c]) / float(gen_counts[q, 0])
+    k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
+    capacity = min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), lattice_size(problem.heights))
+    idx, smallest, td, complete = FK.flash_zero_limit(
+        np.asarray(h, dtype=np.int64), k, int(budget), prec_tab, dist_tab, t.codes, ev.gen, ev.n_gen, ev.weight,
+        t.counts, capacity)
+    return idx, smallest, td, bool(complete)
+
+
+def run_zero_limit_kernel(problem: Problem, tracker: Tracker) -> tuple[int, bool]:
+    """Flash with a zero limit in one Numba call; the checked nodes go to ``tracker`` in order
+    with the evaluations the twin would have offered. Returns (nodes checked, complete)."""
+    t = problem.table
+    idx, smallest, td, complete = zero_limit_checks(problem, tracker.remaining)
+    n = int(idx.shape[0])
+    if n:
+        G = np.stack(np.unravel_index(idx, tuple(int(x) + 1 for x in problem.heights)), axis=1).astype(np.int64)
+        ad = np.repeat(smallest[:, None], len(problem.models), axis=1)
+        evaluation = finish(problem.models, ad, td, np.zeros(n, dtype=np.int64))
+        k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
+        if not np.array_equal(evaluation.feasible, smallest >= k):  # the kernel tagged by another verdict
+            raise RuntimeError("flash kernel: anonymity verdicts differ from the models' feasibility")
+        problem.evaluations += n
+        tracker.offer(G, np.broadcast_to(t.counts, (n, t.n_rows)), evaluation)
+    return n, complete
+
+
 def _only_monotone(models: Sequence[Any], name: str) -> None:
     """Flash tags whole paths by one check: every model must declare itself monotone."""
     others = [m.name for m in models if not m.monotone]
@@ -349,12 +416,17 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
             "(one byte of tag per node). Hint: raise params.max_lattice or use the 'lattice' optimizer."
         )
     tracker = Tracker(problem, budget, name="flash", progress=progress)
-    state = _Flash(problem, tracker, max_suppressed)
-    complete = state.run()
+    if max_suppressed == 0 and kernel_applies(problem, size):
+        checked, complete = run_zero_limit_kernel(problem, tracker)
+        pruned = phase_two = 0
+    else:
+        state = _Flash(problem, tracker, max_suppressed)
+        complete = state.run()
+        checked, pruned, phase_two = state.checked, state.pruned, state.phase_two_candidates
     info = {
-        "lattice_size": size, "nodes_checked": state.checked, "complete": complete,
+        "lattice_size": size, "nodes_checked": checked, "complete": complete,
         "suppression_limit": float(limit), "max_suppressed": max_suppressed,
-        "nodes_pruned_by_bound": state.pruned, "phase_two_candidates": state.phase_two_candidates,
+        "nodes_pruned_by_bound": pruned, "phase_two_candidates": phase_two,
         # A complete run is optimal over every (G, S) that suppresses at most the limit.
         "optimal_within_limit": complete,
     }

@@ -1,0 +1,427 @@
+"""Flash with a zero suppression limit as one Numba call (``flash._Flash`` is the plain-Python
+twin; tests/test_flash_kernel.py runs both and compares the checked nodes, in order, and the
+results).
+
+Why: with a zero limit a check is only the classes of one node (rolled up from a checked node
+below it), a few hundred microseconds or less on small tables, while the Python traversal
+around it (strategy keys, successor lists, the heap, tags, the evaluator and Tracker calls)
+cost another 0.3-0.5 ms per node: ARX checks a node in 0.05-0.1 ms (issue #25). Here the
+traversal and the checks are one call; the caller hands the checked nodes to the Tracker.
+
+Same traversal as the twin, step for step: levels bottom-up, each level's untagged nodes in the
+twin's ``sorted_level`` order (the same float operations: NumPy's pairwise sum of the relative
+generalizations, then rounding to 12 decimals as ``np.round`` does, then a stable lexicographic
+sort), paths along the first untagged successor by the strategy key (the same sequential sums
+as ``_Flash.key``), the binary search along a path, predictive tagging of the n-dimensional
+boxes above an anonymous node and below a non-anonymous one, and the priority queue ordered by
+(key, flat index). A node is anonymous when its smallest class holds at least ``k`` records
+(k-anonymity, nothing suppressed); its smallest class and TD are those of
+``_kernels.unsuppressed_batch``, from the same pieces.
+
+The kernels of engine/evaluator/_kernels.py are compiled into these; ``guard`` removes this
+module's Numba cache when that source changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.kernels_cache import guard
+
+guard(__file__, depends_on=[K])
+
+UNTAGGED, ANONYMOUS, NOT_ANONYMOUS = 0, 1, 2
+# NumPy sums a row of up to this many values with 8 partial sums (pairwise_sum in
+# numpy/_core/src/umath/loops_utils.h); longer rows recurse, which ``_numpy_row_sum`` does not.
+MAX_QIDS = 128
+
+
+@njit(cache=True)
+def _numpy_row_sum(x):
+    """``x.sum()`` as NumPy computes it for a contiguous row of at most 128 values: in order
+    below 8 values, else 8 partial sums combined pairwise, then the rest in order."""
+    n = x.shape[0]
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += x[i]
+        return res
+    r = np.empty(8)
+    for j in range(8):
+        r[j] = x[j]
+    i = 8
+    stop = n - (n % 8)
+    while i < stop:
+        for j in range(8):
+            r[j] += x[i + j]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res += x[i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _round12(x):
+    """``np.round(x, 12)``: multiply by 10**12, round half to even, divide."""
+    return np.rint(x * 1e12) / 1e12
+
+
+@njit(cache=True)
+def _decode(idx, strides, node):
+    """The levels of flat index ``idx`` into ``node``."""
+    rest = idx
+    for q in range(strides.shape[0]):
+        node[q] = rest // strides[q]
+        rest -= node[q] * strides[q]
+
+
+@njit(cache=True)
+def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
+    """``_Flash.key`` of a flat index into out[o, :]: level / max level, mean relative
+    generalization, 1 - mean distinct ratio, each summed in QID order as the twin sums."""
+    _decode(idx, strides, node)
+    nq = strides.shape[0]
+    level = 0
+    prec = 0.0
+    dist = 0.0
+    for q in range(nq):
+        level += node[q]
+        prec += prec_tab[q, node[q]]
+        dist += dist_tab[q, node[q]]
+    out[o, 0] = level / max_level
+    out[o, 1] = prec / nq
+    out[o, 2] = 1.0 - dist / nq
+
+
+@njit(cache=True)
+def _before(ka, a, kb, b):
+    """(key a, a) < (key b, b), the order of the twin's heap and successor lists."""
+    for j in range(3):
+        if ka[j] != kb[j]:
+            return ka[j] < kb[j]
+    return a < b
+
+
+@njit(cache=True)
+def _heap_push(heap, hkeys, n, idx, key):
+    """Push (key, idx) on the binary min-heap heap[:n] (keys beside it); returns the heaps
+    (grown when full)."""
+    if n == heap.shape[0]:
+        bigger = np.empty(2 * n, dtype=heap.dtype)
+        bigger[:n] = heap
+        heap = bigger
+        bk = np.empty((2 * n, 3))
+        bk[:n] = hkeys
+        hkeys = bk
+    i = n
+    while i > 0:
+        parent = (i - 1) // 2
+        if not _before(key, idx, hkeys[parent], heap[parent]):
+            break
+        heap[i] = heap[parent]
+        hkeys[i] = hkeys[parent]
+        i = parent
+    heap[i] = idx
+    hkeys[i] = key
+    return heap, hkeys
+
+
+@njit(cache=True)
+def _heap_pop(heap, hkeys, n):
+    """Remove and return the smallest (key, idx) of heap[:n] (n > 0): its idx."""
+    top = heap[0]
+    n -= 1
+    if n == 0:
+        return top
+    last = heap[n]
+    lk = hkeys[n].copy()
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and _before(hkeys[child + 1], heap[child + 1], hkeys[child], heap[child]):
+            child += 1
+        if not _before(hkeys[child], heap[child], lk, last):
+            break
+        heap[i] = heap[child]
+        hkeys[i] = hkeys[child]
+        i = child
+    heap[i] = last
+    hkeys[i] = lk
+    return top
+
+
+@njit(cache=True)
+def _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys):
+    """Direct successors of idx into succ, sorted by (key, index) as ``_Flash.successors``;
+    returns how many."""
+    _decode(idx, strides, node)
+    nq = heights.shape[0]
+    m = 0
+    for q in range(nq):
+        if node[q] < heights[q]:
+            succ[m] = idx + strides[q]
+            m += 1
+    for i in range(m):
+        _key_into(succ[i], strides, prec_tab, dist_tab, max_level, node, skeys, i)
+    # insertion sort: at most nQ entries
+    for i in range(1, m):
+        s = succ[i]
+        ks = skeys[i].copy()
+        j = i - 1
+        while j >= 0 and _before(ks, s, skeys[j], succ[j]):
+            succ[j + 1] = succ[j]
+            skeys[j + 1] = skeys[j]
+            j -= 1
+        succ[j + 1] = s
+        skeys[j + 1] = ks
+    return m
+
+
+@njit(cache=True)
+def _fill_box(tags, shape, strides, lo, hi, value):
+    """tags[lo[0]:hi[0]+1, ..., lo[n-1]:hi[n-1]+1] = value on the flat tag array."""
+    nq = shape.shape[0]
+    cur = lo.copy()
+    base = 0
+    for q in range(nq):
+        base += lo[q] * strides[q]
+    last = nq - 1
+    while True:
+        # the innermost dimension as one run
+        start = base
+        for c in range(lo[last], hi[last] + 1):
+            tags[start + (c - lo[last]) * strides[last]] = value
+        q = last - 1
+        while q >= 0:
+            if cur[q] < hi[q]:
+                cur[q] += 1
+                base += strides[q]
+                break
+            base -= (cur[q] - lo[q]) * strides[q]
+            cur[q] = lo[q]
+            q -= 1
+        if q < 0:
+            return
+
+
+@njit(cache=True)
+def _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
+    """The untagged nodes of one level (``bucket``, flat indices ascending) in the order of
+    ``_Flash.sorted_level``: by rounded mean relative generalization, then rounded
+    1 - mean distinct ratio, then index."""
+    nq = strides.shape[0]
+    n = 0
+    for i in range(bucket.shape[0]):
+        if tags[bucket[i]] == UNTAGGED:
+            n += 1
+    idx = np.empty(n, dtype=np.int64)
+    n = 0
+    for i in range(bucket.shape[0]):
+        if tags[bucket[i]] == UNTAGGED:
+            idx[n] = bucket[i]
+            n += 1
+    if n <= 1:
+        return idx
+    prec = np.empty(n)
+    dd = np.empty(n)
+    for i in range(n):
+        _decode(idx[i], strides, node)
+        dist = 0.0
+        for q in range(nq):
+            row[q] = node[q] / hdiv[q]
+            dist += dist_tab[q, node[q]]
+        prec[i] = _round12(_numpy_row_sum(row) / nq)
+        dd[i] = _round12(1.0 - dist / nq)
+    # lexsort((idx, dd, prec)): stable sorts from the last key to the first (idx is ascending)
+    order = np.argsort(dd, kind="mergesort")
+    p2 = prec[order]
+    order = order[np.argsort(p2, kind="mergesort")]
+    return idx[order]
+
+
+@njit(cache=True)
+def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, memo_capacity):
+    """Flash with a zero suppression limit over the lattice of ``heights``, k-anonymity with
+    ``k``, at most ``budget`` checks.
+
+    ``prec_tab[q, c]`` = c / h[q] (0 when h[q] = 0) and ``dist_tab[q, c]`` = distinct values at
+    level c / at level 0, the twin's tables. ``memo_capacity``: class-id arrays kept for the
+    roll-up (each n_rows int32). Returns (checked flat indices in order, smallest class size and
+    TD of each, complete): complete is False when the budget ran out before every node was tagged.
+    """
+    nq = heights.shape[0]
+    n_rows = codes.shape[0]
+    shape = heights + 1
+    strides = np.ones(nq, dtype=np.int64)
+    for q in range(nq - 2, -1, -1):
+        strides[q] = strides[q + 1] * shape[q + 1]
+    size = strides[0] * shape[0]
+    top = 0
+    for q in range(nq):
+        top += heights[q]
+    max_level = max(top, 1)
+    hdiv = np.empty(nq)
+    for q in range(nq):
+        hdiv[q] = max(heights[q], 1)
+
+    # Nodes bucketed by level, ascending flat index within a level.
+    level_of = np.zeros(size, dtype=np.int32)
+    node = np.zeros(nq, dtype=np.int64)
+    level_count = np.zeros(top + 2, dtype=np.int64)
+    for idx in range(size):
+        _decode(idx, strides, node)
+        s = 0
+        for q in range(nq):
+            s += node[q]
+        level_of[idx] = s
+        level_count[s + 1] += 1
+    for j in range(top + 1):
+        level_count[j + 1] += level_count[j]
+    fill = level_count[:-1].copy()
+    by_level = np.empty(size, dtype=np.int64)
+    for idx in range(size):
+        s = level_of[idx]
+        by_level[fill[s]] = idx
+        fill[s] += 1
+
+    tags = np.zeros(size, dtype=np.int8)
+    heap = np.empty(64, dtype=np.int64)
+    hkeys = np.empty((64, 3))
+    n_heap = 0
+    key = np.empty((1, 3))
+    succ = np.empty(nq, dtype=np.int64)
+    skeys = np.empty((nq, 3))
+    row = np.empty(nq)
+    lo = np.zeros(nq, dtype=np.int64)
+    hi = np.zeros(nq, dtype=np.int64)
+    path = np.empty(top + 1, dtype=np.int64)
+
+    # the evaluation's scratch (as Problem.evaluate_unsuppressed allocates it) and the memo
+    n = max(n_rows, 1)
+    size_t = K._table_size(n)
+    keys_b = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    rep = np.empty(2 * n, dtype=np.int32)
+    ones = np.ones(n, dtype=np.bool_)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    csize = np.empty(n, dtype=np.int64)
+    class_w = np.empty(n)
+    seen = np.empty(n, dtype=np.bool_)
+    cap = max(memo_capacity, 1)
+    memo_ids = np.empty((cap, n), dtype=np.int32)
+    memo_nodes = np.zeros((cap, nq), dtype=np.int64)
+    memo_levels = np.full(cap, -1, dtype=np.int64)
+    memo_next = 0
+    memo_filled = 0
+
+    out_idx = np.empty(64, dtype=np.int64)
+    out_small = np.empty(64)
+    out_td = np.empty(64)
+    checked = 0
+    g = np.zeros(nq, dtype=np.int64)
+
+    for level in range(top + 1):
+        bucket = by_level[level_count[level]:level_count[level + 1]]
+        for start in _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
+            if tags[start] != UNTAGGED:
+                continue
+            _key_into(start, strides, prec_tab, dist_tab, max_level, node, key, 0)
+            heap, hkeys = _heap_push(heap, hkeys, n_heap, start, key[0])
+            n_heap += 1
+            while n_heap > 0:
+                head = _heap_pop(heap, hkeys, n_heap)
+                n_heap -= 1
+                if tags[head] != UNTAGGED:
+                    continue
+                # the path: always the first untagged successor
+                plen = 1
+                path[0] = head
+                while True:
+                    m = _successors(path[plen - 1], heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
+                    nxt = -1
+                    for i in range(m):
+                        if tags[succ[i]] == UNTAGGED:
+                            nxt = succ[i]
+                            break
+                    if nxt < 0:
+                        break
+                    path[plen] = nxt
+                    plen += 1
+                # binary search for the lowest anonymous node of the path
+                low, high = 0, plen - 1
+                while low <= high:
+                    mid = (low + high) // 2
+                    idx = path[mid]
+                    if tags[idx] == UNTAGGED:
+                        if checked >= budget:
+                            return out_idx[:checked], out_small[:checked], out_td[:checked], False
+                        _decode(idx, strides, g)
+                        # classes of g: rolled up from the highest remembered node below it
+                        parent = -1
+                        best_level = -1
+                        for s in range(memo_filled):
+                            if memo_levels[s] > best_level:
+                                below = True
+                                for q in range(nq):
+                                    if memo_nodes[s, q] > g[q]:
+                                        below = False
+                                        break
+                                if below:
+                                    parent = s
+                                    best_level = memo_levels[s]
+                        if parent >= 0:
+                            mc = K._rollup_into(g, codes, gen, n_gen, memo_ids[parent], keys_b, cls, rep, ones,
+                                                slot_key, slot_id)
+                        else:
+                            mc = K._classify_into(g, codes, gen, n_gen, ones, keys_b, cls, slot_key, slot_id)
+                        slot = memo_next
+                        memo_next = (memo_next + 1) % cap
+                        memo_filled = max(memo_filled, slot + 1)
+                        memo_ids[slot, :] = cls
+                        memo_nodes[slot] = g
+                        memo_levels[slot] = level_of[idx]
+                        K._class_sizes_into(cls, mc, counts, csize)
+                        td, _ = K._td_by_class(g, codes, weight, cls, counts, mc, seen, class_w)
+                        smallest = K.ad_k_anonymity(csize[:mc])
+                        if checked == out_idx.shape[0]:
+                            grow = 2 * checked
+                            b1 = np.empty(grow, dtype=np.int64)
+                            b1[:checked] = out_idx
+                            out_idx = b1
+                            b2 = np.empty(grow)
+                            b2[:checked] = out_small
+                            out_small = b2
+                            b3 = np.empty(grow)
+                            b3[:checked] = out_td
+                            out_td = b3
+                        out_idx[checked] = idx
+                        out_small[checked] = smallest
+                        out_td[checked] = td
+                        checked += 1
+                        if smallest >= k:  # anonymous: so is every successor
+                            for q in range(nq):
+                                lo[q] = g[q]
+                                hi[q] = heights[q]
+                            _fill_box(tags, shape, strides, lo, hi, ANONYMOUS)
+                        else:  # not anonymous: nor is any predecessor; successors join the queue
+                            for q in range(nq):
+                                lo[q] = 0
+                                hi[q] = g[q]
+                            _fill_box(tags, shape, strides, lo, hi, NOT_ANONYMOUS)
+                            m = _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
+                            for i in range(m):
+                                if tags[succ[i]] == UNTAGGED:
+                                    heap, hkeys = _heap_push(heap, hkeys, n_heap, succ[i], skeys[i])
+                                    n_heap += 1
+                    if tags[idx] == ANONYMOUS:
+                        high = mid - 1
+                    else:
+                        low = mid + 1
+    return out_idx[:checked], out_small[:checked], out_td[:checked], True

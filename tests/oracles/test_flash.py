@@ -25,6 +25,7 @@ from ppdp.engine.optimizers.flash import (
     _UNTAGGED,
     _Flash,
     dfs_order,
+    zero_limit_checks,
 )
 from ppdp.engine.optimizers.lattice import all_nodes, lattice_size
 from ppdp.engine.problem import Problem
@@ -165,6 +166,7 @@ def test_flash_tags_agree_with_exhaustive_random(seed):
 
 def test_flash_checks_each_node_at_most_once():
     table, k = random_table(7)
+    # the Python traversal (the zero-limit kernel's twin): through the problem's evaluators
     problem = k_problem(table, k)
     seen = []
     real, real_unsuppressed = problem.evaluate, problem.evaluate_unsuppressed
@@ -173,14 +175,20 @@ def test_flash_checks_each_node_at_most_once():
         seen.extend(map(tuple, np.atleast_2d(G)))
         return real(G, S, retained=retained)
 
-    def spy_unsuppressed(G):  # the zero-limit checks (classes only)
+    def spy_unsuppressed(G, *, count=True):  # the zero-limit checks (classes only)
         seen.extend(map(tuple, np.atleast_2d(G)))
-        return real_unsuppressed(G)
+        return real_unsuppressed(G, count=count)
 
     problem.evaluate = spy  # type: ignore[method-assign]
     problem.evaluate_unsuppressed = spy_unsuppressed  # type: ignore[method-assign]
-    res = run_optimizer("flash", problem, budget=10**6)
-    assert len(seen) == len(set(seen)) == res.info["nodes_checked"] == res.evaluations
+    tracker = Tracker(problem, 10**6, name="flash")
+    state = _Flash(problem, tracker, 0)
+    assert state.run()
+    assert len(seen) == len(set(seen)) == state.checked == tracker.used
+    # the kernel that run_optimizer takes: its checked nodes
+    res = run_optimizer("flash", k_problem(table, k), budget=10**6)
+    idx = zero_limit_checks(k_problem(table, k), 10**6)[0]
+    assert len(idx) == len(set(idx.tolist())) == res.info["nodes_checked"] == res.evaluations == state.checked
 
 
 # -- adult ---------------------------------------------------------------------------------

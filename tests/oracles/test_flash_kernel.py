@@ -1,0 +1,149 @@
+"""The zero-limit Flash kernel (optimizers/_flash_kernel.py) against its plain-Python twin
+(``flash._Flash``): the same nodes checked in the same order, the same smallest class and TD
+per check, the same result (node, TD, history, evaluations, certification), with and without a
+budget that cuts the run short; on random tables of 2 to 10 QIDs and on adult.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.models import build_model
+from ppdp.engine.optimizers import Tracker, run_optimizer
+from ppdp.engine.optimizers import _flash_kernel as FK
+from ppdp.engine.optimizers import flash as F
+from ppdp.engine.optimizers.lattice import lattice_size
+from ppdp.engine.problem import Problem
+from tests.oracles.test_flash import adult_table, k_problem, random_hierarchy, random_table  # noqa: F401
+
+
+def twin_run(problem: Problem, budget: int) -> tuple[list[int], list[float], list[float], Tracker, bool]:
+    """The Python traversal, recording every check: (flat indices, smallest class, TD, tracker, complete)."""
+    tracker = Tracker(problem, budget, name="flash")
+    state = F._Flash(problem, tracker, 0)
+    order: list[int] = []
+    smallest: list[float] = []
+    td: list[float] = []
+    real = problem.evaluate_unsuppressed
+
+    def spy(G, *, count=True):
+        ev = real(G, count=count)
+        smallest.append(float(ev.ad[0, 0]))
+        td.append(float(ev.td[0]))
+        return ev
+
+    problem.evaluate_unsuppressed = spy  # type: ignore[method-assign]
+    real_evaluate = state.evaluate
+
+    def record(idx: int) -> bool:
+        anonymous = real_evaluate(idx)  # raises when the budget is spent: not a check
+        order.append(idx)
+        return anonymous
+
+    state.evaluate = record  # type: ignore[method-assign]
+    complete = state.run()
+    assert len(order) == len(smallest) == state.checked
+    return order, smallest, td, tracker, complete
+
+
+def assert_same_run(table, models, budget: int = 10**8) -> int:
+    """Kernel and twin on fresh problems: the same checks and results. Returns the checks."""
+    order, smallest, td, twin_tracker, twin_complete = twin_run(Problem(table, models), budget)
+    problem = Problem(table, models)
+    assert F.kernel_applies(problem, lattice_size(problem.heights))
+    idx, k_smallest, k_td, complete = F.zero_limit_checks(problem, budget)
+    assert idx.tolist() == order
+    assert k_smallest.tolist() == smallest
+    assert k_td.tolist() == td  # bit for bit
+    assert complete == twin_complete
+    tracker = Tracker(problem, budget, name="flash")
+    n, complete = F.run_zero_limit_kernel(problem, tracker)
+    assert n == len(order) and complete == twin_complete
+    a, b = twin_tracker.result(certified=twin_complete), tracker.result(certified=complete)
+    assert a.g.tolist() == b.g.tolist() and a.td == b.td and a.feasible == b.feasible
+    assert a.evaluations == b.evaluations and a.certified == b.certified and a.suppressed == b.suppressed
+    assert np.array_equal(a.history, b.history) and np.array_equal(a.retained, b.retained)
+    assert np.array_equal(a.ad, b.ad)
+    assert problem.evaluations == len(order)
+    return len(order)
+
+
+def wide_table(seed: int):
+    """6 to 10 QIDs with low hierarchies (a lattice of at most a few thousand nodes), so that
+    the strategy's sums run through NumPy's 8-way pairwise summation."""
+    rng = np.random.default_rng(seed)
+    nq = int(rng.integers(6, 11))
+    hs, names = [], []
+    for q in range(nq):
+        name = f"w{q}"
+        hs.append(random_hierarchy(rng, name, int(rng.integers(2, 6)), 1 if q >= 4 else int(rng.integers(1, 3))))
+        names.append(name)
+    n = int(rng.integers(20, 400))
+    data = {name: [h.leaves[int(rng.integers(len(h.leaves)))] for _ in range(n)] for name, h in zip(names, hs, strict=True)}
+    frame = pl.DataFrame(data).group_by(names).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+    return encode_histogram(frame, names, [], hs), int(rng.integers(1, 6))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_kernel_matches_twin_random(seed):
+    table, k = random_table(5000 + seed)
+    assert_same_run(table, [build_model("k-anonymity", {"k": k})])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kernel_matches_twin_wide(seed):
+    table, k = wide_table(seed)
+    assert_same_run(table, [build_model("k-anonymity", {"k": k})])
+
+
+@pytest.mark.parametrize("k", [2, 5, 10])
+def test_kernel_matches_twin_adult(adult_table, k):  # noqa: F811
+    assert assert_same_run(adult_table, [build_model("k-anonymity", {"k": k})]) > 50
+
+
+def test_kernel_matches_twin_two_k_models(adult_table):  # noqa: F811
+    """Two k-anonymity models: anonymous means the larger k."""
+    assert_same_run(adult_table, [build_model("k-anonymity", {"k": 3}), build_model("k-anonymity", {"k": 7})])
+
+
+@pytest.mark.parametrize("budget", [1, 2, 17, 144, 145, 146])
+def test_kernel_matches_twin_under_a_budget(adult_table, budget):  # noqa: F811
+    """adult k = 5 checks 145 nodes: budgets below, at and above that."""
+    assert_same_run(adult_table, [build_model("k-anonymity", {"k": 5})], budget)
+
+
+def test_run_optimizer_takes_the_kernel_and_reports_the_same(adult_table):  # noqa: F811
+    res = run_optimizer("flash", k_problem(adult_table, 5), budget=10**6)
+    problem = k_problem(adult_table, 5)
+    tracker = Tracker(problem, 10**6, name="flash")
+    state = F._Flash(problem, tracker, 0)
+    assert state.run()
+    twin = tracker.result(certified=True)
+    assert res.g.tolist() == twin.g.tolist() and res.td == twin.td and res.certified and twin.certified
+    assert res.info["nodes_checked"] == state.checked == res.evaluations
+    assert res.info["complete"] and res.info["optimal_within_limit"]
+
+
+def test_kernel_applies_to_k_anonymity_alone(adult_table):  # noqa: F811
+    size = lattice_size(adult_table.heights)
+    assert F.kernel_applies(k_problem(adult_table, 5), size)
+    assert not F.kernel_applies(Problem(adult_table, [build_model("k-anonymity", {"k": 5})], backend="duckdb"), size)
+    assert not F.kernel_applies(k_problem(adult_table, 5), F.KERNEL_MAX_LATTICE + 1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 15, 16, 17, 33, 128])
+def test_row_sum_is_numpys(n):
+    rng = np.random.default_rng(n)
+    rows = rng.integers(0, 7, size=(50, n)) / rng.integers(1, 7, size=n)
+    sums = rows.sum(axis=1)  # the twin's sorted_level sums rows of a 2-D array like this
+    for i in range(rows.shape[0]):
+        assert FK._numpy_row_sum(np.ascontiguousarray(rows[i])) == sums[i]
+
+
+def test_round12_is_numpys():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(2000), rng.integers(0, 40, 500) / 24.0, 1.0 - rng.integers(0, 40, 500) / 37.0])
+    assert all(FK._round12(v) == r for v, r in zip(x.tolist(), np.round(x, 12).tolist(), strict=True))

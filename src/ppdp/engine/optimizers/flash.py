@@ -62,6 +62,7 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import finish, kinds
 from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
+from ppdp.engine.models.k_anonymity import KAnonymity
 from ppdp.engine.optimizers import (
     OPTIMIZERS,
     OptimizerResult,
@@ -70,6 +71,7 @@ from ppdp.engine.optimizers import (
     checks_models,
     checks_params,
 )
+from ppdp.engine.optimizers import _flash_kernel as FK
 from ppdp.engine.optimizers.lattice import lattice_size, max_suppressed_records
 from ppdp.engine.optimizers.lattice_nodes import check_suppression_limit
 from ppdp.engine.problem import CLASS_CACHE_BYTES, Problem
@@ -305,9 +307,6 @@ class _Flash:
 
 def kernel_applies(problem: Problem, size: int) -> bool:
     """The zero-limit kernel checks k-anonymity alone from the numba backend's arrays."""
-    from ppdp.engine.models.k_anonymity import KAnonymity
-    from ppdp.engine.optimizers import _flash_kernel as FK
-
     ev = problem.evaluator
     return (isinstance(ev, NumbaEvaluator) and ev.kinds is not None and bool(np.all(ev.kinds == kinds.SMALLEST_CLASS))
             and all(type(m) is KAnonymity for m in problem.models) and 1 <= problem.n_qids <= FK.MAX_QIDS
@@ -317,8 +316,6 @@ def kernel_applies(problem: Problem, size: int) -> bool:
 def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """The zero-limit kernel's run: (checked flat indices in order, smallest class size and TD
     of each, complete)."""
-    from ppdp.engine.optimizers import _flash_kernel as FK
-
     t = problem.table
     ev = problem.evaluator
     assert isinstance(ev, NumbaEvaluator)

@@ -210,9 +210,11 @@ def _leaf_codes(column: pl.Series, name: str, h: Hierarchy) -> np.ndarray:
     most of the encoding's time on small tables (issue #25)."""
     if column.dtype == pl.String:
         try:
-            return column.cast(pl.Enum(h.leaves)).to_physical().to_numpy().astype(np.int32)
+            as_enum = column.cast(pl.Enum(h.leaves))
         except (pl.exceptions.PolarsError, ValueError):
-            pass  # a value that is not a leaf: named below (or leaves an Enum refuses: the lookup)
+            as_enum = None  # a value that is not a leaf: named below (or leaves an Enum refuses: the lookup)
+        if as_enum is not None:
+            return _enum_codes(as_enum, len(h.rows))
     leaf = h.leaf_code
     missing = [v for v in column.unique().to_list() if v not in leaf]
     if missing:
@@ -223,6 +225,19 @@ def _leaf_codes(column: pl.Series, name: str, h: Hierarchy) -> np.ndarray:
             "Hint: add them to the hierarchy's first column."
         )
     return column.replace_strict(leaf, return_dtype=pl.Int32).to_numpy().astype(np.int32)
+
+
+def _enum_codes(as_enum: pl.Series, n_categories: int) -> np.ndarray:
+    """Category indices of an Enum series as int32: read from its Arrow dictionary array (half
+    the time of ``to_physical``, a lazy query per call), whose dictionary is the Enum's whole
+    category list; ``to_physical`` when it is not (another Arrow export, or no pyarrow)."""
+    try:
+        arrow = as_enum.to_arrow()
+        if len(arrow.dictionary) == n_categories:
+            return arrow.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    except (ImportError, AttributeError):
+        pass
+    return as_enum.to_physical().to_numpy().astype(np.int32)
 
 
 def encode_population(histogram: pl.DataFrame, table: EncodedTable, where: str) -> PopulationHistogram:

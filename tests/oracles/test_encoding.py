@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.encoding import COUNT_COLUMN, _canonical_order, encode_histogram
 from ppdp.engine.errors import DataError, HierarchyError
 from tests.oracles.test_flash import random_hierarchy
 
@@ -66,3 +66,18 @@ def test_values_that_are_not_leaves_are_named():
                             .otherwise(pl.col(names[0])).alias(names[0]))
     with pytest.raises(HierarchyError, match=f"Column '{names[0]}' has value\\(s\\) 'nope' that are not leaves"):
         encode_histogram(bad, names, [], hs)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_canonical_order_mixed_radix_and_lexsort_agree(seed):
+    """The mixed-radix key (radices within 62 bits) and np.lexsort (beyond) order rows alike."""
+    rng = np.random.default_rng(seed)
+    n_leaves = [int(x) for x in rng.integers(1, 40, size=5)]
+    rows = {tuple(int(rng.integers(n)) for n in n_leaves) + (int(rng.integers(3)),) for _ in range(500)}
+    table = np.array(sorted(rows, key=lambda r: rng.random()), dtype=np.int32)
+    columns = [np.ascontiguousarray(table[:, q]) for q in range(5)]
+    sa = np.ascontiguousarray(table[:, 5])
+    small = _canonical_order(columns, n_leaves, sa, 3)
+    huge = _canonical_order(columns, [1 << 20] * 5, sa, 1 << 20)  # 2**120: the lexsort branch
+    assert small.tolist() == huge.tolist()
+    assert [tuple(r) for r in table[small].tolist()] == sorted(map(tuple, table.tolist()))

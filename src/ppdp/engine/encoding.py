@@ -10,6 +10,7 @@ indistinguishable, and the release chooses which concrete rows to drop by key or
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -185,9 +186,8 @@ def encode_histogram(
         sa_codes = np.zeros(histogram.height, dtype=np.int32)
         sa_tuples = [()]
     # A canonical row order makes record numbering (and so seeded runs) independent of the
-    # order in which the database returned its GROUP BY: by leaf codes in QID order, then SA
-    # code (np.lexsort's last key is its first).
-    order = np.lexsort([sa_codes, *reversed(code_columns)])
+    # order in which the database returned its GROUP BY: by leaf codes in QID order, then SA code.
+    order = _canonical_order(code_columns, [len(h.rows) for h in hierarchies], sa_codes, len(sa_tuples))
     codes = np.stack(code_columns, axis=1) if qids else np.zeros((histogram.height, 0), dtype=np.int32)
     return EncodedTable(
         qids=tuple(qids),
@@ -201,6 +201,20 @@ def encode_histogram(
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
+
+
+def _canonical_order(code_columns: list[np.ndarray], n_leaves: list[int], sa_codes: np.ndarray, n_sa: int) -> np.ndarray:
+    """Row order by (leaf codes in QID order, SA code): one stable argsort of a mixed-radix key
+    when the radices fit in 62 bits (np.lexsort's pass per key was 15 ms on adult's 18,000
+    rows), else np.lexsort (its last key is its first). The same order either way."""
+    radices = [*n_leaves, max(n_sa, 1)]
+    if math.prod(radices) < 1 << 62:
+        key = np.zeros(sa_codes.shape[0], dtype=np.int64)
+        for column, radix in zip([*code_columns, sa_codes], radices, strict=True):
+            key *= radix
+            key += column
+        return np.argsort(key, kind="stable")
+    return np.lexsort([sa_codes, *reversed(code_columns)])
 
 
 def _leaf_codes(column: pl.Series, name: str, h: Hierarchy) -> np.ndarray:

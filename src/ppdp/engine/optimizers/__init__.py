@@ -195,8 +195,16 @@ def optimizer_names() -> list[str]:
     return OPTIMIZERS.names()
 
 
+_BUILTIN_LOADED = False
+
+
 def _load_builtin() -> None:
-    # Importing the modules registers them; kept lazy so that `ppdp --help` stays fast.
+    # Importing the modules registers them; kept lazy so that `ppdp --help` stays fast. Once per
+    # process: the package's listing cost 1-2 ms per run_optimizer call (a 1,000-record Flash
+    # run's search is about that, issue #25).
+    global _BUILTIN_LOADED
+    if _BUILTIN_LOADED:
+        return
     import importlib
     import pkgutil
 
@@ -205,3 +213,4 @@ def _load_builtin() -> None:
     for mod in pkgutil.iter_modules(pkg.__path__):
         if not mod.name.startswith("_"):
             importlib.import_module(f"ppdp.engine.optimizers.{mod.name}")
+    _BUILTIN_LOADED = True

@@ -74,7 +74,7 @@ from ppdp.engine.optimizers import (
 from ppdp.engine.optimizers import _flash_kernel as FK
 from ppdp.engine.optimizers.lattice import lattice_size, max_suppressed_records
 from ppdp.engine.optimizers.lattice_nodes import check_suppression_limit
-from ppdp.engine.problem import CLASS_CACHE_BYTES, Problem
+from ppdp.engine.problem import CLASS_CACHE_BYTES, Problem, fitness_key
 
 # Largest lattice the zero-limit kernel takes (13 bytes per node: level, bucket, tag); beyond
 # it the Python traversal, with one byte per node.
@@ -351,7 +351,20 @@ def run_zero_limit_kernel(problem: Problem, tracker: Tracker) -> tuple[int, bool
         if not np.array_equal(evaluation.feasible, smallest >= k):  # the kernel tagged by another verdict
             raise RuntimeError("flash kernel: anonymity verdicts differ from the models' feasibility")
         problem.evaluations += n
-        tracker.offer(G, np.broadcast_to(t.counts, (n, t.n_rows)), evaluation)
+        # Tracker.offer of all n rows in order, row by row in Python: only the rows that improve
+        # the best change more than the count, so those are offered and the rest counted (the
+        # same best, history and count).
+        retained = t.counts[None, :]
+        feasible, violation, td_list = evaluation.feasible.tolist(), evaluation.violation.tolist(), evaluation.td.tolist()
+        best, done = tracker.best_key, 0
+        for i in range(n):
+            key = fitness_key(feasible[i], violation[i], td_list[i])
+            if best is None or key > best:
+                best = key
+                tracker.count(i - done)
+                tracker.offer(G[i:i + 1], retained, evaluation.row(i))
+                done = i + 1
+        tracker.count(n - done)
     return n, complete
 
 

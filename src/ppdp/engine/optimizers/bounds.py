@@ -86,7 +86,7 @@ import numba as nb
 import numpy as np
 
 from ppdp.engine.evaluator import _kernels
-from ppdp.engine.evaluator._kernels import _classify_into, _table_size
+from ppdp.engine.evaluator._kernels import _classify_into, _rank_into, _table_size
 from ppdp.engine.kernels_cache import guard
 from ppdp.engine.problem import Problem
 
@@ -138,17 +138,6 @@ def _meet_table(gen, heights):
                     j += 1
                 tab[q, a, b] = j
     return tab
-
-
-@nb.njit(cache=True)
-def _meet_levels_from(h, codes, tab):
-    """``_meet_levels`` read from ``_meet_table``."""
-    n, nq = codes.shape
-    m = np.empty((n, nq), dtype=np.int64)
-    for p in range(n):
-        for q in range(nq):
-            m[p, q] = tab[q, codes[h, q], codes[p, q]]
-    return m
 
 
 @dataclass(frozen=True)
@@ -212,12 +201,19 @@ def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
     heights = np.asarray(t.heights, dtype=np.int64)
     tab = (_meet_table(gen, heights) if gen.shape[2] <= MEET_TABLE_MAX_LEAVES and int(heights.max(initial=0)) < 127
            else np.zeros((0, 0, 0), dtype=np.int8))
+    # scratch of the hashed merge (``_row_partners``), allocated once for every row
+    keys = np.empty(t.n_rows, dtype=np.int64)
+    ids = np.empty(t.n_rows, dtype=np.int32)
+    size = _table_size(t.n_rows)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.empty(size, dtype=np.int32)
     start = [0]
     meets: list[np.ndarray] = []
     mults: list[np.ndarray] = []
     for h in range(t.n_rows):
         if need[h] > 0:
-            vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]), tab)
+            vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]), tab,
+                                     keys, ids, slot_key, slot_id)
             meets.append(vecs)
             mults.append(mu)
         start.append(start[-1] + (len(meets[-1]) if need[h] > 0 else 0))
@@ -228,38 +224,80 @@ def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
 
 
 @nb.njit(cache=True)
-def _row_partners(h, codes, gen, heights, mult, need, tab):
+def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id):
     """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
     each row p with their record counts (the row's own other records: the zero vector), sorted by
-    level sum, without those dominated by ``need`` records of kept vectors (``_undominated``)."""
-    m = _meet_levels(h, codes, gen, heights) if tab.shape[1] == 0 else _meet_levels_from(h, codes, tab)
-    n, nq = m.shape
-    # Equal vectors merged: sort by a mixed-radix key (levels <= heights + 1).
-    key = np.zeros(n, dtype=np.int64)
+    level sum and then by vector (lexicographically), without those dominated by ``need`` records
+    of kept vectors (``_undominated``); plain-Python twin ``row_partners_python``.
+
+    Each candidate's meet vector is folded into a mixed-radix key (levels <= heights + 1) as it
+    is read and equal keys are merged by a hash table (``_rank_into``), so only the d distinct
+    vectors are sorted, not the rows: on a 5,000-record adult sample the sort of every row's
+    rows was most of building the partner table (issue #25). ``keys``, ``ids``, ``slot_key``,
+    ``slot_id``: scratch (n, n, and a power-of-two hash table of at least 2n slots)."""
+    n, nq = codes.shape
+    with_tab = tab.shape[1] > 0
     for p in range(n):
+        key = 0
         for q in range(nq):
-            key[p] = key[p] * (heights[q] + 2) + m[p, q]
-    order = np.argsort(key, kind="mergesort")
-    vecs = np.empty((n, nq), dtype=np.int64)
-    mu = np.zeros(n, dtype=np.int64)
-    sums = np.zeros(n, dtype=np.int64)
-    d = -1
-    last = -1
-    for p in order:
-        if mult[p] == 0:
-            continue
-        if d < 0 or key[p] != last:
-            d += 1
-            last = key[p]
-            vecs[d] = m[p]
-            sums[d] = m[p].sum()
-        mu[d] += mult[p]
-    d += 1
-    by_sum = np.argsort(sums[:d], kind="mergesort")
-    vecs = vecs[:d][by_sum]
-    mu = mu[:d][by_sum]
+            if with_tab:
+                j = np.int64(tab[q, codes[h, q], codes[p, q]])
+            else:
+                j = 0
+                while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
+                    j += 1
+            key = key * (heights[q] + 2) + j
+        keys[p] = key
+    d = _rank_into(keys, mult, ids, slot_key, slot_id)  # dense ids of the candidates (mult > 0)
+    distinct = np.empty(d, dtype=np.int64)
+    merged = np.zeros(d, dtype=np.int64)
+    for p in range(n):
+        i = ids[p]
+        if i >= 0:
+            distinct[i] = keys[p]
+            merged[i] += mult[p]
+    by_key = np.argsort(distinct, kind="mergesort")  # key order is the vectors' lexicographic order
+    vecs = np.empty((d, nq), dtype=np.int64)
+    mu = np.empty(d, dtype=np.int64)
+    sums = np.zeros(d, dtype=np.int64)
+    for x in range(d):
+        i = by_key[x]
+        key = distinct[i]
+        mu[x] = merged[i]
+        for q in range(nq - 1, -1, -1):
+            radix = heights[q] + 2
+            vecs[x, q] = key % radix
+            key //= radix
+            sums[x] += vecs[x, q]
+    by_sum = np.argsort(sums, kind="mergesort")
+    vecs = vecs[by_sum]
+    mu = mu[by_sum]
     keep = _undominated(vecs, mu, need)
     return vecs[keep], mu[keep]
+
+
+def row_partners_python(h: int, codes: np.ndarray, gen: np.ndarray, heights: np.ndarray, mult: np.ndarray,
+                        need: int) -> tuple[np.ndarray, np.ndarray]:
+    """Plain-Python twin of ``_row_partners`` for the tests: meet vectors by walking the
+    hierarchies, merged in a dict, sorted by (level sum, vector), the dominance rule spelled out."""
+    merged: dict[tuple[int, ...], int] = {}
+    for p in range(codes.shape[0]):
+        if mult[p] > 0:
+            vec = []
+            for q in range(codes.shape[1]):
+                j = 0
+                while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
+                    j += 1
+                vec.append(j)
+            merged[tuple(vec)] = merged.get(tuple(vec), 0) + int(mult[p])
+    ordered = sorted(merged, key=lambda v: (sum(v), v))
+    kept: list[tuple[int, ...]] = []
+    for v in ordered:
+        above = sum(merged[u] for u in kept if all(a <= b for a, b in zip(u, v, strict=True)))
+        if above < need:
+            kept.append(v)
+    return (np.asarray(kept, dtype=np.int64).reshape(len(kept), codes.shape[1]),
+            np.asarray([merged[v] for v in kept], dtype=np.int64))
 
 
 @nb.njit(cache=True)

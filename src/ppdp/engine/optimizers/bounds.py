@@ -140,6 +140,40 @@ def _meet_table(gen, heights):
     return tab
 
 
+# Packed meet vectors (issue #25): a vector of levels as one int64, a field of
+# bit_length(heights[q] + 1) bits per QID (levels go up to heights[q] + 1, "never merge") with a
+# guard bit above it. For packed u, v and the mask G of the guard bits, u <= v componentwise iff
+# ((v | G) - u) & G == G: in each field (v_q + 2^b) - u_q lies in [1, 2^(b+1) - 1] since
+# u_q, v_q < 2^b, so no field borrows from the next, and the result reaches the guard bit 2^b
+# iff v_q >= u_q. One subtraction replaces a loop over the QIDs in the dominance test of the
+# partner tables and in the "partner inside U" / "merged at L" tests of every box bound. Up to
+# 63 bits (int64 stays non-negative); wider lattices keep the loops (guard -1).
+def meet_packing(heights: np.ndarray) -> tuple[np.ndarray, int]:
+    """(bit offset of each QID's field, mask of the guard bits) of packed meet vectors, or
+    (zeros, -1) when they need more than 63 bits."""
+    shifts = np.zeros(len(heights), dtype=np.int64)
+    guard, pos = 0, 0
+    for q, h in enumerate(np.asarray(heights, dtype=np.int64).tolist()):
+        width = int(h + 1).bit_length()
+        shifts[q] = pos
+        guard |= 1 << (pos + width)
+        pos += width + 1
+    return (shifts, guard) if pos <= 63 else (np.zeros(len(heights), dtype=np.int64), -1)
+
+
+@nb.njit(cache=True)
+def _pack(vecs, shifts):
+    """Each row of ``vecs`` (levels) as one packed int64 (``meet_packing``)."""
+    n, nq = vecs.shape
+    out = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        x = 0
+        for q in range(nq):
+            x |= vecs[i, q] << shifts[q]
+        out[i] = x
+    return out
+
+
 @dataclass(frozen=True)
 class PartnerTable:
     """Per row, the meet vectors of its candidate partners (CSR), their record counts, and how
@@ -207,13 +241,14 @@ def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
     size = _table_size(t.n_rows)
     slot_key = np.empty(size, dtype=np.int64)
     slot_id = np.empty(size, dtype=np.int32)
+    shifts, guard = meet_packing(heights)
     start = [0]
     meets: list[np.ndarray] = []
     mults: list[np.ndarray] = []
     for h in range(t.n_rows):
         if need[h] > 0:
             vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]), tab,
-                                     keys, ids, slot_key, slot_id)
+                                     keys, ids, slot_key, slot_id, shifts, guard)
             meets.append(vecs)
             mults.append(mu)
         start.append(start[-1] + (len(meets[-1]) if need[h] > 0 else 0))
@@ -224,7 +259,7 @@ def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
 
 
 @nb.njit(cache=True)
-def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id):
+def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id, shifts, guard):
     """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
     each row p with their record counts (the row's own other records: the zero vector), sorted by
     level sum and then by vector (lexicographically), without those dominated by ``need`` records
@@ -272,7 +307,7 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
     by_sum = np.argsort(sums, kind="mergesort")
     vecs = vecs[by_sum]
     mu = mu[by_sum]
-    keep = _undominated(vecs, mu, need)
+    keep = _undominated(vecs, mu, need, _pack(vecs, shifts), guard)
     return vecs[keep], mu[keep]
 
 
@@ -301,22 +336,27 @@ def row_partners_python(h: int, codes: np.ndarray, gen: np.ndarray, heights: np.
 
 
 @nb.njit(cache=True)
-def _undominated(vecs, mult, need):
+def _undominated(vecs, mult, need, packed, guard):
     """Mask of the rows of ``vecs`` (distinct, sorted by sum) that fewer than ``need`` records of
-    kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first."""
+    kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first.
+    ``packed``/``guard``: the rows packed (``meet_packing``; guard -1: compare QID by QID)."""
     n, nq = vecs.shape
     keep = np.zeros(n, dtype=np.bool_)
     kept = np.empty(n, dtype=np.int64)
     n_kept = 0
     for i in range(n):
         above = 0
+        vg = packed[i] | guard
         for x in range(n_kept):
             j = kept[x]
-            dominated = True
-            for q in range(nq):
-                if vecs[j, q] > vecs[i, q]:
-                    dominated = False
-                    break
+            if guard >= 0:
+                dominated = ((vg - packed[j]) & guard) == guard
+            else:
+                dominated = True
+                for q in range(nq):
+                    if vecs[j, q] > vecs[i, q]:
+                        dominated = False
+                        break
             if dominated:
                 above += mult[j]
                 if above >= need:
@@ -357,12 +397,18 @@ def _kth_largest_small(vals, muls, npart, k):
 
 
 @nb.njit(cache=True)
-def _row_bounds(L, U, codes, weight, start, meet, mult, need):
+def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard):
     """out[i, h]: the bound of one record of row h over the box [L[i], U[i]] (module docstring):
-    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0."""
+    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0.
+    ``packed``: the partners' meet vectors packed (``meet_packing``'s ``shifts``, ``guard``;
+    guard -1: compared QID by QID)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros((n_nodes, n))
+    # The boxes' corners packed with the guard bits set: "inside U" and "merged at L" are then
+    # one subtraction per partner (``meet_packing``).
+    lowg = _pack(L, shifts) | guard
+    highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
@@ -389,22 +435,33 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need):
             best = 0.0
             low = 0
             done = False
+            own = 0.0
+            for q in range(nq):
+                own += wrow[q, L[i, q]]
             for row in range(start[h], start[h + 1]):
-                inside = True
-                for q in range(nq):
-                    if meet[row, q] > U[i, q]:
-                        inside = False
-                        break
-                if not inside:
-                    continue
-                v = 0.0
-                at_low = True
-                for q in range(nq):
-                    if L[i, q] >= meet[row, q]:
-                        v += wrow[q, L[i, q]]
-                    else:
-                        at_low = False
-                        v += wrow[q, meet[row, q]]
+                if guard >= 0:
+                    if ((highg[i] - packed[row]) & guard) != guard:
+                        continue  # not inside U
+                    at_low = ((lowg[i] - packed[row]) & guard) == guard
+                else:
+                    inside = True
+                    for q in range(nq):
+                        if meet[row, q] > U[i, q]:
+                            inside = False
+                            break
+                    if not inside:
+                        continue
+                    at_low = True
+                    for q in range(nq):
+                        if L[i, q] < meet[row, q]:
+                            at_low = False
+                            break
+                if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
+                    v = own
+                else:
+                    v = 0.0
+                    for q in range(nq):
+                        v += wrow[q, max(L[i, q], meet[row, q])]
                 if at_low:
                     low += mult[row]
                     if low >= k:
@@ -498,8 +555,18 @@ class BoxBound:
         self._weight = t.lookup[1]
         self._counts = t.counts.astype(np.float64)
         self._records = t.counts.astype(np.int64)
+        self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
+        self._packed: dict[int, tuple[PartnerTable, np.ndarray]] = {}
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
+
+    def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable) -> np.ndarray:
+        packed = self._packed.get(id(p))
+        if packed is None or packed[0] is not p:  # packed once per table (tests may swap tables)
+            packed = (p, _pack(p.meet, self._shifts))
+            self._packed[id(p)] = packed
+        return _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need, packed[1],
+                           self._shifts, self._guard)
 
     @property
     def active(self) -> bool:
@@ -514,8 +581,8 @@ class BoxBound:
             return _class_bounds(L, U, self._codes, self._gen, self._n_gen, self._weight,
                                  self._records, self.kmin)
         first, *rest = self.tables or [self._none]
-        per_row = _row_bounds(L, U, self._codes, self._weight, first.start, first.meet, first.mult, first.need)
+        per_row = self._row_bounds(L, U, first)
         for p in rest:
-            per_row = np.minimum(per_row, _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need))
+            per_row = np.minimum(per_row, self._row_bounds(L, U, p))
         # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
         return np.multiply(per_row, self._counts).sum(axis=1)

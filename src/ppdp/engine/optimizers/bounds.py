@@ -209,70 +209,102 @@ def partner_tables(problem: Problem) -> list[PartnerTable]:
     t = problem.table
     if t.n_rows > MAX_PARTNER_ROWS or np.prod(t.heights.astype(float) + 2) >= MAX_KEY:
         return []
-    counts = t.counts.astype(np.int64)
     out = []
     kmin = min_class_size(problem)
     if kmin >= 2:
-        out.append(_table(problem, np.full(t.n_rows, kmin - 1, dtype=np.int64), lambda h: _minus_self(counts, h)))
+        out.append(_table(problem, np.full(t.n_rows, kmin - 1, dtype=np.int64), other_sa_only=False))
     need_t = t_partners_needed(problem)
     if np.any(need_t > 0):
-        sa = np.asarray(t.sa)
-        out.append(_table(problem, need_t, lambda h: np.where(sa != sa[h], counts, 0)))
+        out.append(_table(problem, need_t, other_sa_only=True))
     return out
 
 
-def _minus_self(counts: np.ndarray, h: int) -> np.ndarray:
-    mult = counts.copy()
-    mult[h] -= 1  # the row's other records
-    return mult
+# Meet-vector key spaces (prod(heights + 2)) up to this size merge equal vectors by direct
+# addressing (an int32 array of that many entries, 16 MiB at most), larger ones by a hash table.
+DENSE_MAX_KEYS = 1 << 22
 
 
-def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
-    """``candidates(h)``: records per row that may share a class with a record of row h."""
+def _table(problem: Problem, need: np.ndarray, *, other_sa_only: bool) -> PartnerTable:
+    """Candidates of row h: every other record (``other_sa_only`` False) or the records with
+    another SA value than h's (True)."""
     t = problem.table
     gen = t.lookup[0]
     codes = np.ascontiguousarray(t.codes, dtype=np.int64)
     heights = np.asarray(t.heights, dtype=np.int64)
     tab = (_meet_table(gen, heights) if gen.shape[2] <= MEET_TABLE_MAX_LEAVES and int(heights.max(initial=0)) < 127
            else np.zeros((0, 0, 0), dtype=np.int8))
-    # scratch of the hashed merge (``_row_partners``), allocated once for every row
-    keys = np.empty(t.n_rows, dtype=np.int64)
-    ids = np.empty(t.n_rows, dtype=np.int32)
-    size = _table_size(t.n_rows)
-    slot_key = np.empty(size, dtype=np.int64)
-    slot_id = np.empty(size, dtype=np.int32)
+    n_keys = int(np.prod(heights + 2))
+    dense = np.full(n_keys if n_keys <= DENSE_MAX_KEYS else 0, -1, dtype=np.int32)
     shifts, guard = meet_packing(heights)
-    start = [0]
-    meets: list[np.ndarray] = []
-    mults: list[np.ndarray] = []
-    for h in range(t.n_rows):
-        if need[h] > 0:
-            vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]), tab,
-                                     keys, ids, slot_key, slot_id, shifts, guard)
-            meets.append(vecs)
-            mults.append(mu)
-        start.append(start[-1] + (len(meets[-1]) if need[h] > 0 else 0))
-    meet = np.concatenate(meets) if meets else np.zeros((0, t.n_qids), dtype=np.int64)
-    mult = np.concatenate(mults) if mults else np.zeros(0, dtype=np.int64)
-    return PartnerTable(np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
-                        np.asarray(mult, dtype=np.int64), need.astype(np.int64))
+    sa = np.asarray(t.sa, dtype=np.int64) if other_sa_only else np.zeros(t.n_rows, dtype=np.int64)
+    start, meet, mult = _partner_lists(codes, gen, heights, t.counts.astype(np.int64), sa, other_sa_only,
+                                       need.astype(np.int64), tab, dense, shifts, guard)
+    return PartnerTable(start, meet, mult, need.astype(np.int64))
 
 
 @nb.njit(cache=True)
-def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id, shifts, guard):
+def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, dense, shifts, guard):
+    """(start, meet, mult) of the partner table: ``_row_partners`` of every row with need > 0,
+    concatenated (CSR); the candidates of row h are ``counts`` without h's own record, or only
+    the rows of another SA value."""
+    n, nq = codes.shape
+    keys = np.empty(n, dtype=np.int64)
+    ids = np.empty(n, dtype=np.int32)
+    size = _table_size(n)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.empty(size, dtype=np.int32)
+    distinct = np.empty(n, dtype=np.int64)
+    merged = np.empty(n, dtype=np.int64)
+    cand = np.empty(n, dtype=np.int64)
+    start = np.zeros(n + 1, dtype=np.int64)
+    meet = np.empty((max(n, 16), nq), dtype=np.int64)
+    mult = np.empty(max(n, 16), dtype=np.int64)
+    used = 0
+    for h in range(n):
+        if need[h] > 0:
+            for p in range(n):
+                cand[p] = (counts[p] if sa[p] != sa[h] else 0) if other_sa_only else counts[p]
+            if not other_sa_only:
+                cand[h] -= 1  # the row's other records
+            vecs, mu = _row_partners(h, codes, gen, heights, cand, need[h], tab, keys, ids, slot_key, slot_id,
+                                     dense, distinct, merged, shifts, guard)
+            while used + len(mu) > mult.shape[0]:  # grow by doubling
+                bigger = np.empty((2 * mult.shape[0], nq), dtype=np.int64)
+                bigger[:used] = meet[:used]
+                meet = bigger
+                bigger_mult = np.empty(2 * mult.shape[0], dtype=np.int64)
+                bigger_mult[:used] = mult[:used]
+                mult = bigger_mult
+            meet[used:used + len(mu)] = vecs
+            mult[used:used + len(mu)] = mu
+            used += len(mu)
+        start[h + 1] = used
+    return start, meet[:used].copy(), mult[:used].copy()
+
+
+@nb.njit(cache=True)
+def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id, dense, distinct, merged, shifts,
+                  guard):
     """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
     each row p with their record counts (the row's own other records: the zero vector), sorted by
     level sum and then by vector (lexicographically), without those dominated by ``need`` records
     of kept vectors (``_undominated``); plain-Python twin ``row_partners_python``.
 
     Each candidate's meet vector is folded into a mixed-radix key (levels <= heights + 1) as it
-    is read and equal keys are merged by a hash table (``_rank_into``), so only the d distinct
-    vectors are sorted, not the rows: on a 5,000-record adult sample the sort of every row's
-    rows was most of building the partner table (issue #25). ``keys``, ``ids``, ``slot_key``,
-    ``slot_id``: scratch (n, n, and a power-of-two hash table of at least 2n slots)."""
+    is read and equal keys are merged, by direct addressing in ``dense`` (every entry -1, and
+    left so) when it holds the key space, else by a hash table (``_rank_into``): only the d
+    distinct vectors are sorted, not the rows: on a 5,000-record adult sample the sort of every
+    row's rows was most of building the partner table (issue #25). ``keys``, ``ids``,
+    ``distinct``, ``merged``: scratch of n; ``slot_key``/``slot_id``: a power-of-two
+    hash table of at least 2n slots."""
     n, nq = codes.shape
     with_tab = tab.shape[1] > 0
+    by_dense = dense.shape[0] > 0
+    d = 0
     for p in range(n):
+        if mult[p] <= 0:
+            keys[p] = 0
+            continue
         key = 0
         for q in range(nq):
             if with_tab:
@@ -283,15 +315,28 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
                     j += 1
             key = key * (heights[q] + 2) + j
         keys[p] = key
-    d = _rank_into(keys, mult, ids, slot_key, slot_id)  # dense ids of the candidates (mult > 0)
-    distinct = np.empty(d, dtype=np.int64)
-    merged = np.zeros(d, dtype=np.int64)
-    for p in range(n):
-        i = ids[p]
-        if i >= 0:
-            distinct[i] = keys[p]
-            merged[i] += mult[p]
-    by_key = np.argsort(distinct, kind="mergesort")  # key order is the vectors' lexicographic order
+        if by_dense:
+            i = dense[key]
+            if i < 0:
+                dense[key] = d
+                distinct[d] = key
+                merged[d] = mult[p]
+                d += 1
+            else:
+                merged[i] += mult[p]
+    if by_dense:
+        for x in range(d):
+            dense[distinct[x]] = -1
+    else:
+        d = _rank_into(keys, mult, ids, slot_key, slot_id)  # dense ids of the candidates (mult > 0)
+        for x in range(d):
+            merged[x] = 0
+        for p in range(n):
+            i = ids[p]
+            if i >= 0:
+                distinct[i] = keys[p]
+                merged[i] += mult[p]
+    by_key = np.argsort(distinct[:d], kind="mergesort")  # key order is the vectors' lexicographic order
     vecs = np.empty((d, nq), dtype=np.int64)
     mu = np.empty(d, dtype=np.int64)
     sums = np.zeros(d, dtype=np.int64)

@@ -308,7 +308,7 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
         key = 0
         for q in range(nq):
             if with_tab:
-                j = np.int64(tab[q, codes[h, q], codes[p, q]])
+                j = int(tab[q, codes[h, q], codes[p, q]])
             else:
                 j = 0
                 while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:

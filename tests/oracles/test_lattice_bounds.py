@@ -10,6 +10,7 @@
     bound of every partner.
 (e) The search (box branch and bound, batch 1 and 64, and the node best-first) returns the
     optimum of exhaustive search and says certified, also under a suppression limit.
+(f) The fast partner lists and packed meet vectors (issue #25) equal their plain twins.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from ppdp.engine.optimizers.bounds import (
     BoxBound,
     PartnerTable,
     _meet_levels,
+    _pack,
     class_bounds_python,
+    meet_packing,
     min_class_size,
+    row_partners_python,
     t_partners_needed,
 )
 from ppdp.engine.optimizers.lattice import all_nodes, lattice_size
@@ -388,3 +392,80 @@ def test_small_lattices_without_partner_tables_take_the_node_search(monkeypatch:
     boxes = run_optimizer("lattice", Problem(table, models), budget=10**6)
     assert nodes.info["search"] == "nodes" and boxes.info["search"] == "boxes by class"
     assert nodes.certified and boxes.certified and nodes.td == pytest.approx(boxes.td, abs=1e-9)
+
+
+# (f) The fast paths of issue #25 against their plain twins: the partner lists built in one
+# Numba pass (direct-addressed or hashed merging, meet table or hierarchy walks, packed
+# dominance) against ``row_partners_python``; the packed "u <= v" test against the QID loop;
+# the box bounds with packed meet vectors against the same bounds compared QID by QID.
+
+@pytest.mark.parametrize("path", ["dense", "hash", "walk"])
+@pytest.mark.parametrize("models_key", ["k=2", "k=4", "t=0.1", "k=3,t=0.2"])
+@pytest.mark.parametrize("seed", range(6))
+def test_partner_lists_match_the_python_twin(monkeypatch: pytest.MonkeyPatch, path: str, models_key: str,
+                                             seed: int) -> None:
+    if path == "hash":
+        monkeypatch.setattr(bounds_module, "DENSE_MAX_KEYS", 0)
+    if path == "walk":
+        monkeypatch.setattr(bounds_module, "MEET_TABLE_MAX_LEAVES", 0)
+    rng = np.random.default_rng([86_000, seed, len(models_key)])
+    table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=80)
+    while "t" in models_key and table.n_sa == 0:
+        table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=80)
+    models = []
+    for part in models_key.split(","):
+        name, value = part.split("=")
+        models.append(build_model("k-anonymity", {"k": int(value)}) if name == "k"
+                      else build_model("t-closeness", {"t": float(value)}))
+    problem = Problem(table, models)
+    t = problem.table
+    codes = np.asarray(t.codes, dtype=np.int64)
+    heights = np.asarray(t.heights, dtype=np.int64)
+    counts = t.counts.astype(np.int64)
+    sa = np.asarray(t.sa)
+    expected = []
+    if min_class_size(problem) >= 2:
+        expected.append((np.full(t.n_rows, min_class_size(problem) - 1), lambda h: counts - (np.arange(t.n_rows) == h)))
+    need_t = t_partners_needed(problem)
+    if need_t.any():
+        expected.append((need_t, lambda h: np.where(sa != sa[h], counts, 0)))
+    tables = bounds_module.partner_tables(problem)
+    assert len(tables) == len(expected)
+    for table_, (need, candidates) in zip(tables, expected, strict=True):
+        assert np.array_equal(table_.need, need)
+        for h in range(t.n_rows):
+            vecs, mult = (row_partners_python(h, codes, t.lookup[0], heights, candidates(h), int(need[h]))
+                          if need[h] > 0 else (np.zeros((0, t.n_qids), dtype=np.int64), np.zeros(0, dtype=np.int64)))
+            lo, hi = table_.start[h], table_.start[h + 1]
+            assert np.array_equal(table_.meet[lo:hi], vecs), h
+            assert np.array_equal(table_.mult[lo:hi], mult), h
+
+
+def test_packed_dominance_is_the_componentwise_order() -> None:
+    """Every pair of vectors of a small lattice (levels up to heights + 1): the packed test
+    ((v | G) - u) & G == G says u <= v exactly when every level of u is at most v's."""
+    heights = np.array([0, 1, 2, 4, 7], dtype=np.int64)
+    shifts, guard = meet_packing(heights)
+    assert guard >= 0
+    grid = all_nodes(heights + 1)
+    packed = _pack(grid, shifts)
+    for i in range(len(grid)):
+        expected = np.all(grid[i] <= grid, axis=1)  # grid[i] <= every v
+        got = ((packed | guard) - packed[i]) & guard == guard
+        assert np.array_equal(got, expected), grid[i]
+    assert meet_packing(np.full(20, 7))[1] == -1  # 20 fields of 4 + 1 bits: over 63 bits, unpacked
+
+
+@pytest.mark.parametrize("models_key", list(MODELS))
+@pytest.mark.parametrize("seed", range(6))
+def test_packed_box_bounds_equal_the_qid_loop(models_key: str, seed: int) -> None:
+    rng = np.random.default_rng([87_000, seed, len(models_key)])
+    table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=80)
+    problem = Problem(table, [build_model(name, params) for name, params in MODELS[models_key]]
+                      if "t" not in models_key or table.n_sa else [build_model("k-anonymity", {"k": 2})])
+    packed = BoxBound(problem)
+    looped = BoxBound(problem)
+    looped._guard = -1
+    boxes = [random_box(rng, table.heights) for _ in range(60)]
+    L, U = np.stack([b[0] for b in boxes]), np.stack([b[1] for b in boxes])
+    assert np.array_equal(packed(L, U), looped(L, U))  # bit for bit: the same sums in the same order

@@ -86,7 +86,7 @@ import numba as nb
 import numpy as np
 
 from ppdp.engine.evaluator import _kernels
-from ppdp.engine.evaluator._kernels import _classify_into, _table_size
+from ppdp.engine.evaluator._kernels import _classify_into, _rank_into, _table_size
 from ppdp.engine.kernels_cache import guard
 from ppdp.engine.problem import Problem
 
@@ -140,15 +140,38 @@ def _meet_table(gen, heights):
     return tab
 
 
+# Packed meet vectors (issue #25): a vector of levels as one int64, a field of
+# bit_length(heights[q] + 1) bits per QID (levels go up to heights[q] + 1, "never merge") with a
+# guard bit above it. For packed u, v and the mask G of the guard bits, u <= v componentwise iff
+# ((v | G) - u) & G == G: in each field (v_q + 2^b) - u_q lies in [1, 2^(b+1) - 1] since
+# u_q, v_q < 2^b, so no field borrows from the next, and the result reaches the guard bit 2^b
+# iff v_q >= u_q. One subtraction replaces a loop over the QIDs in the dominance test of the
+# partner tables and in the "partner inside U" / "merged at L" tests of every box bound. Up to
+# 63 bits (int64 stays non-negative); wider lattices keep the loops (guard -1).
+def meet_packing(heights: np.ndarray) -> tuple[np.ndarray, int]:
+    """(bit offset of each QID's field, mask of the guard bits) of packed meet vectors, or
+    (zeros, -1) when they need more than 63 bits."""
+    shifts = np.zeros(len(heights), dtype=np.int64)
+    guard, pos = 0, 0
+    for q, h in enumerate(np.asarray(heights, dtype=np.int64).tolist()):
+        width = int(h + 1).bit_length()
+        shifts[q] = pos
+        guard |= 1 << (pos + width)
+        pos += width + 1
+    return (shifts, guard) if pos <= 63 else (np.zeros(len(heights), dtype=np.int64), -1)
+
+
 @nb.njit(cache=True)
-def _meet_levels_from(h, codes, tab):
-    """``_meet_levels`` read from ``_meet_table``."""
-    n, nq = codes.shape
-    m = np.empty((n, nq), dtype=np.int64)
-    for p in range(n):
+def _pack(vecs, shifts):
+    """Each row of ``vecs`` (levels) as one packed int64 (``meet_packing``)."""
+    n, nq = vecs.shape
+    out = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        x = 0
         for q in range(nq):
-            m[p, q] = tab[q, codes[h, q], codes[p, q]]
-    return m
+            x |= vecs[i, q] << shifts[q]
+        out[i] = x
+    return out
 
 
 @dataclass(frozen=True)
@@ -186,99 +209,199 @@ def partner_tables(problem: Problem) -> list[PartnerTable]:
     t = problem.table
     if t.n_rows > MAX_PARTNER_ROWS or np.prod(t.heights.astype(float) + 2) >= MAX_KEY:
         return []
-    counts = t.counts.astype(np.int64)
     out = []
     kmin = min_class_size(problem)
     if kmin >= 2:
-        out.append(_table(problem, np.full(t.n_rows, kmin - 1, dtype=np.int64), lambda h: _minus_self(counts, h)))
+        out.append(_table(problem, np.full(t.n_rows, kmin - 1, dtype=np.int64), other_sa_only=False))
     need_t = t_partners_needed(problem)
     if np.any(need_t > 0):
-        sa = np.asarray(t.sa)
-        out.append(_table(problem, need_t, lambda h: np.where(sa != sa[h], counts, 0)))
+        out.append(_table(problem, need_t, other_sa_only=True))
     return out
 
 
-def _minus_self(counts: np.ndarray, h: int) -> np.ndarray:
-    mult = counts.copy()
-    mult[h] -= 1  # the row's other records
-    return mult
+# Meet-vector key spaces (prod(heights + 2)) up to this size merge equal vectors by direct
+# addressing (an int32 array of that many entries, 16 MiB at most), larger ones by a hash table.
+DENSE_MAX_KEYS = 1 << 22
 
 
-def _table(problem: Problem, need: np.ndarray, candidates) -> PartnerTable:
-    """``candidates(h)``: records per row that may share a class with a record of row h."""
+def _table(problem: Problem, need: np.ndarray, *, other_sa_only: bool) -> PartnerTable:
+    """Candidates of row h: every other record (``other_sa_only`` False) or the records with
+    another SA value than h's (True)."""
     t = problem.table
     gen = t.lookup[0]
     codes = np.ascontiguousarray(t.codes, dtype=np.int64)
     heights = np.asarray(t.heights, dtype=np.int64)
     tab = (_meet_table(gen, heights) if gen.shape[2] <= MEET_TABLE_MAX_LEAVES and int(heights.max(initial=0)) < 127
            else np.zeros((0, 0, 0), dtype=np.int8))
-    start = [0]
-    meets: list[np.ndarray] = []
-    mults: list[np.ndarray] = []
-    for h in range(t.n_rows):
-        if need[h] > 0:
-            vecs, mu = _row_partners(h, codes, gen, heights, candidates(h).astype(np.int64), int(need[h]), tab)
-            meets.append(vecs)
-            mults.append(mu)
-        start.append(start[-1] + (len(meets[-1]) if need[h] > 0 else 0))
-    meet = np.concatenate(meets) if meets else np.zeros((0, t.n_qids), dtype=np.int64)
-    mult = np.concatenate(mults) if mults else np.zeros(0, dtype=np.int64)
-    return PartnerTable(np.asarray(start, dtype=np.int64), np.ascontiguousarray(meet, dtype=np.int64),
-                        np.asarray(mult, dtype=np.int64), need.astype(np.int64))
+    n_keys = int(np.prod(heights + 2))
+    dense = np.full(n_keys if n_keys <= DENSE_MAX_KEYS else 0, -1, dtype=np.int32)
+    shifts, guard = meet_packing(heights)
+    sa = np.asarray(t.sa, dtype=np.int64) if other_sa_only else np.zeros(t.n_rows, dtype=np.int64)
+    start, meet, mult = _partner_lists(codes, gen, heights, t.counts.astype(np.int64), sa, other_sa_only,
+                                       need.astype(np.int64), tab, dense, shifts, guard)
+    return PartnerTable(start, meet, mult, need.astype(np.int64))
 
 
 @nb.njit(cache=True)
-def _row_partners(h, codes, gen, heights, mult, need, tab):
+def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, dense, shifts, guard):
+    """(start, meet, mult) of the partner table: ``_row_partners`` of every row with need > 0,
+    concatenated (CSR); the candidates of row h are ``counts`` without h's own record, or only
+    the rows of another SA value."""
+    n, nq = codes.shape
+    keys = np.empty(n, dtype=np.int64)
+    ids = np.empty(n, dtype=np.int32)
+    size = _table_size(n)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.empty(size, dtype=np.int32)
+    distinct = np.empty(n, dtype=np.int64)
+    merged = np.empty(n, dtype=np.int64)
+    cand = np.empty(n, dtype=np.int64)
+    start = np.zeros(n + 1, dtype=np.int64)
+    meet = np.empty((max(n, 16), nq), dtype=np.int64)
+    mult = np.empty(max(n, 16), dtype=np.int64)
+    used = 0
+    for h in range(n):
+        if need[h] > 0:
+            for p in range(n):
+                cand[p] = (counts[p] if sa[p] != sa[h] else 0) if other_sa_only else counts[p]
+            if not other_sa_only:
+                cand[h] -= 1  # the row's other records
+            vecs, mu = _row_partners(h, codes, gen, heights, cand, need[h], tab, keys, ids, slot_key, slot_id,
+                                     dense, distinct, merged, shifts, guard)
+            while used + len(mu) > mult.shape[0]:  # grow by doubling
+                bigger = np.empty((2 * mult.shape[0], nq), dtype=np.int64)
+                bigger[:used] = meet[:used]
+                meet = bigger
+                bigger_mult = np.empty(2 * mult.shape[0], dtype=np.int64)
+                bigger_mult[:used] = mult[:used]
+                mult = bigger_mult
+            meet[used:used + len(mu)] = vecs
+            mult[used:used + len(mu)] = mu
+            used += len(mu)
+        start[h + 1] = used
+    return start, meet[:used].copy(), mult[:used].copy()
+
+
+@nb.njit(cache=True)
+def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id, dense, distinct, merged, shifts,
+                  guard):
     """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
     each row p with their record counts (the row's own other records: the zero vector), sorted by
-    level sum, without those dominated by ``need`` records of kept vectors (``_undominated``)."""
-    m = _meet_levels(h, codes, gen, heights) if tab.shape[1] == 0 else _meet_levels_from(h, codes, tab)
-    n, nq = m.shape
-    # Equal vectors merged: sort by a mixed-radix key (levels <= heights + 1).
-    key = np.zeros(n, dtype=np.int64)
+    level sum and then by vector (lexicographically), without those dominated by ``need`` records
+    of kept vectors (``_undominated``); plain-Python twin ``row_partners_python``.
+
+    Each candidate's meet vector is folded into a mixed-radix key (levels <= heights + 1) as it
+    is read and equal keys are merged, by direct addressing in ``dense`` (every entry -1, and
+    left so) when it holds the key space, else by a hash table (``_rank_into``): only the d
+    distinct vectors are sorted, not the rows: on a 5,000-record adult sample the sort of every
+    row's rows was most of building the partner table (issue #25). ``keys``, ``ids``,
+    ``distinct``, ``merged``: scratch of n; ``slot_key``/``slot_id``: a power-of-two
+    hash table of at least 2n slots."""
+    n, nq = codes.shape
+    with_tab = tab.shape[1] > 0
+    by_dense = dense.shape[0] > 0
+    d = 0
     for p in range(n):
-        for q in range(nq):
-            key[p] = key[p] * (heights[q] + 2) + m[p, q]
-    order = np.argsort(key, kind="mergesort")
-    vecs = np.empty((n, nq), dtype=np.int64)
-    mu = np.zeros(n, dtype=np.int64)
-    sums = np.zeros(n, dtype=np.int64)
-    d = -1
-    last = -1
-    for p in order:
-        if mult[p] == 0:
+        if mult[p] <= 0:
+            keys[p] = 0
             continue
-        if d < 0 or key[p] != last:
-            d += 1
-            last = key[p]
-            vecs[d] = m[p]
-            sums[d] = m[p].sum()
-        mu[d] += mult[p]
-    d += 1
-    by_sum = np.argsort(sums[:d], kind="mergesort")
-    vecs = vecs[:d][by_sum]
-    mu = mu[:d][by_sum]
-    keep = _undominated(vecs, mu, need)
+        key = 0
+        for q in range(nq):
+            if with_tab:
+                j = int(tab[q, codes[h, q], codes[p, q]])
+            else:
+                j = 0
+                while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
+                    j += 1
+            key = key * (heights[q] + 2) + j
+        keys[p] = key
+        if by_dense:
+            i = dense[key]
+            if i < 0:
+                dense[key] = d
+                distinct[d] = key
+                merged[d] = mult[p]
+                d += 1
+            else:
+                merged[i] += mult[p]
+    if by_dense:
+        for x in range(d):
+            dense[distinct[x]] = -1
+    else:
+        d = _rank_into(keys, mult, ids, slot_key, slot_id)  # dense ids of the candidates (mult > 0)
+        for x in range(d):
+            merged[x] = 0
+        for p in range(n):
+            i = ids[p]
+            if i >= 0:
+                distinct[i] = keys[p]
+                merged[i] += mult[p]
+    by_key = np.argsort(distinct[:d], kind="mergesort")  # key order is the vectors' lexicographic order
+    vecs = np.empty((d, nq), dtype=np.int64)
+    mu = np.empty(d, dtype=np.int64)
+    sums = np.zeros(d, dtype=np.int64)
+    for x in range(d):
+        i = by_key[x]
+        key = distinct[i]
+        mu[x] = merged[i]
+        for q in range(nq - 1, -1, -1):
+            radix = heights[q] + 2
+            vecs[x, q] = key % radix
+            key //= radix
+            sums[x] += vecs[x, q]
+    by_sum = np.argsort(sums, kind="mergesort")
+    vecs = vecs[by_sum]
+    mu = mu[by_sum]
+    keep = _undominated(vecs, mu, need, _pack(vecs, shifts), guard)
     return vecs[keep], mu[keep]
 
 
+def row_partners_python(h: int, codes: np.ndarray, gen: np.ndarray, heights: np.ndarray, mult: np.ndarray,
+                        need: int) -> tuple[np.ndarray, np.ndarray]:
+    """Plain-Python twin of ``_row_partners`` for the tests: meet vectors by walking the
+    hierarchies, merged in a dict, sorted by (level sum, vector), the dominance rule spelled out."""
+    merged: dict[tuple[int, ...], int] = {}
+    for p in range(codes.shape[0]):
+        if mult[p] > 0:
+            vec = []
+            for q in range(codes.shape[1]):
+                j = 0
+                while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
+                    j += 1
+                vec.append(j)
+            merged[tuple(vec)] = merged.get(tuple(vec), 0) + int(mult[p])
+    ordered = sorted(merged, key=lambda v: (sum(v), v))
+    kept: list[tuple[int, ...]] = []
+    for v in ordered:
+        above = sum(merged[u] for u in kept if all(a <= b for a, b in zip(u, v, strict=True)))
+        if above < need:
+            kept.append(v)
+    return (np.asarray(kept, dtype=np.int64).reshape(len(kept), codes.shape[1]),
+            np.asarray([merged[v] for v in kept], dtype=np.int64))
+
+
 @nb.njit(cache=True)
-def _undominated(vecs, mult, need):
+def _undominated(vecs, mult, need, packed, guard):
     """Mask of the rows of ``vecs`` (distinct, sorted by sum) that fewer than ``need`` records of
-    kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first."""
+    kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first.
+    ``packed``/``guard``: the rows packed (``meet_packing``; guard -1: compare QID by QID)."""
     n, nq = vecs.shape
     keep = np.zeros(n, dtype=np.bool_)
     kept = np.empty(n, dtype=np.int64)
     n_kept = 0
     for i in range(n):
         above = 0
+        vg = packed[i] | guard
         for x in range(n_kept):
             j = kept[x]
-            dominated = True
-            for q in range(nq):
-                if vecs[j, q] > vecs[i, q]:
-                    dominated = False
-                    break
+            if guard >= 0:
+                dominated = ((vg - packed[j]) & guard) == guard
+            else:
+                dominated = True
+                for q in range(nq):
+                    if vecs[j, q] > vecs[i, q]:
+                        dominated = False
+                        break
             if dominated:
                 above += mult[j]
                 if above >= need:
@@ -319,12 +442,18 @@ def _kth_largest_small(vals, muls, npart, k):
 
 
 @nb.njit(cache=True)
-def _row_bounds(L, U, codes, weight, start, meet, mult, need):
+def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard):
     """out[i, h]: the bound of one record of row h over the box [L[i], U[i]] (module docstring):
-    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0."""
+    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0.
+    ``packed``: the partners' meet vectors packed (``meet_packing``'s ``shifts``, ``guard``;
+    guard -1: compared QID by QID)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros((n_nodes, n))
+    # The boxes' corners packed with the guard bits set: "inside U" and "merged at L" are then
+    # one subtraction per partner (``meet_packing``).
+    lowg = _pack(L, shifts) | guard
+    highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
@@ -351,22 +480,33 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need):
             best = 0.0
             low = 0
             done = False
+            own = 0.0
+            for q in range(nq):
+                own += wrow[q, L[i, q]]
             for row in range(start[h], start[h + 1]):
-                inside = True
-                for q in range(nq):
-                    if meet[row, q] > U[i, q]:
-                        inside = False
-                        break
-                if not inside:
-                    continue
-                v = 0.0
-                at_low = True
-                for q in range(nq):
-                    if L[i, q] >= meet[row, q]:
-                        v += wrow[q, L[i, q]]
-                    else:
-                        at_low = False
-                        v += wrow[q, meet[row, q]]
+                if guard >= 0:
+                    if ((highg[i] - packed[row]) & guard) != guard:
+                        continue  # not inside U
+                    at_low = ((lowg[i] - packed[row]) & guard) == guard
+                else:
+                    inside = True
+                    for q in range(nq):
+                        if meet[row, q] > U[i, q]:
+                            inside = False
+                            break
+                    if not inside:
+                        continue
+                    at_low = True
+                    for q in range(nq):
+                        if L[i, q] < meet[row, q]:
+                            at_low = False
+                            break
+                if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
+                    v = own
+                else:
+                    v = 0.0
+                    for q in range(nq):
+                        v += wrow[q, max(L[i, q], meet[row, q])]
                 if at_low:
                     low += mult[row]
                     if low >= k:
@@ -460,8 +600,18 @@ class BoxBound:
         self._weight = t.lookup[1]
         self._counts = t.counts.astype(np.float64)
         self._records = t.counts.astype(np.int64)
+        self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
+        self._packed: dict[int, tuple[PartnerTable, np.ndarray]] = {}
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
+
+    def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable) -> np.ndarray:
+        packed = self._packed.get(id(p))
+        if packed is None or packed[0] is not p:  # packed once per table (tests may swap tables)
+            packed = (p, _pack(p.meet, self._shifts))
+            self._packed[id(p)] = packed
+        return _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need, packed[1],
+                           self._shifts, self._guard)
 
     @property
     def active(self) -> bool:
@@ -476,8 +626,8 @@ class BoxBound:
             return _class_bounds(L, U, self._codes, self._gen, self._n_gen, self._weight,
                                  self._records, self.kmin)
         first, *rest = self.tables or [self._none]
-        per_row = _row_bounds(L, U, self._codes, self._weight, first.start, first.meet, first.mult, first.need)
+        per_row = self._row_bounds(L, U, first)
         for p in rest:
-            per_row = np.minimum(per_row, _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need))
+            per_row = np.minimum(per_row, self._row_bounds(L, U, p))
         # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
         return np.multiply(per_row, self._counts).sum(axis=1)

@@ -196,7 +196,7 @@ class Problem:
         parent_of = self._parents(G, memo) if rollup else np.zeros(0, dtype=np.int64)
         cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
         retained, ad, td, sup = K.evaluate_optimal_batch(
-            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, t.n_records,
+            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, ev.kind_params, t.n_records,
             int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, memo.ids, parent_of,
             cls_out)
         if rollup:

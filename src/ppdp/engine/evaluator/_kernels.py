@@ -26,9 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ppdp.engine.evaluator import _distribution_kernels as DK
 from ppdp.engine.kernels_cache import guard
 
-guard(__file__)
+guard(__file__, depends_on=[DK])
 
 _KEY_LIMIT = 1 << 62
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -454,11 +455,12 @@ def ad_entropy_l(size, pair_class, pair_n):
 
 
 @njit(cache=True)
-def _ad_into(kinds, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia, out):
+def _ad_into(kinds, params, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia, out):
     """AD of each model into ``out[j]``, ``kinds[j]`` a code of engine/evaluator/kinds.py (0 k-anonymity,
-    1 Euclidean t-closeness, 2 distinct l-diversity, 3 entropy l-diversity), over the class
-    sizes ``size`` and the pairs (empty when only k-anonymity is asked). (qq, n_pos) =
-    ``_q_terms(q)``; scratch ``fa``, ``fb`` (float), ``ia`` (int) of >= size.shape[0]."""
+    1 Euclidean t-closeness, 2 distinct l-diversity, 3 entropy l-diversity; 4 and up the
+    distribution models of _distribution_kernels.py, with their parameters in ``params[j]``),
+    over the class sizes ``size`` and the pairs (empty when only k-anonymity is asked).
+    (qq, n_pos) = ``_q_terms(q)``; scratch ``fa``, ``fb`` (float), ``ia`` (int) of >= size.shape[0]."""
     for j in range(kinds.shape[0]):
         kind = kinds[j]
         if kind == 0:
@@ -467,8 +469,10 @@ def _ad_into(kinds, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia,
             out[j] = _ad_t_closeness_into(size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia)
         elif kind == 2:
             out[j] = _ad_distinct_l_into(size, pair_class, pair_n, ia)
-        else:
+        elif kind == 3:
             out[j] = _ad_entropy_l_into(size, pair_class, pair_n, fa)
+        else:
+            out[j] = DK.largest_class_value(kind, params[j], size, pair_class, pair_sa, pair_n, q)
 
 
 # --- exact suppression S*(G) (PAPER_NOTES §3) ---------------------------------------------
@@ -830,7 +834,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
 
 
 @njit(cache=True)
-def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, n_records,
+def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, kind_params, n_records,
                            k, t, l_distinct, l_entropy, memo, memo_fill,
                            parents, parent_of, cls_out):
     """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
@@ -841,7 +845,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
     dropped (as absent values, the way the evaluator sees them). All rows of a class share one
     TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
-    ``kinds``: codes of engine/evaluator/kinds.py. The allocation of a class whose whole-class test
+    ``kinds``: codes of engine/evaluator/kinds.py, ``kind_params`` their parameter rows
+    (``PrivacyModel.kernel_params``, padded). The allocation of a class whose whole-class test
     fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
     the same SA histograms recur on many nodes.
 
@@ -982,7 +987,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             for h in range(n):
                 c = cls[h]
                 ret[h] = counts[h] if c >= 0 and size[c] >= k else 0
-        _ad_into(kinds, kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q, qq_all, n_pos_all,
+        _ad_into(kinds, kind_params, kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q, qq_all, n_pos_all,
                  ad_f1, ad_f2, ad_i, ad[p])
         td[p], kept = _td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
         sup[p] = n_records - kept

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ppdp.engine.errors import SpecError
+from ppdp.engine.evaluator import kinds
 from ppdp.engine.models import distributions as D
 from ppdp.engine.models.base import (
     MODELS,
@@ -50,6 +51,7 @@ class RecursiveCLDiversity(PrivacyModel):
     # ARX declares it monotone with generalization only; ppdp's Flash needs monotonicity with
     # suppression too, which fails (suppressing a dominant value's records can fix a class).
     monotone: ClassVar[bool] = False
+    kernel_kind: ClassVar[int | None] = kinds.RECURSIVE_RATIO
     warm_up_example: ClassVar[dict[str, Any] | None] = None
 
     @classmethod
@@ -81,9 +83,11 @@ class RecursiveCLDiversity(PrivacyModel):
     def class_ad(self, stats: ClassStats) -> np.ndarray:
         return D.recursive_ratio(stats, self.l)
 
+    def kernel_params(self) -> np.ndarray:
+        return np.array([float(self.l)])
+
     def ad(self, stats: ClassStats) -> float:
-        per = self.class_ad(stats)
-        return float(per.max()) if len(per) else 0.0
+        return D.largest(kinds.RECURSIVE_RATIO, self.kernel_params(), stats)
 
     def reference_ad(self, classes: ReferenceClasses, q: list[float]) -> float:
         return max((D.recursive_ratio_ref(c, self.l) for c in classes.values() if sum(c.values()) > 0), default=0.0)

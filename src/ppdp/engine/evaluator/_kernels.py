@@ -872,6 +872,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all, n_pos_all = _q_terms(q)
     n_min = max(k, 1)
+    # Only k constrains S*(G) (the other models have no oracle term): it keeps whole classes.
+    class_level = t < 0.0 and l_distinct <= 1 and l_entropy <= 1.0
     width = (memo.shape[1] - 1) // 2
     memo_cap = memo.shape[0] // 2
     # Scratch buffers shared by the whole batch (pairs and classes are at most n).
@@ -925,7 +927,25 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             kept_size[c] = 0
         ret = retained[p]
         n_kept = 0
-        if needs_pairs:
+        if needs_pairs and class_level:
+            # S*(G) under k alone keeps exactly the classes of >= k records (what _class_keep
+            # returns for them: the whole class; it suppresses the others), so no allocation
+            # per class: the models without an oracle term (models/oracle.py) read the pairs of
+            # the kept classes, the same pairs in the same order as the general branch gives.
+            npairs = _class_sa_pairs_into(cls, m, sa, n_sa, active, counts, keys, pid, pair_class, pair_sa, pair_n,
+                                          slot_key, slot_id, pair_map)
+            for c in range(m):
+                kept_size[c] = size[c] if size[c] >= n_min else 0
+            for h in range(n):
+                c = cls[h]
+                ret[h] = counts[h] if c >= 0 and size[c] >= n_min else 0
+            for i in range(npairs):
+                if kept_size[pair_class[i]] > 0:
+                    kept_class[n_kept] = pair_class[i]
+                    kept_sa[n_kept] = pair_sa[i]
+                    kept_n[n_kept] = pair_n[i]
+                    n_kept += 1
+        elif needs_pairs:
             # (class, SA) pairs in first-seen row order, then by class in pair order.
             npairs = _class_sa_pairs_into(cls, m, sa, n_sa, active, counts, keys, pid, pair_class, pair_sa, pair_n,
                                           slot_key, slot_id, pair_map)

@@ -187,7 +187,9 @@ class Problem:
         ev = self._numba
         o = self.oracle_params
         if self._memo is None:
-            self._memo = K.new_retention_memo(t.n_sa)
+            # S*(G) under k alone keeps whole classes and never reads the memo (5-17 MiB to fill).
+            only_k = o.t < 0 and o.l_distinct <= 1 and o.l_entropy <= 1.0
+            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.MEMO_SLOTS)
         allocations, allocations_fill = self._memo
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.

@@ -289,13 +289,12 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
     Ids straight from class * n_sa + sa through ``pair_map`` when it has room for m * n_sa
     entries (the same ids, without hashing; the caller decides, by its size, whether that table
     is small enough), else by ``_rank_into`` over the rows flagged ``active`` (those with
-    cls >= 0) with ``keys`` and the hash table as scratch.
+    cls >= 0) with ``keys`` and the hash table as scratch. ``pair_map`` is all -1 on entry and
+    is left so (only the entries used are reset: a node of few pairs does not pay m * n_sa).
     """
     n = cls.shape[0]
     npairs = 0
     if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
-        for i in range(m * n_sa):
-            pair_map[i] = -1
         for h in range(n):
             c = cls[h]
             if c < 0:
@@ -321,6 +320,9 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
             pair_class[i] = cls[h]
             pair_sa[i] = sa[h]
             pair_n[i] += ret[h]
+    if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
+        for i in range(npairs):
+            pair_map[np.int64(pair_class[i]) * n_sa + pair_sa[i]] = -1
     return npairs
 
 
@@ -910,7 +912,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
     # as the hash of class_sa_pairs, without hashing); an empty map: the hash.
     direct = n * max(n_sa, 1) <= (1 << 24)
-    pair_map = np.empty(n * max(n_sa, 1) if direct else 0, dtype=np.int32)
+    pair_map = np.full(n * max(n_sa, 1) if direct else 0, -1, dtype=np.int32)
     for p in range(P):
         g = G[p]
         par = parent_of[p] if parent_of.shape[0] > p else -1

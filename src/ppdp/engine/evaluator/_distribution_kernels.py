@@ -122,6 +122,9 @@ def _ordered(size, pair_class, pair_sa, pair_n, q, by_rank, out):
     x = np.empty(n_sa)
     scale = max(n_sa - 1, 1)
     for c in range(m):
+        out[c] = 0.0
+        if size[c] <= 0:  # a class the fused oracle suppressed whole: not part of the release
+            continue
         for v in range(n_sa):
             x[v] = -q[v]
         for i in range(first[c], first[c + 1]):
@@ -139,7 +142,11 @@ def _ordered(size, pair_class, pair_sa, pair_n, q, by_rank, out):
 def _hierarchical(size, pair_class, pair_sa, pair_n, q, height, node, out):
     """Li et al. §4.2 per class: for every inner node N at level j, (j / height) min(pos(N),
     neg(N)), pos / neg summing the positive / negative net extras (p - q over the leaves below)
-    of N's children. ``node[j, v]``: the (dense) node of code v at level j."""
+    of N's children. ``node[j, v]``: the (dense) node of code v at level j.
+
+    Sparse in the class's values: a child with no value of the class below it has net extra
+    -Q(child) <= 0, so a node with none below it costs nothing (pos = 0), and a node with some
+    gets neg = (its touched children's negative extras) + Q(node) - Q(touched children)."""
     m = size.shape[0]
     n_sa = q.shape[0]
     first = np.empty(m + 1, dtype=np.int64)
@@ -149,43 +156,64 @@ def _hierarchical(size, pair_class, pair_sa, pair_n, q, height, node, out):
     for j in range(height + 1):
         for v in range(n_sa):
             width = max(width, node[j, v] + 1)
+    qnode = np.zeros((height + 1, width))  # Q of each node: its leaves' q
+    for j in range(height + 1):
+        for v in range(n_sa):
+            qnode[j, node[j, v]] += q[v]
     parent = np.zeros((max(height, 1), width), dtype=np.int64)  # parent[j - 1, child at level j - 1]
     for j in range(1, height + 1):
         for v in range(n_sa):
             parent[j - 1, node[j - 1, v]] = node[j, v]
-    x = np.empty(n_sa)
-    net = np.empty(width)
-    pos = np.empty(width)
-    neg = np.empty(width)
+    net = np.zeros(width)
+    pos = np.zeros(width)
+    neg = np.zeros(width)
+    q_touched = np.zeros(width)
+    child_mark = np.full(width, -1, dtype=np.int64)
+    parent_mark = np.full(width, -1, dtype=np.int64)
+    children = np.empty(n_sa, dtype=np.int64)
+    parents = np.empty(n_sa, dtype=np.int64)
     scale = max(height, 1)
+    stamp = 0
     for c in range(m):
-        for v in range(n_sa):
-            x[v] = -q[v]
-        for i in range(first[c], first[c + 1]):
-            p = order[i]
-            x[pair_sa[p]] += pair_n[p] / max(size[c], 1)
+        out[c] = 0.0
+        if size[c] <= 0:
+            continue
+        lo, hi = first[c], first[c + 1]
         cost = 0.0
         for j in range(1, height + 1):
-            for u in range(width):
-                net[u] = 0.0
-                pos[u] = 0.0
-                neg[u] = 0.0
-            for v in range(n_sa):
-                net[node[j - 1, v]] += x[v]
-            for v in range(n_sa):  # each child once: at the first code below it
-                ch = node[j - 1, v]
-                if np.isnan(net[ch]):
-                    continue
-                par = parent[j - 1, ch]
+            stamp += 1
+            nc = 0
+            for i in range(lo, hi):
+                p = order[i]
+                ch = node[j - 1, pair_sa[p]]
+                if child_mark[ch] != stamp:
+                    child_mark[ch] = stamp
+                    net[ch] = -qnode[j - 1, ch]
+                    children[nc] = ch
+                    nc += 1
+                net[ch] += pair_n[p] / max(size[c], 1)
+            npar = 0
+            for i in range(nc):
+                ch = children[i]
+                u = parent[j - 1, ch]
+                if parent_mark[u] != stamp:
+                    parent_mark[u] = stamp
+                    pos[u] = 0.0
+                    neg[u] = 0.0
+                    q_touched[u] = 0.0
+                    parents[npar] = u
+                    npar += 1
                 e = net[ch]
                 if e > 0.0:
-                    pos[par] += e
+                    pos[u] += e
                 else:
-                    neg[par] -= e
-                net[ch] = np.nan  # done
+                    neg[u] -= e
+                q_touched[u] += qnode[j - 1, ch]
             level = 0.0
-            for u in range(width):
-                level += min(pos[u], neg[u])
+            for i in range(npar):
+                u = parents[i]
+                untouched = max(qnode[j, u] - q_touched[u], 0.0)  # the children with none of the class's values
+                level += min(pos[u], neg[u] + untouched)
             cost += j * level
         out[c] = cost / scale
 

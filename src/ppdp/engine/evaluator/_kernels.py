@@ -913,6 +913,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     # as the hash of class_sa_pairs, without hashing); an empty map: the hash.
     direct = n * max(n_sa, 1) <= (1 << 24)
     pair_map = np.full(n * max(n_sa, 1) if direct else 0, -1, dtype=np.int32)
+    kept_cls = np.empty(n if class_level and needs_pairs else 0, dtype=np.int32)
     for p in range(P):
         g = G[p]
         par = parent_of[p] if parent_of.shape[0] > p else -1
@@ -934,19 +935,20 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             # returns for them: the whole class; it suppresses the others), so no allocation
             # per class: the models without an oracle term (models/oracle.py) read the pairs of
             # the kept classes, the same pairs in the same order as the general branch gives.
-            npairs = _class_sa_pairs_into(cls, m, sa, n_sa, active, counts, keys, pid, pair_class, pair_sa, pair_n,
-                                          slot_key, slot_id, pair_map)
+            # The pairs of the kept rows alone (first-seen order among them, the order of the
+            # general branch's kept pairs): class ids of the rows suppressed set to -1, in a copy.
             for c in range(m):
                 kept_size[c] = size[c] if size[c] >= n_min else 0
             for h in range(n):
                 c = cls[h]
-                ret[h] = counts[h] if c >= 0 and size[c] >= n_min else 0
-            for i in range(npairs):
-                if kept_size[pair_class[i]] > 0:
-                    kept_class[n_kept] = pair_class[i]
-                    kept_sa[n_kept] = pair_sa[i]
-                    kept_n[n_kept] = pair_n[i]
-                    n_kept += 1
+                if c >= 0 and size[c] >= n_min:
+                    ret[h] = counts[h]
+                    kept_cls[h] = c
+                else:
+                    ret[h] = 0
+                    kept_cls[h] = -1
+            n_kept = _class_sa_pairs_into(kept_cls, m, sa, n_sa, ret, ret, keys, pid, kept_class, kept_sa,
+                                          kept_n, slot_key, slot_id, pair_map)
         elif needs_pairs:
             # (class, SA) pairs in first-seen row order, then by class in pair order.
             npairs = _class_sa_pairs_into(cls, m, sa, n_sa, active, counts, keys, pid, pair_class, pair_sa, pair_n,

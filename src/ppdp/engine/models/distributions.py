@@ -25,7 +25,6 @@ from ppdp.engine.evaluator import _distribution_kernels as DK
 from ppdp.engine.evaluator import kinds
 from ppdp.engine.models.base import ClassStats
 
-
 # --- ground-distance data, bound to a table's sensitive codes -----------------------------------
 
 

@@ -187,7 +187,9 @@ class Problem:
         ev = self._numba
         o = self.oracle_params
         if self._memo is None:
-            self._memo = K.new_retention_memo(t.n_sa)
+            # S*(G) under k alone keeps whole classes and never reads the memo (5-17 MiB to fill).
+            only_k = o.t < 0 and o.l_distinct <= 1 and o.l_entropy <= 1.0
+            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.MEMO_SLOTS)
         allocations, allocations_fill = self._memo
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.
@@ -196,7 +198,7 @@ class Problem:
         parent_of = self._parents(G, memo) if rollup else np.zeros(0, dtype=np.int64)
         cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
         retained, ad, td, sup = K.evaluate_optimal_batch(
-            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, t.n_records,
+            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, ev.kind_params, t.n_records,
             int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, memo.ids, parent_of,
             cls_out)
         if rollup:

@@ -46,20 +46,31 @@ def retained_batch(S, offsets):
 def evaluate_batch(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records):
     """AD per model (P, len(kinds)), TD (P,) and suppressed records (P,) of each (G[p], retained[p]).
 
-    ``kinds``: codes of engine/evaluator/kinds.py (0 k-anonymity: smallest class, inf when empty; 1 Euclidean
-    t-closeness: largest class distance to ``q``, 0 when empty; 2 distinct l: fewest distinct
-    SA values in a class; 3 entropy l: smallest exp(entropy) of a class).
+    ``kinds``: codes of engine/evaluator/kinds.py without parameters (0 k-anonymity: smallest
+    class, inf when empty; 1 Euclidean t-closeness: largest class distance to ``q``, 0 when
+    empty; 2 distinct l: fewest distinct SA values in a class; 3 entropy l: smallest
+    exp(entropy) of a class); ``evaluate_batch_params`` takes the others.
     """
-    return evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
-                               np.empty((0, 0), dtype=np.int64))
+    return evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds,
+                                 np.zeros((kinds.shape[0], 0)), n_records)
 
 
 @njit(cache=True)
-def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, row_size):
+def evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, kind_params, n_records):
+    """``evaluate_batch`` for any kinds, with their parameter rows ``kind_params``
+    (``PrivacyModel.kernel_params``, padded to one width)."""
+    return evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
+                               np.empty((0, 0), dtype=np.int64), kind_params)
+
+
+@njit(cache=True)
+def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, row_size,
+                        kind_params=None):
     """``evaluate_batch``, and, when ``row_size`` has P rows, the class size of every histogram
     row into ``row_size[p]`` (0 where nothing is retained). That is what ID-DGA's improvement
     (§4.5) needs of an infeasible child (``record_class_sizes`` at each row's first record); the
     fused ID-DGA kernel takes it from the evaluation instead of classifying the child again.
+    ``kind_params``: as ``evaluate_batch_params``; None (ID-DGA's k-anonymity) for kinds 0 to 3.
     """
     P = G.shape[0]
     n = codes.shape[0]
@@ -89,6 +100,7 @@ def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kin
     ad_f2 = np.empty(max(n, 1))
     ad_i = np.empty(max(n, 1), dtype=np.int64)
     qq, n_pos = K._q_terms(q)  # source distribution terms of t-closeness
+    params = np.zeros((nm, 0)) if kind_params is None else kind_params
     for p in range(P):
         g = G[p]
         ret = retained[p]
@@ -101,7 +113,7 @@ def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kin
         if needs_pairs:
             npairs = K._class_sa_pairs_into(cls, m, sa, n_sa, ret, ret, keys, pid, pair_class, pair_sa, pair_n,
                                             slot_key, slot_id, no_map)
-        K._ad_into(kinds, size[:m], pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs], q, qq, n_pos,
+        K._ad_into(kinds, params, size[:m], pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs], q, qq, n_pos,
                    ad_f1, ad_f2, ad_i, ad[p])
         td[p] = K.transparency(g, codes, ret, weight)
     return ad, td, sup

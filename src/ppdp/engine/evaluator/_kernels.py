@@ -26,9 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ppdp.engine.evaluator import _distribution_kernels as DK
 from ppdp.engine.kernels_cache import guard
 
-guard(__file__)
+guard(__file__, depends_on=[DK])
 
 _KEY_LIMIT = 1 << 62
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -288,13 +289,12 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
     Ids straight from class * n_sa + sa through ``pair_map`` when it has room for m * n_sa
     entries (the same ids, without hashing; the caller decides, by its size, whether that table
     is small enough), else by ``_rank_into`` over the rows flagged ``active`` (those with
-    cls >= 0) with ``keys`` and the hash table as scratch.
+    cls >= 0) with ``keys`` and the hash table as scratch. ``pair_map`` is all -1 on entry and
+    is left so (only the entries used are reset: a node of few pairs does not pay m * n_sa).
     """
     n = cls.shape[0]
     npairs = 0
     if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
-        for i in range(m * n_sa):
-            pair_map[i] = -1
         for h in range(n):
             c = cls[h]
             if c < 0:
@@ -320,6 +320,9 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
             pair_class[i] = cls[h]
             pair_sa[i] = sa[h]
             pair_n[i] += ret[h]
+    if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
+        for i in range(npairs):
+            pair_map[np.int64(pair_class[i]) * n_sa + pair_sa[i]] = -1
     return npairs
 
 
@@ -454,11 +457,12 @@ def ad_entropy_l(size, pair_class, pair_n):
 
 
 @njit(cache=True)
-def _ad_into(kinds, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia, out):
+def _ad_into(kinds, params, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia, out):
     """AD of each model into ``out[j]``, ``kinds[j]`` a code of engine/evaluator/kinds.py (0 k-anonymity,
-    1 Euclidean t-closeness, 2 distinct l-diversity, 3 entropy l-diversity), over the class
-    sizes ``size`` and the pairs (empty when only k-anonymity is asked). (qq, n_pos) =
-    ``_q_terms(q)``; scratch ``fa``, ``fb`` (float), ``ia`` (int) of >= size.shape[0]."""
+    1 Euclidean t-closeness, 2 distinct l-diversity, 3 entropy l-diversity; 4 and up the
+    distribution models of _distribution_kernels.py, with their parameters in ``params[j]``),
+    over the class sizes ``size`` and the pairs (empty when only k-anonymity is asked).
+    (qq, n_pos) = ``_q_terms(q)``; scratch ``fa``, ``fb`` (float), ``ia`` (int) of >= size.shape[0]."""
     for j in range(kinds.shape[0]):
         kind = kinds[j]
         if kind == 0:
@@ -467,8 +471,10 @@ def _ad_into(kinds, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia,
             out[j] = _ad_t_closeness_into(size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa, fb, ia)
         elif kind == 2:
             out[j] = _ad_distinct_l_into(size, pair_class, pair_n, ia)
-        else:
+        elif kind == 3:
             out[j] = _ad_entropy_l_into(size, pair_class, pair_n, fa)
+        else:
+            out[j] = DK.largest_class_value(kind, params[j], size, pair_class, pair_sa, pair_n, q)
 
 
 # --- exact suppression S*(G) (PAPER_NOTES §3) ---------------------------------------------
@@ -830,7 +836,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
 
 
 @njit(cache=True)
-def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, n_records,
+def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, kind_params, n_records,
                            k, t, l_distinct, l_entropy, memo, memo_fill,
                            parents, parent_of, cls_out):
     """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
@@ -841,7 +847,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
     dropped (as absent values, the way the evaluator sees them). All rows of a class share one
     TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
-    ``kinds``: codes of engine/evaluator/kinds.py. The allocation of a class whose whole-class test
+    ``kinds``: codes of engine/evaluator/kinds.py, ``kind_params`` their parameter rows
+    (``PrivacyModel.kernel_params``, padded). The allocation of a class whose whole-class test
     fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
     the same SA histograms recur on many nodes.
 
@@ -867,6 +874,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all, n_pos_all = _q_terms(q)
     n_min = max(k, 1)
+    # Only k constrains S*(G) (the other models have no oracle term): it keeps whole classes.
+    class_level = t < 0.0 and l_distinct <= 1 and l_entropy <= 1.0
     width = (memo.shape[1] - 1) // 2
     memo_cap = memo.shape[0] // 2
     # Scratch buffers shared by the whole batch (pairs and classes are at most n).
@@ -903,7 +912,8 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     # Pair ids straight from class * n_sa + sa when that table is small (same first-seen ids
     # as the hash of class_sa_pairs, without hashing); an empty map: the hash.
     direct = n * max(n_sa, 1) <= (1 << 24)
-    pair_map = np.empty(n * max(n_sa, 1) if direct else 0, dtype=np.int32)
+    pair_map = np.full(n * max(n_sa, 1) if direct else 0, -1, dtype=np.int32)
+    kept_cls = np.empty(n if class_level and needs_pairs else 0, dtype=np.int32)
     for p in range(P):
         g = G[p]
         par = parent_of[p] if parent_of.shape[0] > p else -1
@@ -920,7 +930,26 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             kept_size[c] = 0
         ret = retained[p]
         n_kept = 0
-        if needs_pairs:
+        if needs_pairs and class_level:
+            # S*(G) under k alone keeps exactly the classes of >= k records (what _class_keep
+            # returns for them: the whole class; it suppresses the others), so no allocation
+            # per class: the models without an oracle term (models/oracle.py) read the pairs of
+            # the kept classes, the same pairs in the same order as the general branch gives.
+            # The pairs of the kept rows alone (first-seen order among them, the order of the
+            # general branch's kept pairs): class ids of the rows suppressed set to -1, in a copy.
+            for c in range(m):
+                kept_size[c] = size[c] if size[c] >= n_min else 0
+            for h in range(n):
+                c = cls[h]
+                if c >= 0 and size[c] >= n_min:
+                    ret[h] = counts[h]
+                    kept_cls[h] = c
+                else:
+                    ret[h] = 0
+                    kept_cls[h] = -1
+            n_kept = _class_sa_pairs_into(kept_cls, m, sa, n_sa, ret, ret, keys, pid, kept_class, kept_sa,
+                                          kept_n, slot_key, slot_id, pair_map)
+        elif needs_pairs:
             # (class, SA) pairs in first-seen row order, then by class in pair order.
             npairs = _class_sa_pairs_into(cls, m, sa, n_sa, active, counts, keys, pid, pair_class, pair_sa, pair_n,
                                           slot_key, slot_id, pair_map)
@@ -982,7 +1011,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
             for h in range(n):
                 c = cls[h]
                 ret[h] = counts[h] if c >= 0 and size[c] >= k else 0
-        _ad_into(kinds, kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q, qq_all, n_pos_all,
+        _ad_into(kinds, kind_params, kept_size[:m], kept_class[:n_kept], kept_sa[:n_kept], kept_n[:n_kept], q, qq_all, n_pos_all,
                  ad_f1, ad_f2, ad_i, ad[p])
         td[p], kept = _td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
         sup[p] = n_records - kept

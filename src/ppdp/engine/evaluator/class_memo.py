@@ -40,13 +40,23 @@ class ClassMemo:
     def predecessor(self, g: np.ndarray) -> int:
         """The slot of a remembered node below g (or g itself), the highest such node (the
         fewest classes to roll up), or -1 when none is remembered."""
-        g = np.asarray(g, dtype=np.int64)
+        g = np.array(g, dtype=np.int64)  # a copy: the loop below edits it in place
         hit = self._slot_of.get(g.tobytes())
         if hit is not None:
             return hit
         n = self._filled
         if n == 0:
             return -1
+        # A node one level below g in one QID is as high as a node below g can be: the lattice
+        # searches evaluate those first, so a few lookups usually spare the scan of the ring.
+        # (Which of the highest nodes is returned changes no result: a roll-up gives the class
+        # ids of ``classify`` from any node below.)
+        for q in np.flatnonzero(g > 0).tolist():
+            g[q] -= 1
+            hit = self._slot_of.get(g.tobytes())
+            g[q] += 1
+            if hit is not None:
+                return hit
         below = np.all(self.nodes[:n] <= g, axis=1) & (self.levels[:n] >= 0)
         if not below.any():
             return -1

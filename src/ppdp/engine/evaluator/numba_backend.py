@@ -33,6 +33,11 @@ class NumbaEvaluator:
         # Fused batch path when every model has a kind code of the fused kernels (else None).
         kinds = [m.kernel_kind for m in self.models]
         self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
+        # Their parameter rows (PrivacyModel.kernel_params), padded to one width.
+        rows = [np.asarray(m.kernel_params(), dtype=np.float64) for m in self.models] if self.kinds is not None else []
+        self.kind_params = np.zeros((len(rows), max((len(r) for r in rows), default=0)))
+        for j, r in enumerate(rows):
+            self.kind_params[j, : len(r)] = r
 
     def class_stats(self, g: np.ndarray, retained: np.ndarray) -> tuple[np.ndarray, ClassStats, np.ndarray]:
         """Class id per histogram row, the class statistics, and the pair id per row."""
@@ -62,9 +67,10 @@ class NumbaEvaluator:
             retained = np.atleast_2d(retained)
         if self.kinds is not None:
             t = self.table
-            ad, td, sup = B.evaluate_batch(np.ascontiguousarray(G, dtype=np.int64),
-                                           np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen,
-                                           self.n_gen, self.weight, t.sa, t.n_sa, self.q, self.kinds, t.n_records)
+            ad, td, sup = B.evaluate_batch_params(np.ascontiguousarray(G, dtype=np.int64),
+                                                  np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen,
+                                                  self.n_gen, self.weight, t.sa, t.n_sa, self.q, self.kinds,
+                                                  self.kind_params, t.n_records)
             return finish(self.models, ad, td, sup)
         return self.evaluate_per_solution(G, retained)
 

@@ -163,6 +163,11 @@ class PrivacyModel:
             out[c] = self.ad(one)
         return out
 
+    def kernel_params(self) -> np.ndarray:
+        """This model's parameters as the fused kernels read them (one float64 row; layouts in
+        engine/evaluator/_distribution_kernels.py); empty for the kinds without parameters."""
+        return np.zeros(0)
+
     def feasible(self, ad: float) -> bool:
         raise NotImplementedError
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ppdp.engine.errors import SpecError
+from ppdp.engine.evaluator import kinds
 from ppdp.engine.models import distributions as D
 from ppdp.engine.models.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses, Requirements
 from ppdp.engine.models.oracle import OracleParams
@@ -43,6 +44,7 @@ class BetaLikeness(PrivacyModel):
     union_closed: ClassVar[bool] = True
     # Not monotone with suppression (suppressing a class's over-represented records can fix it).
     monotone: ClassVar[bool] = False
+    kernel_kind: ClassVar[int | None] = kinds.LIKENESS_EXCESS
     warm_up_example: ClassVar[dict[str, Any] | None] = None
 
     @classmethod
@@ -67,9 +69,11 @@ class BetaLikeness(PrivacyModel):
     def class_ad(self, stats: ClassStats) -> np.ndarray:
         return D.likeness_excess(stats, self.beta, self.enhanced)
 
+    def kernel_params(self) -> np.ndarray:
+        return np.array([self.beta, 1.0 if self.enhanced else 0.0])
+
     def ad(self, stats: ClassStats) -> float:
-        per = self.class_ad(stats)
-        return float(per.max()) if len(per) else -math.inf
+        return D.largest(kinds.LIKENESS_EXCESS, self.kernel_params(), stats)
 
     def reference_ad(self, classes: ReferenceClasses, q: list[float]) -> float:
         return max((D.likeness_excess_ref(c, q, self.beta, self.enhanced) for c in classes.values() if sum(c.values()) > 0),

@@ -1,5 +1,6 @@
-"""Per-class kernels of the sensitive-distribution models (NumPy over ``ClassStats``), each with
-its plain-Python twin over one class's counts, which the tests compare with it.
+"""Per-class values of the sensitive-distribution models over ``ClassStats`` (the Numba kernels
+of engine/evaluator/_distribution_kernels.py), each with its plain-Python twin over one class's
+counts, which the tests compare with it.
 
 - EMD of Li et al. 2007 ("t-Closeness: Privacy Beyond k-Anonymity and l-Diversity", §4.2) with
   equal, ordered and hierarchical ground distance, as ARX 3.9.2 computes it
@@ -9,8 +10,7 @@ its plain-Python twin over one class's counts, which the tests compare with it.
 - beta-likeness's largest excess of a value's relative gain over its bound (Cao and Karras 2012,
   Def. 2 and the enhanced bound min(beta, -ln q) of §3; ARX's Basic/EnhancedBLikeness).
 
-The dense kernels (ordered, hierarchical) work on chunks of classes so that a (classes x values)
-block stays near ``CHUNK_CELLS`` numbers whatever the data.
+The ordered and hierarchical kernels are dense over the sensitive values of one class at a time.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ppdp.engine.evaluator import _distribution_kernels as DK
+from ppdp.engine.evaluator import kinds
 from ppdp.engine.models.base import ClassStats
-
-CHUNK_CELLS = 1 << 22
-
 
 # --- ground-distance data, bound to a table's sensitive codes -----------------------------------
 
@@ -95,110 +94,62 @@ def tree_of(level_ids: Sequence[Sequence[int]]) -> Tree:
 
 
 # --- kernels: one value per class ---------------------------------------------------------------
+# The Numba kernels of engine/evaluator/_distribution_kernels.py, the ones the fused evaluator
+# runs (written once: the per-solution and the fused paths give the same bits); each model's
+# parameters as the kernels read them (``PrivacyModel.kernel_params``).
 
 
-def _chunks(n_classes: int, width: int):
-    step = max(1, CHUNK_CELLS // max(width, 1))
-    for lo in range(0, n_classes, step):
-        yield lo, min(n_classes, lo + step)
+def ordered_params(order: Order) -> np.ndarray:
+    """ORDERED_EMD's kernel row: the code at each rank."""
+    return np.argsort(order.rank, kind="stable").astype(np.float64)
 
 
-def _dense_diff(stats: ClassStats, lo: int, hi: int) -> np.ndarray:
-    """(hi - lo, n_sa) block of p - q for classes lo..hi-1."""
-    q = stats.q
-    x = np.broadcast_to(-q, (hi - lo, len(q))).copy()
-    sel = (stats.pair_class >= lo) & (stats.pair_class < hi)
-    c = stats.pair_class[sel] - lo
-    p = stats.pair_n[sel] / np.maximum(stats.size[stats.pair_class[sel]], 1)
-    np.add.at(x, (c, stats.pair_sa[sel]), p)
-    return x
+def hierarchical_params(tree: Tree) -> np.ndarray:
+    """HIERARCHICAL_EMD's kernel row: the height, then each level's node of every code, the
+    node ids made dense per level (0 .. nodes - 1; the distance reads only which codes share one)."""
+    dense = [np.unique(ids, return_inverse=True)[1].reshape(-1) for ids in tree.node]
+    return np.concatenate([[float(tree.height)], *[d.astype(np.float64) for d in dense]])
+
+
+def _values(kind: int, params: np.ndarray, stats: ClassStats) -> np.ndarray:
+    return DK.class_values(kind, np.ascontiguousarray(params, dtype=np.float64), stats.size, stats.pair_class,
+                           stats.pair_sa, stats.pair_n, stats.q)
+
+
+def largest(kind: int, params: np.ndarray, stats: ClassStats) -> float:
+    """AD of a release as the fused kernels compute it (``largest_class_value``)."""
+    return float(DK.largest_class_value(kind, np.ascontiguousarray(params, dtype=np.float64), stats.size,
+                                        stats.pair_class, stats.pair_sa, stats.pair_n, stats.q))
 
 
 def equal_emd(stats: ClassStats) -> np.ndarray:
     """EMD with equal ground distance per class: 1/2 sum_i |p_i - q_i|, as ARX computes it,
     1/2 (1 + sum over present values (|p - q| - q))."""
-    m = len(stats.size)
-    frac = stats.pair_n / np.maximum(stats.size[stats.pair_class], 1)
-    qv = stats.q[stats.pair_sa]
-    part = np.bincount(stats.pair_class, weights=np.abs(frac - qv) - qv, minlength=m)
-    return 0.5 * (1.0 + part)
+    return _values(kinds.EQUAL_EMD, np.zeros(0), stats)
 
 
 def ordered_emd(stats: ClassStats, order: Order) -> np.ndarray:
     """EMD with ordered ground distance per class: 1/(m-1) sum_i |sum_{j<=i} (p_j - q_j)| over
     the values in ``order``."""
-    m = len(stats.size)
-    out = np.zeros(m)
-    by_rank = np.argsort(order.rank)
-    scale = max(order.m - 1, 1)
-    for lo, hi in _chunks(m, len(stats.q)):
-        x = _dense_diff(stats, lo, hi)[:, by_rank]
-        out[lo:hi] = np.abs(np.cumsum(x, axis=1)).sum(axis=1) / scale
-    return out
+    return _values(kinds.ORDERED_EMD, ordered_params(order), stats)
 
 
 def hierarchical_emd(stats: ClassStats, tree: Tree) -> np.ndarray:
     """EMD with hierarchical ground distance per class (Li et al. §4.2): for every inner node N
     at level j, (j / height) * min(pos(N), neg(N)), where pos / neg sum the positive / negative
     net extras (p - q summed over the leaves below) of N's children."""
-    m = len(stats.size)
-    out = np.zeros(m)
-    height = max(tree.height, 1)
-    n_sa = len(stats.q)
-    # incidence matrices: code -> ancestor at level j, and child (level j-1) -> parent (level j)
-    below = [np.zeros((n_sa, int(ids.max()) + 1 if n_sa else 0)) for ids in tree.node]
-    for j, ids in enumerate(tree.node):
-        below[j][np.arange(n_sa), ids] = 1.0
-    parent = []
-    for j in range(1, tree.height + 1):
-        p = np.zeros((below[j - 1].shape[1], below[j].shape[1]))
-        p[tree.node[j - 1], tree.node[j]] = 1.0
-        parent.append(p)
-    for lo, hi in _chunks(m, n_sa):
-        x = _dense_diff(stats, lo, hi)
-        cost = np.zeros(hi - lo)
-        for j in range(1, tree.height + 1):
-            net = x @ below[j - 1]
-            pos = np.maximum(net, 0.0) @ parent[j - 1]
-            neg = np.maximum(-net, 0.0) @ parent[j - 1]
-            cost += j * np.minimum(pos, neg).sum(axis=1)
-        out[lo:hi] = cost / height
-    return out
+    return _values(kinds.HIERARCHICAL_EMD, hierarchical_params(tree), stats)
 
 
 def recursive_ratio(stats: ClassStats, l_min: int) -> np.ndarray:
     """r_1 / (r_l + ... + r_m) per class (counts in descending order); inf with fewer than l values."""
-    m = len(stats.size)
-    live = stats.pair_n > 0
-    cls, n = stats.pair_class[live], stats.pair_n[live]
-    order = np.lexsort((-n, cls))
-    cls, n = cls[order], n[order]
-    first = np.searchsorted(cls, np.arange(m))
-    pos = np.arange(len(cls)) - first[cls]
-    distinct = np.bincount(cls, minlength=m)
-    top = np.zeros(m)
-    np.maximum.at(top, cls, n.astype(np.float64))
-    tail = np.bincount(cls, weights=np.where(pos >= l_min - 1, n, 0).astype(np.float64), minlength=m)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = top / tail
-    ratio[distinct < l_min] = math.inf
-    return ratio
+    return _values(kinds.RECURSIVE_RATIO, np.array([float(l_min)]), stats)
 
 
 def likeness_excess(stats: ClassStats, beta: float, enhanced: bool) -> np.ndarray:
     """max over a class's present values of (p - q) / q - bound(q), bound = beta or min(beta, -ln q);
     -inf for a class with no value (never in practice)."""
-    m = len(stats.size)
-    live = stats.pair_n > 0
-    cls = stats.pair_class[live]
-    p = stats.pair_n[live] / np.maximum(stats.size[cls], 1)
-    q = stats.q[stats.pair_sa[live]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.where(q > 0, (p - q) / np.where(q > 0, q, 1.0), math.inf)
-        bound = np.minimum(beta, -np.log(np.where(q > 0, q, 1.0))) if enhanced else np.full(len(q), beta)
-    out = np.full(m, -math.inf)
-    np.maximum.at(out, cls, gain - bound)
-    return out
+    return _values(kinds.LIKENESS_EXCESS, np.array([beta, 1.0 if enhanced else 0.0]), stats)
 
 
 # --- plain-Python twins: one class, straight from the definitions --------------------------------

@@ -142,11 +142,12 @@ class TCloseness(PrivacyModel):
 
 
 class _EMD(TCloseness):
-    """The EMD variants (Li et al. 2007): no fused kernel, no DuckDB evaluator term and no exact
-    suppression oracle (S*(G) knows only the Euclidean distance), so a search under them is not
-    certified optimal; the SQL checks are ``sql/distributions.py``'s."""
+    """The EMD variants (Li et al. 2007): each names its kernel of the fused evaluator
+    (``kernel_kind``, evaluator/_distribution_kernels.py; its ``ad`` is that kernel); no DuckDB
+    evaluator term and no exact suppression oracle (S*(G) knows only the Euclidean distance), so
+    a search under them is not certified optimal; the SQL checks are ``sql/distributions.py``'s."""
 
-    kernel_kind: ClassVar[int | None] = None
+    kernel_kind: ClassVar[int | None] = None  # each variant names its own
     # EMD (a Wasserstein distance) is convex in S for a fixed Q, so a union's distance is at
     # most the largest of its classes': union-closed, as the Euclidean distance.
     union_closed: ClassVar[bool] = True
@@ -155,8 +156,8 @@ class _EMD(TCloseness):
         raise NotImplementedError
 
     def ad(self, stats: ClassStats) -> float:
-        per = self.class_ad(stats)
-        return float(per.max()) if len(per) else 0.0
+        assert self.kernel_kind is not None
+        return D.largest(self.kernel_kind, self.kernel_params(), stats)
 
     def reference_ad(self, classes: ReferenceClasses, q: list[float]) -> float:
         return max((self.reference_class(c, q) for c in classes.values() if sum(c.values()) > 0), default=0.0)
@@ -191,6 +192,7 @@ class EqualTCloseness(_EMD):
     """EMD with equal ground distance: 1/2 sum |p_i - q_i| (ARX's EqualDistanceTCloseness)."""
 
     distance: ClassVar[str] = "equal"
+    kernel_kind: ClassVar[int | None] = kinds.EQUAL_EMD
 
     def class_ad(self, stats: ClassStats) -> np.ndarray:
         return D.equal_emd(stats)
@@ -208,6 +210,7 @@ class OrderedTCloseness(_EMD):
     ``distributions.sort_key``'s: numeric columns by value, others by text (code points), NULL last."""
 
     distance: ClassVar[str] = "ordered"
+    kernel_kind: ClassVar[int | None] = kinds.ORDERED_EMD
     order: D.Order | None = field(default=None, compare=False, repr=False)
     values: tuple[tuple, ...] = field(default=(), compare=False, repr=False)
     columns: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -223,6 +226,9 @@ class OrderedTCloseness(_EMD):
     def class_ad(self, stats: ClassStats) -> np.ndarray:
         return D.ordered_emd(stats, self._order())
 
+    def kernel_params(self) -> np.ndarray:
+        return D.ordered_params(self._order())
+
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.ordered_emd_ref(counts, q, self._order().rank.tolist())
 
@@ -237,6 +243,7 @@ class HierarchicalTCloseness(_EMD):
     HierarchicalDistanceTCloseness): the model's ``hierarchy`` file, else ``[sensitive] hierarchy``."""
 
     distance: ClassVar[str] = "hierarchical"
+    kernel_kind: ClassVar[int | None] = kinds.HIERARCHICAL_EMD
     hierarchy: str | None = None
     tree: D.Tree | None = field(default=None, compare=False, repr=False)
     values: tuple[tuple, ...] = field(default=(), compare=False, repr=False)
@@ -272,6 +279,9 @@ class HierarchicalTCloseness(_EMD):
 
     def class_ad(self, stats: ClassStats) -> np.ndarray:
         return D.hierarchical_emd(stats, self._tree())
+
+    def kernel_params(self) -> np.ndarray:
+        return D.hierarchical_params(self._tree())
 
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.hierarchical_emd_ref(counts, q, [ids.tolist() for ids in self._tree().node])

@@ -98,3 +98,4 @@ def snapshot(db: Path) -> list[tuple]:
 
 from tests.support.conftest_pg import *  # noqa: F401,F403,E402
 from tests.support.conftest_spark import *  # noqa: F401,F403,E402
+from tests.support.conftest_xdist import *  # noqa: F401,F403,E402

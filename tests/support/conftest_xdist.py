@@ -1,10 +1,10 @@
 """Which tests share a pytest-xdist worker (``make test`` runs ``pytest -n 2 --dist loadgroup``).
 
 Tests are spread over the workers one by one, except groups that must stay in one process:
-every Spark test (a local Spark session is one JVM per process, ~20 s to start and ~1 GB: two
-would double both on a 2-core machine) and every Ray test (the module starts a one-node Ray
-cluster; two clusters would fight for the same 2 CPUs). Modules whose module-scoped fixture is a
-costly release are kept together too, so that the fixture is built once, not once per worker.
+every Spark test (a local Spark session is one JVM per process, 20-100 s to start and ~1 GB: two
+would double both on a 2-core machine) and every Ray test (a module that starts a one-node Ray
+cluster). The tests of a module with a module-scoped fixture stay together too, so that the
+fixture (often releases made by ``ppdp run`` subprocesses) is built once, not once per worker.
 Without xdist (a plain ``pytest``) the marks are inert.
 """
 
@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["pytest_collection_modifyitems", "SERIAL_MODULES", "xdist_group_of"]
+__all__ = ["pytest_collection_modifyitems", "xdist_group_of"]
 
-# test module path (from the repository root) -> group; modules whose tests share a costly
-# module-scoped fixture (a release made by ``ppdp run`` subprocesses, a Ray cluster)
-SERIAL_MODULES = {
-    "tests/search/test_ray_executor.py": "ray",
-}
+SPARK = "spark"
 
 
 def _uses_spark(item: pytest.Item) -> bool:
@@ -27,16 +23,28 @@ def _uses_spark(item: pytest.Item) -> bool:
     # a ``database`` fixture parametrized over dialects asks for spark_url only at set-up
     callspec = getattr(item, "callspec", None)
     params = callspec.params.values() if callspec is not None else ()
-    return any(isinstance(value, str) and value == "spark" for value in params)
+    return any(isinstance(value, str) and value == SPARK for value in params)
+
+
+def _uses_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
     """The group whose tests run in one worker, or None (any worker)."""
     if _uses_spark(item):
-        return "spark"
-    return SERIAL_MODULES.get(item.nodeid.split("::", 1)[0])
+        return SPARK
+    if _uses_a_module_fixture(item):
+        return item.nodeid.split("::", 1)[0]  # the module's path
+    return None
 
 
+# tryfirst: xdist's own hook turns the marks into the node ids' "@group" suffix that its
+# scheduler reads, so the marks must be there before it runs
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         group = xdist_group_of(item)

@@ -1,6 +1,6 @@
 """The worker groups of ``make test`` (tests/support/conftest_xdist.py) hold under the installed
 pytest and pytest-xdist: a throw-away project with the same conftest hook runs in 2 workers, and
-every Spark test, and every test of one module-scoped fixture, ran in one worker, with the
+every Spark test, and every test of a listed module-scoped fixture, ran in one worker, with the
 ``@group`` node-id suffix that xdist's loadgroup scheduler reads (pytest 9.2 ignores the one
 xdist 3.8 sets, which split the Spark tests over both workers)."""
 
@@ -20,6 +20,9 @@ pytest.importorskip("xdist")
 CONFTEST = '''
 import pytest
 from tests.support.conftest_xdist import *  # noqa: F401,F403
+from tests.support.conftest_xdist import COSTLY_MODULE_FIXTURES
+
+COSTLY_MODULE_FIXTURES["test_module_things.py"] = "shared"
 
 
 @pytest.fixture(scope="module")

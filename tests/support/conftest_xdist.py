@@ -2,10 +2,11 @@
 
 Tests are spread over the workers one by one, except groups that must stay in one process:
 every Spark test (a local Spark session is one JVM per process, 20-100 s to start and ~1 GB: two
-would double both on a 2-core machine) and every Ray test (a module that starts a one-node Ray
-cluster). The tests of a module with a module-scoped fixture stay together too, so that the
-fixture (often releases made by ``ppdp run`` subprocesses) is built once, not once per worker.
-Without xdist (a plain ``pytest``) the marks are inert.
+would double both on a 2-core machine), and the tests of the modules in COSTLY_MODULE_FIXTURES
+that use a module-scoped fixture, so that it is built once, not once per worker. Other module
+fixtures (a table read, a small Problem) cost less than keeping a large module in one worker
+(test_flash's 200 tests, test_bad_input's sweep of CLI calls) would. Without xdist (a plain
+``pytest``) the marks are inert.
 """
 
 from __future__ import annotations
@@ -14,9 +15,17 @@ from collections.abc import Generator
 
 import pytest
 
-__all__ = ["pytest_collection_modifyitems", "xdist_group_of"]
+__all__ = ["pytest_collection_modifyitems", "xdist_group_of", "COSTLY_MODULE_FIXTURES"]
 
 SPARK = "spark"
+# module path -> its costly module-scoped fixture
+COSTLY_MODULE_FIXTURES = {
+    "tests/search/test_ray_executor.py": "a one-node Ray cluster and its actor pool (two would share 2 CPUs)",
+    "tests/releases/test_report.py": "releases of three methods, with jobs and versions",
+    "tests/releases/test_report_browser.py": "test_report's releases (the module's own instance)",
+    "tests/releases/test_probe_findings.py": "three `ppdp run` subprocesses",
+    "tests/architecture/test_packaging.py": "`pip wheel` of the repository",
+}
 
 
 def _uses_spark(item: pytest.Item) -> bool:
@@ -39,8 +48,9 @@ def xdist_group_of(item: pytest.Item) -> str | None:
     """The group whose tests run in one worker, or None (any worker)."""
     if _uses_spark(item):
         return SPARK
-    if _uses_a_module_fixture(item):
-        return item.nodeid.split("::", 1)[0]  # the module's path
+    module = item.nodeid.split("::", 1)[0]
+    if module in COSTLY_MODULE_FIXTURES and _uses_a_module_fixture(item):
+        return module
     return None
 
 

@@ -33,10 +33,14 @@ demo: $(STAMP)
 	$(BIN)/ppdp verify adult --db duckdb://demo.duckdb
 	$(BIN)/ppdp export demo_release.duckdb --db duckdb://demo.duckdb
 
+# The suite in 2 pytest-xdist workers (CI has 2 cores): Spark and Ray tests each stay in one worker
+# (tests/support/conftest_xdist.py). TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -96,5 +96,7 @@ def snapshot(db: Path) -> list[tuple]:
         con.close()
 
 
+from tests.support.compile_lock import *  # noqa: F401,F403,E402
 from tests.support.conftest_pg import *  # noqa: F401,F403,E402
 from tests.support.conftest_spark import *  # noqa: F401,F403,E402
+from tests.support.conftest_xdist import *  # noqa: F401,F403,E402

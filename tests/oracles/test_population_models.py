@@ -261,3 +261,26 @@ def test_flash_with_k_map_matches_exhaustive(seed):
             assert not res.feasible
         else:
             assert res.feasible and res.td == pytest.approx(best, abs=1e-9) and res.suppressed == 0
+
+
+def test_population_count_kernel_equals_its_numpy_twin():
+    """evaluator/population.py's kernel and its NumPy twin, on every node of random tables with
+    random retention (rows dropped entirely included)."""
+    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.evaluator.population import class_population, class_population_numpy
+    rng = np.random.default_rng(25)
+    compared = 0
+    for _ in range(25):
+        table, _records, _research, _hs = _table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 60)), float(rng.random()))
+        pop = table.population
+        gen, _w, n_gen = table.lookup
+        for g in itertools.product(*[range(3)] * table.n_qids):
+            g_arr = np.array(g, dtype=np.int64)
+            retained = np.array([int(rng.integers(0, c + 1)) for c in table.counts], dtype=np.int64)
+            cls, m = K.classify(g_arr, table.codes, gen, n_gen, retained > 0)
+            args = (g_arr, cls, m, retained, pop.row_combo, pop.combo_codes, pop.combo_persons, gen, n_gen)
+            fast, fast_unmatched = class_population(*args)
+            twin, twin_unmatched = class_population_numpy(*args)
+            assert fast.dtype == twin.dtype and np.array_equal(fast, twin) and fast_unmatched == twin_unmatched
+            compared += 1
+    assert compared > 100

@@ -95,7 +95,7 @@ SMALL_QIDS: dict[str, tuple[str, list[str], str | None]] = {
 }
 ARX_HEURISTIC_THRESHOLD = 100_000  # ARXConfiguration's default: above it, ARX refuses algo=OPTIMAL
 # delta-presence's research subset and k-map's sample on adult (benchmarks/arx_population_verdicts.py
-# uses the same rows): 9,053 of 30,162 records. The CSV is read as text, hence the CAST.
+# uses the same rows): 8,101 of 30,162 records. The CSV is read as text, hence the CAST.
 RESEARCH = "\"salary-class\" = '>50K' OR (CAST(age AS INTEGER) >= 60 AND sex = 'Female')"
 POPULATION_TABLE = "main.source"  # the dataset's own table, k-map's population when ppdp reads a sample
 T_EMD_AS_EUCLIDEAN = 0.2828  # binary SA: ARX's EMD 0.2 (equal distance) is Euclidean 0.2 * sqrt(2)
@@ -193,10 +193,10 @@ def _cases() -> list[Case]:
     # its DataSubset the research subset / the sample; with an estimator adult is the sample.
     for dmin, dmax in ((0.05, 0.6), (0.0, 0.5)):
         out.append(Case(f"adult-dpresence-{dmin:g}-{dmax:g}", f"adult delta-presence dmin={dmin:g} dmax={dmax:g}, research "
-                        "subset of 9,053 records (ppdp lattice)", "adult",
+                        "subset: >50K or women of 60+ (ppdp lattice)", "adult",
                         (("delta-presence", {"dmin": dmin, "dmax": dmax, "research": RESEARCH}),), "lattice",
                         f"dmin={dmin} dmax={dmax} subset=ARX_SUBSET supp=1.0", family="models", subset=RESEARCH))
-    out.append(Case("adult-kmap-population-k10", "adult k-map k=10, population table (adult) of a 9,053-record sample "
+    out.append(Case("adult-kmap-population-k10", "adult k-map k=10, population table (adult) of a sample (>50K or women of 60+) "
                     "(ppdp lattice)", "adult", (("k-map", {"k": 10, "population": POPULATION_TABLE}),), "lattice",
                     "kmap=10 subset=ARX_SUBSET supp=1.0", family="models", subset=RESEARCH, sample=True))
     for k, est, size, sig in ((10, "poisson", 300_000, 0.01), (20, "zero-truncated-poisson", 100_000, 0.05)):

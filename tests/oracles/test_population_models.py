@@ -264,10 +264,15 @@ def test_flash_with_k_map_matches_exhaustive(seed):
 
 
 def test_population_count_kernel_equals_its_numpy_twin():
-    """evaluator/population.py's kernel and its NumPy twin, on every node of random tables with
-    random retention (rows dropped entirely included)."""
+    """evaluator/population.py's kernels and the NumPy twin, on every node of random tables with
+    random retention (rows dropped entirely included); the rows' classes derived from the
+    combinations' are ``classify``'s ids."""
     from ppdp.engine.evaluator import _kernels as K
-    from ppdp.engine.evaluator.population import class_population, class_population_numpy
+    from ppdp.engine.evaluator.population import (
+        class_population,
+        class_population_numpy,
+        classes_with_population,
+    )
     rng = np.random.default_rng(25)
     compared = 0
     for _ in range(25):
@@ -282,5 +287,10 @@ def test_population_count_kernel_equals_its_numpy_twin():
             fast, fast_unmatched = class_population(*args)
             twin, twin_unmatched = class_population_numpy(*args)
             assert fast.dtype == twin.dtype and np.array_equal(fast, twin) and fast_unmatched == twin_unmatched
+            # the rows' classes from the combinations' classification: classify's ids exactly
+            one_cls, one_m, one_pop, one_unmatched = classes_with_population(
+                g_arr, retained, pop.row_combo, pop.combo_codes, pop.combo_persons, gen, n_gen)
+            assert one_m == m and np.array_equal(one_cls, cls) and one_cls.dtype == cls.dtype
+            assert np.array_equal(one_pop, twin) and one_unmatched == twin_unmatched
             compared += 1
     assert compared > 100

@@ -18,6 +18,42 @@ from numba import njit
 from ppdp.engine.evaluator import _kernels as K
 
 
+def classes_with_population(g: np.ndarray, retained: np.ndarray, row_combo: np.ndarray, combo_codes: np.ndarray,
+                            combo_persons: np.ndarray, gen: np.ndarray,
+                            n_gen: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """(class id per histogram row, classes, persons per class, population classes without a
+    retained record) for one G from ONE classification, of the combinations.
+
+    Every histogram row is one of the combinations (``row_combo``), so its class is its
+    combination's class, renumbered in first-seen order over the rows with ``retained > 0``:
+    exactly the ids ``_kernels.classify`` gives the rows (-1 for the others), without
+    classifying them a second time.
+    """
+    ccls, m = K.classify(np.ascontiguousarray(g, dtype=np.int64), combo_codes, gen, n_gen,
+                         np.ones(combo_codes.shape[0], dtype=np.bool_))
+    return _rows_and_counts(ccls, m, np.ascontiguousarray(retained, dtype=np.int64), row_combo, combo_persons)
+
+
+@njit(cache=True)
+def _rows_and_counts(ccls, m, retained, row_combo, combo_persons):
+    """Rows' class ids (first-seen order of their combination classes) and the counts of
+    ``_counts_by_class``."""
+    renumber = np.full(m, -1, dtype=np.int32)
+    cls = np.empty(retained.shape[0], dtype=np.int32)
+    n_classes = 0
+    for h in range(retained.shape[0]):
+        if retained[h] > 0:
+            c = ccls[row_combo[h]]
+            if renumber[c] < 0:
+                renumber[c] = n_classes
+                n_classes += 1
+            cls[h] = renumber[c]
+        else:
+            cls[h] = -1
+    out, unmatched = _counts_by_class(ccls, m, cls, n_classes, retained, row_combo, combo_persons)
+    return cls, n_classes, out, unmatched
+
+
 def class_population(g: np.ndarray, cls: np.ndarray, n_classes: int, retained: np.ndarray, row_combo: np.ndarray,
                      combo_codes: np.ndarray, combo_persons: np.ndarray, gen: np.ndarray,
                      n_gen: np.ndarray) -> tuple[np.ndarray, int]:

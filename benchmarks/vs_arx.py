@@ -24,14 +24,26 @@ Families (``--family``, default all):
   creditcard k=5 with the issue's 8 QIDs each; cup's ZIP gets a generated 5-digit masking
   hierarchy, written next to the samples).
 - ``small``: seeded samples of 1,000 and 5,000 records of adult (8 QIDs, SA salary-class),
-  mach2019 (10 QIDs) and creditcard (9 QIDs, SA default-payment-next-month): k=5 no limit,
-  k=5 0 % limit, and t = 0.2 EMD / Euclidean 0.2828 + k=2 on the binary SAs. 12 QIDs are not in
-  the family: with these hierarchies no 12-QID lattice is below ARX's heuristic threshold
-  (100,000 nodes; 2 x 3^11 at least), where ARX stops running its optimal search.
+  mach2019 (10, 11 and 12 QIDs: 52,488 / 157,464 / 472,392 nodes) and creditcard (9 and 10 QIDs:
+  73,728 / 368,640 nodes, SA default-payment-next-month): k=5 no limit, k=5 0 % limit, and
+  t = 0.2 EMD / Euclidean 0.2828 + k=2 on the binary SAs. ARX refuses its optimal search on a
+  lattice above its heuristic threshold (ARXConfiguration.setHeuristicSearchThreshold, 100,000
+  nodes by default); a lattice above it gets the token threshold=<its nodes>, so ARX runs the same
+  optimal search there (its time is that search's, not a heuristic's).
 - ``models``: one row per privacy model on adult (SA occupation where the model needs a
   sensitive attribute, k=2 alongside): the models ppdp has (distinct/entropy l-diversity, ARX's
-  same models) and those of issue #25 (spec names of the issue). A model this ppdp does not
-  register yet is reported as skipped with ppdp's one-line error.
+  same models) and those of issue #25 (spec names of the issue); the population-based ones on
+  adult's 8 QIDs with no SA: delta-presence (ARX DPresence; ARX's data is adult, the population,
+  and its DataSubset the rows of ppdp's research predicate, ``RESEARCH``), k-map against a
+  population table (ppdp: a table of those rows as the source and adult as the population; ARX:
+  KMap with adult and the same rows as its subset) and k-map with the Poisson and zero-truncated
+  Poisson estimators (ARX KMap with its CellSizeEstimator, the same k, population size and
+  significance). A model this ppdp does not register yet is reported as skipped with ppdp's
+  one-line error.
+
+ARX's setup (data, hierarchies, research subsets, DPresence/KMap from tokens) is
+benchmarks/arx/ArxSetup.java, shared with ArxVerdicts.java and ArxPopVerdicts.java. The
+``node = ARX's`` column says whether ppdp chose ARX's node (ARX's Loss and ppdp's TD differ).
 
 ``--quick``: the adult rows of ``issue`` and the 1,000-record adult rows of ``small``.
 ``--compare OLD.json`` (a run of this script on another commit) adds that run's ppdp time and

@@ -294,3 +294,29 @@ def test_population_count_kernel_equals_its_numpy_twin():
             assert np.array_equal(one_pop, twin) and one_unmatched == twin_unmatched
             compared += 1
     assert compared > 100
+
+
+def test_rolled_up_combination_classes_are_classify_ids():
+    """CombinationClasses (roll-up from a remembered node below, else classify) gives classify's
+    ids on every node, visited bottom-up (roll-ups) and in random order (both paths), with a
+    memo small enough to evict."""
+    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.evaluator.population import CombinationClasses
+    rng = np.random.default_rng(26)
+    rolled = 0
+    for _ in range(15):
+        table, _records, _research, _hs = _table(rng, int(rng.integers(2, 5)), int(rng.integers(5, 80)), 0.5)
+        pop = table.population
+        gen, _w, n_gen = table.lookup
+        nodes = [np.array(g, dtype=np.int64) for g in itertools.product(*[range(3)] * table.n_qids)]
+        nodes.sort(key=lambda g: int(g.sum()))
+        for order in (nodes, [nodes[i] for i in rng.permutation(len(nodes))]):
+            memo = CombinationClasses(pop.combo_codes, gen, n_gen)
+            memo.max_entries = 7
+            for g in order:
+                before = len(memo.ids)
+                got, m = memo.classify(g)
+                want, want_m = K.classify(g, pop.combo_codes, gen, n_gen, np.ones(pop.combo_codes.shape[0], dtype=np.bool_))
+                assert m == want_m and np.array_equal(got, want)
+                rolled += int(before > 0)
+    assert rolled > 100

@@ -13,7 +13,7 @@ from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
-from ppdp.engine.evaluator.population import classes_with_population
+from ppdp.engine.evaluator.population import CombinationClasses, classes_with_population
 from ppdp.engine.models import ClassStats, PrivacyModel
 
 
@@ -30,6 +30,8 @@ class NumbaEvaluator:
         self.needs_population = any(m.requirements.population for m in self.models)
         if self.needs_population and table.population is None:
             raise ValueError("a model reads population counts but the table has no population")
+        self.combinations = (CombinationClasses(table.population.combo_codes, self.gen, self.n_gen)
+                             if self.needs_population and table.population is not None else None)
         # Fused batch path when every model has a kind code of the fused kernels (else None).
         kinds = [m.kernel_kind for m in self.models]
         self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
@@ -41,7 +43,8 @@ class NumbaEvaluator:
         pop = t.population if self.needs_population else None
         if pop is not None:  # the rows' classes come with the population's (one classification)
             cls, m, per_class, unmatched = classes_with_population(g, retained, pop.row_combo, pop.combo_codes,
-                                                                   pop.combo_persons, self.gen, self.n_gen)
+                                                                   pop.combo_persons, self.gen, self.n_gen,
+                                                                   self.combinations)
         else:
             cls, m = K.classify(g, t.codes, self.gen, self.n_gen, retained > 0)
         size = K.class_sizes(cls, m, retained)

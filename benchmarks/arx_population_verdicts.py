@@ -104,8 +104,8 @@ def arx_verdicts(db: Path, case: dict, work: Path) -> tuple[dict[tuple[int, ...]
         args.append(f"subset={path}")
     classes = work / "classes"
     if not classes.exists():
-        src = Path(__file__).resolve().parent / "arx" / "ArxPopVerdicts.java"
-        subprocess.run(["javac", "-cp", CLASSPATH.read_text().strip(), "-d", str(classes), str(src)], check=True)
+        srcs = [str(Path(__file__).resolve().parent / "arx" / f) for f in ("ArxSetup.java", "ArxPopVerdicts.java")]
+        subprocess.run(["javac", "-cp", CLASSPATH.read_text().strip(), "-d", str(classes), *srcs], check=True)
     t0 = time.perf_counter()
     run = subprocess.run(["java", "-cp", f"{classes}:{CLASSPATH.read_text().strip()}", "ArxPopVerdicts", *args],
                          check=True, capture_output=True, text=True)

@@ -15,7 +15,8 @@ Data: ../shared/data/arx/adult.csv with ARX's hierarchies. SA salary-class: the 
 (6,480 nodes). SA occupation: occupation is then not a QID, so the other 7 (2,160 nodes).
 
 ARX: the classpath in /tmp/arx-build/classpath.txt (``ARX_CLASSPATH`` overrides; see
-../shared/arx/README.md); ArxVerdicts.java is compiled into a temporary folder on each run.
+../shared/arx/README.md); ArxVerdicts.java (with the harnesses' shared ArxSetup.java) is
+compiled into a temporary folder on each run.
 
 The cases are table-driven (``CASES``): one entry names the ppdp model(s) with their spec
 parameters and ARX's criteria with their tokens (ArxVerdicts.CRITERIA on the Java side).
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         subprocess.run(["javac", "-encoding", "UTF-8", "-d", str(work / "classes"), "-cp", classpath,
-                        str(REPO / "benchmarks" / "arx" / "ArxVerdicts.java")], check=True)
+                        *(str(REPO / "benchmarks" / "arx" / f) for f in ("ArxSetup.java", "ArxVerdicts.java"))], check=True)
         for sa in sas:
             table, qids = load_adult(root, sa)
             nodes = all_nodes(table)

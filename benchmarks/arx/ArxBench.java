@@ -1,5 +1,4 @@
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
@@ -18,7 +17,6 @@ import org.deidentifier.arx.ARXConfiguration.AnonymizationAlgorithm;
 import org.deidentifier.arx.ARXLattice;
 import org.deidentifier.arx.ARXLattice.ARXNode;
 import org.deidentifier.arx.ARXResult;
-import org.deidentifier.arx.AttributeType;
 import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
@@ -49,6 +47,13 @@ import org.deidentifier.arx.metric.Metric;
  *   ldiv=distinct|entropy|recursive l=L [c=C]   l-diversity of the sensitive attribute
  *                      (ppdp's copy, benchmarks/arx: added for issue #25's per-model cases)
  *   beta=B [bmodel=basic|enhanced]       beta-likeness of the sensitive attribute (default enhanced)
+ *   dmin=X dmax=Y subset=PATH            delta-presence (ARX DPresence): the data is the population,
+ *                      subset=PATH its research subset (one 0-based row index per line)
+ *   kmap=K [subset=PATH | estimator=poisson|zero-truncated-poisson population_size=N significance=A]
+ *                      k-map (ARX KMap): against the population (the data; subset=PATH the sample) or
+ *                      with ARX's cell size estimator (the data is the sample)
+ *   threshold=N        ARX's heuristic search threshold (default 100,000 nodes): algo=optimal on a
+ *                      larger lattice needs threshold >= its size, or ARX refuses to run
  *   supp=1.0           suppression limit (fraction of records)
  *   algo=optimal|genetic  (optimal = ARX's default globally-optimal search, Flash)
  *   ga.iterations=N ga.deterministic=true|false   genetic-algorithm options
@@ -74,7 +79,7 @@ public class ArxBench {
         if (args.length == 0 || args[0].equals("serve")) {
             serve();
         } else if (args[0].equals("bench")) {
-            Map<String, String> c = parse(Arrays.copyOfRange(args, 1, args.length));
+            Map<String, String> c = ArxSetup.parse(Arrays.copyOfRange(args, 1, args.length));
             int warmup = Integer.parseInt(c.getOrDefault("warmup", "3"));
             int reps = Integer.parseInt(c.getOrDefault("reps", "7"));
             List<Double> warm = new ArrayList<>();
@@ -110,7 +115,7 @@ public class ArxBench {
             String[] parts = line.split("\\s+");
             Map<String, Object> r;
             try {
-                Map<String, String> c = parse(Arrays.copyOfRange(parts, 1, parts.length));
+                Map<String, String> c = ArxSetup.parse(Arrays.copyOfRange(parts, 1, parts.length));
                 if (parts[0].equals("run")) {
                     r = run(c, c.get("outliers"));
                 } else if (parts[0].equals("node")) {
@@ -126,24 +131,6 @@ public class ArxBench {
         }
     }
 
-    private static Map<String, String> parse(String[] tokens) {
-        Map<String, String> c = new LinkedHashMap<>();
-        for (String t : tokens) {
-            int i = t.indexOf('=');
-            if (i < 0) throw new IllegalArgumentException("expected key=value, got " + t);
-            c.put(t.substring(0, i), t.substring(i + 1));
-        }
-        return c;
-    }
-
-    private static String hierarchyPath(Map<String, String> c, String attr) {
-        if (c.containsKey("hier." + attr)) return c.get("hier." + attr);
-        File f = new File(c.get("data"));
-        String stem = f.getName().replaceAll("\\.csv$", "");
-        File dir = f.getAbsoluteFile().getParentFile();
-        return new File(dir, stem + "_hierarchy_" + attr + ".csv").getPath();
-    }
-
     /** Data with its definition, cached per (data, qids, sensitive, hierarchy overrides). */
     private static Data data(Map<String, String> c) throws IOException {
         StringBuilder key = new StringBuilder();
@@ -154,30 +141,14 @@ public class ArxBench {
         }
         Data data = DATA_CACHE.get(key.toString());
         if (data == null) {
-            data = Data.create(c.get("data"), StandardCharsets.UTF_8, ';');
-            List<String> qids = Arrays.asList(c.get("qids").split(","));
-            String sensitive = c.get("sensitive");
-            DataHandle h = data.getHandle();
-            for (int i = 0; i < h.getNumColumns(); i++) {
-                String col = h.getAttributeName(i);
-                if (qids.contains(col)) {
-                    data.getDefinition().setAttributeType(col, Hierarchy.create(hierarchyPath(c, col), StandardCharsets.UTF_8, ';'));
-                } else if (col.equals(sensitive)) {
-                    data.getDefinition().setAttributeType(col, AttributeType.SENSITIVE_ATTRIBUTE);
-                } else {
-                    data.getDefinition().setAttributeType(col, AttributeType.INSENSITIVE_ATTRIBUTE);
-                }
-            }
-            for (String q : qids) {
-                if (data.getHandle().getColumnIndexOf(q) < 0) throw new IllegalArgumentException("no column " + q);
-            }
+            data = ArxSetup.data(c);
             DATA_CACHE.put(key.toString(), data);
         }
         data.getHandle().release();
         return data;
     }
 
-    private static ARXConfiguration config(Map<String, String> c) throws IOException {
+    private static ARXConfiguration config(Map<String, String> c, Data data) throws IOException {
         ARXConfiguration config = ARXConfiguration.create();
         String metric = c.getOrDefault("metric", "loss");
         if (!metric.equals("loss")) throw new IllegalArgumentException("only metric=loss is wired in");
@@ -192,7 +163,7 @@ public class ArxBench {
             } else if (tm.equals("ordered")) {
                 config.addPrivacyModel(new OrderedDistanceTCloseness(sa, t));
             } else if (tm.equals("hierarchical")) {
-                Hierarchy h = Hierarchy.create(hierarchyPath(c, sa), StandardCharsets.UTF_8, ';');
+                Hierarchy h = Hierarchy.create(ArxSetup.hierarchyPath(c, sa), StandardCharsets.UTF_8, ';');
                 config.addPrivacyModel(new HierarchicalDistanceTCloseness(sa, t, h));
             } else {
                 throw new IllegalArgumentException("tmodel must be equal, ordered or hierarchical");
@@ -220,6 +191,11 @@ public class ArxBench {
                 config.addPrivacyModel(new BasicBLikeness(sa, beta));
             }
         }
+        // The population-based models: the data is the population (delta-presence, k-map with a
+        // subset), or the sample (k-map with an estimator).
+        if (c.containsKey("dmin") || c.containsKey("dmax")) config.addPrivacyModel(ArxSetup.dPresence(c, data));
+        if (c.containsKey("kmap")) config.addPrivacyModel(ArxSetup.kMap(c, data, ArxSetup.integer(c, "kmap")));
+        if (c.containsKey("threshold")) config.setHeuristicSearchThreshold(Integer.parseInt(c.get("threshold")));
         config.setSuppressionLimit(Double.parseDouble(c.getOrDefault("supp", "1.0")));
         String algo = c.getOrDefault("algo", "optimal");
         if (algo.equals("optimal")) {
@@ -238,7 +214,7 @@ public class ArxBench {
     /** One timed anonymization; describes the chosen node. */
     private static Map<String, Object> run(Map<String, String> c, String outliers) throws IOException {
         Data data = data(c);
-        ARXConfiguration config = config(c);
+        ARXConfiguration config = config(c, data);
         ARXAnonymizer anonymizer = new ARXAnonymizer();
         long t0 = System.nanoTime();
         ARXResult result = anonymizer.anonymize(data, config);
@@ -264,7 +240,7 @@ public class ArxBench {
     /** ARX's view of a given node: anonymous under its suppression limit?, Loss, suppressed records. */
     private static Map<String, Object> node(Map<String, String> c) throws IOException {
         Data data = data(c);
-        ARXConfiguration config = config(c);
+        ARXConfiguration config = config(c, data);
         ARXResult result = new ARXAnonymizer().anonymize(data, config);
         Map<String, Integer> want = new HashMap<>();
         for (String kv : c.get("levels").split(",")) {

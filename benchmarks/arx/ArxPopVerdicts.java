@@ -1,27 +1,13 @@
-import java.io.BufferedReader;
-import java.io.File;
-import java.io.FileReader;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.deidentifier.arx.ARXAnonymizer;
 import org.deidentifier.arx.ARXConfiguration;
 import org.deidentifier.arx.ARXLattice.ARXNode;
 import org.deidentifier.arx.ARXLattice.Anonymity;
-import org.deidentifier.arx.ARXPopulationModel;
 import org.deidentifier.arx.ARXResult;
-import org.deidentifier.arx.AttributeType;
-import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
-import org.deidentifier.arx.DataHandle;
-import org.deidentifier.arx.DataSubset;
-import org.deidentifier.arx.criteria.DPresence;
 import org.deidentifier.arx.criteria.KMap;
 import org.deidentifier.arx.metric.Metric;
 
@@ -42,46 +28,17 @@ import org.deidentifier.arx.metric.Metric;
 public class ArxPopVerdicts {
 
     public static void main(String[] args) throws IOException {
-        Map<String, String> c = new LinkedHashMap<>();
-        for (String t : args) {
-            int i = t.indexOf('=');
-            c.put(t.substring(0, i), t.substring(i + 1));
-        }
-        Data data = Data.create(c.get("data"), StandardCharsets.UTF_8, ';');
-        List<String> qids = Arrays.asList(c.get("qids").split(","));
-        File f = new File(c.get("data"));
-        String stem = f.getName().replaceAll("\\.csv$", "");
-        File dir = f.getAbsoluteFile().getParentFile();
-        DataHandle h = data.getHandle();
-        for (int i = 0; i < h.getNumColumns(); i++) {
-            String col = h.getAttributeName(i);
-            if (qids.contains(col)) {
-                String path = new File(dir, stem + "_hierarchy_" + col + ".csv").getPath();
-                data.getDefinition().setAttributeType(col, Hierarchy.create(path, StandardCharsets.UTF_8, ';'));
-            } else if (col.equals(c.get("sensitive"))) {
-                data.getDefinition().setAttributeType(col, AttributeType.SENSITIVE_ATTRIBUTE);
-            } else {
-                data.getDefinition().setAttributeType(col, AttributeType.INSENSITIVE_ATTRIBUTE);
-            }
-        }
+        Map<String, String> c = ArxSetup.parse(args);
+        Data data = ArxSetup.data(c);
         ARXConfiguration config = ARXConfiguration.create();
         config.setQualityModel(Metric.createLossMetric());
         config.setSuppressionLimit(0d);
         KMap kmap = null;
         String model = c.get("model");
         if (model.equals("dpresence")) {
-            config.addPrivacyModel(new DPresence(Double.parseDouble(c.get("dmin")), Double.parseDouble(c.get("dmax")),
-                                                 DataSubset.create(data, readSubset(c.get("subset")))));
+            config.addPrivacyModel(ArxSetup.dPresence(c, data));
         } else if (model.equals("kmap")) {
-            int k = Integer.parseInt(c.get("k"));
-            if (c.containsKey("estimator")) {
-                KMap.CellSizeEstimator est = c.get("estimator").equals("poisson") ? KMap.CellSizeEstimator.POISSON
-                                                                                   : KMap.CellSizeEstimator.ZERO_TRUNCATED_POISSON;
-                kmap = new KMap(k, Double.parseDouble(c.get("significance")),
-                                ARXPopulationModel.create(Long.parseLong(c.get("population_size"))), est);
-            } else {
-                kmap = new KMap(k, DataSubset.create(data, readSubset(c.get("subset"))));
-            }
+            kmap = ArxSetup.kMap(c, data, ArxSetup.integer(c, "k"));
             config.addPrivacyModel(kmap);
         } else {
             throw new IllegalArgumentException("model must be dpresence or kmap");
@@ -111,14 +68,5 @@ public class ArxPopVerdicts {
             tr[i]++;
         }
         System.out.print(out);
-    }
-
-    private static Set<Integer> readSubset(String path) throws IOException {
-        Set<Integer> rows = new HashSet<>();
-        try (BufferedReader r = new BufferedReader(new FileReader(path))) {
-            String line;
-            while ((line = r.readLine()) != null) if (!line.isBlank()) rows.add(Integer.parseInt(line.trim()));
-        }
-        return rows;
     }
 }

@@ -1,5 +1,4 @@
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -11,9 +10,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.HashSet;
 import java.util.Map;
-import java.util.Set;
 
 import org.deidentifier.arx.ARXAnonymizer;
 import org.deidentifier.arx.ARXConfiguration;
@@ -27,11 +24,7 @@ import org.deidentifier.arx.AttributeType;
 import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
-import org.deidentifier.arx.ARXPopulationModel;
-import org.deidentifier.arx.DataSubset;
 import org.deidentifier.arx.criteria.BasicBLikeness;
-import org.deidentifier.arx.criteria.DPresence;
-import org.deidentifier.arx.criteria.KMap;
 import org.deidentifier.arx.criteria.DistinctLDiversity;
 import org.deidentifier.arx.criteria.EnhancedBLikeness;
 import org.deidentifier.arx.criteria.EntropyLDiversity;
@@ -87,27 +80,27 @@ public class ArxVerdicts {
         CRITERIA.put("t-closeness-equal", (c, d) -> new EqualDistanceTCloseness(sa(c), real(c, "t")));
         CRITERIA.put("t-closeness-ordered", (c, d) -> new OrderedDistanceTCloseness(sa(c), real(c, "t")));
         CRITERIA.put("t-closeness-hierarchical", (c, d) -> new HierarchicalDistanceTCloseness(sa(c), real(c, "t"),
-                Hierarchy.create(hierarchyPath(c, sa(c)), StandardCharsets.UTF_8, ';')));
+                Hierarchy.create(ArxSetup.hierarchyPath(c, sa(c)), StandardCharsets.UTF_8, ';')));
         CRITERIA.put("recursive-cl-diversity", (c, d) -> new RecursiveCLDiversity(sa(c), real(c, "c"), integer(c, "l")));
         CRITERIA.put("basic-beta-likeness", (c, d) -> new BasicBLikeness(sa(c), real(c, "beta")));
         CRITERIA.put("enhanced-beta-likeness", (c, d) -> new EnhancedBLikeness(sa(c), real(c, "beta")));
         // The data is the population; subset=PATH lists the research subset's (sample's) rows.
-        CRITERIA.put("d-presence", (c, d) -> new DPresence(real(c, "dmin"), real(c, "dmax"), DataSubset.create(d, rows(c))));
-        CRITERIA.put("k-map", (c, d) -> new KMap(integer(c, "k"), DataSubset.create(d, rows(c))));
-        CRITERIA.put("k-map-poisson", (c, d) -> new KMap(integer(c, "k"), real(c, "significance"),
-                ARXPopulationModel.create(Long.parseLong(c.get("population_size"))), KMap.CellSizeEstimator.POISSON));
-        CRITERIA.put("k-map-zero-truncated-poisson", (c, d) -> new KMap(integer(c, "k"), real(c, "significance"),
-                ARXPopulationModel.create(Long.parseLong(c.get("population_size"))), KMap.CellSizeEstimator.ZERO_TRUNCATED_POISSON));
-    }
-
-    /** The rows of subset=PATH: one 0-based row index of the data per line. */
-    static Set<Integer> rows(Map<String, String> c) throws IOException {
-        if (!c.containsKey("subset")) throw new IllegalArgumentException("this criterion needs subset=PATH");
-        Set<Integer> out = new HashSet<>();
-        for (String line : Files.readAllLines(Paths.get(c.get("subset")), StandardCharsets.UTF_8)) {
-            if (!line.isBlank()) out.add(Integer.parseInt(line.trim()));
-        }
-        return out;
+        CRITERIA.put("d-presence", ArxSetup::dPresence);
+        CRITERIA.put("k-map", (c, d) -> {
+            Map<String, String> sample = new LinkedHashMap<>(c);
+            sample.remove("estimator");  // against the population: subset=PATH is the sample
+            return ArxSetup.kMap(sample, d, integer(c, "k"));
+        });
+        CRITERIA.put("k-map-poisson", (c, d) -> {
+            Map<String, String> e = new LinkedHashMap<>(c);
+            e.put("estimator", "poisson");
+            return ArxSetup.kMap(e, d, integer(c, "k"));
+        });
+        CRITERIA.put("k-map-zero-truncated-poisson", (c, d) -> {
+            Map<String, String> e = new LinkedHashMap<>(c);
+            e.put("estimator", "zero-truncated-poisson");
+            return ArxSetup.kMap(e, d, integer(c, "k"));
+        });
     }
 
     static String sa(Map<String, String> c) {
@@ -117,23 +110,16 @@ public class ArxVerdicts {
     }
 
     static int integer(Map<String, String> c, String key) {
-        if (!c.containsKey(key)) throw new IllegalArgumentException("missing " + key + "=...");
-        return Integer.parseInt(c.get(key));
+        return ArxSetup.integer(c, key);
     }
 
     static double real(Map<String, String> c, String key) {
-        if (!c.containsKey(key)) throw new IllegalArgumentException("missing " + key + "=...");
-        return Double.parseDouble(c.get(key));
+        return ArxSetup.real(c, key);
     }
 
     public static void main(String[] args) throws Exception {
         Locale.setDefault(Locale.ROOT);
-        Map<String, String> c = new LinkedHashMap<>();
-        for (String t : args) {
-            int i = t.indexOf('=');
-            if (i < 0) throw new IllegalArgumentException("expected key=value, got " + t);
-            c.put(t.substring(0, i), t.substring(i + 1));
-        }
+        Map<String, String> c = ArxSetup.parse(args);
         List<int[]> nodes = new ArrayList<>();
         try (BufferedReader r = Files.newBufferedReader(Paths.get(c.get("nodes")), StandardCharsets.UTF_8)) {
             String line;
@@ -144,7 +130,7 @@ public class ArxVerdicts {
             }
         }
         long t0 = System.nanoTime();
-        Data data = data(c);
+        Data data = ArxSetup.data(c);
         ARXConfiguration config = ARXConfiguration.create();
         config.setQualityModel(Metric.createLossMetric());
         for (String name : c.get("criteria").split("\\+")) {
@@ -231,35 +217,5 @@ public class ArxVerdicts {
             if (a != Anonymity.ANONYMOUS && a != Anonymity.NOT_ANONYMOUS) throw new IllegalStateException("unchecked node");
             return a == Anonymity.ANONYMOUS;
         }
-    }
-
-    static String hierarchyPath(Map<String, String> c, String attr) {
-        if (c.containsKey("hier." + attr)) return c.get("hier." + attr);
-        File f = new File(c.get("data"));
-        String stem = f.getName().replaceAll("\\.csv$", "");
-        return new File(f.getAbsoluteFile().getParentFile(), stem + "_hierarchy_" + attr + ".csv").getPath();
-    }
-
-    /** The data with QIDs (their hierarchies), the sensitive attribute, all else insensitive. */
-    static Data data(Map<String, String> c) throws IOException {
-        Data data = Data.create(c.get("data"), StandardCharsets.UTF_8, ';');
-        List<String> qids = Arrays.asList(c.get("qids").split(","));
-        String sensitive = c.get("sensitive");
-        DataHandle h = data.getHandle();
-        for (int i = 0; i < h.getNumColumns(); i++) {
-            String col = h.getAttributeName(i);
-            if (qids.contains(col)) {
-                data.getDefinition().setAttributeType(col, Hierarchy.create(hierarchyPath(c, col), StandardCharsets.UTF_8, ';'));
-            } else if (col.equals(sensitive)) {
-                data.getDefinition().setAttributeType(col, AttributeType.SENSITIVE_ATTRIBUTE);
-            } else {
-                data.getDefinition().setAttributeType(col, AttributeType.INSENSITIVE_ATTRIBUTE);
-            }
-        }
-        for (String q : qids) {
-            if (h.getColumnIndexOf(q) < 0) throw new IllegalArgumentException("no column " + q);
-        }
-        h.release();
-        return data;
     }
 }

@@ -261,3 +261,62 @@ def test_flash_with_k_map_matches_exhaustive(seed):
             assert not res.feasible
         else:
             assert res.feasible and res.td == pytest.approx(best, abs=1e-9) and res.suppressed == 0
+
+
+def test_population_count_kernel_equals_its_numpy_twin():
+    """evaluator/population.py's kernels and the NumPy twin, on every node of random tables with
+    random retention (rows dropped entirely included); the rows' classes derived from the
+    combinations' are ``classify``'s ids."""
+    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.evaluator.population import (
+        class_population,
+        class_population_numpy,
+        classes_with_population,
+    )
+    rng = np.random.default_rng(25)
+    compared = 0
+    for _ in range(25):
+        table, _records, _research, _hs = _table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 60)), float(rng.random()))
+        pop = table.population
+        gen, _w, n_gen = table.lookup
+        for g in itertools.product(*[range(3)] * table.n_qids):
+            g_arr = np.array(g, dtype=np.int64)
+            retained = np.array([int(rng.integers(0, c + 1)) for c in table.counts], dtype=np.int64)
+            cls, m = K.classify(g_arr, table.codes, gen, n_gen, retained > 0)
+            args = (g_arr, cls, m, retained, pop.row_combo, pop.combo_codes, pop.combo_persons, gen, n_gen)
+            fast, fast_unmatched = class_population(*args)
+            twin, twin_unmatched = class_population_numpy(*args)
+            assert fast.dtype == twin.dtype and np.array_equal(fast, twin) and fast_unmatched == twin_unmatched
+            # the rows' classes from the combinations' classification: classify's ids exactly
+            one_cls, one_m, one_pop, one_unmatched = classes_with_population(
+                g_arr, retained, pop.row_combo, pop.combo_codes, pop.combo_persons, gen, n_gen)
+            assert one_m == m and np.array_equal(one_cls, cls) and one_cls.dtype == cls.dtype
+            assert np.array_equal(one_pop, twin) and one_unmatched == twin_unmatched
+            compared += 1
+    assert compared > 100
+
+
+def test_rolled_up_combination_classes_are_classify_ids():
+    """CombinationClasses (roll-up from a remembered node below, else classify) gives classify's
+    ids on every node, visited bottom-up (roll-ups) and in random order (both paths), with a
+    memo small enough to evict."""
+    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.evaluator.population import CombinationClasses
+    rng = np.random.default_rng(26)
+    rolled = 0
+    for _ in range(15):
+        table, _records, _research, _hs = _table(rng, int(rng.integers(2, 5)), int(rng.integers(5, 80)), 0.5)
+        pop = table.population
+        gen, _w, n_gen = table.lookup
+        nodes = [np.array(g, dtype=np.int64) for g in itertools.product(*[range(3)] * table.n_qids)]
+        nodes.sort(key=lambda g: int(g.sum()))
+        for order in (nodes, [nodes[i] for i in rng.permutation(len(nodes))]):
+            memo = CombinationClasses(pop.combo_codes, gen, n_gen)
+            memo.max_entries = 7
+            for g in order:
+                before = len(memo.ids)
+                got, m = memo.classify(g)
+                want, want_m = K.classify(g, pop.combo_codes, gen, n_gen, np.ones(pop.combo_codes.shape[0], dtype=np.bool_))
+                assert m == want_m and np.array_equal(got, want)
+                rolled += int(before > 0)
+    assert rolled > 100

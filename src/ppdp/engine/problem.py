@@ -145,6 +145,11 @@ class Problem:
         t = self.table
         o = self.oracle_params
         counts = t.counts
+        if not self._numba.needs_pairs and o.k <= 1:
+            # No constraint of the oracle's (models without one, as delta-presence and k-map
+            # against a population): every class of >= 1 record is kept, i.e. every record, with
+            # no classification (it cost as much as the node's evaluation: issue #25 rows).
+            return np.array(counts, dtype=np.int64)
         cls, stats, pid = self._numba.class_stats(np.asarray(g, dtype=np.int64), counts)
         if not self._numba.needs_pairs:  # k-anonymity alone: keep classes of size >= k
             keep_class = stats.size >= o.k

@@ -13,7 +13,7 @@ from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.evaluator import _batch as B
 from ppdp.engine.evaluator import _kernels as K
 from ppdp.engine.evaluator.base import EVALUATORS, Evaluation, finish
-from ppdp.engine.evaluator.population import class_population
+from ppdp.engine.evaluator.population import CombinationClasses, classes_with_population
 from ppdp.engine.models import ClassStats, PrivacyModel
 
 
@@ -30,6 +30,8 @@ class NumbaEvaluator:
         self.needs_population = any(m.requirements.population for m in self.models)
         if self.needs_population and table.population is None:
             raise ValueError("a model reads population counts but the table has no population")
+        self.combinations = (CombinationClasses(table.population.combo_codes, self.gen, self.n_gen)
+                             if self.needs_population and table.population is not None else None)
         # Fused batch path when every model has a kind code of the fused kernels (else None).
         kinds = [m.kernel_kind for m in self.models]
         self.kinds = np.array(kinds, dtype=np.int64) if None not in kinds else None
@@ -43,19 +45,21 @@ class NumbaEvaluator:
         """Class id per histogram row, the class statistics, and the pair id per row."""
         t = self.table
         g = np.ascontiguousarray(g, dtype=np.int64)
-        cls, m = K.classify(g, t.codes, self.gen, self.n_gen, retained > 0)
+        pop = t.population if self.needs_population else None
+        if pop is not None:  # the rows' classes come with the population's (one classification)
+            cls, m, per_class, unmatched = classes_with_population(g, retained, pop.row_combo, pop.combo_codes,
+                                                                   pop.combo_persons, self.gen, self.n_gen,
+                                                                   self.combinations)
+        else:
+            cls, m = K.classify(g, t.codes, self.gen, self.n_gen, retained > 0)
         size = K.class_sizes(cls, m, retained)
         if self.needs_pairs:
             pid, pc, ps, pn = K.class_sa_pairs(cls, t.sa, t.n_sa, retained)
         else:
             pid = pc = ps = np.zeros(0, dtype=np.int32)
             pn = np.zeros(0, dtype=np.int64)
-        if not self.needs_population:
+        if pop is None:
             return cls, ClassStats(size, pc, ps, pn, self.q), pid
-        pop = t.population
-        assert pop is not None  # checked in __init__
-        per_class, unmatched = class_population(g, cls, len(size), retained, pop.row_combo, pop.combo_codes,
-                                                pop.combo_persons, self.gen, self.n_gen)
         return cls, ClassStats(size, pc, ps, pn, self.q, per_class, unmatched), pid
 
     def evaluate(self, G: np.ndarray, retained: np.ndarray) -> Evaluation:

@@ -85,6 +85,11 @@ def _beta(sa: str, beta: float, enhanced: bool) -> Case:
                 {"criteria": f"{kind}-beta-likeness", "beta": repr(beta)}, sensitive=(sa,))
 
 
+def _dd(sa: str, delta: float) -> Case:
+    return Case(f"delta-disclosure delta={delta:g}", (("delta-disclosure", {"delta": delta}),),
+                {"criteria": "delta-disclosure", "delta": repr(delta)}, sensitive=(sa,))
+
+
 # The research subset / sample of the population-based cases: a deterministic part of adult.
 RESEARCH = "\"salary-class\" = '>50K' OR (age >= 60 AND sex = 'Female')"
 
@@ -116,6 +121,8 @@ CASES: list[Case] = [
     _rcl("salary-class", 4.0, 2), _rcl("salary-class", 50.0, 2), _rcl("occupation", 1.0, 2), _rcl("occupation", 2.0, 3),
     _beta("salary-class", 2.0, False), _beta("salary-class", 2.0, True), _beta("occupation", 60.0, False),
     _beta("occupation", 1.5, True),
+    *[_dd(sa, delta) for sa, delta in (("salary-class", 2.5), ("salary-class", 5.0), ("occupation", 5.0),
+                                       ("occupation", 9.0))],
     *[_dp(sa, lo, hi) for sa in SENSITIVE for lo, hi in ((0.05, 0.6), (0.0, 0.5))],
     *[_kmap(sa, k) for sa in SENSITIVE for k in (10, 40)],
     *[_kmap_est(sa, k, est, size, alpha) for sa in SENSITIVE

@@ -25,6 +25,7 @@ import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
 import org.deidentifier.arx.criteria.BasicBLikeness;
+import org.deidentifier.arx.criteria.DDisclosurePrivacy;
 import org.deidentifier.arx.criteria.DistinctLDiversity;
 import org.deidentifier.arx.criteria.EnhancedBLikeness;
 import org.deidentifier.arx.criteria.EntropyLDiversity;
@@ -84,6 +85,7 @@ public class ArxVerdicts {
         CRITERIA.put("recursive-cl-diversity", (c, d) -> new RecursiveCLDiversity(sa(c), real(c, "c"), integer(c, "l")));
         CRITERIA.put("basic-beta-likeness", (c, d) -> new BasicBLikeness(sa(c), real(c, "beta")));
         CRITERIA.put("enhanced-beta-likeness", (c, d) -> new EnhancedBLikeness(sa(c), real(c, "beta")));
+        CRITERIA.put("delta-disclosure", (c, d) -> new DDisclosurePrivacy(sa(c), real(c, "delta")));
         // The data is the population; subset=PATH lists the research subset's (sample's) rows.
         CRITERIA.put("d-presence", ArxSetup::dPresence);
         CRITERIA.put("k-map", (c, d) -> {

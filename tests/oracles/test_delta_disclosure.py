@@ -1,7 +1,7 @@
 """delta-disclosure privacy (Brickell and Shmatikov 2008) as ARX's DDisclosurePrivacy: the verdict
 per class by hand (log base 2, strict < delta, a value absent from a class not checked), the NumPy
 per-class values against the plain-Python twin on random releases, the declarations (not
-union-closed, not monotone, no oracle, no SQL check so nothing is published under it), and bad
+union-closed, not monotone, no oracle), a release verified by its SQL check with a later version refused, and bad
 parameters refused in one line.
 """
 
@@ -120,12 +120,24 @@ def test_bad_parameters_are_one_line_spec_errors(params, fragment) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_a_release_under_it_is_refused_before_any_write(adult_db, tmp_path) -> None:
-    """No SQL check of a published version (no builder of sql/ expresses it): the release guard
-    refuses, and the database is untouched."""
-    spec_path = write_spec(tmp_path / "d.toml", db=adult_db, qids=["age", "sex", "race"], sensitive=["salary-class"],
+def test_a_release_verifies_in_sql_and_a_later_version_is_not_published_unchecked(adult_db, tmp_path) -> None:
+    """The SQL check of a version (sql.distributions.disclosure_gap) passes on a release and
+    agrees with the in-memory AD; the model is not union-closed, so after deletions a second
+    version is refused in one line with nothing written (no check across versions can protect it)."""
+    import duckdb
+
+    spec_path = write_spec(tmp_path / "d.toml", db=adult_db, qids=["age", "sex", "race"], sensitive=["occupation"],
                            models='[[privacy.models]]\nname = "delta-disclosure"\ndelta = 1.0\n', output="adult_delta")
+    out = run_release(load_spec(spec_path), progress=False)
+    assert out.run.status == "succeeded" and out.run.verification["passed"]
+    (check,) = out.run.verification["checks"]
+    assert check["passed"] and check["ad"] < 1.0
+    assert check["ad"] == pytest.approx(out.result.ad, abs=1e-9)
+    con = duckdb.connect(str(adult_db))
+    con.execute("DELETE FROM adult WHERE id % 40 = 0")
+    con.close()
     before = snapshot(adult_db)
-    with pytest.raises(SpecError, match="delta-disclosure has no SQL verification"):
+    with pytest.raises(SpecError, match="not declared to hold for a union of classes") as err:
         run_release(load_spec(spec_path), progress=False)
+    assert "\n" not in str(err.value)
     assert snapshot(adult_db) == before

@@ -49,6 +49,7 @@ CASES = [
     ("recursive-occupation", "occupation", _model('name = "recursive-cl-diversity"\nc = 2.0\nl = 3'), None),
     ("beta-basic", "salary-class", _model('name = "beta-likeness"\nbeta = 1.5'), None),
     ("beta-enhanced", "salary-class", _model('name = "beta-likeness"\nbeta = 1.0\nenhanced = true'), None),
+    ("delta-disclosure", "occupation", _model('name = "delta-disclosure"\ndelta = 1.0'), None),
 ]
 K2 = _model('name = "k-anonymity"\nk = 2')
 
@@ -94,6 +95,8 @@ def _class_value(name: str, params: dict, counts: Counter, q: dict, rows: dict |
             return total / (len(order) - 1)
         assert rows is not None
         return _tree_emd(p, q, rows)
+    if name == "delta-disclosure":  # Brickell and Shmatikov 2008 as ARX: log2, present values only
+        return max(abs(math.log2(p[v] / q[v])) for v in p)
     if name == "recursive-cl-diversity":
         r = sorted(counts.values(), reverse=True)
         return math.inf if len(r) < params["l"] else r[0] / sum(r[params["l"] - 1:])
@@ -106,6 +109,8 @@ def _passes(name: str, params: dict, value: float) -> bool:
         return value <= params["t"] + 1e-12
     if name == "recursive-cl-diversity":
         return value < params["c"]
+    if name == "delta-disclosure":
+        return value < params["delta"]
     return value <= 1e-12
 
 

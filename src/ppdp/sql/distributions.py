@@ -137,6 +137,15 @@ def likeness_excess(counts: str, q_relation: str, beta: float, enhanced: bool) -
             f"FROM ({_shares(counts)}) AS c LEFT JOIN {q_relation} AS q ON q.sa_key = c.s GROUP BY c.cid")
 
 
+def disclosure_gap(counts: str, q_relation: str) -> str:
+    """(cid, e): the largest |log2(p / q)| over the values present in a class (Brickell and
+    Shmatikov 2008, as ARX's DDisclosurePrivacy: base 2, absent values unchecked). A value
+    without a Q row fails (NOT_DIVERSE)."""
+    return (f"SELECT c.cid, MAX(CASE WHEN q.q IS NULL OR q.q <= 0 THEN {NOT_DIVERSE!r} "
+            f"ELSE ABS(LN(c.p / q.q) / LN(2.0)) END) AS e "
+            f"FROM ({_shares(counts)}) AS c LEFT JOIN {q_relation} AS q ON q.sa_key = c.s GROUP BY c.cid")
+
+
 def version_check(per_class: str) -> str:
     """The one row (ad, classes) of a version check: the largest per-class value (NULL: empty)."""
     return f"SELECT MAX(pc.e) AS ad, COUNT(*) AS classes FROM ({per_class}) AS pc"

@@ -28,6 +28,7 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.models.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses, Requirements
 from ppdp.engine.models.oracle import OracleParams
+from ppdp.sql import distributions as DS
 
 if TYPE_CHECKING:
     from ppdp.engine.encoding import EncodedTable
@@ -107,7 +108,8 @@ class DeltaDisclosure(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"delta-disclosure: largest |log2(p / q)| {ad:.4f} (delta = {self.delta:g}; < delta passes)"
 
-    # No version_sql: no builder of src/ppdp/sql/ gives the smallest p / q of a class's present
-    # values (sql.distributions.likeness_excess gives only the largest (p - q) / q, the upper
-    # side), so nothing is published under this model by a method that publishes classes; the
-    # release guards refuse before any write (models/base.py's safe default).
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+        """The independent SQL check of a version: (ad, classes) against the stored Q. No history
+        check: the model is not union-closed (above), so a later version is refused by the guards
+        rather than checked against the classes an attacker can intersect."""
+        return DS.version_check(DS.disclosure_gap(DS.version_counts(relation, qids, sensitive, d), q_relation))

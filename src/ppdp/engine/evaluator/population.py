@@ -16,6 +16,10 @@ import numpy as np
 from numba import njit
 
 from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.kernels_cache import guard
+
+# the kernels are cached beside those of _kernels, whose classification they consume: one stamp
+guard(__file__, depends_on=[K])
 
 # Class ids of the combinations kept for roll-ups (CombinationClasses), at most this many bytes.
 COMBINATION_MEMO_BYTES = 64 << 20

@@ -13,23 +13,11 @@ import numpy as np
 import pytest
 
 from ppdp.engine.errors import SpecError
-from ppdp.engine.models import ClassStats, build_model, plan_oracle
+from ppdp.engine.models import build_model, plan_oracle
 from ppdp.engine.release import run_release
 from ppdp.engine.spec import load_spec
 from tests.conftest import snapshot, write_spec
-
-
-def _stats(classes: dict[int, dict[int, int]], q: list[float]) -> ClassStats:
-    pc, ps, pn = [], [], []
-    for c, counts in classes.items():
-        for v, n in counts.items():
-            pc.append(c)
-            ps.append(v)
-            pn.append(n)
-    size = np.array([sum(classes[c].values()) for c in range(len(classes))], dtype=np.int64)
-    return ClassStats(size, np.array(pc, dtype=np.int32), np.array(ps, dtype=np.int32), np.array(pn, dtype=np.int64),
-                      np.array(q, dtype=np.float64))
-
+from tests.support.class_stats import class_stats as _stats
 
 Q = [0.5, 0.25, 0.25]
 # class -> counts; hand values of max |log2(p / q)| over the values present in it

@@ -22,10 +22,11 @@ import numpy as np
 import pytest
 
 from ppdp.engine.errors import HierarchyError, SpecError
-from ppdp.engine.models import ClassStats, ModelContext, PrivacyModel, build_model, plan_oracle
+from ppdp.engine.models import ModelContext, PrivacyModel, build_model, plan_oracle
 from ppdp.engine.models import distributions as D
 from ppdp.sql import distributions as DS
 from ppdp.sql import history as H
+from tests.support.class_stats import class_stats as _stats
 
 VARIANTS = [
     ("t-closeness", {"t": 0.3, "distance": "equal"}),
@@ -50,15 +51,6 @@ def _bound(name: str, params: dict, values: list[str], tmp_path) -> PrivacyModel
     return model.bind(ModelContext(("sa",), tuple((v,) for v in values), str(tmp_path), str(hier)))
 
 
-def _stats(classes: dict[int, dict[int, int]], q: np.ndarray) -> ClassStats:
-    pc, ps, pn = [], [], []
-    for c, counts in classes.items():
-        for v, n in counts.items():
-            pc.append(c)
-            ps.append(v)
-            pn.append(n)
-    size = np.array([sum(classes[c].values()) for c in range(len(classes))], dtype=np.int64)
-    return ClassStats(size, np.array(pc, dtype=np.int32), np.array(ps, dtype=np.int32), np.array(pn, dtype=np.int64), q)
 
 
 def _random_release(rng: np.random.Generator, n_sa: int) -> dict[int, dict[int, int]]:

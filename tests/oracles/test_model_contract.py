@@ -14,7 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from ppdp.engine.models import MODELS, ClassStats, PrivacyModel
+from ppdp.engine.models import MODELS, PrivacyModel
+from tests.support.class_stats import class_stats as _stats
 
 BUILT_IN = [name for name in MODELS if MODELS.get(name).warm_up_example is not None]
 
@@ -30,15 +31,6 @@ def _random_release(rng: np.random.Generator, n_sa: int) -> dict[int, dict[int, 
             for c in range(int(rng.integers(1, 7)))}
 
 
-def _stats(classes: dict[int, dict[int, int]], q: np.ndarray) -> ClassStats:
-    pc, ps, pn = [], [], []
-    for c, counts in classes.items():
-        for v, n in counts.items():
-            pc.append(c)
-            ps.append(v)
-            pn.append(n)
-    size = np.array([sum(classes[c].values()) for c in range(len(classes))], dtype=np.int64)
-    return ClassStats(size, np.array(pc, dtype=np.int32), np.array(ps, dtype=np.int32), np.array(pn, dtype=np.int64), q)
 
 
 @pytest.mark.parametrize("name", BUILT_IN)

@@ -136,10 +136,10 @@ class Problem:
         self._remember(key, out)
         return out
 
-    def _remember(self, key: bytes, retained: np.ndarray) -> None:
+    def _remember(self, key: bytes, retained: np.ndarray, *, copy: bool = True) -> None:
         if len(self._oracle_cache) >= self._oracle_cache_max:
             self._oracle_cache.pop(next(iter(self._oracle_cache)))  # the oldest entry
-        self._oracle_cache[key] = retained.copy()
+        self._oracle_cache[key] = retained.copy() if copy else retained
 
     def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
@@ -168,16 +168,19 @@ class Problem:
         numbers as the two-step path, bit for bit (tests/test_fused_oracle.py).
         """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        keys = [g.tobytes() for g in G]
         # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
         # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
         if (self.evaluator is not self._numba or self._numba.kinds is None
-                or any(g.tobytes() in self._oracle_cache for g in G)):
+                or any(key in self._oracle_cache for key in keys)):
             retained = np.stack([self.optimal_retained(g) for g in G])
             return retained, self.evaluate(G, retained=retained)
         retained, ev = self.evaluate_optimal_fused(G)
         self.evaluations += G.shape[0]
-        for g, r in zip(G, retained, strict=True):
-            self._remember(g.tobytes(), r)
+        # One copy for the batch, its rows remembered (a copy per node was a tenth of the
+        # Python around the kernel on 1,000-record tables, issue #25).
+        for key, r in zip(keys, retained.copy(), strict=True):
+            self._remember(key, r, copy=False)
         return retained, ev
 
     def evaluate_optimal_fused(self, G: np.ndarray, *, rollup: bool = True) -> tuple[np.ndarray, Evaluation]:

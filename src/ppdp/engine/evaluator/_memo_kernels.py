@@ -9,7 +9,7 @@ fused evaluation of the node itself on a 1,000-record table (creditcard-1000 t-c
 
 - ``nodes`` (capacity, nQ) int64, the node of each slot; ``levels`` (capacity,) its level sum,
   -1 for an empty slot;
-- ``table``: an open-addressing hash table (linear probing, a power-of-two size at least twice
+- ``table``: an int32 open-addressing hash table (linear probing, a power-of-two size at least twice
   the capacity) of slot + 1 per entry, 0 = empty, keyed by the hash of the slot's node (the
   node itself is compared on a hit, so no key can collide); an evicted node is removed by the
   backward shift of linear probing (no tombstones, so probes stay short however many nodes

@@ -30,7 +30,7 @@ class ClassMemo:
         self.nodes = np.zeros((self.capacity, n_qids), dtype=np.int64)
         self.levels = np.full(self.capacity, -1, dtype=np.int64)  # level sum; -1 = empty slot
         # slot + 1 per entry, 0 = empty (zeros: pages the ring never reaches stay untouched)
-        self._table = np.zeros(MK.table_size(self.capacity), dtype=np.int64)
+        self._table = np.zeros(MK.table_size(self.capacity), dtype=np.int32)
         self._state = np.zeros(3, dtype=np.int64)  # next slot, slots filled, nodes remembered
         self._below = np.empty(n_qids, dtype=np.int64)  # predecessor's scratch
 

@@ -136,10 +136,10 @@ class Problem:
         self._remember(key, out)
         return out
 
-    def _remember(self, key: bytes, retained: np.ndarray) -> None:
+    def _remember(self, key: bytes, retained: np.ndarray, *, copy: bool = True) -> None:
         if len(self._oracle_cache) >= self._oracle_cache_max:
             self._oracle_cache.pop(next(iter(self._oracle_cache)))  # the oldest entry
-        self._oracle_cache[key] = retained.copy()
+        self._oracle_cache[key] = retained.copy() if copy else retained
 
     def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
@@ -168,16 +168,19 @@ class Problem:
         numbers as the two-step path, bit for bit (tests/test_fused_oracle.py).
         """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        keys = [g.tobytes() for g in G]
         # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
         # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
         if (self.evaluator is not self._numba or self._numba.kinds is None
-                or any(g.tobytes() in self._oracle_cache for g in G)):
+                or any(key in self._oracle_cache for key in keys)):
             retained = np.stack([self.optimal_retained(g) for g in G])
             return retained, self.evaluate(G, retained=retained)
         retained, ev = self.evaluate_optimal_fused(G)
         self.evaluations += G.shape[0]
-        for g, r in zip(G, retained, strict=True):
-            self._remember(g.tobytes(), r)
+        # One copy for the batch, its rows remembered (a copy per node was a tenth of the
+        # Python around the kernel on 1,000-record tables, issue #25).
+        for key, r in zip(keys, retained.copy(), strict=True):
+            self._remember(key, r, copy=False)
         return retained, ev
 
     def evaluate_optimal_fused(self, G: np.ndarray, *, rollup: bool = True) -> tuple[np.ndarray, Evaluation]:
@@ -199,16 +202,17 @@ class Problem:
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.
         rollup = rollup and G.shape[0] * 4 * t.n_rows <= CLASS_CACHE_BYTES
-        memo = self.class_memo
-        parent_of = self._parents(G, memo) if rollup else np.zeros(0, dtype=np.int64)
-        cls_out = np.empty((G.shape[0] if rollup else 0, t.n_rows), dtype=np.int32)
+        if rollup:  # each row's predecessor and own slot in the memo, planned in one kernel call
+            memo = self.class_memo
+            ids = memo.ids
+            parent_slot, out_slot = memo.plan(G)
+        else:
+            ids = np.empty((0, 1), dtype=np.int32)
+            parent_slot = out_slot = np.zeros(0, dtype=np.int64)
         retained, ad, td, sup = K.evaluate_optimal_batch(
             G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, ev.kind_params, t.n_records,
-            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, memo.ids, parent_of,
-            cls_out)
-        if rollup:
-            for g, cls in zip(G, cls_out, strict=True):
-                memo.ids[memo.claim(g)] = cls
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, ids, parent_slot,
+            out_slot)
         return retained, finish(self.models, ad, td, sup)
 
     @property
@@ -218,25 +222,6 @@ class Problem:
             t = self.table
             self._class_memo = ClassMemo(t.n_rows, t.n_qids, CLASS_CACHE_BYTES // max(4 * t.n_rows, 1))
         return self._class_memo
-
-    @staticmethod
-    def _parents(G: np.ndarray, memo: ClassMemo) -> np.ndarray:
-        """For each row of G, a node below it whose classes are known: a slot of ``memo``
-        (>= 0), -2 - j for row j < p of this batch (one QID one level lower), -1 for none."""
-        parent_of = np.full(G.shape[0], -1, dtype=np.int64)
-        in_batch: dict[bytes, int] = {}
-        for p, g in enumerate(G):
-            for q in np.flatnonzero(g > 0).tolist():
-                below = g.copy()
-                below[q] -= 1
-                j = in_batch.get(below.tobytes())
-                if j is not None:
-                    parent_of[p] = -2 - j
-                    break
-            else:
-                parent_of[p] = memo.predecessor(g)
-            in_batch.setdefault(g.tobytes(), p)
-        return parent_of
 
     def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:
         """``evaluate(G)`` (nothing suppressed), one evaluation per row of G (none when ``count``
@@ -253,11 +238,7 @@ class Problem:
         t = self.table
         G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
         memo = self.class_memo
-        parent_slot = np.empty(G.shape[0], dtype=np.int64)
-        out_slot = np.empty(G.shape[0], dtype=np.int64)
-        for p, g in enumerate(G):
-            parent_slot[p] = memo.predecessor(g)
-            out_slot[p] = memo.claim(g)
+        parent_slot, out_slot = memo.plan(G)
         if self._scratch is None:
             n = max(t.n_rows, 1)
             size_t = K._table_size(n)

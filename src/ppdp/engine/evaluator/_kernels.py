@@ -838,7 +838,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
 @njit(cache=True)
 def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, kind_params, n_records,
                            k, t, l_distinct, l_entropy, memo, memo_fill,
-                           parents, parent_of, cls_out):
+                           ids, parent_slot, out_slot):
     """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
     for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
 
@@ -852,10 +852,12 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):
     the same SA histograms recur on many nodes.
 
-    Roll-up (as ARX and Flash share work between neighbouring nodes): when ``parent_of[p]`` is
-    i >= 0, the classes of G[p] are built from ``parents[i]``, the class ids of a node below
-    G[p] (``_rollup_into``); when it is -2 - j, from those of G[j] of this batch (j < p); -1:
-    classified from scratch. The class ids of G[p] go to ``cls_out[p]`` when it has P rows.
+    Roll-up (as ARX and Flash share work between neighbouring nodes): ``ids`` holds class ids
+    per row of remembered nodes (engine/evaluator/class_memo.py); when ``parent_slot[p]`` is
+    s >= 0, the classes of G[p] are built from ``ids[s]``, the class ids of a node below G[p]
+    (``_rollup_into``; an earlier row of this batch when ``ClassMemo.plan`` says so); -1 (or
+    an empty ``parent_slot``): classified from scratch. The class ids of G[p] go to
+    ``ids[out_slot[p]]`` when ``out_slot`` has P rows (the parent is read before that write).
     """
     P = G.shape[0]
     n = codes.shape[0]
@@ -916,15 +918,13 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     kept_cls = np.empty(n if class_level and needs_pairs else 0, dtype=np.int32)
     for p in range(P):
         g = G[p]
-        par = parent_of[p] if parent_of.shape[0] > p else -1
+        par = parent_slot[p] if parent_slot.shape[0] > p else -1
         if par >= 0:
-            m = _rollup_into(g, codes, gen, n_gen, parents[par], keys, cls, rep, ones, slot_key, slot_id)
-        elif par <= -2:
-            m = _rollup_into(g, codes, gen, n_gen, cls_out[-2 - par], keys, cls, rep, ones, slot_key, slot_id)
+            m = _rollup_into(g, codes, gen, n_gen, ids[par], keys, cls, rep, ones, slot_key, slot_id)
         else:
             m = _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
-        if cls_out.shape[0] > p:
-            cls_out[p, :] = cls
+        if out_slot.shape[0] > p:
+            ids[out_slot[p], :n] = cls
         _class_sizes_into(cls, m, counts, size)
         for c in range(m):
             kept_size[c] = 0

@@ -203,6 +203,102 @@ def encode_histogram(
     )
 
 
+def encode_rows(
+    rows: pl.DataFrame,
+    qids: list[str],
+    sensitive: list[str],
+    hierarchies: list[Hierarchy],
+    *,
+    reference: dict[tuple, float] | None = None,
+) -> EncodedTable | None:
+    """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
+    QID and SA columns of every source row, not grouped: sql.queries.text_rows_query), grouped
+    here by leaf codes: one Enum cast per QID and one ``np.unique`` of a mixed-radix key instead
+    of the database's GROUP BY over text and a second pass over the grouped text (issue #25).
+
+    The same table, field by field: rows are grouped by exact text (a leaf code stands for one
+    text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
+    sort of the distinct SA tuples, and ``values`` are the text of one row of each group. None
+    where encode_histogram's general path is needed: no rows, a NULL quasi-identifier (the
+    null policy), a value that is not a leaf (its error names it) or a key wider than 62 bits."""
+    if rows.height == 0 or any(rows[c].dtype != pl.String or rows[c].null_count() for c in qids):
+        return None
+    code_columns = []
+    for col, h in zip(qids, hierarchies, strict=True):
+        try:
+            as_enum = rows[col].cast(_leaf_enum(h))
+        except (pl.exceptions.PolarsError, ValueError):
+            return None
+        code_columns.append(_enum_codes(as_enum, len(h.rows)))
+    if sensitive:
+        sa_rows, sa_tuples = _joint_sa_codes(rows, sensitive, reference)
+    else:
+        sa_rows, sa_tuples = np.zeros(rows.height, dtype=np.int64), [()]
+    radices = [*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)]
+    if math.prod(radices) >= 1 << 62:
+        return None
+    key = np.zeros(rows.height, dtype=np.int64)
+    for column, radix in zip([*code_columns, sa_rows], radices, strict=True):
+        key *= radix
+        key += column
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    codes = np.stack([c[first] for c in code_columns], axis=1) if qids else np.zeros((len(first), 0), dtype=np.int32)
+    return EncodedTable(
+        qids=tuple(qids),
+        sensitive=tuple(sensitive),
+        hierarchies=tuple(hierarchies),
+        codes=np.ascontiguousarray(codes, dtype=np.int32),
+        sa=np.ascontiguousarray(sa_rows[first], dtype=np.int32),
+        sa_values=tuple(sa_tuples),
+        counts=counts.astype(np.int64),
+        values=rows.select(list(qids) + list(sensitive))[first],
+        excluded_null_rows=0,
+        reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
+    )
+
+
+def _joint_sa_codes(rows: pl.DataFrame, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:
+    """(joint SA code of each row, joint SA values in code order), the codes encode_histogram
+    gives: its sort of the distinct SA tuples (then the reference's others), applied to the
+    few distinct tuples instead of to a struct column of every row."""
+    key = np.zeros(rows.height, dtype=np.int64)
+    distinct_per_column = []
+    for col in sensitive:
+        column = rows[col]
+        distinct = column.drop_nulls().unique().sort()
+        # code len(distinct) stands for NULL (a NULL sensitive value is a value of its own)
+        codes = column.cast(pl.Enum(distinct)).to_physical().fill_null(len(distinct)).to_numpy().astype(np.int64)
+        key *= len(distinct) + 1
+        key += codes
+        distinct_per_column.append([*distinct.to_list(), None])
+    combos, inverse = np.unique(key, return_inverse=True)
+    tuples = []
+    for combo in combos.tolist():
+        parts = []
+        for values in reversed(distinct_per_column):
+            combo, i = divmod(combo, len(values))
+            parts.append(values[i])
+        tuples.append(tuple(reversed(parts)))
+    frame = pl.DataFrame(tuples, schema={c: rows[c].dtype for c in sensitive}, orient="row")
+    sa_keys = frame.select(pl.struct([pl.col(c) for c in sensitive]).alias("__sa")).to_series().unique().sort().to_list()
+    sa_tuples = [tuple(d[c] for c in sensitive) for d in sa_keys]
+    if reference:
+        seen = set(sa_tuples)
+        sa_tuples += sorted((t for t in reference if t not in seen), key=lambda t: tuple("" if v is None else str(v) for v in t))
+    sa_index = {t: i for i, t in enumerate(sa_tuples)}
+    combo_code = np.array([sa_index[t] for t in tuples], dtype=np.int64)
+    return combo_code[inverse.reshape(-1)], sa_tuples
+
+
+def _leaf_enum(h: Hierarchy) -> pl.Enum:
+    """The Enum of ``h``'s leaves in code order, made once per hierarchy (a run's hierarchies
+    are parsed once and encode every histogram of the run)."""
+    enum = h._cache.get("leaf_enum")
+    if enum is None:
+        enum = h._cache.setdefault("leaf_enum", pl.Enum(h.leaves))
+    return enum
+
+
 def _canonical_order(code_columns: list[np.ndarray], n_leaves: list[int], sa_codes: np.ndarray, n_sa: int) -> np.ndarray:
     """Row order by (leaf codes in QID order, SA code): one stable argsort of a mixed-radix key
     when the radices fit in 62 bits (np.lexsort's pass per key was 15 ms on adult's 18,000
@@ -224,7 +320,7 @@ def _leaf_codes(column: pl.Series, name: str, h: Hierarchy) -> np.ndarray:
     most of the encoding's time on small tables (issue #25)."""
     if column.dtype == pl.String:
         try:
-            as_enum = column.cast(pl.Enum(h.leaves))
+            as_enum = column.cast(_leaf_enum(h))
         except (pl.exceptions.PolarsError, ValueError):
             as_enum = None  # a value that is not a leaf: named below (or leaves an Enum refuses: the lookup)
         if as_enum is not None:

@@ -67,7 +67,7 @@ def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, wi
         # values the rows hold and one they do not (coded after them, as a stored Q's)
         seen = sorted({tuple(r) for r in rows.select(sensitive).iter_rows()}, key=str)
         reference = {t: 1.0 / (len(seen) + 1) for t in seen} | {tuple("zz" for _ in sensitive): 1.0 / (len(seen) + 1)}
-    fast = encode_rows(rows, names, sensitive, hs, reference=reference)
+    fast = encode_rows(rows.to_arrow(), names, sensitive, hs, reference=reference)
     assert fast is not None
     assert_same_table(fast, encode_histogram(grouped(rows, names + sensitive), names, sensitive, hs, reference=reference))
     assert fast.n_records == rows.height
@@ -76,11 +76,11 @@ def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, wi
 def test_encode_rows_leaves_nulls_non_leaves_and_empty_tables_to_the_general_path():
     rows, names, hs = random_rows(3, [])
     with_null = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(None).otherwise(pl.col(names[0])).alias(names[0]))
-    assert encode_rows(with_null, names, [], hs) is None
+    assert encode_rows(with_null.to_arrow(), names, [], hs) is None
     not_leaf = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nope")).otherwise(pl.col(names[0]))
                                  .alias(names[0]))
-    assert encode_rows(not_leaf, names, [], hs) is None
-    assert encode_rows(rows.head(0), names, [], hs) is None
+    assert encode_rows(not_leaf.to_arrow(), names, [], hs) is None
+    assert encode_rows(rows.head(0).to_arrow(), names, [], hs) is None
 
 
 # One column per DuckDB type the typed text covers, and values where text is delicate: integral
@@ -170,7 +170,7 @@ def test_read_encoded_is_the_histogram_path_on_every_type(typed_table, sensitive
     n_rows = int(con.query("SELECT COUNT(*) AS n FROM main.typed")["n"][0])
     for n, t in ((n_rows, types), (n_rows, None), (None, types), (None, None)):  # rows path, histogram path
         assert_same_table(read_encoded(con, source, qids, sensitive, hs, n_rows=n, types=t), expected)
-    assert encode_rows(con.query(Q.text_rows_query(source, qids + sensitive, types)), qids, sensitive, hs) is not None
+    assert encode_rows(con.query_arrow(Q.text_rows_query(source, qids + sensitive, types)), qids, sensitive, hs) is not None
 
 
 def test_read_encoded_falls_back_on_nulls_and_non_leaves_with_the_same_errors(typed_table):

@@ -16,6 +16,8 @@ from functools import cached_property
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ppdp.engine.errors import DataError, HierarchyError
 from ppdp.engine.hierarchy import Hierarchy
@@ -204,7 +206,7 @@ def encode_histogram(
 
 
 def encode_rows(
-    rows: pl.DataFrame,
+    rows: pa.Table,
     qids: list[str],
     sensitive: list[str],
     hierarchies: list[Hierarchy],
@@ -212,37 +214,42 @@ def encode_rows(
     reference: dict[tuple, float] | None = None,
 ) -> EncodedTable | None:
     """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
-    QID and SA columns of every source row, not grouped: sql.queries.text_rows_query), grouped
-    here by leaf codes: one Enum cast per QID and one ``np.unique`` of a mixed-radix key instead
-    of the database's GROUP BY over text and a second pass over the grouped text (issue #25).
+    QID and SA columns of every source row, not grouped: sql.queries.text_rows_query, as Arrow),
+    grouped here by leaf codes: one Arrow lookup of each QID in its hierarchy's leaves and one
+    ``np.unique`` of a mixed-radix key, instead of the database's GROUP BY over text and a second
+    pass over the grouped text (issue #25).
 
     The same table, field by field: rows are grouped by exact text (a leaf code stands for one
     text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
     sort of the distinct SA tuples, and ``values`` are the text of one row of each group. None
     where encode_histogram's general path is needed: no rows, a NULL quasi-identifier (the
     null policy), a value that is not a leaf (its error names it) or a key wider than 62 bits."""
-    if rows.height == 0 or any(rows[c].dtype != pl.String or rows[c].null_count() for c in qids):
+    if rows.num_rows == 0:
         return None
     code_columns = []
     for col, h in zip(qids, hierarchies, strict=True):
-        try:
-            as_enum = rows[col].cast(_leaf_enum(h))
-        except (pl.exceptions.PolarsError, ValueError):
+        column = rows.column(col)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             return None
-        code_columns.append(_enum_codes(as_enum, len(h.rows)))
+        codes = pc.index_in(column, value_set=_leaf_array(h))
+        if codes.null_count:  # a NULL, or a value that is not a leaf
+            return None
+        code_columns.append(codes.to_numpy().astype(np.int64))
     if sensitive:
         sa_rows, sa_tuples = _joint_sa_codes(rows, sensitive, reference)
     else:
-        sa_rows, sa_tuples = np.zeros(rows.height, dtype=np.int64), [()]
+        sa_rows, sa_tuples = np.zeros(rows.num_rows, dtype=np.int64), [()]
     radices = [*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)]
     if math.prod(radices) >= 1 << 62:
         return None
-    key = np.zeros(rows.height, dtype=np.int64)
+    key = np.zeros(rows.num_rows, dtype=np.int64)
     for column, radix in zip([*code_columns, sa_rows], radices, strict=True):
         key *= radix
         key += column
     _, first, counts = np.unique(key, return_index=True, return_counts=True)
     codes = np.stack([c[first] for c in code_columns], axis=1) if qids else np.zeros((len(first), 0), dtype=np.int32)
+    values = pl.from_arrow(rows.select(list(qids) + list(sensitive)).take(pa.array(first)))
+    assert isinstance(values, pl.DataFrame)
     return EncodedTable(
         qids=tuple(qids),
         sensitive=tuple(sensitive),
@@ -251,26 +258,25 @@ def encode_rows(
         sa=np.ascontiguousarray(sa_rows[first], dtype=np.int32),
         sa_values=tuple(sa_tuples),
         counts=counts.astype(np.int64),
-        values=rows.select(list(qids) + list(sensitive))[first],
+        values=values,
         excluded_null_rows=0,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
 
 
-def _joint_sa_codes(rows: pl.DataFrame, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:
+def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:
     """(joint SA code of each row, joint SA values in code order), the codes encode_histogram
     gives: its sort of the distinct SA tuples (then the reference's others), applied to the
     few distinct tuples instead of to a struct column of every row."""
-    key = np.zeros(rows.height, dtype=np.int64)
+    key = np.zeros(rows.num_rows, dtype=np.int64)
     distinct_per_column = []
     for col in sensitive:
-        column = rows[col]
-        distinct = column.drop_nulls().unique().sort()
-        # code len(distinct) stands for NULL (a NULL sensitive value is a value of its own)
-        codes = column.cast(pl.Enum(distinct)).to_physical().fill_null(len(distinct)).to_numpy().astype(np.int64)
-        key *= len(distinct) + 1
-        key += codes
-        distinct_per_column.append([*distinct.to_list(), None])
+        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
+        values = [*encoded.dictionary.to_pylist(), None]
+        # index len(dictionary) stands for NULL (a NULL sensitive value is a value of its own)
+        key *= len(values)
+        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
+        distinct_per_column.append(values)
     combos, inverse = np.unique(key, return_inverse=True)
     tuples = []
     for combo in combos.tolist():
@@ -279,7 +285,7 @@ def _joint_sa_codes(rows: pl.DataFrame, sensitive: list[str], reference: dict[tu
             combo, i = divmod(combo, len(values))
             parts.append(values[i])
         tuples.append(tuple(reversed(parts)))
-    frame = pl.DataFrame(tuples, schema={c: rows[c].dtype for c in sensitive}, orient="row")
+    frame = pl.DataFrame(tuples, schema=dict.fromkeys(sensitive, pl.String), orient="row")
     sa_keys = frame.select(pl.struct([pl.col(c) for c in sensitive]).alias("__sa")).to_series().unique().sort().to_list()
     sa_tuples = [tuple(d[c] for c in sensitive) for d in sa_keys]
     if reference:
@@ -288,6 +294,15 @@ def _joint_sa_codes(rows: pl.DataFrame, sensitive: list[str], reference: dict[tu
     sa_index = {t: i for i, t in enumerate(sa_tuples)}
     combo_code = np.array([sa_index[t] for t in tuples], dtype=np.int64)
     return combo_code[inverse.reshape(-1)], sa_tuples
+
+
+def _leaf_array(h: Hierarchy) -> pa.Array:
+    """The leaves of ``h`` in code order as an Arrow array (a leaf's index is its code), made
+    once per hierarchy (a run's hierarchies are parsed once and encode every histogram of it)."""
+    leaves = h._cache.get("leaf_array")
+    if leaves is None:
+        leaves = h._cache.setdefault("leaf_array", pa.array(h.leaves, type=pa.string()))
+    return leaves
 
 
 def _leaf_enum(h: Hierarchy) -> pl.Enum:

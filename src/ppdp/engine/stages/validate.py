@@ -125,8 +125,9 @@ def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: l
     whenever encode_rows needs the general path: NULL QIDs, values not in a hierarchy) the
     histogram query and encode_histogram. ``types``: the columns' SQL types when described
     (sql.queries.typed_text_kind). The same EncodedTable either way."""
-    if con.dialect == "duckdb" and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
-        rows = con.query(Q.text_rows_query(source, qids + sensitive, types))
+    query_arrow = getattr(con, "query_arrow", None)  # the DuckDB connector's
+    if con.dialect == "duckdb" and query_arrow is not None and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
+        rows = query_arrow(Q.text_rows_query(source, qids + sensitive, types))
         table = encode_rows(rows, qids, sensitive, hierarchies, reference=reference)
         if table is not None:
             return table

@@ -12,6 +12,7 @@ import decimal
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 
 from ppdp.connectors.duckdb_connector import DuckDBConnector
@@ -67,7 +68,10 @@ def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, wi
         # values the rows hold and one they do not (coded after them, as a stored Q's)
         seen = sorted({tuple(r) for r in rows.select(sensitive).iter_rows()}, key=str)
         reference = {t: 1.0 / (len(seen) + 1) for t in seen} | {tuple("zz" for _ in sensitive): 1.0 / (len(seen) + 1)}
-    fast = encode_rows(rows.to_arrow(), names, sensitive, hs, reference=reference)
+    arrow = rows.to_arrow()
+    if seed % 2:  # DuckDB hands large results over in several record batches
+        arrow = pa.concat_tables([arrow.slice(0, arrow.num_rows // 2), arrow.slice(arrow.num_rows // 2)])
+    fast = encode_rows(arrow, names, sensitive, hs, reference=reference)
     assert fast is not None
     assert_same_table(fast, encode_histogram(grouped(rows, names + sensitive), names, sensitive, hs, reference=reference))
     assert fast.n_records == rows.height

@@ -93,6 +93,7 @@ def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:
 
 
 def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
+    """The source's column names in order."""
     return list(described_columns(spec, con, source))
 
 

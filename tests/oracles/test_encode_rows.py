@@ -39,15 +39,16 @@ def assert_same_table(a: EncodedTable, b: EncodedTable) -> None:
         assert np.array_equal(a.reference_q, b.reference_q)
 
 
-def random_rows(seed: int, sensitive: list[str]):
-    """Ungrouped rows (repeats likely) over random hierarchies; SA values include NULL."""
+def random_rows(seed: int, sensitive: list[str], nulls: bool = False):
+    """Ungrouped rows (repeats likely) over random hierarchies; SA values include NULL, QIDs too
+    when ``nulls``."""
     rng = np.random.default_rng(seed)
     nq = int(rng.integers(1, 6))
     names = [f"q{q}" for q in range(nq)]
     hs = [random_hierarchy(rng, n, int(rng.integers(1, 9)), int(rng.integers(1, 4))) for n in names]
     n = int(rng.integers(1, 400))
-    data: dict[str, list] = {name: [h.leaves[int(rng.integers(len(h.leaves)))] for _ in range(n)]
-                             for name, h in zip(names, hs, strict=True)}
+    data: dict[str, list] = {name: [None if nulls and rng.random() < 0.05 else h.leaves[int(rng.integers(len(h.leaves)))]
+                                    for _ in range(n)] for name, h in zip(names, hs, strict=True)}
     data["s1"] = [None if rng.random() < 0.1 else str(int(rng.integers(4))) for _ in range(n)]
     data["s2"] = [["x", "y", "it's"][int(rng.integers(3))] for _ in range(n)]
     frame = pl.DataFrame(data, schema={c: pl.String for c in data})
@@ -62,7 +63,7 @@ def grouped(rows: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
 @pytest.mark.parametrize("sensitive", [[], ["s1"], ["s2", "s1"]])
 @pytest.mark.parametrize("with_reference", [False, True])
 def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, with_reference):
-    rows, names, hs = random_rows(seed, sensitive)
+    rows, names, hs = random_rows(seed, sensitive, nulls=seed % 3 == 0)
     reference = None
     if with_reference and sensitive:
         # values the rows hold and one they do not (coded after them, as a stored Q's)
@@ -71,16 +72,25 @@ def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, wi
     arrow = rows.to_arrow()
     if seed % 2:  # DuckDB hands large results over in several record batches
         arrow = pa.concat_tables([arrow.slice(0, arrow.num_rows // 2), arrow.slice(arrow.num_rows // 2)])
-    fast = encode_rows(arrow, names, sensitive, hs, reference=reference)
+    histogram = grouped(rows, names + sensitive)
+    n_null = rows.filter(pl.any_horizontal([pl.col(c).is_null() for c in names])).height
+    if n_null:
+        with pytest.raises(DataError) as fast_error:
+            encode_rows(arrow, names, sensitive, hs, reference=reference)
+        with pytest.raises(DataError) as general_error:
+            encode_histogram(histogram, names, sensitive, hs, reference=reference)
+        assert str(fast_error.value) == str(general_error.value) and f"{n_null} source rows" in str(fast_error.value)
+    if n_null == rows.height:  # nothing left: the general path says so
+        assert encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference) is None
+        return
+    fast = encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference)
     assert fast is not None
-    assert_same_table(fast, encode_histogram(grouped(rows, names + sensitive), names, sensitive, hs, reference=reference))
-    assert fast.n_records == rows.height
+    assert_same_table(fast, encode_histogram(histogram, names, sensitive, hs, null_policy="suppress", reference=reference))
+    assert fast.n_records + fast.excluded_null_rows == rows.height and fast.excluded_null_rows == n_null
 
 
-def test_encode_rows_leaves_nulls_non_leaves_and_empty_tables_to_the_general_path():
+def test_encode_rows_leaves_non_leaves_and_empty_tables_to_the_general_path():
     rows, names, hs = random_rows(3, [])
-    with_null = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(None).otherwise(pl.col(names[0])).alias(names[0]))
-    assert encode_rows(with_null.to_arrow(), names, [], hs) is None
     not_leaf = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nope")).otherwise(pl.col(names[0]))
                                  .alias(names[0]))
     assert encode_rows(not_leaf.to_arrow(), names, [], hs) is None
@@ -177,7 +187,7 @@ def test_read_encoded_is_the_histogram_path_on_every_type(typed_table, sensitive
     assert encode_rows(con.query_arrow(Q.text_rows_query(source, qids + sensitive, types)), qids, sensitive, hs) is not None
 
 
-def test_read_encoded_falls_back_on_nulls_and_non_leaves_with_the_same_errors(typed_table):
+def test_read_encoded_refuses_or_withholds_nulls_and_names_non_leaves_as_the_histogram_path(typed_table):
     con = typed_table
     types = dict(con.relation_columns("main", "typed"))
     source = Q.Source("main", "typed", None, "duckdb")

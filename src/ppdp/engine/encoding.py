@@ -165,10 +165,7 @@ def encode_histogram(
         n_null = int(nulls[COUNT_COLUMN].sum())
         cols = [c for c in qids if nulls[c].null_count()]
         if null_policy == "error":
-            raise DataError(
-                f"{n_null} source rows have NULL in quasi-identifier(s) {', '.join(map(repr, cols))}. "
-                "Hint: clean them, or set source.null_policy = \"suppress\" to withhold those rows from every release."
-            )
+            raise _null_qids_error(n_null, cols)
         excluded = n_null
         histogram = histogram.filter(~null_mask)
     if histogram.height == 0:
@@ -211,6 +208,7 @@ def encode_rows(
     sensitive: list[str],
     hierarchies: list[Hierarchy],
     *,
+    null_policy: str = "error",
     reference: dict[tuple, float] | None = None,
 ) -> EncodedTable | None:
     """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
@@ -221,9 +219,20 @@ def encode_rows(
 
     The same table, field by field: rows are grouped by exact text (a leaf code stands for one
     text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
-    sort of the distinct SA tuples, and ``values`` are the text of one row of each group. None
-    where encode_histogram's general path is needed: no rows, a NULL quasi-identifier (the
-    null policy), a value that is not a leaf (its error names it) or a key wider than 62 bits."""
+    sort of the distinct SA tuples, and ``values`` are the text of one row of each group; rows
+    with a NULL quasi-identifier are refused or withheld by ``null_policy`` with the same error
+    and count. None where encode_histogram's general path is needed: no rows (its error), a value
+    that is not a leaf (its error names the values) or a key wider than 62 bits."""
+    excluded = 0
+    null_columns = [c for c in qids if rows.column(c).null_count]
+    if null_columns:  # withheld (null_policy "suppress") or refused, as encode_histogram does
+        is_null = rows.column(null_columns[0]).is_null()
+        for c in null_columns[1:]:
+            is_null = pc.or_(is_null, rows.column(c).is_null())
+        excluded = int(pc.sum(is_null).as_py())
+        if null_policy == "error":
+            raise _null_qids_error(excluded, null_columns)
+        rows = rows.filter(pc.invert(is_null))
     if rows.num_rows == 0:
         return None
     code_columns = []
@@ -232,7 +241,7 @@ def encode_rows(
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             return None
         codes = pc.index_in(column, value_set=_leaf_array(h))
-        if codes.null_count:  # a NULL, or a value that is not a leaf
+        if codes.null_count:  # a value that is not a leaf
             return None
         code_columns.append(codes.to_numpy().astype(np.int64))
     if sensitive:
@@ -263,7 +272,7 @@ def encode_rows(
         sa_values=tuple(sa_tuples),
         counts=counts.astype(np.int64),
         values=values,
-        excluded_null_rows=0,
+        excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
 
@@ -324,6 +333,13 @@ def _leaf_enum(h: Hierarchy) -> pl.Enum:
     if enum is None:
         enum = h._cache.setdefault("leaf_enum", pl.Enum(h.leaves))
     return enum
+
+
+def _null_qids_error(n_null: int, columns: list[str]) -> DataError:
+    return DataError(
+        f"{n_null} source rows have NULL in quasi-identifier(s) {', '.join(map(repr, columns))}. "
+        "Hint: clean them, or set source.null_policy = \"suppress\" to withhold those rows from every release."
+    )
 
 
 def _canonical_order(code_columns: list[np.ndarray], n_leaves: list[int], sa_codes: np.ndarray, n_sa: int) -> np.ndarray:

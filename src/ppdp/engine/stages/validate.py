@@ -123,13 +123,13 @@ def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: l
                  reference: dict[tuple, float] | None = None) -> EncodedTable:
     """The source's encoded histogram: its rows read and grouped by encode_rows when the source is
     a DuckDB relation of at most ROWS_READ_LIMIT rows (``n_rows``, counted by the caller), else (and
-    whenever encode_rows needs the general path: NULL QIDs, values not in a hierarchy) the
+    whenever encode_rows needs the general path: values not in a hierarchy, no rows) the
     histogram query and encode_histogram. ``types``: the columns' SQL types when described
     (sql.queries.typed_text_kind). The same EncodedTable either way."""
     query_arrow = getattr(con, "query_arrow", None)  # the DuckDB connector's
     if con.dialect == "duckdb" and query_arrow is not None and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
         rows = query_arrow(Q.text_rows_query(source, qids + sensitive, types))
-        table = encode_rows(rows, qids, sensitive, hierarchies, reference=reference)
+        table = encode_rows(rows, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
         if table is not None:
             return table
     histogram = con.query(Q.histogram_query(source, qids, sensitive, types))

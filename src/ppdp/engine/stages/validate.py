@@ -114,7 +114,10 @@ def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> di
 # text costs less than grouping it, and the encoding maps every value to a leaf code anyway
 # (adult, 30,162 rows: about half the time of the GROUP BY and the encoding of its 18,109 groups,
 # issue #25). Above it the database's parallel GROUP BY and the smaller transfer win, and a
-# server's rows would cross the network: every other connector keeps the GROUP BY.
+# server's rows would cross the network: every other connector keeps the GROUP BY. One known
+# difference: texts equal under a DuckDB collation (a VARCHAR column declared COLLATE NOCASE, or
+# default_collation set) were one group of the GROUP BY, under whichever text DuckDB kept; here
+# they stay apart when each is a leaf (when one is not, the GROUP BY path runs, as before).
 ROWS_READ_LIMIT = 200_000
 
 

@@ -203,3 +203,24 @@ def test_read_encoded_refuses_or_withholds_nulls_and_names_non_leaves_as_the_his
     with pytest.raises(HierarchyError) as general:
         general_table(con, qids, [], short, null_policy="suppress")
     assert str(fast.value) == str(general.value) and "short.csv" in str(fast.value)
+
+
+def test_the_text_values_are_made_when_first_read_and_travel_to_workers():
+    import pickle
+
+    from ppdp.engine.encoding import GroupTexts
+    from ppdp.engine.models import build_model
+    from ppdp.engine.optimizers.remote import ProblemSpec
+    from ppdp.engine.problem import Problem
+
+    rows, names, hs = random_rows(5, ["s1"], nulls=False)
+    table = encode_rows(rows.to_arrow(), names, ["s1"], hs)
+    assert table is not None and isinstance(table.values_source, GroupTexts) and "values" not in table.__dict__
+    expected = encode_histogram(grouped(rows, names + ["s1"]), names, ["s1"], hs).values
+    assert table.values.rows() == expected.rows() and table.values.schema == expected.schema
+    # a worker process gets the table pickled (GroupTexts holds Arrow arrays and NumPy codes),
+    # and a ProblemSpec ships it without its text
+    assert pickle.loads(pickle.dumps(table)).values.rows() == expected.rows()
+    spec = ProblemSpec.of(Problem(table, [build_model("k-anonymity", {"k": 2})]))
+    assert spec.table.values.height == 0 and spec.table.values.columns == names + ["s1"]
+    assert np.array_equal(spec.table.codes, table.codes)

@@ -43,11 +43,28 @@ class PopulationHistogram:
 
 
 @dataclass(frozen=True, eq=False)
+class GroupTexts:
+    """The text of each histogram row by column, as codes into each column's texts (Arrow
+    strings): a hierarchy's leaves, or the distinct values of a sensitive column."""
+
+    columns: tuple[str, ...]
+    texts: tuple[pa.Array, ...]  # per column, its texts in code order
+    codes: tuple[np.ndarray, ...]  # per column, the code of each histogram row
+
+    def frame(self) -> pl.DataFrame:
+        """The texts as a String frame (an Arrow take per column: a Polars gather's thread pool
+        hand-off cost four times as much on a 1,000-row table)."""
+        return pl.DataFrame([pl.Series(c, pc.take(t, pa.array(k))) for c, t, k in zip(self.columns, self.texts, self.codes, strict=True)])
+
+
+@dataclass(frozen=True, eq=False)
 class EncodedTable:
     """The histogram of a source table, ready for the evaluator.
 
     ``values`` holds the original (text) values of each row's QIDs and SAs, in the same row
-    order as ``codes``; the release joins it back to the source.
+    order as ``codes``; the release joins it back to the source. It is made from
+    ``values_source`` when first read: a frame, or the texts by code (``GroupTexts``), which a
+    search never reads (building the frame was a third of encoding a small table, issue #25).
     """
 
     qids: tuple[str, ...]
@@ -57,13 +74,19 @@ class EncodedTable:
     sa: np.ndarray  # (H,) int32 joint sensitive code
     sa_values: tuple[tuple, ...]  # joint sensitive value of each code
     counts: np.ndarray  # (H,) int64
-    values: pl.DataFrame  # (H rows) original text of QIDs and SAs
+    values_source: pl.DataFrame | GroupTexts  # (H rows) original text of QIDs and SAs, see ``values``
     excluded_null_rows: int = 0  # rows left out by null_policy = "suppress"
     # Q of t-closeness by SA code, when given (``encode_histogram(reference=...)``): the whole
     # source's distribution, NULL-QID rows included, or a release's stored one.
     reference_q: np.ndarray | None = None
     # The population, when a model reads population counts per class (Requirements.population).
     population: PopulationHistogram | None = None
+
+    @cached_property
+    def values(self) -> pl.DataFrame:
+        """(H rows) the original text of each row's QIDs and SAs, in the row order of ``codes``."""
+        source = self.values_source
+        return source if isinstance(source, pl.DataFrame) else source.frame()
 
     @property
     def n_rows(self) -> int:
@@ -196,7 +219,7 @@ def encode_histogram(
         sa=np.ascontiguousarray(sa_codes[order]),
         sa_values=tuple(sa_tuples),
         counts=histogram[COUNT_COLUMN].to_numpy()[order].astype(np.int64),
-        values=histogram.select(list(qids) + list(sensitive))[order],
+        values_source=histogram.select(list(qids) + list(sensitive))[order],
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
@@ -258,13 +281,12 @@ def encode_rows(
     _, first, counts = np.unique(key, return_index=True, return_counts=True)
     group_codes = [c[first] for c in code_columns]
     sa = sa_rows[first]
-    # The text of each group, from its codes: an Arrow take from each hierarchy's leaves and from
-    # the distinct SA values (converting the rows' Arrow text to Polars cost twice as much, and a
-    # Polars gather four times a take on a 1,000-row table: its thread pool's hand-off).
-    values = pl.DataFrame([pl.Series(col, pc.take(_leaf_array(h), pa.array(c)))
-                           for col, h, c in zip(qids, hierarchies, group_codes, strict=True)]
-                          + [pl.Series(col, pc.take(pa.array([t[j] for t in sa_tuples], type=pa.string()), pa.array(sa)))
-                             for j, col in enumerate(sensitive)])
+    # The text of each group, from its codes when first read (converting the rows' Arrow text to
+    # Polars cost twice as much as these codes).
+    values = GroupTexts(tuple(qids) + tuple(sensitive),
+                        tuple(_leaf_array(h) for h in hierarchies)
+                        + tuple(pa.array([t[j] for t in sa_tuples], type=pa.string()) for j in range(len(sensitive))),
+                        tuple(group_codes) + (sa,) * len(sensitive))
     codes = np.stack(group_codes, axis=1) if qids else np.zeros((len(first), 0), dtype=np.int32)
     return EncodedTable(
         qids=tuple(qids),
@@ -274,7 +296,7 @@ def encode_rows(
         sa=np.ascontiguousarray(sa, dtype=np.int32),
         sa_values=tuple(sa_tuples),
         counts=counts.astype(np.int64),
-        values=values,
+        values_source=values,
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )

@@ -10,9 +10,12 @@ fly against ARX's classpath, by default /tmp/arx-build/classpath.txt; how to bui
 ../shared/arx/README.md). Its time is the wall time of ``ARXAnonymizer.anonymize`` (ARX's
 encoding of the data, its search and its result; the CSV and the hierarchies are read once,
 outside the timing). ppdp runs in this process; its time is what ARX's covers: the histogram
-query (DuckDB, in memory, the GROUP BY a release runs), the encoding (``encode_histogram``:
-leaf codes, SA codes) and the optimizer run on a fresh ``Problem`` (the hierarchies are read
-once, outside, as ARX's are). Each case runs ``--warmups`` untimed rounds on both sides (Numba
+query (DuckDB, in memory), the encoding (leaf codes, SA codes), both as a release's
+``stages.validate.read_encoded`` does them (a small table's rows read and grouped by their
+encoding, else the GROUP BY and ``encode_histogram``), and the optimizer run on a fresh
+``Problem``. The hierarchies are read once, outside, as ARX's are, and so are the source's column
+types and row count (the validate stage reads them before the histogram, to check the columns
+and the key). Each case runs ``--warmups`` untimed rounds on both sides (Numba
 compilation, the JIT), then ``--reps`` rounds, each timing ARX and then ppdp (the order
 alternates round by round), so both see the same load. Reported: medians, ratio = ppdp / ARX
 (< 1: ppdp faster), ppdp's nodes evaluated, TD, certification, ARX's transformations checked.
@@ -75,11 +78,13 @@ import polars as pl
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ppdp.engine.encoding import EncodedTable, encode_histogram, encode_population  # noqa: E402
+from ppdp.connectors.duckdb_connector import DuckDBConnector  # noqa: E402
+from ppdp.engine.encoding import EncodedTable, encode_population  # noqa: E402
 from ppdp.engine.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
 from ppdp.engine.models import build_model  # noqa: E402
 from ppdp.engine.optimizers import run_optimizer  # noqa: E402
 from ppdp.engine.problem import Problem  # noqa: E402
+from ppdp.engine.stages.validate import read_encoded  # noqa: E402
 from ppdp.sql import queries as Q  # noqa: E402
 from ppdp.sql.predicate import parse_predicate, predicate_sql  # noqa: E402
 
@@ -287,6 +292,21 @@ class Loaded:
     hierarchies: list[Hierarchy]
     frame: pl.DataFrame
     subsets: dict[str, Subset] = field(default_factory=dict)
+    # What a release's validate stage knows before its histogram (it describes the source's
+    # columns and counts its rows to check the key), read once here as the hierarchies are:
+    # the engine's connector over ``con``, each table's column types and rows.
+    connector: DuckDBConnector | None = None
+    described: dict[str, tuple[dict[str, str], int]] = field(default_factory=dict)
+
+    def source_facts(self, table: str, source: Q.Source) -> tuple[dict[str, str], int]:
+        """(column types of ``table``, rows of ``source``), as validate reads them, once each."""
+        key = source.sql()
+        if key not in self.described:
+            assert self.connector is not None
+            types = dict(self.connector.relation_columns("main", table) or [])
+            rows = int(self.connector.query(f"SELECT COUNT(*) AS n FROM {key}")["n"][0])
+            self.described[key] = (types, rows)
+        return self.described[key]
 
     @property
     def lattice_nodes(self) -> int:
@@ -311,7 +331,7 @@ def load(ds: Dataset, sa: str | None) -> Loaded:
     con.unregister("src_frame")
     # ARX keeps the last row of a leaf given twice (cup's AGE hierarchy does that): do the same.
     hierarchies = [read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
-    return Loaded(ds, con, hierarchies, frame)
+    return Loaded(ds, con, hierarchies, frame, connector=DuckDBConnector.over(con))
 
 
 def subset(loaded: Loaded, predicate: str, work: Path) -> Subset:
@@ -345,8 +365,9 @@ def prepare(loaded: Loaded, sa: list[str], models: list | None = None, source_ta
     research = next((m.research_predicate() for m in models if m.requirements.research_subset), None)
     qids = list(loaded.ds.qids)
     source = Q.Source(None, source_table, None, "duckdb", research=research)
-    hist = loaded.con.sql(Q.histogram_query(source, qids, sa)).pl()
-    table = encode_histogram(hist, qids, sa, loaded.hierarchies)
+    types, n_rows = loaded.source_facts(source_table, source)
+    assert loaded.connector is not None
+    table = read_encoded(loaded.connector, source, qids, sa, loaded.hierarchies, types=types, n_rows=n_rows)
     populations = {m.population_table() for m in models if m.requirements.population}
     if populations:
         (name,) = populations  # None: the source itself before the research subset

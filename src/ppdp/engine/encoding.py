@@ -16,6 +16,8 @@ from functools import cached_property
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ppdp.engine.errors import DataError, HierarchyError
 from ppdp.engine.hierarchy import Hierarchy
@@ -41,11 +43,28 @@ class PopulationHistogram:
 
 
 @dataclass(frozen=True, eq=False)
+class GroupTexts:
+    """The text of each histogram row by column, as codes into each column's texts (Arrow
+    strings): a hierarchy's leaves, or the distinct values of a sensitive column."""
+
+    columns: tuple[str, ...]
+    texts: tuple[pa.Array, ...]  # per column, its texts in code order
+    codes: tuple[np.ndarray, ...]  # per column, the code of each histogram row
+
+    def frame(self) -> pl.DataFrame:
+        """The texts as a String frame (an Arrow take per column: a Polars gather's thread pool
+        hand-off cost four times as much on a 1,000-row table)."""
+        return pl.DataFrame([pl.Series(c, pc.take(t, pa.array(k))) for c, t, k in zip(self.columns, self.texts, self.codes, strict=True)])
+
+
+@dataclass(frozen=True, eq=False)
 class EncodedTable:
     """The histogram of a source table, ready for the evaluator.
 
     ``values`` holds the original (text) values of each row's QIDs and SAs, in the same row
-    order as ``codes``; the release joins it back to the source.
+    order as ``codes``; the release joins it back to the source. It is made from
+    ``values_source`` when first read: a frame, or the texts by code (``GroupTexts``), which a
+    search never reads (building the frame was a third of encoding a small table, issue #25).
     """
 
     qids: tuple[str, ...]
@@ -55,13 +74,19 @@ class EncodedTable:
     sa: np.ndarray  # (H,) int32 joint sensitive code
     sa_values: tuple[tuple, ...]  # joint sensitive value of each code
     counts: np.ndarray  # (H,) int64
-    values: pl.DataFrame  # (H rows) original text of QIDs and SAs
+    values_source: pl.DataFrame | GroupTexts  # (H rows) original text of QIDs and SAs, see ``values``
     excluded_null_rows: int = 0  # rows left out by null_policy = "suppress"
     # Q of t-closeness by SA code, when given (``encode_histogram(reference=...)``): the whole
     # source's distribution, NULL-QID rows included, or a release's stored one.
     reference_q: np.ndarray | None = None
     # The population, when a model reads population counts per class (Requirements.population).
     population: PopulationHistogram | None = None
+
+    @cached_property
+    def values(self) -> pl.DataFrame:
+        """(H rows) the original text of each row's QIDs and SAs, in the row order of ``codes``."""
+        source = self.values_source
+        return source if isinstance(source, pl.DataFrame) else source.frame()
 
     @property
     def n_rows(self) -> int:
@@ -163,10 +188,7 @@ def encode_histogram(
         n_null = int(nulls[COUNT_COLUMN].sum())
         cols = [c for c in qids if nulls[c].null_count()]
         if null_policy == "error":
-            raise DataError(
-                f"{n_null} source rows have NULL in quasi-identifier(s) {', '.join(map(repr, cols))}. "
-                "Hint: clean them, or set source.null_policy = \"suppress\" to withhold those rows from every release."
-            )
+            raise _null_qids_error(n_null, cols)
         excluded = n_null
         histogram = histogram.filter(~null_mask)
     if histogram.height == 0:
@@ -197,9 +219,143 @@ def encode_histogram(
         sa=np.ascontiguousarray(sa_codes[order]),
         sa_values=tuple(sa_tuples),
         counts=histogram[COUNT_COLUMN].to_numpy()[order].astype(np.int64),
-        values=histogram.select(list(qids) + list(sensitive))[order],
+        values_source=histogram.select(list(qids) + list(sensitive))[order],
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
+    )
+
+
+def encode_rows(
+    rows: pa.Table,
+    qids: list[str],
+    sensitive: list[str],
+    hierarchies: list[Hierarchy],
+    *,
+    null_policy: str = "error",
+    reference: dict[tuple, float] | None = None,
+) -> EncodedTable | None:
+    """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
+    QID and SA columns of every source row, not grouped: sql.queries.text_rows_query, as Arrow),
+    grouped here by leaf codes: one Arrow lookup of each QID in its hierarchy's leaves and one
+    ``np.unique`` of a mixed-radix key, instead of the database's GROUP BY over text and a second
+    pass over the grouped text (issue #25).
+
+    The same table, field by field: rows are grouped by exact text (a leaf code stands for one
+    text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
+    sort of the distinct SA tuples, and ``values`` are the text of one row of each group; rows
+    with a NULL quasi-identifier are refused or withheld by ``null_policy`` with the same error
+    and count. None where encode_histogram's general path is needed: no rows (its error), a value
+    that is not a leaf (its error names the values) or a key wider than 62 bits."""
+    excluded = 0
+    null_columns = [c for c in qids if rows.column(c).null_count]
+    if null_columns:  # withheld (null_policy "suppress") or refused, as encode_histogram does
+        is_null = rows.column(null_columns[0]).is_null()
+        for c in null_columns[1:]:
+            is_null = pc.or_(is_null, rows.column(c).is_null())
+        excluded = int(pc.sum(is_null).as_py())
+        if null_policy == "error":
+            raise _null_qids_error(excluded, null_columns)
+        rows = rows.filter(pc.invert(is_null))
+    if rows.num_rows == 0:
+        return None
+    code_columns = []
+    for col, h in zip(qids, hierarchies, strict=True):
+        column = rows.column(col)
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            return None
+        codes = pc.index_in(column, value_set=_leaf_array(h))
+        if codes.null_count:  # a value that is not a leaf
+            return None
+        code_columns.append(codes.to_numpy().astype(np.int64))
+    if sensitive:
+        sa_rows, sa_tuples = _joint_sa_codes(rows, sensitive, reference)
+    else:
+        sa_rows, sa_tuples = np.zeros(rows.num_rows, dtype=np.int64), [()]
+    radices = [*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)]
+    if math.prod(radices) >= 1 << 62:
+        return None
+    key = np.zeros(rows.num_rows, dtype=np.int64)
+    for column, radix in zip([*code_columns, sa_rows], radices, strict=True):
+        key *= radix
+        key += column
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    group_codes = [c[first] for c in code_columns]
+    sa = sa_rows[first]
+    # The text of each group, from its codes when first read (converting the rows' Arrow text to
+    # Polars cost twice as much as these codes).
+    values = GroupTexts(tuple(qids) + tuple(sensitive),
+                        tuple(_leaf_array(h) for h in hierarchies)
+                        + tuple(pa.array([t[j] for t in sa_tuples], type=pa.string()) for j in range(len(sensitive))),
+                        tuple(group_codes) + (sa,) * len(sensitive))
+    codes = np.stack(group_codes, axis=1) if qids else np.zeros((len(first), 0), dtype=np.int32)
+    return EncodedTable(
+        qids=tuple(qids),
+        sensitive=tuple(sensitive),
+        hierarchies=tuple(hierarchies),
+        codes=np.ascontiguousarray(codes, dtype=np.int32),
+        sa=np.ascontiguousarray(sa, dtype=np.int32),
+        sa_values=tuple(sa_tuples),
+        counts=counts.astype(np.int64),
+        values_source=values,
+        excluded_null_rows=excluded,
+        reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
+    )
+
+
+def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:
+    """(joint SA code of each row, joint SA values in code order), the codes encode_histogram
+    gives: its sort of the distinct SA tuples (then the reference's others), applied to the
+    few distinct tuples instead of to a struct column of every row."""
+    key = np.zeros(rows.num_rows, dtype=np.int64)
+    distinct_per_column = []
+    for col in sensitive:
+        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
+        values = [*encoded.dictionary.to_pylist(), None]
+        # index len(dictionary) stands for NULL (a NULL sensitive value is a value of its own)
+        key *= len(values)
+        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
+        distinct_per_column.append(values)
+    combos, inverse = np.unique(key, return_inverse=True)
+    tuples = []
+    for combo in combos.tolist():
+        parts = []
+        for values in reversed(distinct_per_column):
+            combo, i = divmod(combo, len(values))
+            parts.append(values[i])
+        tuples.append(tuple(reversed(parts)))
+    frame = pl.DataFrame(tuples, schema=dict.fromkeys(sensitive, pl.String), orient="row")
+    sa_keys = frame.select(pl.struct([pl.col(c) for c in sensitive]).alias("__sa")).to_series().unique().sort().to_list()
+    sa_tuples = [tuple(d[c] for c in sensitive) for d in sa_keys]
+    if reference:
+        seen = set(sa_tuples)
+        sa_tuples += sorted((t for t in reference if t not in seen), key=lambda t: tuple("" if v is None else str(v) for v in t))
+    sa_index = {t: i for i, t in enumerate(sa_tuples)}
+    combo_code = np.array([sa_index[t] for t in tuples], dtype=np.int64)
+    return combo_code[inverse.reshape(-1)], sa_tuples
+
+
+def _leaf_array(h: Hierarchy) -> pa.Array:
+    """The leaves of ``h`` in code order as an Arrow array (a leaf's index is its code), made
+    once per hierarchy (a run's hierarchies are parsed once and encode every histogram of it)."""
+    leaves = h._cache.get("leaf_array")
+    if leaves is None:
+        leaves = h._cache.setdefault("leaf_array", pa.array(h.leaves, type=pa.string()))
+    return leaves
+
+
+def _leaf_enum(h: Hierarchy) -> pl.Enum:
+    """The Enum of ``h``'s leaves in code order, made once per hierarchy (a run's hierarchies
+    are parsed once and encode every histogram of the run)."""
+    enum = h._cache.get("leaf_enum")
+    if enum is None:
+        enum = h._cache.setdefault("leaf_enum", pl.Enum(h.leaves))
+    return enum
+
+
+def _null_qids_error(n_null: int, columns: list[str]) -> DataError:
+    return DataError(
+        f"{n_null} source rows have NULL in quasi-identifier(s) {', '.join(map(repr, columns))}. "
+        "Hint: clean them, or set source.null_policy = \"suppress\" to withhold those rows from every release."
     )
 
 
@@ -224,7 +380,7 @@ def _leaf_codes(column: pl.Series, name: str, h: Hierarchy) -> np.ndarray:
     most of the encoding's time on small tables (issue #25)."""
     if column.dtype == pl.String:
         try:
-            as_enum = column.cast(pl.Enum(h.leaves))
+            as_enum = column.cast(_leaf_enum(h))
         except (pl.exceptions.PolarsError, ValueError):
             as_enum = None  # a value that is not a leaf: named below (or leaves an Enum refuses: the lookup)
         if as_enum is not None:

@@ -9,6 +9,7 @@ sqlglot and must be a single SELECT; it is then embedded as a subquery.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sqlglot
@@ -97,33 +98,84 @@ def text_expr(column: exp.Expression, dialect: str = "duckdb") -> exp.Expression
     return exp.Case(ifs=[exp.If(this=is_float, true=stripped)], default=cast)
 
 
-def text(col: str, alias: str = "src", dialect: str = "duckdb") -> str:
+def text(col: str, alias: str = "src", dialect: str = "duckdb", sql_type: str | None = None) -> str:
     """A source column as text: the form in which it is compared with hierarchy leaves and keys
-    (the same on every dialect, floating values included)."""
-    template, placeholder = _text_template(alias, dialect)
+    (the same on every dialect, floating values included). ``sql_type``, the column's type as the
+    database describes it, picks the one expression that type needs (typed_text_kind, DuckDB)."""
+    kind = typed_text_kind(sql_type) if dialect == "duckdb" else None
+    template, placeholder = _text_template(alias, dialect, kind)
     return template.replace(placeholder, quote_ident(col, dialect))
+
+
+# DuckDB types whose canonical text the type alone decides, so the histogram query can render
+# them with one expression chosen here instead of the run-time ``CASE typeof`` of text_expr:
+# DuckDB folds that CASE to the same expression, but binding and folding it was most of the
+# planning of a small table's histogram query (8 columns: 1 to 3 ms of a 1,000-record prepare,
+# issue #25). typeof() of a column is its declared type, so the choice is the one the CASE makes:
+# the float types strip '.0', the others are a plain CAST (VARCHAR: the column itself). Any type
+# not listed (and every source.query column, whose types are not described) keeps text_expr.
+_PLAIN_CAST_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT", "UINTEGER",
+                               "USMALLINT", "UTINYINT", "BOOLEAN", "DATE", "TIMESTAMP"})
+
+
+def typed_text_kind(sql_type: str | None) -> str | None:
+    """How a DuckDB column of ``sql_type`` becomes canonical text: "bare" (VARCHAR), "float"
+    (strip '.0'), "cast" (a plain CAST), or None (not known: the general expression)."""
+    if sql_type is None:
+        return None
+    t = sql_type.strip().upper()
+    if t == "VARCHAR":
+        return "bare"
+    if t in _FLOAT_TYPES:
+        return "float"
+    if t in _PLAIN_CAST_TYPES or (t.startswith("DECIMAL(") and t.endswith(")")):
+        return "cast"
+    return None
 
 
 _TEXT_PLACEHOLDER = "ppdp_text_column_placeholder"
 
 
 @functools.lru_cache(maxsize=64)
-def _text_template(alias: str, dialect: str) -> tuple[str, str]:
-    """``text`` of a placeholder column, rendered by sqlglot once per (alias, dialect), and the
-    placeholder's quoted form: ``text`` puts the quoted column in its place. The same SQL as
+def _text_template(alias: str, dialect: str, kind: str | None = None) -> tuple[str, str]:
+    """``text`` of a placeholder column, rendered by sqlglot once per (alias, dialect, kind), and
+    the placeholder's quoted form: ``text`` puts the quoted column in its place. The same SQL as
     rendering ``text_expr`` per column, at the cost of quoting one identifier: the expression
     tree's build, copies and generation were most of preparing a 1,000-record release (13 ms
-    of 35 for the histogram query's 8 columns, issue #25)."""
-    sql = text_expr(exp.column(_TEXT_PLACEHOLDER, alias, quoted=True), dialect).sql(dialect=dialect)
-    return sql, quote_ident(_TEXT_PLACEHOLDER, dialect)
+    of 35 for the histogram query's 8 columns, issue #25). ``kind`` "float"/"cast": the branch
+    of text_expr that a column of a known type takes, "bare" the column itself (typed_text_kind)."""
+    column = exp.column(_TEXT_PLACEHOLDER, alias, quoted=True)
+    cast = exp.cast(column, exp.DataType.build("VARCHAR"))
+    if kind == "bare":
+        tree: exp.Expression = column
+    elif kind == "cast":
+        tree = cast
+    elif kind == "float":
+        tree = exp.Anonymous(this="regexp_replace", expressions=[cast, exp.Literal.string("\\.0$"), exp.Literal.string("")])
+    else:
+        tree = text_expr(column, dialect)
+    return tree.sql(dialect=dialect), quote_ident(_TEXT_PLACEHOLDER, dialect)
 
 
-def histogram_query(source: Source, qids: list[str], sensitive: list[str]) -> str:
-    """The one GROUP BY that compresses the source into (QID text, SA text, count) rows."""
+def histogram_query(source: Source, qids: list[str], sensitive: list[str], types: Mapping[str, str] | None = None) -> str:
+    """The one GROUP BY that compresses the source into (QID text, SA text, count) rows.
+    ``types`` (column -> SQL type, when described): see typed_text_kind."""
     d = source.dialect
-    cols = [f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in qids + sensitive]
+    types = types or {}
+    cols = [f"{text(c, dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in qids + sensitive]
     keys = ", ".join(str(i + 1) for i in range(len(cols)))
     return f"SELECT {', '.join(cols)}, COUNT(*) AS {quote_ident(COUNT_COLUMN, d)} FROM {source.sql()} GROUP BY {keys}"
+
+
+def text_rows_query(source: Source, columns: list[str], types: Mapping[str, str] | None = None, limit: int | None = None) -> str:
+    """Every source row's ``columns`` as the canonical text of histogram_query, not grouped: a
+    small in-process table is grouped faster by its encoding than by the database (issue #25).
+    ``limit``: at most that many rows."""
+    d = source.dialect
+    types = types or {}
+    cols = [f"{text(c, dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in columns]
+    tail = "" if limit is None else f" LIMIT {int(limit)}"
+    return f"SELECT {', '.join(cols)} FROM {source.sql()}{tail}"
 
 
 def distinct_values_query(source: Source, column: str) -> str:

@@ -27,7 +27,7 @@ class ProblemSpec:
 
     @classmethod
     def of(cls, problem: Problem) -> ProblemSpec:
-        table = replace(problem.table, values=problem.table.values.clear())
+        table = replace(problem.table, values_source=problem.table.values.clear())
         return cls(table, list(problem.models), problem.evaluator.name)
 
     def build(self) -> Problem:

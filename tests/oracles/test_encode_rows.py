@@ -1,0 +1,226 @@
+"""The fast reading of prepare (issue #25) gives the table of the general one, field by field:
+encode_rows (a small DuckDB source's rows grouped by leaf codes) against encode_histogram of the
+same rows' GROUP BY, the typed text expressions against the general ``CASE typeof`` one on every
+DuckDB type, and stages.validate.read_encoded against the histogram query on DuckDB tables of
+every column type, NULLs, values with spaces and quotes, and "01" against 1."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import duckdb
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from ppdp.connectors.duckdb_connector import DuckDBConnector
+from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram, encode_rows
+from ppdp.engine.errors import DataError, HierarchyError
+from ppdp.engine.hierarchy import from_rows
+from ppdp.engine.stages.validate import read_encoded
+from ppdp.sql import queries as Q
+from tests.oracles.test_flash import random_hierarchy
+
+
+def assert_same_table(a: EncodedTable, b: EncodedTable) -> None:
+    """Every field the evaluator, the optimizers and the release read."""
+    assert a.qids == b.qids and a.sensitive == b.sensitive and a.hierarchies == b.hierarchies
+    for name in ("codes", "sa", "counts"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and x.flags.c_contiguous and y.flags.c_contiguous, name
+        assert np.array_equal(x, y), name
+    assert a.sa_values == b.sa_values
+    assert a.values.schema == b.values.schema and a.values.rows() == b.values.rows()
+    assert a.excluded_null_rows == b.excluded_null_rows
+    assert (a.reference_q is None) == (b.reference_q is None)
+    if a.reference_q is not None:
+        assert np.array_equal(a.reference_q, b.reference_q)
+
+
+def random_rows(seed: int, sensitive: list[str], nulls: bool = False):
+    """Ungrouped rows (repeats likely) over random hierarchies; SA values include NULL, QIDs too
+    when ``nulls``."""
+    rng = np.random.default_rng(seed)
+    nq = int(rng.integers(1, 6))
+    names = [f"q{q}" for q in range(nq)]
+    hs = [random_hierarchy(rng, n, int(rng.integers(1, 9)), int(rng.integers(1, 4))) for n in names]
+    n = int(rng.integers(1, 400))
+    data: dict[str, list] = {name: [None if nulls and rng.random() < 0.05 else h.leaves[int(rng.integers(len(h.leaves)))]
+                                    for _ in range(n)] for name, h in zip(names, hs, strict=True)}
+    data["s1"] = [None if rng.random() < 0.1 else str(int(rng.integers(4))) for _ in range(n)]
+    data["s2"] = [["x", "y", "it's"][int(rng.integers(3))] for _ in range(n)]
+    frame = pl.DataFrame(data, schema={c: pl.String for c in data})
+    return frame.sample(fraction=1.0, shuffle=True, seed=seed), names, hs
+
+
+def grouped(rows: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    return rows.group_by(columns).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+
+
+@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("sensitive", [[], ["s1"], ["s2", "s1"]])
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, with_reference):
+    rows, names, hs = random_rows(seed, sensitive, nulls=seed % 3 == 0)
+    reference = None
+    if with_reference and sensitive:
+        # values the rows hold and one they do not (coded after them, as a stored Q's)
+        seen = sorted({tuple(r) for r in rows.select(sensitive).iter_rows()}, key=str)
+        reference = {t: 1.0 / (len(seen) + 1) for t in seen} | {tuple("zz" for _ in sensitive): 1.0 / (len(seen) + 1)}
+    arrow = rows.to_arrow()
+    if seed % 2:  # DuckDB hands large results over in several record batches
+        arrow = pa.concat_tables([arrow.slice(0, arrow.num_rows // 2), arrow.slice(arrow.num_rows // 2)])
+    histogram = grouped(rows, names + sensitive)
+    n_null = rows.filter(pl.any_horizontal([pl.col(c).is_null() for c in names])).height
+    if n_null:
+        with pytest.raises(DataError) as fast_error:
+            encode_rows(arrow, names, sensitive, hs, reference=reference)
+        with pytest.raises(DataError) as general_error:
+            encode_histogram(histogram, names, sensitive, hs, reference=reference)
+        assert str(fast_error.value) == str(general_error.value) and f"{n_null} source rows" in str(fast_error.value)
+    if n_null == rows.height:  # nothing left: the general path says so
+        assert encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference) is None
+        return
+    fast = encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference)
+    assert fast is not None
+    assert_same_table(fast, encode_histogram(histogram, names, sensitive, hs, null_policy="suppress", reference=reference))
+    assert fast.n_records + fast.excluded_null_rows == rows.height and fast.excluded_null_rows == n_null
+
+
+def test_encode_rows_leaves_non_leaves_and_empty_tables_to_the_general_path():
+    rows, names, hs = random_rows(3, [])
+    not_leaf = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nope")).otherwise(pl.col(names[0]))
+                                 .alias(names[0]))
+    assert encode_rows(not_leaf.to_arrow(), names, [], hs) is None
+    assert encode_rows(rows.head(0).to_arrow(), names, [], hs) is None
+
+
+# One column per DuckDB type the typed text covers, and values where text is delicate: integral
+# and negative-zero doubles, exponents, NaN and infinities, decimals' trailing zeros, leading
+# zeros kept as text, spaces and quotes, dates and timestamps, NULL in every column.
+TYPED_COLUMNS: dict[str, tuple[str, list]] = {
+    "v": ("VARCHAR", ["01", "1", "a b", "it's", '"q"', "trail ", " lead", "ü", None]),
+    "i64": ("BIGINT", [1, -1, 0, 2**62, None, 7, 7, 8, 9]),
+    "i32": ("INTEGER", [1, 2, 3, -4, None, 5, 6, 7, 8]),
+    "i16": ("SMALLINT", [1, 2, 3, -4, None, 5, 6, 7, 8]),
+    "i8": ("TINYINT", [1, 2, 3, -4, None, 5, 6, 7, 8]),
+    "i128": ("HUGEINT", [1, 2, 3, -(2**70), None, 5, 6, 7, 8]),
+    "u64": ("UBIGINT", [1, 2, 3, 2**63, None, 5, 6, 7, 8]),
+    "u32": ("UINTEGER", [1, 2, 3, 4, None, 5, 6, 7, 8]),
+    "u16": ("USMALLINT", [1, 2, 3, 4, None, 5, 6, 7, 8]),
+    "u8": ("UTINYINT", [1, 2, 3, 4, None, 5, 6, 7, 8]),
+    "b": ("BOOLEAN", [True, False, None, True, True, False, False, True, None]),
+    "d": ("DOUBLE", [39.0, 39.5, -0.0, 0.0, 1e20, 1e-7, float("nan"), float("inf"), None]),
+    "f": ("FLOAT", [39.0, 39.5, -0.0, 0.0, 1e20, 0.1, float("nan"), float("-inf"), None]),
+    "dec": ("DECIMAL(10,2)", [decimal.Decimal("1.50"), decimal.Decimal("2"), decimal.Decimal("-0.05"), None,
+                              decimal.Decimal("1.5"), decimal.Decimal("0"), decimal.Decimal("3.10"), decimal.Decimal("4"),
+                              decimal.Decimal("5")]),
+    "dec0": ("DECIMAL(18,0)", [decimal.Decimal(v) for v in ("1", "20", "300", "4", "5", "6", "7", "8")] + [None]),
+    "dt": ("DATE", [datetime.date(2024, 1, 2), datetime.date(1999, 12, 31), None] + [datetime.date(2020, 1, d) for d in range(1, 7)]),
+    "ts": ("TIMESTAMP", [datetime.datetime(2024, 1, 2, 3, 4, 5), datetime.datetime(2024, 1, 2), None]
+           + [datetime.datetime(2020, 1, 1, 0, 0, s) for s in range(6)]),
+}
+
+
+@pytest.fixture()
+def typed_table():
+    con = duckdb.connect()
+    cols = ", ".join(f"{Q.quote_ident(c)} {t}" for c, (t, _) in TYPED_COLUMNS.items())
+    con.execute(f"CREATE TABLE typed (id INTEGER, {cols})")
+    n = len(next(iter(TYPED_COLUMNS.values()))[1])
+    marks = ", ".join("?" for _ in range(len(TYPED_COLUMNS) + 1))
+    con.executemany(f"INSERT INTO typed VALUES ({marks})",
+                    [[i, *(vals[i] for _, vals in TYPED_COLUMNS.values())] for i in range(n)])
+    yield DuckDBConnector.over(con)
+    con.close()
+
+
+def test_every_typed_text_is_the_general_text(typed_table):
+    described = dict(typed_table.relation_columns("main", "typed"))
+    for column in TYPED_COLUMNS:
+        assert Q.typed_text_kind(described[column]) is not None, (column, described[column])
+        typed, general = Q.text(column, sql_type=described[column]), Q.text(column)
+        assert typed != general
+        frame = typed_table.query(f"SELECT {typed} AS typed, {general} AS general FROM main.typed AS src ORDER BY src.id")
+        assert frame["typed"].to_list() == frame["general"].to_list(), column
+    # the float rule is the one the data needs: integral doubles lose '.0', -0.0 stays apart from 0.0
+    d = typed_table.query(f"SELECT {Q.text('d', sql_type='DOUBLE')} AS t FROM main.typed AS src ORDER BY src.id")["t"].to_list()
+    assert d[:4] == ["39", "39.5", "-0", "0"]
+
+
+def test_types_without_a_known_text_keep_the_general_expression():
+    for sql_type in (None, "ENUM('a', 'b')", "STRUCT(a INTEGER)", "INTEGER[]", "TIME", "INTERVAL", "BLOB", "DECIMAL"):
+        assert Q.typed_text_kind(sql_type) is None
+        assert Q.text("c", sql_type=sql_type) == Q.text("c")
+    for dialect in ("postgres", "spark"):  # only DuckDB's text takes the type into account
+        assert Q.text("c", dialect=dialect, sql_type="DOUBLE") == Q.text("c", dialect=dialect)
+
+
+def typed_hierarchy(con: DuckDBConnector, column: str, extra: list[str] = ()) -> object:
+    """A two-level hierarchy whose leaves are the column's canonical texts (and ``extra``)."""
+    leaves = [v for v in con.query(f"SELECT DISTINCT {Q.text(column)} AS v FROM main.typed AS src ORDER BY 1")["v"].to_list()
+              if v is not None]
+    return from_rows(column, [[v, "*"] for v in [*extra, *leaves] if v is not None], source=f"test: {column}")
+
+
+def general_table(con: DuckDBConnector, qids, sensitive, hierarchies, **kw) -> EncodedTable:
+    source = Q.Source("main", "typed", None, "duckdb")
+    return encode_histogram(con.query(Q.histogram_query(source, qids, sensitive)), qids, sensitive, hierarchies, **kw)
+
+
+@pytest.mark.parametrize("sensitive", [[], ["v"], ["d", "b"]])
+def test_read_encoded_is_the_histogram_path_on_every_type(typed_table, sensitive):
+    con = typed_table
+    types = dict(con.relation_columns("main", "typed"))
+    source = Q.Source("main", "typed", None, "duckdb")
+    # NULL-free quasi-identifiers of each type ("01" and "1" are two leaves; 39.0 is the leaf "39")
+    qids = ["i64", "dec", "f", "dt"]
+    kept = " AND ".join(f"src.{Q.quote_ident(c)} IS NOT NULL" for c in qids)
+    con.execute(f"DELETE FROM main.typed AS src WHERE NOT ({kept})")
+    hs = [typed_hierarchy(con, c, extra=["01", "unused"]) for c in qids]
+    expected = general_table(con, qids, sensitive, hs)
+    n_rows = int(con.query("SELECT COUNT(*) AS n FROM main.typed")["n"][0])
+    for n, t in ((n_rows, types), (n_rows, None), (None, types), (None, None)):  # rows path, histogram path
+        assert_same_table(read_encoded(con, source, qids, sensitive, hs, n_rows=n, types=t), expected)
+    assert encode_rows(con.query_arrow(Q.text_rows_query(source, qids + sensitive, types)), qids, sensitive, hs) is not None
+
+
+def test_read_encoded_refuses_or_withholds_nulls_and_names_non_leaves_as_the_histogram_path(typed_table):
+    con = typed_table
+    types = dict(con.relation_columns("main", "typed"))
+    source = Q.Source("main", "typed", None, "duckdb")
+    qids = ["v", "i32"]  # each has one NULL row
+    hs = [typed_hierarchy(con, c) for c in qids]
+    with pytest.raises(DataError, match="2 source rows have NULL"):
+        read_encoded(con, source, qids, ["d"], hs, n_rows=9, types=types)
+    assert_same_table(read_encoded(con, source, qids, ["d"], hs, n_rows=9, types=types, null_policy="suppress"),
+                      general_table(con, qids, ["d"], hs, null_policy="suppress"))
+    short = [from_rows("v", [[v, "*"] for v in ("01", "1")], source="short.csv"), hs[1]]
+    with pytest.raises(HierarchyError) as fast:
+        read_encoded(con, source, qids, [], short, n_rows=9, types=types, null_policy="suppress")
+    with pytest.raises(HierarchyError) as general:
+        general_table(con, qids, [], short, null_policy="suppress")
+    assert str(fast.value) == str(general.value) and "short.csv" in str(fast.value)
+
+
+def test_the_text_values_are_made_when_first_read_and_travel_to_workers():
+    import pickle
+
+    from ppdp.engine.encoding import GroupTexts
+    from ppdp.engine.models import build_model
+    from ppdp.engine.optimizers.remote import ProblemSpec
+    from ppdp.engine.problem import Problem
+
+    rows, names, hs = random_rows(5, ["s1"], nulls=False)
+    table = encode_rows(rows.to_arrow(), names, ["s1"], hs)
+    assert table is not None and isinstance(table.values_source, GroupTexts) and "values" not in table.__dict__
+    expected = encode_histogram(grouped(rows, names + ["s1"]), names, ["s1"], hs).values
+    assert table.values.rows() == expected.rows() and table.values.schema == expected.schema
+    # a worker process gets the table pickled (GroupTexts holds Arrow arrays and NumPy codes),
+    # and a ProblemSpec ships it without its text
+    assert pickle.loads(pickle.dumps(table)).values.rows() == expected.rows()
+    spec = ProblemSpec.of(Problem(table, [build_model("k-anonymity", {"k": 2})]))
+    assert spec.table.values.height == 0 and spec.table.values.columns == names + ["s1"]
+    assert np.array_equal(spec.table.codes, table.codes)

@@ -49,7 +49,13 @@ def _python_default_warnings() -> Iterator[None]:
         warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
         for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
             warnings.filterwarnings("ignore", category=category)
+        # printed on (the captured) stderr, not recorded by pytest's own catch_warnings around the test
+        warnings.showwarning = _print_warning
         yield
+
+
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 class _Text(io.StringIO):

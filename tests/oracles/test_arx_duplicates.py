@@ -24,6 +24,8 @@ from tests.support import paths as PATHS
 # CI keeps the shared data beside the clone (../shared/data); a checkout elsewhere (a git
 # worktree) can point PPDP_ARX_DATA at the arx folder.
 SHARED_ARX = Path(os.environ.get("PPDP_ARX_DATA") or PATHS.SHARED / "data" / "arx") / "genetic-benchmark"
+if not SHARED_ARX.is_dir():  # a fresh clone outside /work (CI): the machine's shared data, as for SPARCS
+    SHARED_ARX = Path("/work/shared/data/arx/genetic-benchmark")
 
 
 def write(tmp_path: Path, text: str, name: str = "h.csv") -> Path:

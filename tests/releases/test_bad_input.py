@@ -140,7 +140,8 @@ def test_cli_bad_input_exit_code_2_one_line(small_db, tmp_path):
 # --- the bad-input sweep (issue 28): every refusal is one line, exit 2, nothing written ------------
 #
 # Each case builds its input in a fresh folder (a DuckDB file with 300 adult rows, and one with a
-# published release), runs the ``ppdp`` command in a subprocess, and checks the refusal contract:
+# published release), runs the ``ppdp`` command (in this process: tests/support/cli_in_process.py;
+# test_cli_bad_input_exit_code_2_one_line above runs the real entry point), and checks the refusal contract:
 # exactly one ``ppdp: error:`` line on stderr, exit code 2, both database files unchanged (no
 # ``_ppdp`` schema where there was none, no failed run recorded) and no file created or removed.
 

@@ -20,6 +20,7 @@ from ppdp.engine.release import run_release
 from ppdp.engine.spec import load_spec
 from tests.conftest import ADULT_COLUMNS, load_adult, snapshot, write_spec
 from tests.support import paths as PATHS
+from tests.support.cli_under_test import ppdp
 
 SMALL = ["age", "sex", "race"]
 ROOT = PATHS.REPO
@@ -30,9 +31,10 @@ def small_db(tmp_path) -> Path:
     return load_adult(tmp_path / "small.duckdb", rows=500)
 
 
-def cli(*args: str, **kw) -> subprocess.CompletedProcess:
-    """``python -m ppdp.engine.cli`` from the repository root (so this checkout's code runs)."""
-    return subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], capture_output=True, text=True, cwd=ROOT, **kw)
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """``ppdp ARGS`` from the repository root, this checkout's code (in this process:
+    tests/support/cli_in_process.py; the closed-pipe tests below start a real one)."""
+    return ppdp(*args, cwd=ROOT)
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:

@@ -1,7 +1,8 @@
 """Issue 28 on DuckDB: what leaked or went wrong around a release (items 1, 4, 5, 6, 10, 13, 14).
 
-Every test drives the command line in a subprocess (tests/support/cli_under_test.py), so the same
-scenario can be replayed against an older commit's CLI to show that it failed there:
+Every test drives the command line (tests/support/cli_under_test.py: in this process, or in a
+subprocess with ``PPDP_TEST_CLI_SUBPROCESS=1``), so the same scenario can be replayed against an
+older commit's CLI, always in a subprocess, to show that it failed there:
 ``PPDP_TEST_CLI_MODULE=engine.cli PPDP_TEST_CLI_PATH=/tmp/old pytest tests/releases/test_issue28_leaks.py``.
 The databases are built and inspected with DuckDB directly, never through ppdp.
 """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import pytest
 from ppdp.engine import jobs
 from ppdp.engine.errors import SpecError
 from tests.conftest import ADULT, load_adult
+from tests.support import cli_under_test
 
 SPEC = {
     "source": {"table": "adult", "key": "id", "keep": ["education", "native-country", "workclass", "occupation"]},
@@ -37,9 +37,10 @@ def register_by_sql(db, name: str, spec: dict) -> None:
     con.close()
 
 
-def ppdp(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, **kw)
+def ppdp(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``ppdp ARGS``, in this process (tests/support/cli_in_process.py); the paused and killed runs
+    below are real subprocesses."""
+    return cli_under_test.ppdp(*args, env=env)
 
 
 def test_sql_registered_job_runs_skips_and_certifies(tmp_path):

@@ -30,6 +30,7 @@ from ppdp.engine.errors import (
 from ppdp.engine.outcome import STATUS, ExitCode, exit_code_of
 from tests.conftest import load_adult, write_spec
 from tests.releases.test_jobs import SPEC, register_by_sql
+from tests.support import cli_under_test
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,9 +40,10 @@ def schema(name: str) -> dict:
     return json.loads(resources.files("ppdp.engine").joinpath(f"data/schemas/{name}.schema.json").read_text())
 
 
-def ppdp_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
+def ppdp_cli(*args: str) -> subprocess.CompletedProcess:
+    """``ppdp ARGS`` from the repository root, in this process (tests/support/cli_in_process.py:
+    the same stdout, stderr and exit code); SIGTERM and the injected bug run in a real subprocess."""
+    return cli_under_test.ppdp(*args, cwd=ROOT)
 
 
 def reject(token: str):

@@ -14,13 +14,15 @@ import jsonschema
 
 from tests.conftest import load_adult
 from tests.releases.test_jobs import SPEC, register_by_sql
+from tests.support import cli_under_test
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
+    """``ppdp ARGS`` from the repository root, in this process (tests/support/cli_in_process.py);
+    the paused worker below is a real subprocess."""
+    return cli_under_test.ppdp(*args, cwd=ROOT)
 
 
 def test_inserted_requests_are_served_once_by_worker_once(tmp_path):

@@ -1,4 +1,7 @@
-"""The ``ppdp`` command line in a subprocess, as a user runs it, and the refusal contract.
+"""The ``ppdp`` command line as a user runs it, and the refusal contract.
+
+Calls run in this process (tests/support/cli_in_process.py: same argv, stdout, stderr and exit
+code, without a Python start per call); ``PPDP_TEST_CLI_SUBPROCESS=1`` runs them in a subprocess.
 
 ``PPDP_CLI_CHECKOUT=/path/to/checkout`` runs that checkout's CLI instead (``python -m engine.cli``
 of the layout before ``src/``, e.g. a worktree of 6e1dadf): the issue-28 tests were run that way
@@ -15,12 +18,16 @@ from pathlib import Path
 import duckdb
 
 from tests.support import paths as PATHS
+from tests.support.cli_in_process import SUBPROCESS, run_cli
 
 OLD_CHECKOUT = os.environ.get("PPDP_CLI_CHECKOUT")
 
 
 def ppdp(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``ppdp ARGS`` in a subprocess from the repository root (this checkout's code)."""
+    """``ppdp ARGS`` from the repository root (this checkout's code, in this process unless
+    ``PPDP_TEST_CLI_SUBPROCESS=1``; an old checkout's always in a subprocess)."""
+    if not OLD_CHECKOUT and not SUBPROCESS:
+        return run_cli(list(args), cwd=PATHS.REPO, env=env)
     if OLD_CHECKOUT:
         cmd, cwd = [sys.executable, "-m", "engine.cli", *args], OLD_CHECKOUT
         env = {**os.environ, **(env or {}), "PYTHONPATH": OLD_CHECKOUT}

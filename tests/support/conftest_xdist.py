@@ -23,7 +23,7 @@ COSTLY_MODULE_FIXTURES = {
     "tests/search/test_ray_executor.py": "a one-node Ray cluster and its actor pool (two would share 2 CPUs)",
     "tests/releases/test_report.py": "releases of three methods, with jobs and versions",
     "tests/releases/test_report_browser.py": "test_report's releases (the module's own instance)",
-    "tests/releases/test_probe_findings.py": "three `ppdp run` subprocesses",
+    "tests/releases/test_probe_findings.py": "three `ppdp run` releases, one per method",
     "tests/architecture/test_packaging.py": "`pip wheel` of the repository",
 }
 

@@ -1,0 +1,57 @@
+"""The in-process ``ppdp`` runner of the tests (tests/support/cli_in_process.py) gives what the
+real entry point gives: the same exit code, stdout and stderr as ``python -m ppdp.engine.cli`` in
+a subprocess, for a refusal, an argparse error, ``--help`` and a default read from the environment
+(``PPDP_DB``); and it leaves the test's environment and working directory as they were."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import paths as PATHS
+from tests.support.cli_in_process import run_cli
+
+
+def real(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, **(env or {})}, timeout=300)
+
+
+CASES = {
+    "refusal": (["runs", "--db", "notaurl"], None),
+    "no-command": ([], None),
+    "unknown-option": (["show", "x", "--database", "duckdb://x.duckdb"], None),
+    "help": (["--help"], None),
+    "default-db-from-the-environment": (["runs"], {"PPDP_DB": "duckdb:///nonexistent/suite2/x.duckdb"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_in_process_run_equals_the_entry_point(case, tmp_path):
+    args, env = CASES[case]
+    environ, cwd = dict(os.environ), os.getcwd()
+    mine = run_cli(args, cwd=tmp_path, env=env)
+    assert dict(os.environ) == environ and os.getcwd() == cwd
+    theirs = real(args, tmp_path, env)
+    assert (mine.returncode, mine.stdout, mine.stderr) == (theirs.returncode, theirs.stdout, theirs.stderr)
+    assert theirs.stdout or theirs.stderr  # each case says something
+
+
+def test_a_warning_goes_to_stderr_as_in_a_fresh_interpreter(monkeypatch, tmp_path):
+    """pytest's ``error`` filter would turn it into an exception (a traceback, exit code 70);
+    a subprocess prints it on stderr and goes on: so does the in-process run."""
+    import warnings
+
+    from ppdp.engine import cli
+
+    def warn_then_refuse(args):
+        warnings.warn("a library warns", UserWarning, stacklevel=1)
+        return 2
+
+    monkeypatch.setitem(cli.COMMANDS, "runs", warn_then_refuse)
+    out = run_cli(["runs", "--db", "duckdb://x.duckdb"], cwd=PATHS.REPO)
+    assert out.returncode == 2 and "UserWarning: a library warns" in out.stderr and "Traceback" not in out.stderr

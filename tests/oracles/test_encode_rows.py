@@ -224,3 +224,26 @@ def test_the_text_values_are_made_when_first_read_and_travel_to_workers():
     spec = ProblemSpec.of(Problem(table, [build_model("k-anonymity", {"k": 2})]))
     assert spec.table.values.height == 0 and spec.table.values.columns == names + ["s1"]
     assert np.array_equal(spec.table.codes, table.codes)
+
+
+def test_read_encoded_reads_rows_through_a_connector_declaring_in_process_rows(typed_table, monkeypatch):
+    """The rows path is chosen by the declared capability (no histogram query is run), and a
+    connector without it gets the histogram query whatever its dialect."""
+    from ppdp.connectors.base import IN_PROCESS_ROWS
+
+    con = typed_table
+    assert IN_PROCESS_ROWS in con.capabilities
+    types = dict(con.relation_columns("main", "typed"))
+    source = Q.Source("main", "typed", None, "duckdb")
+    qids = ["i64", "dt"]
+    con.execute("DELETE FROM main.typed AS src WHERE src.i64 IS NULL OR src.dt IS NULL")
+    hs = [typed_hierarchy(con, c) for c in qids]
+    expected = general_table(con, qids, [], hs)
+    queries: list[str] = []
+    real_query = con.query
+    monkeypatch.setattr(con, "query", lambda sql, params=None: queries.append(sql) or real_query(sql, params))
+    assert_same_table(read_encoded(con, source, qids, [], hs, n_rows=100, types=types), expected)
+    assert queries == []  # rows path: query_arrow only
+    monkeypatch.setattr(con, "capabilities", con.capabilities - {IN_PROCESS_ROWS})
+    assert_same_table(read_encoded(con, source, qids, [], hs, n_rows=100, types=types), expected)
+    assert len(queries) == 1 and "GROUP BY" in queries[0]

@@ -22,7 +22,12 @@ STATEMENT_TIMEOUT = "statement_timeout"
 # workers at once), and functions that run with their owner's rights (SECURITY DEFINER).
 SKIP_LOCKED = "skip_locked"
 DEFINER_FUNCTIONS = "definer_functions"
-CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS})
+# The database runs in this process and hands a query's rows over as Arrow without a network
+# hop (``ArrowRowsConnector.query_arrow``): reading a small source's rows then costs less than
+# grouping them in the database (engine.stages.validate.read_encoded, issue #25).
+IN_PROCESS_ROWS = "in_process_rows"
+CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS,
+                          IN_PROCESS_ROWS})
 
 
 class Connector(Protocol):
@@ -66,6 +71,14 @@ class Connector(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class ArrowRowsConnector(Connector, Protocol):
+    """A connector that declares IN_PROCESS_ROWS."""
+
+    def query_arrow(self, sql: str) -> Any:
+        """A query's result as a pyarrow Table."""
+        ...
 
 
 # Connectors are entry points of the group ``ppdp.connectors`` (pyproject.toml), one per URL

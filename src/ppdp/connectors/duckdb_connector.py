@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ppdp.connectors.base import TRANSACTIONAL_DDL
+from ppdp.connectors.base import IN_PROCESS_ROWS, TRANSACTIONAL_DDL
 from ppdp.engine.errors import ConnectorError
 from ppdp.sql.quoting import quote_ident, quote_table
 
@@ -29,7 +29,7 @@ class DuckDBConnector:
     dialect = "duckdb"
     default_schema = "main"
     # No roles (share with ppdp export); one writing process per file instead of advisory locks.
-    capabilities = frozenset({TRANSACTIONAL_DDL})
+    capabilities = frozenset({TRANSACTIONAL_DDL, IN_PROCESS_ROWS})
     max_identifier_length = 1 << 20  # DuckDB does not truncate names
 
     def __init__(self, url: str, *, read_only: bool = False, create: bool = True) -> None:

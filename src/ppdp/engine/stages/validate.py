@@ -10,10 +10,11 @@ import difflib
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
-from ppdp.connectors.base import Connector
+from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine import catalog
 from ppdp.engine import hierarchy as hier
 from ppdp.engine.access import missing_roles
@@ -114,7 +115,7 @@ def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> di
 # text costs less than grouping it, and the encoding maps every value to a leaf code anyway
 # (adult, 30,162 rows: about half the time of the GROUP BY and the encoding of its 18,109 groups,
 # issue #25). Above it the database's parallel GROUP BY and the smaller transfer win, and a
-# server's rows would cross the network: every other connector keeps the GROUP BY. One known
+# server's rows would cross the network: connectors without IN_PROCESS_ROWS keep the GROUP BY. One known
 # difference: texts equal under a DuckDB collation (a VARCHAR column declared COLLATE NOCASE, or
 # default_collation set) were one group of the GROUP BY, under whichever text DuckDB kept; here
 # they stay apart when each is a leaf (when one is not, the GROUP BY path runs, as before).
@@ -125,13 +126,12 @@ def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: l
                  n_rows: int | None = None, types: dict[str, str] | None = None, null_policy: str = "error",
                  reference: dict[tuple, float] | None = None) -> EncodedTable:
     """The source's encoded histogram: its rows read and grouped by encode_rows when the source is
-    a DuckDB relation of at most ROWS_READ_LIMIT rows (``n_rows``, counted by the caller), else (and
+    read through a connector declaring IN_PROCESS_ROWS (DuckDB) and has at most ROWS_READ_LIMIT rows (``n_rows``, counted by the caller), else (and
     whenever encode_rows needs the general path: values not in a hierarchy, no rows) the
     histogram query and encode_histogram. ``types``: the columns' SQL types when described
     (sql.queries.typed_text_kind). The same EncodedTable either way."""
-    query_arrow = getattr(con, "query_arrow", None)  # the DuckDB connector's
-    if con.dialect == "duckdb" and query_arrow is not None and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
-        rows = query_arrow(Q.text_rows_query(source, qids + sensitive, types))
+    if IN_PROCESS_ROWS in con.capabilities and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
+        rows = cast(ArrowRowsConnector, con).query_arrow(Q.text_rows_query(source, qids + sensitive, types))
         table = encode_rows(rows, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
         if table is not None:
             return table

@@ -495,32 +495,33 @@ def _undominated(vecs, mult, need, packed, guard):
     return keep
 
 
-# The k-th largest partner value (with multiplicity) by k passes of a maximum instead of a full
-# argsort of every row's partner values in every box: the same value (a selection, no
-# arithmetic), without a sort and its allocation per (box, row). On a 1,000-record creditcard
-# sample (k = 5) the argsorts were most of the box bounds' time (issue #25).
+# Needs up to this size take the k-th largest partner value (with multiplicity) from a running
+# top-k of the values seen (a selection, no arithmetic: the same value as sorting them all),
+# without a sort and its allocation per (box, row); on a 1,000-record creditcard sample (k = 5)
+# the argsorts were most of the box bounds' time (issue #25). Once k records are in it, a
+# partner whose meet weight sum_q w_q(m_q, h) (``_meet_weights``) is at most the k-th largest so
+# far is skipped unscanned: its v = sum_q w_q(max(L_q, m_q), h) is no larger (weights do not
+# increase with the level, and a float sum of termwise smaller non-negative terms in the same
+# order is no larger), so it cannot raise the k-th largest. Larger needs sort all values.
 SELECT_MAX_NEED = 16
 
 
 @nb.njit(cache=True)
-def _kth_largest_small(vals, muls, npart, k):
-    """The value at which the partners taken in decreasing value order reach ``k`` records
-    (0.0 when they hold fewer), as the argsort in ``_row_bounds`` finds it; ``vals[:npart]`` is
-    overwritten (scratch)."""
-    acc = 0
-    while True:
-        j = -1
-        top = -np.inf
-        for x in range(npart):
-            if vals[x] > top:
-                top = vals[x]
-                j = x
-        if j < 0:
-            return 0.0
-        acc += muls[j]
-        if acc >= k:
-            return top
-        vals[j] = -np.inf
+def _meet_weights(codes, weight, start, meet, heights):
+    """wm[p]: sum_q w_q(m_q, h) of each partner p of each row h (summed over q in order, as v
+    is), +inf for a vector with a level above the top (never inside a box)."""
+    n, nq = codes.shape
+    wm = np.empty(meet.shape[0])
+    for h in range(n):
+        for row in range(start[h], start[h + 1]):
+            total = 0.0
+            for q in range(nq):
+                if meet[row, q] > heights[q]:
+                    total = np.inf
+                    break
+                total += weight[q, meet[row, q], codes[h, q]]
+            wm[row] = total
+    return wm
 
 
 # Row states a box passes to its sub-boxes (``_row_bounds``'s ``parent`` and ``status``), so
@@ -532,7 +533,7 @@ ROW_SCAN = 2  # anything else: scan the partners
 
 
 @nb.njit(cache=True)
-def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent):
+def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent, wm):
     """(out, status): out[i, h] the bound of one record of row h over the box [L[i], U[i]]
     (module docstring): the need[h]-th largest v over its partners inside U, 0 when too few,
     u_L(h) when need is 0; status[i, h] the row's state (ROW_NONE, ROW_AT_L, ROW_SCAN) in that box.
@@ -543,10 +544,12 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     any partner: weights do not increase with the level), so the need-th largest v is u_L'(h),
     computed as the scan computes it (the same sum in the same order: the same float).
     ``packed``: the partners' meet vectors packed (``meet_packing``'s ``shifts``, ``guard``;
-    guard -1: compared QID by QID)."""
+    guard -1: compared QID by QID); ``wm``: their meet weights (``_meet_weights``)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros((n_nodes, n))
+    top_v = np.empty(SELECT_MAX_NEED + 1)
+    top_m = np.empty(SELECT_MAX_NEED + 1, dtype=np.int64)
     status = np.full((n_nodes, n), ROW_SCAN, dtype=np.int8)
     # The boxes' corners packed with the guard bits set: "inside U" and "merged at L" are then
     # one subtraction per partner (``meet_packing``).
@@ -590,6 +593,9 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
             best = 0.0
             low = 0
             done = False
+            small = k <= SELECT_MAX_NEED
+            n_top = 0  # the running top-k (small needs): values descending, their records
+            top_records = 0
             for row in range(start[h], start[h + 1]):
                 if guard >= 0:
                     if ((highg[i] - packed[row]) & guard) != guard:
@@ -608,43 +614,84 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                         if L[i, q] < meet[row, q]:
                             at_low = False
                             break
+                inside_records += mult[row]
                 if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
+                    low += mult[row]
+                    if low >= k:
+                        best = own
+                        done = True
+                        break
                     v = own
                 else:
+                    if small and top_records >= k and wm[row] <= top_v[n_top - 1]:
+                        continue  # v <= wm: cannot raise the k-th largest (SELECT_MAX_NEED)
                     v = 0.0
                     for q in range(nq):
                         v += wrow[q, max(L[i, q], meet[row, q])]
-                if at_low:
-                    low += mult[row]
-                    if low >= k:
-                        best = v
-                        done = True
-                        break
-                inside_records += mult[row]
-                vals[npart] = v
-                muls[npart] = mult[row]
-                npart += 1
+                if not small:
+                    vals[npart] = v
+                    muls[npart] = mult[row]
+                    npart += 1
+                elif top_records < k or v > top_v[n_top - 1]:
+                    pos = n_top
+                    while pos > 0 and top_v[pos - 1] < v:
+                        top_v[pos] = top_v[pos - 1]
+                        top_m[pos] = top_m[pos - 1]
+                        pos -= 1
+                    top_v[pos] = v
+                    top_m[pos] = mult[row]
+                    n_top += 1
+                    top_records += mult[row]
+                    while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
+                        n_top -= 1
+                        top_records -= top_m[n_top]
             if done:
                 status[i, h] = ROW_AT_L
             elif inside_records < k:
                 status[i, h] = ROW_NONE  # best stays 0: fewer than k partner records inside U
+            elif small:
+                best = top_v[n_top - 1]
             else:
-                if k == 1:
-                    for j in range(npart):
-                        if vals[j] > best:
-                            best = vals[j]
-                elif k <= SELECT_MAX_NEED:
-                    best = _kth_largest_small(vals, muls, npart, k)
-                else:
-                    order = np.argsort(-vals[:npart])
-                    acc = 0
-                    for j in order:
-                        acc += muls[j]
-                        if acc >= k:
-                            best = vals[j]
-                            break
+                order = np.argsort(-vals[:npart])
+                acc = 0
+                for j in order:
+                    acc += muls[j]
+                    if acc >= k:
+                        best = vals[j]
+                        break
             out[i, h] = best
     return out, status
+
+
+def row_bounds_python(L: np.ndarray, U: np.ndarray, codes: np.ndarray, weight: np.ndarray,
+                      table: PartnerTable) -> np.ndarray:
+    """Plain-Python twin of ``_row_bounds``'s values for the tests, straight from the module
+    docstring: per box and row, the need-th largest v (with multiplicity) over every partner
+    inside U, sorted, 0 when too few, u_L(h) when need is 0 (each v summed over q in order)."""
+    L, U = np.atleast_2d(L), np.atleast_2d(U)
+    nq = codes.shape[1]
+    out = np.zeros((len(L), codes.shape[0]))
+    for i, (lo, hi) in enumerate(zip(L.tolist(), U.tolist(), strict=True)):
+        for h, row in enumerate(codes.tolist()):
+            k = int(table.need[h])
+            if k <= 0:
+                out[i, h] = sum(float(weight[q, lo[q], row[q]]) for q in range(nq))
+                continue
+            found = []
+            for m, mu in zip(table.meet[table.start[h]:table.start[h + 1]].tolist(),
+                             table.mult[table.start[h]:table.start[h + 1]].tolist(), strict=True):
+                if all(m[q] <= hi[q] for q in range(nq)):
+                    v = 0.0
+                    for q in range(nq):
+                        v += float(weight[q, max(lo[q], m[q]), row[q]])
+                    found.append((v, int(mu)))
+            acc = 0
+            for v, mu in sorted(found, reverse=True):
+                acc += mu
+                if acc >= k:
+                    out[i, h] = v
+                    break
+    return out
 
 
 @nb.njit(cache=True)
@@ -713,18 +760,20 @@ class BoxBound:
         self._counts = t.counts.astype(np.float64)
         self._records = t.counts.astype(np.int64)
         self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
-        self._packed: dict[int, tuple[PartnerTable, np.ndarray]] = {}
+        self._heights = np.asarray(t.heights, dtype=np.int64)
+        self._packed: dict[int, tuple[PartnerTable, np.ndarray, np.ndarray]] = {}
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
     def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable,
                     parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         packed = self._packed.get(id(p))
-        if packed is None or packed[0] is not p:  # packed once per table (tests may swap tables)
-            packed = (p, _pack(p.meet, self._shifts))
+        if packed is None or packed[0] is not p:  # once per table (tests may swap tables)
+            packed = (p, _pack(p.meet, self._shifts),
+                      _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
             self._packed[id(p)] = packed
         return _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need, packed[1],
-                           self._shifts, self._guard, parent)
+                           self._shifts, self._guard, parent, packed[2])
 
     @property
     def active(self) -> bool:

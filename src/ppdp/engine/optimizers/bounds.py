@@ -557,6 +557,7 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
+    inside_at = np.empty(meet.shape[0] + 1, dtype=np.int64)
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
     # while every box of the batch reads it, where box-major order streamed the whole table
     # (megabytes) once per box (issue #25). Each (box, row) value is computed as before.
@@ -596,19 +597,27 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
             small = k <= SELECT_MAX_NEED
             n_top = 0  # the running top-k (small needs): values descending, their records
             top_records = 0
-            for row in range(start[h], start[h + 1]):
-                if guard >= 0:
-                    if ((highg[i] - packed[row]) & guard) != guard:
-                        continue  # not inside U
-                    at_low = ((lowg[i] - packed[row]) & guard) == guard
-                else:
+            # The partners inside U first, gathered without a branch (the test is one packed
+            # subtraction, its outcome unpredictable: a branch per partner mispredicts often).
+            n_in = 0
+            if guard >= 0:
+                for row in range(start[h], start[h + 1]):
+                    inside_at[n_in] = row
+                    n_in += ((highg[i] - packed[row]) & guard) == guard
+            else:
+                for row in range(start[h], start[h + 1]):
                     inside = True
                     for q in range(nq):
                         if meet[row, q] > U[i, q]:
                             inside = False
                             break
-                    if not inside:
-                        continue
+                    inside_at[n_in] = row
+                    n_in += inside
+            for x in range(n_in):
+                row = inside_at[x]
+                if guard >= 0:
+                    at_low = ((lowg[i] - packed[row]) & guard) == guard
+                else:
                     at_low = True
                     for q in range(nq):
                         if L[i, q] < meet[row, q]:

@@ -807,10 +807,10 @@ class BoxBound:
         tables = self.tables or [self._none]
         if parent is None:
             parent = np.full((len(tables), len(L), len(self._codes)), ROW_SCAN, dtype=np.int8)
-        per_row = None
         states = np.empty_like(parent)
-        for t, p in enumerate(tables):
-            rows, states[t] = self._row_bounds(L, U, p, np.ascontiguousarray(parent[t]))
-            per_row = rows if per_row is None else np.minimum(per_row, rows)
+        per_row, states[0] = self._row_bounds(L, U, tables[0], np.ascontiguousarray(parent[0]))
+        for t in range(1, len(tables)):
+            rows, states[t] = self._row_bounds(L, U, tables[t], np.ascontiguousarray(parent[t]))
+            per_row = np.minimum(per_row, rows)
         # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
         return np.multiply(per_row, self._counts).sum(axis=1), states

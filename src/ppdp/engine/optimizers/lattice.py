@@ -210,7 +210,8 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             highs += [U1, U]
             parents += [states, states]
         if lows:
-            parent = None if parents[0] is None else np.stack(parents, axis=1)
+            known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
+            parent = np.stack(known, axis=1) if len(known) == len(parents) else None
             b, child_states = bound.with_states(np.stack(lows), np.stack(highs), parent)
             boxes += len(lows)
             for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):

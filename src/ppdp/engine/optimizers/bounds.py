@@ -72,6 +72,13 @@ class at U has kmin records, so on small tables the partner bound is never large
 their minimum would change nothing). Cost: one classification of the rows a box, O(rows x
 nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python``).
 
+**Row states and the running top-k** (issue #25) change no bound, only the work: a box's rows
+with fewer than need partner records inside U, or need records merged at L, keep that bound in
+every sub-box (property (1)'s argument per row; ``_row_bounds``), so the search passes each
+box's states to its halves; the need-th largest v is kept in a running top-k that skips a
+partner whose meet weight cannot beat it (``SELECT_MAX_NEED``). Both are tested bit for bit
+against the full scan (``row_bounds_python``) and the search with them against the one without.
+
 Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
 by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
 random tables and boxes; (1) and (2); the exactness (3); the reduced tables against every

@@ -469,3 +469,109 @@ def test_packed_box_bounds_equal_the_qid_loop(models_key: str, seed: int) -> Non
     boxes = [random_box(rng, table.heights) for _ in range(60)]
     L, U = np.stack([b[0] for b in boxes]), np.stack([b[1] for b in boxes])
     assert np.array_equal(packed(L, U), looped(L, U))  # bit for bit: the same sums in the same order
+
+
+# (g) Row states (issue #25): a box's rows with too few partners inside U (ROW_NONE) or enough
+# merged at L (ROW_AT_L) keep that state in every sub-box, so the sub-box skips their partner
+# scans. The bounds with the parent's states equal those of the full scan bit for bit, and a
+# search passing states returns what one without them does (same TD, node, evaluations, boxes).
+
+def nested_boxes(rng: np.random.Generator, heights: np.ndarray, depth: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A chain of boxes, each inside the one before (the first a random box)."""
+    chain = [random_box(rng, heights)]
+    for _ in range(depth):
+        chain.append(sub_box(rng, *chain[-1]))
+    return chain
+
+
+@pytest.mark.parametrize("models_key", list(MODELS) + ["k=4"])
+@pytest.mark.parametrize("seed", range(8))
+def test_row_states_give_the_full_scan_bounds(models_key: str, seed: int) -> None:
+    rng = np.random.default_rng([88_000, seed, len(models_key)])
+    table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=80)
+    specs = ([("k-anonymity", {"k": 4})] if models_key == "k=4" else MODELS[models_key])
+    if any(name == "t-closeness" for name, _ in specs) and table.n_sa == 0:
+        specs = [("k-anonymity", {"k": 2})]
+    problem = Problem(table, [build_model(name, params) for name, params in specs])
+    bound = BoxBound(problem)
+    settled = 0
+    for _ in range(20):
+        chain = nested_boxes(rng, np.asarray(table.heights, dtype=np.int64), 4)
+        states = None
+        for L, U in chain:
+            full, _ = bound.with_states(L[None, :], U[None, :], None)
+            inherited, new_states = bound.with_states(L[None, :], U[None, :], states)
+            assert np.array_equal(full, inherited), (L, U)  # bit for bit
+            assert new_states is not None
+            if states is not None:
+                # a settled state stays settled in the sub-box (what the skip relies on)
+                for state in (bounds_module.ROW_NONE, bounds_module.ROW_AT_L):
+                    assert np.all(new_states[states == state] == state)
+                settled += int(np.sum(states != bounds_module.ROW_SCAN))
+            states = new_states
+    if bound.active and min_class_size(problem) >= 2:
+        assert settled > 0  # some rows were skipped
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+@pytest.mark.parametrize("seed", range(12))
+def test_search_with_row_states_is_the_search_without(monkeypatch: pytest.MonkeyPatch, batch: int,
+                                                      seed: int) -> None:
+    rng = np.random.default_rng([89_000, seed, batch])
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=60)
+    models = random_models(rng)
+    size = lattice_size(table.heights)
+    params = {"mode": "bound", "batch": batch}
+    with_states = run_optimizer("lattice", Problem(table, models), budget=size, params=dict(params))
+    full_scan = BoxBound.with_states
+    monkeypatch.setattr(BoxBound, "with_states", lambda self, L, U, parent: full_scan(self, L, U, None))
+    without = run_optimizer("lattice", Problem(table, models), budget=size, params=dict(params))
+    assert with_states.td == without.td and with_states.certified == without.certified
+    assert np.array_equal(with_states.g, without.g)
+    assert with_states.evaluations == without.evaluations
+    assert with_states.info == without.info  # boxes bounded, remaining bound, search
+
+
+def test_key_tables_decode_every_key() -> None:
+    """``_key_tables``: each mixed-radix key's packed vector and level sum, against decoding the
+    key digit by digit (the first QID most significant)."""
+    heights = np.array([2, 0, 3, 1], dtype=np.int64)
+    shifts, guard = meet_packing(heights)
+    packed, sums = bounds_module._key_tables(heights, shifts)
+    radix = heights + 2
+    assert len(packed) == int(np.prod(radix))
+    for key in range(len(packed)):
+        digits, rest = [], key
+        for r in radix[::-1].tolist():
+            digits.append(rest % r)
+            rest //= r
+        vec = np.asarray(digits[::-1], dtype=np.int64)
+        assert packed[key] == _pack(vec[None, :], shifts)[0]
+        assert sums[key] == vec.sum()
+
+
+@pytest.mark.parametrize("models_key", list(MODELS) + ["k=4", "k=20"])
+@pytest.mark.parametrize("seed", range(8))
+def test_row_bounds_equal_the_python_twin(models_key: str, seed: int) -> None:
+    """The kernel's per-row bounds (running top-k, partners skipped by their meet weight, row
+    states from a containing box) against ``row_bounds_python``'s sort of every partner inside
+    U, bit for bit; k = 20 takes the kernel's sorting path (above SELECT_MAX_NEED)."""
+    rng = np.random.default_rng([90_000, seed, len(models_key)])
+    table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=80)
+    specs = ([("k-anonymity", {"k": int(models_key[2:])})] if models_key in ("k=4", "k=20") else MODELS[models_key])
+    if any(name == "t-closeness" for name, _ in specs) and table.n_sa == 0:
+        specs = [("k-anonymity", {"k": 3})]
+    problem = Problem(table, [build_model(name, params) for name, params in specs])
+    bound = BoxBound(problem)
+    codes = np.ascontiguousarray(table.codes, dtype=np.int64)
+    for p in bound.tables:
+        for _ in range(6):
+            chain = nested_boxes(rng, np.asarray(table.heights, dtype=np.int64), 3)
+            L, U = np.stack([c[0] for c in chain]), np.stack([c[1] for c in chain])
+            expected = bounds_module.row_bounds_python(L, U, codes, table.lookup[1], p)
+            got, states = bound._row_bounds(L, U, p, np.full((len(L), table.n_rows), bounds_module.ROW_SCAN,
+                                                             dtype=np.int8))
+            assert np.array_equal(got, expected)
+            # each box again with the states of the box before it in the chain (which contains it)
+            inherited, _ = bound._row_bounds(L[1:], U[1:], p, np.ascontiguousarray(states[:-1]))
+            assert np.array_equal(inherited, expected[1:])

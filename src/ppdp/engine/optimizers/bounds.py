@@ -72,6 +72,13 @@ class at U has kmin records, so on small tables the partner bound is never large
 their minimum would change nothing). Cost: one classification of the rows a box, O(rows x
 nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python``).
 
+**Row states and the running top-k** (issue #25) change no bound, only the work: a box's rows
+with fewer than need partner records inside U, or need records merged at L, keep that bound in
+every sub-box (property (1)'s argument per row; ``_row_bounds``), so the search passes each
+box's states to its halves; the need-th largest v is kept in a running top-k that skips a
+partner whose meet weight cannot beat it (``SELECT_MAX_NEED``). Both are tested bit for bit
+against the full scan (``row_bounds_python``) and the search with them against the one without.
+
 Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
 by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
 random tables and boxes; (1) and (2); the exactness (3); the reduced tables against every
@@ -237,13 +244,46 @@ def _table(problem: Problem, need: np.ndarray, *, other_sa_only: bool) -> Partne
     dense = np.full(n_keys if n_keys <= DENSE_MAX_KEYS else 0, -1, dtype=np.int32)
     shifts, guard = meet_packing(heights)
     sa = np.asarray(t.sa, dtype=np.int64) if other_sa_only else np.zeros(t.n_rows, dtype=np.int64)
+    key_packed, key_sum = (_key_tables(heights, shifts) if len(dense) and guard >= 0
+                           else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)))
     start, meet, mult = _partner_lists(codes, gen, heights, t.counts.astype(np.int64), sa, other_sa_only,
-                                       need.astype(np.int64), tab, dense, shifts, guard)
+                                       need.astype(np.int64), tab, dense, shifts, guard, key_packed, key_sum)
     return PartnerTable(start, meet, mult, need.astype(np.int64))
 
 
 @nb.njit(cache=True)
-def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, dense, shifts, guard):
+def _key_tables(heights, shifts):
+    """(packed, sums): for every mixed-radix key of a meet vector (levels <= heights + 1, the
+    first QID most significant, as ``_row_partners`` folds them), the vector packed
+    (``meet_packing``) and its level sum; the keys counted up like an odometer."""
+    nq = heights.shape[0]
+    n_keys = 1
+    for q in range(nq):
+        n_keys *= heights[q] + 2
+    packed = np.empty(n_keys, dtype=np.int64)
+    sums = np.empty(n_keys, dtype=np.int64)
+    digits = np.zeros(nq, dtype=np.int64)
+    pk = 0
+    total = 0
+    for key in range(n_keys):
+        packed[key] = pk
+        sums[key] = total
+        q = nq - 1
+        while q >= 0:
+            if digits[q] + 1 < heights[q] + 2:
+                digits[q] += 1
+                pk += 1 << shifts[q]
+                total += 1
+                break
+            pk -= digits[q] << shifts[q]
+            total -= digits[q]
+            digits[q] = 0
+            q -= 1
+    return packed, sums
+
+
+@nb.njit(cache=True)
+def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, dense, shifts, guard, key_packed, key_sum):
     """(start, meet, mult) of the partner table: ``_row_partners`` of every row with need > 0,
     concatenated (CSR); the candidates of row h are ``counts`` without h's own record, or only
     the rows of another SA value."""
@@ -259,6 +299,7 @@ def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, de
     start = np.zeros(n + 1, dtype=np.int64)
     meet = np.empty((max(n, 16), nq), dtype=np.int64)
     mult = np.empty(max(n, 16), dtype=np.int64)
+    row_keys = np.empty((nq, tab.shape[2]), dtype=np.int64)
     used = 0
     for h in range(n):
         if need[h] > 0:
@@ -267,7 +308,7 @@ def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, de
             if not other_sa_only:
                 cand[h] -= 1  # the row's other records
             vecs, mu = _row_partners(h, codes, gen, heights, cand, need[h], tab, keys, ids, slot_key, slot_id,
-                                     dense, distinct, merged, shifts, guard)
+                                     dense, distinct, merged, shifts, guard, key_packed, key_sum, row_keys)
             while used + len(mu) > mult.shape[0]:  # grow by doubling
                 bigger = np.empty((2 * mult.shape[0], nq), dtype=np.int64)
                 bigger[:used] = meet[:used]
@@ -284,7 +325,7 @@ def _partner_lists(codes, gen, heights, counts, sa, other_sa_only, need, tab, de
 
 @nb.njit(cache=True)
 def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, slot_id, dense, distinct, merged, shifts,
-                  guard):
+                  guard, key_packed, key_sum, row_keys):
     """Row h's partner list: the distinct meet vectors of the ``mult[p]`` candidate records of
     each row p with their record counts (the row's own other records: the zero vector), sorted by
     level sum and then by vector (lexicographically), without those dominated by ``need`` records
@@ -296,24 +337,40 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
     distinct vectors are sorted, not the rows: on a 5,000-record adult sample the sort of every
     row's rows was most of building the partner table (issue #25). ``keys``, ``ids``,
     ``distinct``, ``merged``: scratch of n; ``slot_key``/``slot_id``: a power-of-two
-    hash table of at least 2n slots."""
+    hash table of at least 2n slots.
+
+    With direct addressing and packed vectors, ``key_packed[key]``/``key_sum[key]`` (``_key_tables``)
+    give each distinct key's packed vector and level sum, so the (sum, key) order is one sort of
+    d composite integers sum * n_keys + key (the order of the two stable argsorts below) and
+    only the kept vectors are decoded: on a 5,000-record adult sample the two argsorts and the
+    decoding of every distinct vector were most of the partner table after the meet levels
+    (issue #25). With the meet table, ``row_keys[q, b]`` (scratch, nQ x leaves) holds row h's
+    key term of leaf b of QID q, its meet level times the QID's place value, so a candidate's
+    key is a sum of nQ independent lookups (the same integer as the Horner form)."""
     n, nq = codes.shape
     with_tab = tab.shape[1] > 0
     by_dense = dense.shape[0] > 0
+    if with_tab:
+        place = 1
+        for q in range(nq - 1, -1, -1):
+            for b in range(tab.shape[2]):
+                row_keys[q, b] = int(tab[q, codes[h, q], b]) * place
+            place *= heights[q] + 2
     d = 0
     for p in range(n):
         if mult[p] <= 0:
             keys[p] = 0
             continue
         key = 0
-        for q in range(nq):
-            if with_tab:
-                j = int(tab[q, codes[h, q], codes[p, q]])
-            else:
+        if with_tab:
+            for q in range(nq):
+                key += row_keys[q, codes[p, q]]
+        else:
+            for q in range(nq):
                 j = 0
                 while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
                     j += 1
-            key = key * (heights[q] + 2) + j
+                key = key * (heights[q] + 2) + j
         keys[p] = key
         if by_dense:
             i = dense[key]
@@ -324,6 +381,38 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
                 d += 1
             else:
                 merged[i] += mult[p]
+    if by_dense and key_packed.shape[0] > 0:
+        n_keys = dense.shape[0]
+        comp = np.empty(d, dtype=np.int64)
+        for x in range(d):
+            comp[x] = key_sum[distinct[x]] * n_keys + distinct[x]
+        comp.sort()  # distinct integers: the (sum, key) order
+        pk = np.empty(d, dtype=np.int64)
+        mu = np.empty(d, dtype=np.int64)
+        for x in range(d):
+            key = comp[x] % n_keys
+            comp[x] = key
+            pk[x] = key_packed[key]
+            mu[x] = merged[dense[key]]
+        for x in range(d):
+            dense[distinct[x]] = -1
+        keep = _undominated(np.empty((0, nq), dtype=np.int64), mu, need, pk, guard)
+        n_kept = 0
+        for x in range(d):
+            n_kept += keep[x]
+        vecs = np.empty((n_kept, nq), dtype=np.int64)
+        mu_kept = np.empty(n_kept, dtype=np.int64)
+        y = 0
+        for x in range(d):
+            if keep[x]:
+                key = comp[x]
+                for q in range(nq - 1, -1, -1):
+                    radix = heights[q] + 2
+                    vecs[y, q] = key % radix
+                    key //= radix
+                mu_kept[y] = mu[x]
+                y += 1
+        return vecs, mu_kept
     if by_dense:
         for x in range(d):
             dense[distinct[x]] = -1
@@ -385,7 +474,7 @@ def _undominated(vecs, mult, need, packed, guard):
     """Mask of the rows of ``vecs`` (distinct, sorted by sum) that fewer than ``need`` records of
     kept rows dominate (are <= everywhere); a dominator has a smaller sum, so comes first.
     ``packed``/``guard``: the rows packed (``meet_packing``; guard -1: compare QID by QID)."""
-    n, nq = vecs.shape
+    n, nq = packed.shape[0], vecs.shape[1]  # vecs is only read when guard is -1
     keep = np.zeros(n, dtype=np.bool_)
     kept = np.empty(n, dtype=np.int64)
     n_kept = 0
@@ -413,49 +502,69 @@ def _undominated(vecs, mult, need, packed, guard):
     return keep
 
 
-# The k-th largest partner value (with multiplicity) by k passes of a maximum instead of a full
-# argsort of every row's partner values in every box: the same value (a selection, no
-# arithmetic), without a sort and its allocation per (box, row). On a 1,000-record creditcard
-# sample (k = 5) the argsorts were most of the box bounds' time (issue #25).
+# Needs up to this size take the k-th largest partner value (with multiplicity) from a running
+# top-k of the values seen (a selection, no arithmetic: the same value as sorting them all),
+# without a sort and its allocation per (box, row); on a 1,000-record creditcard sample (k = 5)
+# the argsorts were most of the box bounds' time (issue #25). Once k records are in it, a
+# partner whose meet weight sum_q w_q(m_q, h) (``_meet_weights``) is at most the k-th largest so
+# far is skipped unscanned: its v = sum_q w_q(max(L_q, m_q), h) is no larger (weights do not
+# increase with the level, and a float sum of termwise smaller non-negative terms in the same
+# order is no larger), so it cannot raise the k-th largest. Larger needs sort all values.
 SELECT_MAX_NEED = 16
 
 
 @nb.njit(cache=True)
-def _kth_largest_small(vals, muls, npart, k):
-    """The value at which the partners taken in decreasing value order reach ``k`` records
-    (0.0 when they hold fewer), as the argsort in ``_row_bounds`` finds it; ``vals[:npart]`` is
-    overwritten (scratch)."""
-    acc = 0
-    while True:
-        j = -1
-        top = -np.inf
-        for x in range(npart):
-            if vals[x] > top:
-                top = vals[x]
-                j = x
-        if j < 0:
-            return 0.0
-        acc += muls[j]
-        if acc >= k:
-            return top
-        vals[j] = -np.inf
+def _meet_weights(codes, weight, start, meet, heights):
+    """wm[p]: sum_q w_q(m_q, h) of each partner p of each row h (summed over q in order, as v
+    is), +inf for a vector with a level above the top (never inside a box)."""
+    n, nq = codes.shape
+    wm = np.empty(meet.shape[0])
+    for h in range(n):
+        for row in range(start[h], start[h + 1]):
+            total = 0.0
+            for q in range(nq):
+                if meet[row, q] > heights[q]:
+                    total = np.inf
+                    break
+                total += weight[q, meet[row, q], codes[h, q]]
+            wm[row] = total
+    return wm
+
+
+# Row states a box passes to its sub-boxes (``_row_bounds``'s ``parent`` and ``status``), so
+# that a sub-box skips the partner scan of rows whose bound the state already fixes (issue #25:
+# on a 5,000-record adult sample 70 % of the rows of a bounded box are in one of the first two).
+ROW_NONE = 0  # fewer than need partner records inside U: bound 0 in every sub-box
+ROW_AT_L = 1  # at least need partner records merged at L: bound u_L(h) in every sub-box
+ROW_SCAN = 2  # anything else: scan the partners
 
 
 @nb.njit(cache=True)
-def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard):
-    """out[i, h]: the bound of one record of row h over the box [L[i], U[i]] (module docstring):
-    the need[h]-th largest v over its partners inside U, 0 when too few, u_L(h) when need is 0.
+def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent, wm):
+    """(out, status): out[i, h] the bound of one record of row h over the box [L[i], U[i]]
+    (module docstring): the need[h]-th largest v over its partners inside U, 0 when too few,
+    u_L(h) when need is 0; status[i, h] the row's state (ROW_NONE, ROW_AT_L, ROW_SCAN) in that box.
+    ``parent[i, h]``: the row's state in a box containing box i (ROW_SCAN when none is known).
+    Why a state holds in every sub-box [L', U'] (L' >= L, U' <= U): ROW_NONE, the partners
+    inside U' are among those inside U, so fewer than need still; ROW_AT_L, a partner with
+    m <= L has m <= L' <= U', so it is inside U' and merged at L' (v = u_L'(h), the largest v of
+    any partner: weights do not increase with the level), so the need-th largest v is u_L'(h),
+    computed as the scan computes it (the same sum in the same order: the same float).
     ``packed``: the partners' meet vectors packed (``meet_packing``'s ``shifts``, ``guard``;
-    guard -1: compared QID by QID)."""
+    guard -1: compared QID by QID); ``wm``: their meet weights (``_meet_weights``)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros((n_nodes, n))
+    top_v = np.empty(SELECT_MAX_NEED + 1)
+    top_m = np.empty(SELECT_MAX_NEED + 1, dtype=np.int64)
+    status = np.full((n_nodes, n), ROW_SCAN, dtype=np.int8)
     # The boxes' corners packed with the guard bits set: "inside U" and "merged at L" are then
     # one subtraction per partner (``meet_packing``).
     lowg = _pack(L, shifts) | guard
     highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
+    inside_at = np.empty(meet.shape[0] + 1, dtype=np.int64)
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
     # while every box of the batch reads it, where box-major order streamed the whole table
     # (megabytes) once per box (issue #25). Each (box, row) value is computed as before.
@@ -474,64 +583,130 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                     own += wrow[q, L[i, q]]
                 out[i, h] = own
                 continue
-            # Partners come in order of level sum, so those already merged at L (v = the row's
-            # own weight, the most any partner gives) come first: stop once k of them are seen.
-            npart = 0
-            best = 0.0
-            low = 0
-            done = False
+            state = parent[i, h]
+            if state == ROW_NONE:
+                status[i, h] = ROW_NONE  # out stays 0
+                continue
             own = 0.0
             for q in range(nq):
                 own += wrow[q, L[i, q]]
-            for row in range(start[h], start[h + 1]):
-                if guard >= 0:
-                    if ((highg[i] - packed[row]) & guard) != guard:
-                        continue  # not inside U
-                    at_low = ((lowg[i] - packed[row]) & guard) == guard
-                else:
+            if state == ROW_AT_L:
+                status[i, h] = ROW_AT_L
+                out[i, h] = own
+                continue
+            # Partners come in order of level sum, so those already merged at L (v = the row's
+            # own weight, the most any partner gives) come first: stop once k of them are seen.
+            npart = 0
+            inside_records = 0
+            best = 0.0
+            low = 0
+            done = False
+            small = k <= SELECT_MAX_NEED
+            n_top = 0  # the running top-k (small needs): values descending, their records
+            top_records = 0
+            # The partners inside U first, gathered without a branch (the test is one packed
+            # subtraction, its outcome unpredictable: a branch per partner mispredicts often).
+            n_in = 0
+            if guard >= 0:
+                for row in range(start[h], start[h + 1]):
+                    inside_at[n_in] = row
+                    n_in += ((highg[i] - packed[row]) & guard) == guard
+            else:
+                for row in range(start[h], start[h + 1]):
                     inside = True
                     for q in range(nq):
                         if meet[row, q] > U[i, q]:
                             inside = False
                             break
-                    if not inside:
-                        continue
+                    inside_at[n_in] = row
+                    n_in += inside
+            for x in range(n_in):
+                row = inside_at[x]
+                if guard >= 0:
+                    at_low = ((lowg[i] - packed[row]) & guard) == guard
+                else:
                     at_low = True
                     for q in range(nq):
                         if L[i, q] < meet[row, q]:
                             at_low = False
                             break
+                inside_records += mult[row]
                 if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
+                    low += mult[row]
+                    if low >= k:
+                        best = own
+                        done = True
+                        break
                     v = own
                 else:
+                    if small and top_records >= k and wm[row] <= top_v[n_top - 1]:
+                        continue  # v <= wm: cannot raise the k-th largest (SELECT_MAX_NEED)
                     v = 0.0
                     for q in range(nq):
                         v += wrow[q, max(L[i, q], meet[row, q])]
-                if at_low:
-                    low += mult[row]
-                    if low >= k:
-                        best = v
-                        done = True
+                if not small:
+                    vals[npart] = v
+                    muls[npart] = mult[row]
+                    npart += 1
+                elif top_records < k or v > top_v[n_top - 1]:
+                    pos = n_top
+                    while pos > 0 and top_v[pos - 1] < v:
+                        top_v[pos] = top_v[pos - 1]
+                        top_m[pos] = top_m[pos - 1]
+                        pos -= 1
+                    top_v[pos] = v
+                    top_m[pos] = mult[row]
+                    n_top += 1
+                    top_records += mult[row]
+                    while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
+                        n_top -= 1
+                        top_records -= top_m[n_top]
+            if done:
+                status[i, h] = ROW_AT_L
+            elif inside_records < k:
+                status[i, h] = ROW_NONE  # best stays 0: fewer than k partner records inside U
+            elif small:
+                best = top_v[n_top - 1]
+            else:
+                order = np.argsort(-vals[:npart])
+                acc = 0
+                for j in order:
+                    acc += muls[j]
+                    if acc >= k:
+                        best = vals[j]
                         break
-                vals[npart] = v
-                muls[npart] = mult[row]
-                npart += 1
-            if not done:
-                if k == 1:
-                    for j in range(npart):
-                        if vals[j] > best:
-                            best = vals[j]
-                elif k <= SELECT_MAX_NEED:
-                    best = _kth_largest_small(vals, muls, npart, k)
-                else:
-                    order = np.argsort(-vals[:npart])
-                    acc = 0
-                    for j in order:
-                        acc += muls[j]
-                        if acc >= k:
-                            best = vals[j]
-                            break
             out[i, h] = best
+    return out, status
+
+
+def row_bounds_python(L: np.ndarray, U: np.ndarray, codes: np.ndarray, weight: np.ndarray,
+                      table: PartnerTable) -> np.ndarray:
+    """Plain-Python twin of ``_row_bounds``'s values for the tests, straight from the module
+    docstring: per box and row, the need-th largest v (with multiplicity) over every partner
+    inside U, sorted, 0 when too few, u_L(h) when need is 0 (each v summed over q in order)."""
+    L, U = np.atleast_2d(L), np.atleast_2d(U)
+    nq = codes.shape[1]
+    out = np.zeros((len(L), codes.shape[0]))
+    for i, (lo, hi) in enumerate(zip(L.tolist(), U.tolist(), strict=True)):
+        for h, row in enumerate(codes.tolist()):
+            k = int(table.need[h])
+            if k <= 0:
+                out[i, h] = sum(float(weight[q, lo[q], row[q]]) for q in range(nq))
+                continue
+            found = []
+            for m, mu in zip(table.meet[table.start[h]:table.start[h + 1]].tolist(),
+                             table.mult[table.start[h]:table.start[h + 1]].tolist(), strict=True):
+                if all(m[q] <= hi[q] for q in range(nq)):
+                    v = 0.0
+                    for q in range(nq):
+                        v += float(weight[q, max(lo[q], m[q]), row[q]])
+                    found.append((v, int(mu)))
+            acc = 0
+            for v, mu in sorted(found, reverse=True):
+                acc += mu
+                if acc >= k:
+                    out[i, h] = v
+                    break
     return out
 
 
@@ -601,17 +776,20 @@ class BoxBound:
         self._counts = t.counts.astype(np.float64)
         self._records = t.counts.astype(np.int64)
         self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
-        self._packed: dict[int, tuple[PartnerTable, np.ndarray]] = {}
+        self._heights = np.asarray(t.heights, dtype=np.int64)
+        self._packed: dict[int, tuple[PartnerTable, np.ndarray, np.ndarray]] = {}
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
-    def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable) -> np.ndarray:
+    def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable,
+                    parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         packed = self._packed.get(id(p))
-        if packed is None or packed[0] is not p:  # packed once per table (tests may swap tables)
-            packed = (p, _pack(p.meet, self._shifts))
+        if packed is None or packed[0] is not p:  # once per table (tests may swap tables)
+            packed = (p, _pack(p.meet, self._shifts),
+                      _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
             self._packed[id(p)] = packed
         return _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need, packed[1],
-                           self._shifts, self._guard)
+                           self._shifts, self._guard, parent, packed[2])
 
     @property
     def active(self) -> bool:
@@ -620,14 +798,26 @@ class BoxBound:
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
         """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""
+        return self.with_states(L, U, None)[0]
+
+    def with_states(self, L: np.ndarray, U: np.ndarray,
+                    parent: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """(bounds, row states) of the boxes [L[i], U[i]]; ``parent[t, i]``: the row states of
+        partner table t in a box containing box i (``_row_bounds``; None: unknown), which give
+        the same bounds with fewer partner scans. The states are (tables, boxes, rows) int8, None
+        with the class bound."""
         L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
         U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
         if self.by_class:
             return _class_bounds(L, U, self._codes, self._gen, self._n_gen, self._weight,
-                                 self._records, self.kmin)
-        first, *rest = self.tables or [self._none]
-        per_row = self._row_bounds(L, U, first)
-        for p in rest:
-            per_row = np.minimum(per_row, self._row_bounds(L, U, p))
+                                 self._records, self.kmin), None
+        tables = self.tables or [self._none]
+        if parent is None:
+            parent = np.full((len(tables), len(L), len(self._codes)), ROW_SCAN, dtype=np.int8)
+        states = np.empty_like(parent)
+        per_row, states[0] = self._row_bounds(L, U, tables[0], np.ascontiguousarray(parent[0]))
+        for t in range(1, len(tables)):
+            rows, states[t] = self._row_bounds(L, U, tables[t], np.ascontiguousarray(parent[t]))
+            per_row = np.minimum(per_row, rows)
         # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
-        return np.multiply(per_row, self._counts).sum(axis=1)
+        return np.multiply(per_row, self._counts).sum(axis=1), states

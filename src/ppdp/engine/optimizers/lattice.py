@@ -168,9 +168,14 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     """
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
-    root = float(bound(L0, heights[None, :])[0])
+    root_bound, root_states = bound.with_states(L0, heights[None, :], None)
+    root = float(root_bound[0])
     boxes = 1
-    heap: list[tuple[float, int, np.ndarray, np.ndarray]] = [(-root, 0, L0[0], heights.copy())]
+    # Each box carries its row states (bounds.ROW_NONE..): its halves skip the partner scans of
+    # rows the states settle, with the same bounds (bounds._row_bounds). A state, not a bound,
+    # decides nothing here: the order of boxes and every value are those of the full scan.
+    heap: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray | None]] = [
+        (-root, 0, L0[0], heights.copy(), None if root_states is None else root_states[:, 0])]
     order = 1  # FIFO among equal bounds, so runs are reproducible
     # at most a tenth of the budget for the incumbent
     best_td, evaluated = (greedy_incumbent(tracker, evaluate, heights, tracker.used + tracker.remaining // 10)
@@ -188,9 +193,10 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
         leaves: list[np.ndarray] = []
         lows: list[np.ndarray] = []
         highs: list[np.ndarray] = []
+        parents: list[np.ndarray | None] = []
         while (heap and -heap[0][0] > best_td and len(leaves) < min(batch, tracker.remaining)
                and len(lows) < 2 * batch):
-            _, _, L, U = heapq.heappop(heap)
+            _, _, L, U, states = heapq.heappop(heap)
             if np.array_equal(L, U):
                 leaves.append(L)
                 continue
@@ -202,13 +208,16 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             L2[q] = mid + 1
             lows += [L, L2]
             highs += [U1, U]
+            parents += [states, states]
         if lows:
-            b = bound(np.stack(lows), np.stack(highs))
+            known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
+            parent = np.stack(known, axis=1) if len(known) == len(parents) else None
+            b, child_states = bound.with_states(np.stack(lows), np.stack(highs), parent)
             boxes += len(lows)
-            for value, L, U in zip(b.tolist(), lows, highs, strict=True):
+            for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):
                 # A box at or below the best TD cannot improve it; nor can a node already evaluated.
                 if value > best_td and not (evaluated and np.array_equal(L, U) and L.tobytes() in evaluated):
-                    heapq.heappush(heap, (-value, order, L, U))
+                    heapq.heappush(heap, (-value, order, L, U, None if child_states is None else child_states[:, i]))
                     order += 1
         if leaves:
             G = np.stack(leaves)

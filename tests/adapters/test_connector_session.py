@@ -29,6 +29,26 @@ def test_duckdb_capabilities_are_declared(tmp_path):
         con.close()
 
 
+def test_duckdb_connector_over_a_borrowed_connection_leaves_it_usable(tmp_path):
+    """``DuckDBConnector.over`` (dbt-duckdb's session, the benchmarks' connection) must leave no
+    open result behind: the owner registers frames on the same connection afterwards."""
+    import duckdb
+    import polars as pl
+
+    from ppdp.connectors.duckdb_connector import DuckDBConnector
+
+    raw = duckdb.connect(str(tmp_path / "borrowed.duckdb"))
+    try:
+        con = DuckDBConnector.over(raw)
+        assert con.path.endswith("borrowed.duckdb")
+        raw.register("frame", pl.DataFrame({"a": [1, 2, 3]}))  # refused while a result is unfinished
+        assert raw.execute("SELECT SUM(a) FROM frame").fetchall() == [(6,)]
+        con.close()  # borrowed: leaves the connection open
+        assert raw.execute("SELECT 1").fetchall() == [(1,)]
+    finally:
+        raw.close()
+
+
 def test_duckdb_read_only_does_not_create_a_missing_file(tmp_path):
     missing = tmp_path / "typo.duckdb"
     with pytest.raises(ConnectorError, match=r"typo\.duckdb' does not exist"):

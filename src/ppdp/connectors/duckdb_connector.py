@@ -68,8 +68,10 @@ class DuckDBConnector:
         """A connector on a connection someone else opened and will close (dbt-duckdb's
         session): ppdp runs on it in-process, and ``close()`` leaves it open."""
         self = cls.__new__(cls)
-        row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
-        self.path = (row[0] if row else None) or ":memory:"
+        # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open, and the owner's next
+        # register() on its connection is then refused ("unfinished result from execute()")
+        rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+        self.path = (rows[0][0] if rows else None) or ":memory:"
         self.url = f"duckdb://{self.path}"
         self.read_only = False
         self.con = con

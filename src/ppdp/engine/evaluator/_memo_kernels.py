@@ -132,6 +132,14 @@ def predecessor(g, nodes, levels, table, state, below):
             below[q] += 1
             if hit >= 0:
                 return hit
+    return highest_below(g, nodes, levels, filled)
+
+
+@njit(cache=True)
+def highest_below(g, nodes, levels, filled):
+    """The first of the slots 0 .. filled-1 holding a node below g (or g) at the highest level
+    sum, or -1: the scan of the ring behind ``predecessor`` and Flash's kernel memo."""
+    nq = g.shape[0]
     best = -1
     best_level = -1
     for s in range(filled):

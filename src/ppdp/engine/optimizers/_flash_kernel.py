@@ -28,9 +28,10 @@ import numpy as np
 from numba import njit
 
 from ppdp.engine.evaluator import _kernels as K
+from ppdp.engine.evaluator import _memo_kernels as MK
 from ppdp.engine.kernels_cache import guard
 
-guard(__file__, depends_on=[K])
+guard(__file__, depends_on=[K, MK])
 
 UNTAGGED, ANONYMOUS, NOT_ANONYMOUS = 0, 1, 2
 # NumPy sums a row of up to this many values with 8 partial sums (pairwise_sum in
@@ -364,18 +365,7 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                             return out_idx[:checked], out_small[:checked], out_td[:checked], False
                         _decode(idx, strides, g)
                         # classes of g: rolled up from the highest remembered node below it
-                        parent = -1
-                        best_level = -1
-                        for s in range(memo_filled):
-                            if memo_levels[s] > best_level:
-                                below = True
-                                for q in range(nq):
-                                    if memo_nodes[s, q] > g[q]:
-                                        below = False
-                                        break
-                                if below:
-                                    parent = s
-                                    best_level = memo_levels[s]
+                        parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
                         if parent >= 0:
                             mc = K._rollup_into(g, codes, gen, n_gen, memo_ids[parent], keys_b, cls, rep, ones,
                                                 slot_key, slot_id)

@@ -27,6 +27,7 @@ import os
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import Evaluation
 from ppdp.engine.optimizers.lattice_nodes import evaluate_nodes
-from ppdp.engine.optimizers.remote import ProblemSpec, warm_up
+from ppdp.engine.optimizers.remote import ProblemSpec, warm_up, writable
 from ppdp.engine.problem import Problem
 
 if TYPE_CHECKING:  # the islands' module builds on this one (evolutionary/executors/ray.py)
@@ -92,6 +93,8 @@ class _Host:
         """One epoch: (the report without its best, for the master; the best, for the ring)."""
         if self.island is None:
             raise RuntimeError("Ray host: an epoch before setup_island")
+        if migrant is not None:  # its arrays arrive read-only (remote.writable)
+            migrant = replace(migrant, g=writable(migrant.g), s=writable(migrant.s), ad=writable(migrant.ad))
         report = self.island.run(generations, migrant)
         best, report.best = report.best, None
         return report, best
@@ -105,7 +108,7 @@ class _Host:
     def evaluate(self, G: np.ndarray, max_suppressed: int) -> tuple[np.ndarray, Evaluation]:
         if self.problem is None:
             raise RuntimeError("Ray host: nodes to evaluate before setup_nodes")
-        return evaluate_nodes(self.problem, G, max_suppressed)
+        return evaluate_nodes(self.problem, writable(G), max_suppressed)
 
 
 _REMOTE_HOST: list[Any] = []

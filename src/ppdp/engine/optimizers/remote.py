@@ -7,6 +7,7 @@ of the lattice search (ray_executor.py) ship a Problem this way.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -32,6 +33,25 @@ class ProblemSpec:
 
     def build(self) -> Problem:
         return Problem(self.table, self.models, backend=self.backend)
+
+    def __reduce__(self):
+        # One in-band pickle: Ray hands out-of-band NumPy buffers to a worker as read-only
+        # views of its object store, and Numba types a read-only array apart from a writable
+        # one, so every kernel of the worker's Problem was compiled a second time, never
+        # served by the cache that ``ppdp warm-up`` and the local runs fill (ID-DGA's epoch
+        # kernel: 42 s in each of the master and its actors on a cold cache). Unpickled
+        # in-band, the arrays are the worker's own, writable, as in a local run.
+        return _problem_spec_from_bytes, (pickle.dumps((self.table, self.models, self.backend), protocol=5),)
+
+
+def _problem_spec_from_bytes(data: bytes) -> ProblemSpec:
+    return ProblemSpec(*pickle.loads(data))
+
+
+def writable(array: np.ndarray) -> np.ndarray:
+    """``array``, or a writable copy when it is a read-only view (an argument Ray deserialized
+    from its object store): the kernels then run the specialization a local run compiled."""
+    return array if array.flags.writeable else array.copy()
 
 
 def warm_up(problem: Problem, oracle: bool = True) -> None:

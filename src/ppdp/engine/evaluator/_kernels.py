@@ -124,39 +124,67 @@ def classify(g, codes, gen, n_gen, active):
 
 
 @njit(cache=True)
-def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_key, slot_id):
-    """Classes under ``g`` from the classes ``parent_cls`` of a node below g (every class of g
-    is a union of them), into ``cls``; returns the number of classes.
-
-    Only one row per parent class is classified (as ``_classify_into`` would, over those rows),
-    then every row takes its parent class's new id. Parent ids are in first-seen row order, so
-    ranking them in order gives each new class the id of its first row: the ids of ``classify``.
-    """
-    n, nq = codes.shape
-    mp = 0
-    for h in range(n):
-        if parent_cls[h] == mp:  # ids appear in increasing order: a new class
-            rep[mp] = h
-            mp += 1
+def _rank_rows_into(g, codes, gen, n_gen, rows, keys, out, ones, slot_key, slot_id):
+    """Dense ids (first-seen order) under ``g`` of the histogram rows ``rows`` into ``out``;
+    returns how many. The keys of ``_classify_into`` over those rows alone: one row per class
+    of a node below g (every class of g is a union of them), so a roll-up classifies a class
+    by one row. ``keys``, ``ones`` (all True) and the hash table: at least ``rows.shape[0]``."""
+    mp = rows.shape[0]
     sub = _table_size(mp)
     sk = slot_key[:sub]
     si = slot_id[:sub]
     k = keys[:mp]
+    nq = codes.shape[1]
+    fits = True  # no QID below compresses the keys (the test of the loop below, made first)
+    bound = 1
+    for q in range(nq):
+        radix = n_gen[q, g[q]]
+        if bound > _KEY_LIMIT // max(radix, 1):
+            fits = False
+            break
+        bound *= radix
+    if fits:  # the same keys, row by row: one pass over the rows' codes instead of one per QID
+        for c in range(mp):
+            r = rows[c]
+            key = 0
+            for q in range(nq):
+                key = key * n_gen[q, g[q]] + gen[q, g[q], codes[r, q]]
+            k[c] = key
+        return _rank_into(k, ones[:mp], out, sk, si)
     for c in range(mp):
         k[c] = 0
     bound = 1
     for q in range(nq):
         radix = n_gen[q, g[q]]
         if bound > _KEY_LIMIT // max(radix, 1):
-            m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+            m = _rank_into(k, ones[:mp], out, sk, si)
             for c in range(mp):
-                k[c] = rep[mp + c]
+                k[c] = out[c]
             bound = max(m, 1)
         lvl = gen[q, g[q]]
         for c in range(mp):
-            k[c] = k[c] * radix + lvl[codes[rep[c], q]]
+            k[c] = k[c] * radix + lvl[codes[rows[c], q]]
         bound *= radix
-    m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+    return _rank_into(k, ones[:mp], out, sk, si)
+
+
+@njit(cache=True)
+def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_key, slot_id):
+    """Classes under ``g`` from the classes ``parent_cls`` of a node below g (every class of g
+    is a union of them), into ``cls``; returns the number of classes.
+
+    Only one row per parent class is classified (``_rank_rows_into``, as ``_classify_into``
+    would, over those rows), then every row takes its parent class's new id. Parent ids are in
+    first-seen row order, so ranking them in order gives each new class the id of its first
+    row: the ids of ``classify``.
+    """
+    n = codes.shape[0]
+    mp = 0
+    for h in range(n):
+        if parent_cls[h] == mp:  # ids appear in increasing order: a new class
+            rep[mp] = h
+            mp += 1
+    m = _rank_rows_into(g, codes, gen, n_gen, rep[:mp], keys, rep[mp:2 * mp], ones, slot_key, slot_id)
     for h in range(n):
         c = parent_cls[h]
         cls[h] = rep[mp + c] if c >= 0 else -1

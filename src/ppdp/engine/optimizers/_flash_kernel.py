@@ -247,14 +247,49 @@ def _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
 
 
 @njit(cache=True)
-def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, memo_capacity):
+def _rollup_classes(g, codes, gen, n_gen, reps, sizes, keys, newid, ones, slot_key, slot_id, out_reps, out_sizes):
+    """The classes of ``g`` from the classes of a node below it, given as ``reps`` (the first
+    histogram row of each class, ascending) and ``sizes`` (its records): one row per class is
+    classified (``K._rank_rows_into``) and the sizes of the classes it merges are added.
+    Writes the first row of each class of g (ascending) to ``out_reps`` and its records to
+    ``out_sizes``; returns how many classes. The rows themselves are never read beyond one per
+    class: a check costs the parent's classes, not the table (ARX's roll-up of class
+    snapshots, issue #25). Every row as its own class (``reps`` = 0..n-1, ``sizes`` = counts)
+    is below every node: the classes from scratch."""
+    mp = reps.shape[0]
+    m = K._rank_rows_into(g, codes, gen, n_gen, reps, keys, newid[:mp], ones, slot_key, slot_id)
+    for c in range(m):
+        out_sizes[c] = 0
+    seen = 0
+    for c in range(mp):
+        j = newid[c]
+        if j == seen:  # ids are given in first-seen order: a new class, at its first row
+            out_reps[seen] = reps[c]
+            seen += 1
+        out_sizes[j] += sizes[c]
+    return m
+
+
+@njit(cache=True)
+def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, level_td, td_margin,
+                     memo_capacity, pool_limit):
     """Flash with a zero suppression limit over the lattice of ``heights``, k-anonymity with
     ``k``, at most ``budget`` checks.
 
     ``prec_tab[q, c]`` = c / h[q] (0 when h[q] = 0) and ``dist_tab[q, c]`` = distinct values at
-    level c / at level 0, the twin's tables. ``memo_capacity``: class-id arrays kept for the
-    roll-up (each n_rows int32). Returns (checked flat indices in order, smallest class size and
-    TD of each, complete): complete is False when the budget ran out before every node was tagged.
+    level c / at level 0, the twin's tables. ``memo_capacity``: nodes whose classes are kept for
+    the roll-up, ``pool_limit``: the classes kept in all (12 bytes each). Returns (checked flat
+    indices in order, smallest class size and TD of each, complete): complete is False when the
+    budget ran out before every node was tagged.
+
+    TD (a pass over every row and QID, most of a check's time once the classes are rolled up
+    from class snapshots) is computed only where a Tracker reads it, the checks that improve
+    its best: an anonymous check whose TD may exceed that of every earlier anonymous check, and,
+    while none is anonymous, a check whose smallest class exceeds every earlier one (its
+    violation is then the smallest yet). Elsewhere it is NaN. "May exceed": ``level_td`` (the
+    EncodedTable's, TD with nothing suppressed is their sum over the QIDs) gives the node's TD
+    up to rounding; ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a
+    node with ``UB * (1 + td_margin) < best`` has a TD below the best.
     """
     nq = heights.shape[0]
     n_rows = codes.shape[0]
@@ -303,24 +338,35 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     hi = np.zeros(nq, dtype=np.int64)
     path = np.empty(top + 1, dtype=np.int64)
 
-    # the evaluation's scratch (as Problem.evaluate_unsuppressed allocates it) and the memo
+    # The classes of checked nodes that are not anonymous (only those can be below a later
+    # check: every node above an anonymous one is tagged), as class snapshots: the first row and
+    # the records of each class, kept in one pool (slot s: pool[memo_off[s]:][:memo_m[s]]) that
+    # grows up to pool_limit entries and is then emptied (a node whose parent was forgotten is
+    # rolled up from a lower one, or from every row: the same classes). The nodes' ring is
+    # ``memo_capacity`` slots long.
     n = max(n_rows, 1)
     size_t = K._table_size(n)
     keys_b = np.empty(n, dtype=np.int64)
-    cls = np.empty(n, dtype=np.int32)
-    rep = np.empty(2 * n, dtype=np.int32)
+    newid = np.empty(n, dtype=np.int32)
     ones = np.ones(n, dtype=np.bool_)
     slot_key = np.empty(size_t, dtype=np.int64)
     slot_id = np.empty(size_t, dtype=np.int32)
-    csize = np.empty(n, dtype=np.int64)
-    class_w = np.empty(n)
-    seen = np.empty(n, dtype=np.bool_)
+    all_rows = np.arange(n_rows).astype(np.int32)  # every row as its own class: below every node
+    out_reps = np.empty(n, dtype=np.int32)
+    out_sizes = np.empty(n, dtype=np.int64)
     cap = max(memo_capacity, 1)
-    memo_ids = np.empty((cap, n), dtype=np.int32)
+    pool_reps = np.empty(min(2 * n, pool_limit), dtype=np.int32)
+    pool_sizes = np.empty(pool_reps.shape[0], dtype=np.int64)
+    pool_top = 0
+    memo_off = np.zeros(cap, dtype=np.int64)
+    memo_m = np.zeros(cap, dtype=np.int64)
     memo_nodes = np.zeros((cap, nq), dtype=np.int64)
     memo_levels = np.full(cap, -1, dtype=np.int64)
     memo_next = 0
     memo_filled = 0
+    # TD only where a Tracker reads it (see above); NaN elsewhere.
+    best_smallest = -np.inf
+    best_td = -np.inf  # the largest TD of an anonymous check so far
 
     out_idx = np.empty(64, dtype=np.int64)
     out_small = np.empty(64)
@@ -367,19 +413,51 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                         # classes of g: rolled up from the highest remembered node below it
                         parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
                         if parent >= 0:
-                            mc = K._rollup_into(g, codes, gen, n_gen, memo_ids[parent], keys_b, cls, rep, ones,
-                                                slot_key, slot_id)
+                            o = memo_off[parent]
+                            mp = memo_m[parent]
+                            mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp], pool_sizes[o:o + mp], keys_b,
+                                                 newid, ones, slot_key, slot_id, out_reps, out_sizes)
                         else:
-                            mc = K._classify_into(g, codes, gen, n_gen, ones, keys_b, cls, slot_key, slot_id)
-                        slot = memo_next
-                        memo_next = (memo_next + 1) % cap
-                        memo_filled = max(memo_filled, slot + 1)
-                        memo_ids[slot, :] = cls
-                        memo_nodes[slot] = g
-                        memo_levels[slot] = level_of[idx]
-                        K._class_sizes_into(cls, mc, counts, csize)
-                        td, _ = K._td_by_class(g, codes, weight, cls, counts, mc, seen, class_w)
-                        smallest = K.ad_k_anonymity(csize[:mc])
+                            mc = _rollup_classes(g, codes, gen, n_gen, all_rows, counts, keys_b, newid, ones, slot_key,
+                                                 slot_id, out_reps, out_sizes)
+                        smallest = K.ad_k_anonymity(out_sizes[:mc])
+                        td = np.nan
+                        if smallest >= k:
+                            ub = 0.0
+                            for q in range(nq):
+                                ub += level_td[q, g[q]]
+                            if ub * (1.0 + td_margin) >= best_td:  # may improve the best
+                                td = K.transparency(g, codes, counts, weight)
+                                best_td = max(best_td, td)
+                        elif smallest > best_smallest:
+                            td = K.transparency(g, codes, counts, weight)
+                        best_smallest = max(best_smallest, smallest)
+                        if smallest < k:  # remembered (see above)
+                            if pool_top + mc > pool_reps.shape[0]:
+                                if pool_top + mc <= pool_limit:  # grow
+                                    grown = min(max(2 * pool_reps.shape[0], pool_top + mc), pool_limit)
+                                    r2 = np.empty(grown, dtype=np.int32)
+                                    r2[:pool_top] = pool_reps[:pool_top]
+                                    pool_reps = r2
+                                    s2 = np.empty(grown, dtype=np.int64)
+                                    s2[:pool_top] = pool_sizes[:pool_top]
+                                    pool_sizes = s2
+                                else:  # full: forget every snapshot
+                                    pool_top = 0
+                                    memo_levels[:] = -1
+                                    memo_next = 0
+                                    memo_filled = 0
+                            if pool_top + mc <= pool_reps.shape[0]:
+                                slot = memo_next
+                                memo_next = (memo_next + 1) % cap
+                                memo_filled = max(memo_filled, slot + 1)
+                                memo_off[slot] = pool_top
+                                memo_m[slot] = mc
+                                pool_reps[pool_top:pool_top + mc] = out_reps[:mc]
+                                pool_sizes[pool_top:pool_top + mc] = out_sizes[:mc]
+                                pool_top += mc
+                                memo_nodes[slot] = g
+                                memo_levels[slot] = level_of[idx]
                         if checked == out_idx.shape[0]:
                             grow = 2 * checked
                             b1 = np.empty(grow, dtype=np.int64)

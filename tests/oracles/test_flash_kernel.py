@@ -194,3 +194,49 @@ def test_td_margin_bounds_every_node_of_adult(adult_table):  # noqa: F811
         ub = sum(float(adult_table.level_td[q, c]) for q, c in enumerate(g))
         worst = max(worst, abs(td - ub) / ub)
     assert worst <= margin
+
+
+def snapshot(table, ev, g):
+    """(first row, records) of each class of g, classified from scratch (K.classify)."""
+    from ppdp.engine.evaluator import _kernels as K
+
+    cls, m = K.classify(np.asarray(g, dtype=np.int64), table.codes, ev.gen, ev.n_gen, np.ones(table.n_rows, dtype=np.bool_))
+    _, first = np.unique(cls, return_index=True)
+    return first.astype(np.int32), np.bincount(cls, weights=table.counts, minlength=m).astype(np.int64)
+
+
+def many_values_table(seed: int):
+    """12 QIDs of 40 to 90 leaves: the keys of the bottom node overflow 62 bits (the column path
+    of K._rank_rows_into compresses them)."""
+    rng = np.random.default_rng(seed)
+    hs, names = [], []
+    for q in range(12):
+        hs.append(random_hierarchy(rng, f"m{q}", int(rng.integers(40, 90)), 2))
+        names.append(f"m{q}")
+    n = 300
+    data = {name: [h.leaves[int(rng.integers(len(h.leaves)))] for _ in range(n)] for name, h in zip(names, hs, strict=True)}
+    frame = pl.DataFrame(data).group_by(names).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))
+    return encode_histogram(frame, names, [], hs)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_rollup_classes_is_the_classification(seed):
+    """_rollup_classes from the snapshot of any node below g, or from every row, gives the first
+    rows and records of g's classes as a classification from scratch."""
+    rng = np.random.default_rng(seed)
+    table = many_values_table(seed) if seed % 4 == 0 else (random_table if seed % 2 else wide_table)(9000 + seed)[0]
+    ev = k_problem(table, 1)._numba
+    n = table.n_rows
+    scratch = [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.ones(n, dtype=np.bool_),
+               np.empty(4 * n + 16, dtype=np.int64), np.empty(4 * n + 16, dtype=np.int32)]
+    heights = [int(h) for h in table.heights]
+    for _ in range(20):
+        g = np.array([int(rng.integers(0, h + 1)) for h in heights], dtype=np.int64)
+        below = np.array([int(rng.integers(0, c + 1)) for c in g], dtype=np.int64)
+        want_reps, want_sizes = snapshot(table, ev, g)
+        parents = [snapshot(table, ev, below), (np.arange(n, dtype=np.int32), table.counts)]
+        for reps, sizes in parents:
+            out_reps, out_sizes = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64)
+            m = FK._rollup_classes(g, table.codes, ev.gen, ev.n_gen, reps, sizes, *scratch, out_reps, out_sizes)
+            assert out_reps[:m].tolist() == want_reps.tolist()
+            assert out_sizes[:m].tolist() == want_sizes.tolist()

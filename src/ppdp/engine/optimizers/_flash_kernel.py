@@ -81,11 +81,10 @@ def _decode(idx, strides, node):
 
 
 @njit(cache=True)
-def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
-    """``_Flash.key`` of a flat index into out[o, :]: level / max level, mean relative
+def _node_key_into(node, prec_tab, dist_tab, max_level, out, o):
+    """``_Flash.key`` of a node (its levels) into out[o, :]: level / max level, mean relative
     generalization, 1 - mean distinct ratio, each summed in QID order as the twin sums."""
-    _decode(idx, strides, node)
-    nq = strides.shape[0]
+    nq = node.shape[0]
     level = 0
     prec = 0.0
     dist = 0.0
@@ -96,6 +95,13 @@ def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
     out[o, 0] = level / max_level
     out[o, 1] = prec / nq
     out[o, 2] = 1.0 - dist / nq
+
+
+@njit(cache=True)
+def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
+    """``_node_key_into`` of a flat index."""
+    _decode(idx, strides, node)
+    _node_key_into(node, prec_tab, dist_tab, max_level, out, o)
 
 
 @njit(cache=True)
@@ -160,20 +166,22 @@ def _heap_pop(heap, hkeys, n):
 @njit(cache=True)
 def _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys):
     """Direct successors of idx into succ, sorted by (key, index) as ``_Flash.successors``;
-    returns how many."""
+    returns how many. ``skeys``: nQ + 1 rows (the last one is the sort's scratch)."""
     _decode(idx, strides, node)
     nq = heights.shape[0]
     m = 0
     for q in range(nq):
         if node[q] < heights[q]:
             succ[m] = idx + strides[q]
+            node[q] += 1  # the successor's levels, without decoding its index
+            _node_key_into(node, prec_tab, dist_tab, max_level, skeys, m)
+            node[q] -= 1
             m += 1
-    for i in range(m):
-        _key_into(succ[i], strides, prec_tab, dist_tab, max_level, node, skeys, i)
     # insertion sort: at most nQ entries
+    ks = skeys[nq]
     for i in range(1, m):
         s = succ[i]
-        ks = skeys[i].copy()
+        ks[:] = skeys[i]
         j = i - 1
         while j >= 0 and _before(ks, s, skeys[j], succ[j]):
             succ[j + 1] = succ[j]
@@ -310,13 +318,18 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     level_of = np.zeros(size, dtype=np.int32)
     node = np.zeros(nq, dtype=np.int64)
     level_count = np.zeros(top + 2, dtype=np.int64)
+    s = 0  # the level of node, counted up as an odometer over the flat indices (no division)
     for idx in range(size):
-        _decode(idx, strides, node)
-        s = 0
-        for q in range(nq):
-            s += node[q]
         level_of[idx] = s
         level_count[s + 1] += 1
+        q = nq - 1
+        while q >= 0 and node[q] == heights[q]:
+            s -= node[q]
+            node[q] = 0
+            q -= 1
+        if q >= 0:
+            node[q] += 1
+            s += 1
     for j in range(top + 1):
         level_count[j + 1] += level_count[j]
     fill = level_count[:-1].copy()
@@ -332,7 +345,7 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     n_heap = 0
     key = np.empty((1, 3))
     succ = np.empty(nq, dtype=np.int64)
-    skeys = np.empty((nq, 3))
+    skeys = np.empty((nq + 1, 3))
     row = np.empty(nq)
     lo = np.zeros(nq, dtype=np.int64)
     hi = np.zeros(nq, dtype=np.int64)

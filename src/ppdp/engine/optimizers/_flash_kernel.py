@@ -279,8 +279,8 @@ def _rollup_classes(g, codes, gen, n_gen, reps, sizes, keys, newid, ones, slot_k
 
 
 @njit(cache=True)
-def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, level_td, td_margin,
-                     memo_capacity, pool_limit):
+def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, td_margin, memo_capacity,
+                     pool_limit):
     """Flash with a zero suppression limit over the lattice of ``heights``, k-anonymity with
     ``k``, at most ``budget`` checks.
 
@@ -294,10 +294,11 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     from class snapshots) is computed only where a Tracker reads it, the checks that improve
     its best: an anonymous check whose TD may exceed that of every earlier anonymous check, and,
     while none is anonymous, a check whose smallest class exceeds every earlier one (its
-    violation is then the smallest yet). Elsewhere it is NaN. "May exceed": ``level_td`` (the
-    EncodedTable's, TD with nothing suppressed is their sum over the QIDs) gives the node's TD
-    up to rounding; ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a
-    node with ``UB * (1 + td_margin) < best`` has a TD below the best.
+    violation is then the smallest yet). Elsewhere it is NaN. "May exceed": UB, the sum over the
+    QIDs of weight x records summed over the leaves at the node's level (TD with nothing
+    suppressed is separable over the QIDs, as ``EncodedTable.level_td``), is the node's TD up to
+    rounding; ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a node
+    with ``UB * (1 + td_margin) < best`` has a TD below the best.
     """
     nq = heights.shape[0]
     n_rows = codes.shape[0]
@@ -380,6 +381,18 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     # TD only where a Tracker reads it (see above); NaN elsewhere.
     best_smallest = -np.inf
     best_td = -np.inf  # the largest TD of an anonymous check so far
+    # UB's terms: records per leaf, then per QID and level the sum over the leaves
+    per_leaf = np.zeros((nq, weight.shape[2]))
+    for h in range(n_rows):
+        for q in range(nq):
+            per_leaf[q, codes[h, q]] += counts[h]
+    level_ub = np.zeros((nq, weight.shape[1]))
+    for q in range(nq):
+        for j in range(heights[q] + 1):
+            acc = 0.0
+            for c in range(weight.shape[2]):
+                acc += weight[q, j, c] * per_leaf[q, c]
+            level_ub[q, j] = acc
 
     out_idx = np.empty(64, dtype=np.int64)
     out_small = np.empty(64)
@@ -438,7 +451,7 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                         if smallest >= k:
                             ub = 0.0
                             for q in range(nq):
-                                ub += level_td[q, g[q]]
+                                ub += level_ub[q, g[q]]
                             if ub * (1.0 + td_margin) >= best_td:  # may improve the best
                                 td = K.transparency(g, codes, counts, weight)
                                 best_td = max(best_td, td)

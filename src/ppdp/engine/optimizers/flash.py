@@ -321,12 +321,14 @@ def kernel_applies(problem: Problem, size: int) -> bool:
 def td_margin(table: EncodedTable, weight: np.ndarray) -> float:
     """A bound on |TD - UB| / UB for every node with nothing suppressed, where TD is the kernels'
     sum (``_kernels.transparency``: per row its QIDs' weights in order, times its records, rows
-    in order) and UB = sum over QIDs of ``level_td`` (per QID and level, NumPy's sum over the
-    leaves of weight x records). Both are float sums of the same non-negative terms, so each is
-    within gamma_N = N u / (1 - N u) of the exact sum (u = 2**-53; N: the terms along the
-    longest chain of additions, at most rows + QIDs + 1 for TD and leaves + QIDs for UB, Higham,
-    Accuracy and Stability, 2nd ed., §4.2 and §3.1): four times their total is far above both
-    errors. Infinite (no node skipped) with a negative weight, where that bound does not hold."""
+    in order) and UB = the sum over QIDs of weight x records summed over the leaves at the
+    node's level, in any order (the zero-limit kernel's, or ``EncodedTable.level_td``'s). Both
+    are float sums of the same non-negative terms (records per leaf are sums of integers, exact
+    below 2**53), so each is within gamma_N = N u / (1 - N u) of the exact sum (u = 2**-53; N:
+    the terms along the longest chain of roundings, at most rows + QIDs + 1 for TD and leaves +
+    QIDs + 1 for UB; Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., §3.1 and
+    §4.2): four times their total is far above both errors. Infinite (no node skipped) with a
+    negative weight, where that bound does not hold."""
     if weight.size and float(weight.min()) < 0.0:
         return math.inf
     terms = table.n_rows + table.n_qids + 1 + int(weight.shape[-1]) * max(table.n_qids, 1) + table.n_qids
@@ -353,7 +355,7 @@ def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.nda
     capacity = min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), lattice_size(problem.heights))
     idx, smallest, td, complete = FK.flash_zero_limit(
         np.asarray(h, dtype=np.int64), k, int(budget), prec_tab, dist_tab, t.codes, ev.gen, ev.n_gen, ev.weight,
-        t.counts, t.level_td, td_margin(t, ev.weight), capacity, CLASS_CACHE_BYTES // 12)
+        t.counts, td_margin(t, ev.weight), capacity, CLASS_CACHE_BYTES // 12)
     return idx, smallest, td, bool(complete)
 
 

@@ -136,10 +136,11 @@ class EncodedTable:
         weight = np.zeros((nq, levels, leaves), dtype=np.float64)
         n_gen = np.ones((nq, levels), dtype=np.int64)
         for q, h in enumerate(self.hierarchies):
-            for j in range(h.height + 1):
-                gen[q, j, : len(h.rows)] = h.level_codes[j]
-                weight[q, j, : len(h.rows)] = h.leaf_weights[j]
-                n_gen[q, j] = len(h.leaf_counts[j])
+            # one copy per QID of its levels (the arrays are made once per hierarchy)
+            n_levels, n_leaves = h.height + 1, len(h.rows)
+            gen[q, :n_levels, :n_leaves] = h.level_code_matrix
+            weight[q, :n_levels, :n_leaves] = h.leaf_weight_matrix
+            n_gen[q, :n_levels] = h.generalized_counts
         return gen, weight, n_gen
 
     @cached_property

@@ -67,12 +67,12 @@ def group_rows(columns, radices):
     out_count = np.empty(m, dtype=np.int64)
     out_codes = np.empty((m, k), dtype=np.int32)
     out_columns = np.empty((k, m), dtype=np.int32)
-    for i in range(m):
-        g = order[i]
+    for p in range(m):
+        g = order[p]
         r = first[g]
-        out_first[i] = r
-        out_count[i] = count[g]
+        out_first[p] = r
+        out_count[p] = count[g]
         for j in range(k):
-            out_codes[i, j] = columns[j, r]
-            out_columns[j, i] = columns[j, r]
+            out_codes[p, j] = columns[j, r]
+            out_columns[j, p] = columns[j, r]
     return out_first, out_count, out_codes, out_columns

@@ -240,3 +240,24 @@ def test_rollup_classes_is_the_classification(seed):
             m = FK._rollup_classes(g, table.codes, ev.gen, ev.n_gen, reps, sizes, *scratch, out_reps, out_sizes)
             assert out_reps[:m].tolist() == want_reps.tolist()
             assert out_sizes[:m].tolist() == want_sizes.tolist()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_classify_classes_is_the_rollup_from_every_row(seed):
+    """With no remembered node below, the kernel classifies every row (_classify_classes): the
+    same first rows and records as _rollup_classes from every row as its own class."""
+    rng = np.random.default_rng(seed)
+    table = many_values_table(seed) if seed % 4 == 0 else (random_table if seed % 2 else wide_table)(9100 + seed)[0]
+    ev = k_problem(table, 1)._numba
+    n = table.n_rows
+    keys, ids, ones = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.ones(n, dtype=np.bool_)
+    sk, si = np.empty(4 * n + 16, dtype=np.int64), np.empty(4 * n + 16, dtype=np.int32)
+    for _ in range(20):
+        g = np.array([int(rng.integers(0, int(h) + 1)) for h in table.heights], dtype=np.int64)
+        a_reps, a_sizes = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64)
+        m = FK._classify_classes(g, table.codes, ev.gen, ev.n_gen, table.counts, keys, ids, ones, sk, si, a_reps, a_sizes)
+        b_reps, b_sizes = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64)
+        mb = FK._rollup_classes(g, table.codes, ev.gen, ev.n_gen, np.arange(n, dtype=np.int32), table.counts, keys, ids,
+                                ones, sk, si, b_reps, b_sizes)
+        assert m == mb and a_reps[:m].tolist() == b_reps[:m].tolist() and a_sizes[:m].tolist() == b_sizes[:m].tolist()
+        assert (a_reps[:m].tolist(), a_sizes[:m].tolist()) == tuple(x.tolist() for x in snapshot(table, ev, g))

@@ -77,6 +77,32 @@ def _rank_into(keys, active, out, slot_key, slot_id):
 
 
 @njit(cache=True)
+def _rank_bounded_into(keys, bound, active, out, slot_key, slot_id):
+    """``_rank_into`` of keys known to lie in [0, bound): when bound is at most the hash table's
+    size, each key is its own slot of ``slot_id`` (no hashing, no probing, a table that stays in
+    cache when the classes are few: most nodes of a roll-up, issue #25). The same ids, first-seen
+    order."""
+    if bound > slot_id.shape[0]:
+        return _rank_into(keys, active, out, slot_key, slot_id)
+    for j in range(bound):
+        slot_id[j] = -1
+    m = 0
+    for h in range(keys.shape[0]):
+        if not active[h]:
+            out[h] = -1
+            continue
+        k = keys[h]
+        sid = slot_id[k]
+        if sid == -1:
+            slot_id[k] = m
+            out[h] = m
+            m += 1
+        else:
+            out[h] = sid
+    return m
+
+
+@njit(cache=True)
 def dense_rank(keys, active):
     """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
     n = keys.shape[0]
@@ -105,7 +131,7 @@ def _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id):
         for h in range(n):
             keys[h] = keys[h] * radix + lvl[codes[h, q]]
         bound *= radix
-    return _rank_into(keys, active, cls, slot_key, slot_id)
+    return _rank_bounded_into(keys, bound, active, cls, slot_key, slot_id)
 
 
 @njit(cache=True)
@@ -135,25 +161,9 @@ def _rank_rows_into(g, codes, gen, n_gen, rows, keys, out, ones, slot_key, slot_
     si = slot_id[:sub]
     k = keys[:mp]
     nq = codes.shape[1]
-    fits = True  # no QID below compresses the keys (the test of the loop below, made first)
-    bound = 1
-    for q in range(nq):
-        radix = n_gen[q, g[q]]
-        if bound > _KEY_LIMIT // max(radix, 1):
-            fits = False
-            break
-        bound *= radix
-    if fits:  # the same keys, row by row: one pass over the rows' codes instead of one per QID
-        for c in range(mp):
-            r = rows[c]
-            key = 0
-            for q in range(nq):
-                key = key * n_gen[q, g[q]] + gen[q, g[q], codes[r, q]]
-            k[c] = key
-        return _rank_into(k, ones[:mp], out, sk, si)
     for c in range(mp):
         k[c] = 0
-    bound = 1
+    bound = 1  # every key is below it
     for q in range(nq):
         radix = n_gen[q, g[q]]
         if bound > _KEY_LIMIT // max(radix, 1):
@@ -165,7 +175,7 @@ def _rank_rows_into(g, codes, gen, n_gen, rows, keys, out, ones, slot_key, slot_
         for c in range(mp):
             k[c] = k[c] * radix + lvl[codes[rows[c], q]]
         bound *= radix
-    return _rank_into(k, ones[:mp], out, sk, si)
+    return _rank_bounded_into(k, bound, ones[:mp], out, sk, si)
 
 
 @njit(cache=True)

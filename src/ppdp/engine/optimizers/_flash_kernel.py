@@ -262,8 +262,7 @@ def _rollup_classes(g, codes, gen, n_gen, reps, sizes, keys, newid, ones, slot_k
     Writes the first row of each class of g (ascending) to ``out_reps`` and its records to
     ``out_sizes``; returns how many classes. The rows themselves are never read beyond one per
     class: a check costs the parent's classes, not the table (ARX's roll-up of class
-    snapshots, issue #25). Every row as its own class (``reps`` = 0..n-1, ``sizes`` = counts)
-    is below every node: the classes from scratch."""
+    snapshots, issue #25). With no node below g: ``_classify_classes``."""
     mp = reps.shape[0]
     m = K._rank_rows_into(g, codes, gen, n_gen, reps, keys, newid[:mp], ones, slot_key, slot_id)
     for c in range(m):
@@ -275,6 +274,24 @@ def _rollup_classes(g, codes, gen, n_gen, reps, sizes, keys, newid, ones, slot_k
             out_reps[seen] = reps[c]
             seen += 1
         out_sizes[j] += sizes[c]
+    return m
+
+
+@njit(cache=True)
+def _classify_classes(g, codes, gen, n_gen, counts, keys, cls, ones, slot_key, slot_id, out_reps, out_sizes):
+    """The classes of ``g`` from every row (``K._classify_into``, into ``cls``), as
+    ``_rollup_classes`` gives them: the first row (ascending) and the records of each class.
+    Returns how many."""
+    m = K._classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
+    for c in range(m):
+        out_sizes[c] = 0
+    seen = 0
+    for h in range(codes.shape[0]):
+        c = cls[h]
+        if c == seen:  # ids are given in first-seen order
+            out_reps[seen] = h
+            seen += 1
+        out_sizes[c] += counts[h]
     return m
 
 
@@ -365,7 +382,6 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     ones = np.ones(n, dtype=np.bool_)
     slot_key = np.empty(size_t, dtype=np.int64)
     slot_id = np.empty(size_t, dtype=np.int32)
-    all_rows = np.arange(n_rows).astype(np.int32)  # every row as its own class: below every node
     out_reps = np.empty(n, dtype=np.int32)
     out_sizes = np.empty(n, dtype=np.int64)
     cap = max(memo_capacity, 1)
@@ -444,8 +460,8 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                             mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp], pool_sizes[o:o + mp], keys_b,
                                                  newid, ones, slot_key, slot_id, out_reps, out_sizes)
                         else:
-                            mc = _rollup_classes(g, codes, gen, n_gen, all_rows, counts, keys_b, newid, ones, slot_key,
-                                                 slot_id, out_reps, out_sizes)
+                            mc = _classify_classes(g, codes, gen, n_gen, counts, keys_b, newid, ones, slot_key, slot_id,
+                                                   out_reps, out_sizes)
                         smallest = K.ad_k_anonymity(out_sizes[:mc])
                         td = np.nan
                         if smallest >= k:

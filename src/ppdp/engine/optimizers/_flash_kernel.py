@@ -16,7 +16,15 @@ as ``_Flash.key``), the binary search along a path, predictive tagging of the n-
 boxes above an anonymous node and below a non-anonymous one, and the priority queue ordered by
 (key, flat index). A node is anonymous when its smallest class holds at least ``k`` records
 (k-anonymity, nothing suppressed); its smallest class and TD are those of
-``_kernels.unsuppressed_batch``, from the same pieces.
+``_kernels.unsuppressed_batch`` (the twin's evaluation), computed differently:
+
+- the classes of a check are rolled up from a *class snapshot* of a remembered node below it
+  (the first row and the records of each class, ARX's roll-up of its history), so a check reads
+  one row per class of that node and never the whole table (``_rollup_classes``); a node with
+  none below is classified from every row (``_classify_classes``). Only nodes that are not
+  anonymous are remembered: every node above an anonymous one is tagged, never checked.
+- TD (a pass over every row and QID) is computed only for the checks a Tracker reads, and NaN
+  elsewhere (``flash_zero_limit``); on adult k=5 that is 5 of 145 checks.
 
 The kernels of engine/evaluator/_kernels.py are compiled into these; ``guard`` removes this
 module's Numba cache when that source changes.

@@ -250,8 +250,11 @@ def test_classify_classes_is_the_rollup_from_every_row(seed):
     table = many_values_table(seed) if seed % 4 == 0 else (random_table if seed % 2 else wide_table)(9100 + seed)[0]
     ev = k_problem(table, 1)._numba
     n = table.n_rows
+    from ppdp.engine.evaluator import _kernels as K
+
     keys, ids, ones = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.ones(n, dtype=np.bool_)
-    sk, si = np.empty(4 * n + 16, dtype=np.int64), np.empty(4 * n + 16, dtype=np.int32)
+    size = K._table_size(n)  # the hash table's size, a power of two (as the kernel allocates it)
+    sk, si = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32)
     for _ in range(20):
         g = np.array([int(rng.integers(0, int(h) + 1)) for h in table.heights], dtype=np.int64)
         a_reps, a_sizes = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64)

@@ -247,3 +247,25 @@ def test_read_encoded_reads_rows_through_a_connector_declaring_in_process_rows(t
     monkeypatch.setattr(con, "capabilities", con.capabilities - {IN_PROCESS_ROWS})
     assert_same_table(read_encoded(con, source, qids, [], hs, n_rows=100, types=types), expected)
     assert len(queries) == 1 and "GROUP BY" in queries[0]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_group_rows_kernel_is_its_numpy_twin(seed):
+    """_rows_kernels.group_rows (hash grouping, then the distinct keys sorted) gives what
+    np.unique of the mixed-radix keys gives (encoding._group_rows_numpy): the same groups in the
+    same order, first rows, sizes and codes; with radices whose product nears 2**62."""
+    from ppdp.engine import _rows_kernels as RK
+    from ppdp.engine.encoding import _group_rows_numpy
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    wide = seed % 3 == 0
+    radices = rng.integers(1, int((2**62) ** (1 / k)) if wide else 6, size=k).astype(np.int64)
+    radices = np.maximum(radices, 1)
+    n = int(rng.integers(1, 3000))
+    columns = np.stack([rng.integers(0, r, size=n) for r in radices.tolist()]).astype(np.int32)
+    if seed % 4 == 1:  # many repeats
+        columns = columns[:, rng.integers(0, max(n // 10, 1), size=n)]
+    got, want = RK.group_rows(columns, radices), _group_rows_numpy(columns, radices)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)

@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ppdp.engine import _rows_kernels as RK
 from ppdp.engine.errors import DataError, HierarchyError
 from ppdp.engine.hierarchy import Hierarchy
 from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
@@ -136,10 +137,11 @@ class EncodedTable:
         weight = np.zeros((nq, levels, leaves), dtype=np.float64)
         n_gen = np.ones((nq, levels), dtype=np.int64)
         for q, h in enumerate(self.hierarchies):
-            for j in range(h.height + 1):
-                gen[q, j, : len(h.rows)] = h.level_codes[j]
-                weight[q, j, : len(h.rows)] = h.leaf_weights[j]
-                n_gen[q, j] = len(h.leaf_counts[j])
+            # one copy per QID of its levels (the arrays are made once per hierarchy)
+            n_levels, n_leaves = h.height + 1, len(h.rows)
+            gen[q, :n_levels, :n_leaves] = h.level_code_matrix
+            weight[q, :n_levels, :n_leaves] = h.leaf_weight_matrix
+            n_gen[q, :n_levels] = h.generalized_counts
         return gen, weight, n_gen
 
     @cached_property
@@ -258,48 +260,56 @@ def encode_rows(
         rows = rows.filter(pc.invert(is_null))
     if rows.num_rows == 0:
         return None
-    code_columns = []
-    for col, h in zip(qids, hierarchies, strict=True):
+    # each row's code per column (the QIDs' leaf codes, then its joint SA code), one row each
+    columns = np.empty((len(qids) + 1, rows.num_rows), dtype=np.int32)
+    for j, (col, h) in enumerate(zip(qids, hierarchies, strict=True)):
         column = rows.column(col)
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             return None
         codes = pc.index_in(column, value_set=_leaf_array(h))
         if codes.null_count:  # a value that is not a leaf
             return None
-        code_columns.append(codes.to_numpy().astype(np.int64))
+        columns[j] = codes.to_numpy()
     if sensitive:
         sa_rows, sa_tuples = _joint_sa_codes(rows, sensitive, reference)
+        columns[-1] = sa_rows
     else:
-        sa_rows, sa_tuples = np.zeros(rows.num_rows, dtype=np.int64), [()]
-    radices = [*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)]
-    if math.prod(radices) >= 1 << 62:
+        columns[-1] = 0
+        sa_tuples = [()]
+    radices = np.array([*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)], dtype=np.int64)
+    if math.prod(radices.tolist()) >= 1 << 62:
         return None
-    key = np.zeros(rows.num_rows, dtype=np.int64)
-    for column, radix in zip([*code_columns, sa_rows], radices, strict=True):
-        key *= radix
-        key += column
-    _, first, counts = np.unique(key, return_index=True, return_counts=True)
-    group_codes = [c[first] for c in code_columns]
-    sa = sa_rows[first]
+    first, counts, group, group_columns = RK.group_rows(columns, radices)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
                         tuple(_leaf_array(h) for h in hierarchies)
                         + tuple(pa.array([t[j] for t in sa_tuples], type=pa.string()) for j in range(len(sensitive))),
-                        tuple(group_codes) + (sa,) * len(sensitive))
-    codes = np.stack(group_codes, axis=1) if qids else np.zeros((len(first), 0), dtype=np.int32)
+                        tuple(group_columns[:-1]) + (group_columns[-1],) * len(sensitive))
     return EncodedTable(
         qids=tuple(qids),
         sensitive=tuple(sensitive),
         hierarchies=tuple(hierarchies),
-        codes=np.ascontiguousarray(codes, dtype=np.int32),
-        sa=np.ascontiguousarray(sa, dtype=np.int32),
+        codes=np.ascontiguousarray(group[:, :-1]),
+        sa=np.ascontiguousarray(group[:, -1]),
         sa_values=tuple(sa_tuples),
-        counts=counts.astype(np.int64),
+        counts=counts,
         values_source=values,
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
+
+
+def _group_rows_numpy(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``_rows_kernels.group_rows`` in NumPy (its plain twin, the grouping encode_rows did before):
+    np.unique of the rows' mixed-radix keys, then each column at the first row of each group."""
+    key = np.zeros(columns.shape[1], dtype=np.int64)
+    for column, radix in zip(columns, radices.tolist(), strict=True):
+        key *= radix
+        key += column
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    group_columns = np.ascontiguousarray(columns[:, first], dtype=np.int32)
+    return first.astype(np.int64), counts.astype(np.int64), np.ascontiguousarray(group_columns.T), group_columns
 
 
 def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:

@@ -87,6 +87,28 @@ class Hierarchy:
         """Per level, 1/|v_g| of each *leaf's* generalized value: the TD contribution (§1)."""
         return [1.0 / self.leaf_counts[j][self.level_codes[j]] for j in range(self.height + 1)]
 
+    @cached_property
+    def level_code_matrix(self) -> np.ndarray:
+        """``level_codes`` as one read-only (levels, leaves) int32 array: one copy per QID into
+        the evaluator's padded lookup (EncodedTable.lookup) instead of one per level."""
+        out = np.stack(self.level_codes).astype(np.int32, copy=False)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def leaf_weight_matrix(self) -> np.ndarray:
+        """``leaf_weights`` as one read-only (levels, leaves) float64 array (see ``level_code_matrix``)."""
+        out = np.stack(self.leaf_weights).astype(np.float64, copy=False)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
+    def generalized_counts(self) -> np.ndarray:
+        """Per level, the number of generalized values (read-only int64)."""
+        out = np.array([len(c) for c in self.leaf_counts], dtype=np.int64)
+        out.setflags(write=False)
+        return out
+
     def digest(self) -> str:
         """sha256 of the canonical content: attribute, number of levels, every leaf's path.
 

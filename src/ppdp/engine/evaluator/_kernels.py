@@ -77,6 +77,32 @@ def _rank_into(keys, active, out, slot_key, slot_id):
 
 
 @njit(cache=True)
+def _rank_bounded_into(keys, bound, active, out, slot_key, slot_id):
+    """``_rank_into`` of keys known to lie in [0, bound): when bound is at most the hash table's
+    size, each key is its own slot of ``slot_id`` (no hashing, no probing, a table that stays in
+    cache when the classes are few: most nodes of a roll-up, issue #25). The same ids, first-seen
+    order."""
+    if bound > slot_id.shape[0]:
+        return _rank_into(keys, active, out, slot_key, slot_id)
+    for j in range(bound):
+        slot_id[j] = -1
+    m = 0
+    for h in range(keys.shape[0]):
+        if not active[h]:
+            out[h] = -1
+            continue
+        k = keys[h]
+        sid = slot_id[k]
+        if sid == -1:
+            slot_id[k] = m
+            out[h] = m
+            m += 1
+        else:
+            out[h] = sid
+    return m
+
+
+@njit(cache=True)
 def dense_rank(keys, active):
     """Map int64 keys of active rows to dense ids 0..m-1 (first-seen order); -1 elsewhere."""
     n = keys.shape[0]
@@ -105,7 +131,7 @@ def _classify_into(g, codes, gen, n_gen, active, keys, cls, slot_key, slot_id):
         for h in range(n):
             keys[h] = keys[h] * radix + lvl[codes[h, q]]
         bound *= radix
-    return _rank_into(keys, active, cls, slot_key, slot_id)
+    return _rank_bounded_into(keys, bound, active, cls, slot_key, slot_id)
 
 
 @njit(cache=True)
@@ -124,39 +150,51 @@ def classify(g, codes, gen, n_gen, active):
 
 
 @njit(cache=True)
+def _rank_rows_into(g, codes, gen, n_gen, rows, keys, out, ones, slot_key, slot_id):
+    """Dense ids (first-seen order) under ``g`` of the histogram rows ``rows`` into ``out``;
+    returns how many. The keys of ``_classify_into`` over those rows alone: one row per class
+    of a node below g (every class of g is a union of them), so a roll-up classifies a class
+    by one row. ``keys``, ``ones`` (all True) and the hash table: at least ``rows.shape[0]``."""
+    mp = rows.shape[0]
+    sub = _table_size(mp)
+    sk = slot_key[:sub]
+    si = slot_id[:sub]
+    k = keys[:mp]
+    nq = codes.shape[1]
+    for c in range(mp):
+        k[c] = 0
+    bound = 1  # every key is below it
+    for q in range(nq):
+        radix = n_gen[q, g[q]]
+        if bound > _KEY_LIMIT // max(radix, 1):
+            m = _rank_into(k, ones[:mp], out, sk, si)
+            for c in range(mp):
+                k[c] = out[c]
+            bound = max(m, 1)
+        lvl = gen[q, g[q]]
+        for c in range(mp):
+            k[c] = k[c] * radix + lvl[codes[rows[c], q]]
+        bound *= radix
+    return _rank_bounded_into(k, bound, ones[:mp], out, sk, si)
+
+
+@njit(cache=True)
 def _rollup_into(g, codes, gen, n_gen, parent_cls, keys, cls, rep, ones, slot_key, slot_id):
     """Classes under ``g`` from the classes ``parent_cls`` of a node below g (every class of g
     is a union of them), into ``cls``; returns the number of classes.
 
-    Only one row per parent class is classified (as ``_classify_into`` would, over those rows),
-    then every row takes its parent class's new id. Parent ids are in first-seen row order, so
-    ranking them in order gives each new class the id of its first row: the ids of ``classify``.
+    Only one row per parent class is classified (``_rank_rows_into``, as ``_classify_into``
+    would, over those rows), then every row takes its parent class's new id. Parent ids are in
+    first-seen row order, so ranking them in order gives each new class the id of its first
+    row: the ids of ``classify``.
     """
-    n, nq = codes.shape
+    n = codes.shape[0]
     mp = 0
     for h in range(n):
         if parent_cls[h] == mp:  # ids appear in increasing order: a new class
             rep[mp] = h
             mp += 1
-    sub = _table_size(mp)
-    sk = slot_key[:sub]
-    si = slot_id[:sub]
-    k = keys[:mp]
-    for c in range(mp):
-        k[c] = 0
-    bound = 1
-    for q in range(nq):
-        radix = n_gen[q, g[q]]
-        if bound > _KEY_LIMIT // max(radix, 1):
-            m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
-            for c in range(mp):
-                k[c] = rep[mp + c]
-            bound = max(m, 1)
-        lvl = gen[q, g[q]]
-        for c in range(mp):
-            k[c] = k[c] * radix + lvl[codes[rep[c], q]]
-        bound *= radix
-    m = _rank_into(k, ones[:mp], rep[mp:2 * mp], sk, si)
+    m = _rank_rows_into(g, codes, gen, n_gen, rep[:mp], keys, rep[mp:2 * mp], ones, slot_key, slot_id)
     for h in range(n):
         c = parent_cls[h]
         cls[h] = rep[mp + c] if c >= 0 else -1

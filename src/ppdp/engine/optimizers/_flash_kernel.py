@@ -16,7 +16,15 @@ as ``_Flash.key``), the binary search along a path, predictive tagging of the n-
 boxes above an anonymous node and below a non-anonymous one, and the priority queue ordered by
 (key, flat index). A node is anonymous when its smallest class holds at least ``k`` records
 (k-anonymity, nothing suppressed); its smallest class and TD are those of
-``_kernels.unsuppressed_batch``, from the same pieces.
+``_kernels.unsuppressed_batch`` (the twin's evaluation), computed differently:
+
+- the classes of a check are rolled up from a *class snapshot* of a remembered node below it
+  (the first row and the records of each class, ARX's roll-up of its history), so a check reads
+  one row per class of that node and never the whole table (``_rollup_classes``); a node with
+  none below is classified from every row (``_classify_classes``). Only nodes that are not
+  anonymous are remembered: every node above an anonymous one is tagged, never checked.
+- TD (a pass over every row and QID) is computed only for the checks a Tracker reads, and NaN
+  elsewhere (``flash_zero_limit``); on adult k=5 that is 5 of 145 checks.
 
 The kernels of engine/evaluator/_kernels.py are compiled into these; ``guard`` removes this
 module's Numba cache when that source changes.
@@ -81,11 +89,10 @@ def _decode(idx, strides, node):
 
 
 @njit(cache=True)
-def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
-    """``_Flash.key`` of a flat index into out[o, :]: level / max level, mean relative
+def _node_key_into(node, prec_tab, dist_tab, max_level, out, o):
+    """``_Flash.key`` of a node (its levels) into out[o, :]: level / max level, mean relative
     generalization, 1 - mean distinct ratio, each summed in QID order as the twin sums."""
-    _decode(idx, strides, node)
-    nq = strides.shape[0]
+    nq = node.shape[0]
     level = 0
     prec = 0.0
     dist = 0.0
@@ -96,6 +103,13 @@ def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
     out[o, 0] = level / max_level
     out[o, 1] = prec / nq
     out[o, 2] = 1.0 - dist / nq
+
+
+@njit(cache=True)
+def _key_into(idx, strides, prec_tab, dist_tab, max_level, node, out, o):
+    """``_node_key_into`` of a flat index."""
+    _decode(idx, strides, node)
+    _node_key_into(node, prec_tab, dist_tab, max_level, out, o)
 
 
 @njit(cache=True)
@@ -160,20 +174,22 @@ def _heap_pop(heap, hkeys, n):
 @njit(cache=True)
 def _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys):
     """Direct successors of idx into succ, sorted by (key, index) as ``_Flash.successors``;
-    returns how many."""
+    returns how many. ``skeys``: nQ + 1 rows (the last one is the sort's scratch)."""
     _decode(idx, strides, node)
     nq = heights.shape[0]
     m = 0
     for q in range(nq):
         if node[q] < heights[q]:
             succ[m] = idx + strides[q]
+            node[q] += 1  # the successor's levels, without decoding its index
+            _node_key_into(node, prec_tab, dist_tab, max_level, skeys, m)
+            node[q] -= 1
             m += 1
-    for i in range(m):
-        _key_into(succ[i], strides, prec_tab, dist_tab, max_level, node, skeys, i)
     # insertion sort: at most nQ entries
+    ks = skeys[nq]
     for i in range(1, m):
         s = succ[i]
-        ks = skeys[i].copy()
+        ks[:] = skeys[i]
         j = i - 1
         while j >= 0 and _before(ks, s, skeys[j], succ[j]):
             succ[j + 1] = succ[j]
@@ -247,14 +263,67 @@ def _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
 
 
 @njit(cache=True)
-def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, memo_capacity):
+def _rollup_classes(g, codes, gen, n_gen, reps, sizes, keys, newid, ones, slot_key, slot_id, out_reps, out_sizes):
+    """The classes of ``g`` from the classes of a node below it, given as ``reps`` (the first
+    histogram row of each class, ascending) and ``sizes`` (its records): one row per class is
+    classified (``K._rank_rows_into``) and the sizes of the classes it merges are added.
+    Writes the first row of each class of g (ascending) to ``out_reps`` and its records to
+    ``out_sizes``; returns how many classes. The rows themselves are never read beyond one per
+    class: a check costs the parent's classes, not the table (ARX's roll-up of class
+    snapshots, issue #25). With no node below g: ``_classify_classes``."""
+    mp = reps.shape[0]
+    m = K._rank_rows_into(g, codes, gen, n_gen, reps, keys, newid[:mp], ones, slot_key, slot_id)
+    for c in range(m):
+        out_sizes[c] = 0
+    seen = 0
+    for c in range(mp):
+        j = newid[c]
+        if j == seen:  # ids are given in first-seen order: a new class, at its first row
+            out_reps[seen] = reps[c]
+            seen += 1
+        out_sizes[j] += sizes[c]
+    return m
+
+
+@njit(cache=True)
+def _classify_classes(g, codes, gen, n_gen, counts, keys, cls, ones, slot_key, slot_id, out_reps, out_sizes):
+    """The classes of ``g`` from every row (``K._classify_into``, into ``cls``), as
+    ``_rollup_classes`` gives them: the first row (ascending) and the records of each class.
+    Returns how many."""
+    m = K._classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
+    for c in range(m):
+        out_sizes[c] = 0
+    seen = 0
+    for h in range(codes.shape[0]):
+        c = cls[h]
+        if c == seen:  # ids are given in first-seen order
+            out_reps[seen] = h
+            seen += 1
+        out_sizes[c] += counts[h]
+    return m
+
+
+@njit(cache=True)
+def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, td_margin, memo_capacity,
+                     pool_limit):
     """Flash with a zero suppression limit over the lattice of ``heights``, k-anonymity with
     ``k``, at most ``budget`` checks.
 
     ``prec_tab[q, c]`` = c / h[q] (0 when h[q] = 0) and ``dist_tab[q, c]`` = distinct values at
-    level c / at level 0, the twin's tables. ``memo_capacity``: class-id arrays kept for the
-    roll-up (each n_rows int32). Returns (checked flat indices in order, smallest class size and
-    TD of each, complete): complete is False when the budget ran out before every node was tagged.
+    level c / at level 0, the twin's tables. ``memo_capacity``: nodes whose classes are kept for
+    the roll-up, ``pool_limit``: the classes kept in all (12 bytes each). Returns (checked flat
+    indices in order, smallest class size and TD of each, complete): complete is False when the
+    budget ran out before every node was tagged.
+
+    TD (a pass over every row and QID, most of a check's time once the classes are rolled up
+    from class snapshots) is computed only where a Tracker reads it, the checks that improve
+    its best: an anonymous check whose TD may exceed that of every earlier anonymous check, and,
+    while none is anonymous, a check whose smallest class exceeds every earlier one (its
+    violation is then the smallest yet). Elsewhere it is NaN. "May exceed": UB, the sum over the
+    QIDs of weight x records summed over the leaves at the node's level (TD with nothing
+    suppressed is separable over the QIDs, as ``EncodedTable.level_td``), is the node's TD up to
+    rounding; ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a node
+    with ``UB * (1 + td_margin) < best`` has a TD below the best.
     """
     nq = heights.shape[0]
     n_rows = codes.shape[0]
@@ -275,13 +344,18 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     level_of = np.zeros(size, dtype=np.int32)
     node = np.zeros(nq, dtype=np.int64)
     level_count = np.zeros(top + 2, dtype=np.int64)
+    s = 0  # the level of node, counted up as an odometer over the flat indices (no division)
     for idx in range(size):
-        _decode(idx, strides, node)
-        s = 0
-        for q in range(nq):
-            s += node[q]
         level_of[idx] = s
         level_count[s + 1] += 1
+        q = nq - 1
+        while q >= 0 and node[q] == heights[q]:
+            s -= node[q]
+            node[q] = 0
+            q -= 1
+        if q >= 0:
+            node[q] += 1
+            s += 1
     for j in range(top + 1):
         level_count[j + 1] += level_count[j]
     fill = level_count[:-1].copy()
@@ -297,30 +371,52 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     n_heap = 0
     key = np.empty((1, 3))
     succ = np.empty(nq, dtype=np.int64)
-    skeys = np.empty((nq, 3))
+    skeys = np.empty((nq + 1, 3))
     row = np.empty(nq)
     lo = np.zeros(nq, dtype=np.int64)
     hi = np.zeros(nq, dtype=np.int64)
     path = np.empty(top + 1, dtype=np.int64)
 
-    # the evaluation's scratch (as Problem.evaluate_unsuppressed allocates it) and the memo
+    # The classes of checked nodes that are not anonymous (only those can be below a later
+    # check: every node above an anonymous one is tagged), as class snapshots: the first row and
+    # the records of each class, kept in one pool (slot s: pool[memo_off[s]:][:memo_m[s]]) that
+    # grows up to pool_limit entries and is then emptied (a node whose parent was forgotten is
+    # rolled up from a lower one, or from every row: the same classes). The nodes' ring is
+    # ``memo_capacity`` slots long.
     n = max(n_rows, 1)
     size_t = K._table_size(n)
     keys_b = np.empty(n, dtype=np.int64)
-    cls = np.empty(n, dtype=np.int32)
-    rep = np.empty(2 * n, dtype=np.int32)
+    newid = np.empty(n, dtype=np.int32)
     ones = np.ones(n, dtype=np.bool_)
     slot_key = np.empty(size_t, dtype=np.int64)
     slot_id = np.empty(size_t, dtype=np.int32)
-    csize = np.empty(n, dtype=np.int64)
-    class_w = np.empty(n)
-    seen = np.empty(n, dtype=np.bool_)
+    out_reps = np.empty(n, dtype=np.int32)
+    out_sizes = np.empty(n, dtype=np.int64)
     cap = max(memo_capacity, 1)
-    memo_ids = np.empty((cap, n), dtype=np.int32)
+    pool_reps = np.empty(min(2 * n, pool_limit), dtype=np.int32)
+    pool_sizes = np.empty(pool_reps.shape[0], dtype=np.int64)
+    pool_top = 0
+    memo_off = np.zeros(cap, dtype=np.int64)
+    memo_m = np.zeros(cap, dtype=np.int64)
     memo_nodes = np.zeros((cap, nq), dtype=np.int64)
     memo_levels = np.full(cap, -1, dtype=np.int64)
     memo_next = 0
     memo_filled = 0
+    # TD only where a Tracker reads it (see above); NaN elsewhere.
+    best_smallest = -np.inf
+    best_td = -np.inf  # the largest TD of an anonymous check so far
+    # UB's terms: records per leaf, then per QID and level the sum over the leaves
+    per_leaf = np.zeros((nq, weight.shape[2]))
+    for h in range(n_rows):
+        for q in range(nq):
+            per_leaf[q, codes[h, q]] += counts[h]
+    level_ub = np.zeros((nq, weight.shape[1]))
+    for q in range(nq):
+        for j in range(heights[q] + 1):
+            acc = 0.0
+            for c in range(weight.shape[2]):
+                acc += weight[q, j, c] * per_leaf[q, c]
+            level_ub[q, j] = acc
 
     out_idx = np.empty(64, dtype=np.int64)
     out_small = np.empty(64)
@@ -367,19 +463,51 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                         # classes of g: rolled up from the highest remembered node below it
                         parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
                         if parent >= 0:
-                            mc = K._rollup_into(g, codes, gen, n_gen, memo_ids[parent], keys_b, cls, rep, ones,
-                                                slot_key, slot_id)
+                            o = memo_off[parent]
+                            mp = memo_m[parent]
+                            mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp], pool_sizes[o:o + mp], keys_b,
+                                                 newid, ones, slot_key, slot_id, out_reps, out_sizes)
                         else:
-                            mc = K._classify_into(g, codes, gen, n_gen, ones, keys_b, cls, slot_key, slot_id)
-                        slot = memo_next
-                        memo_next = (memo_next + 1) % cap
-                        memo_filled = max(memo_filled, slot + 1)
-                        memo_ids[slot, :] = cls
-                        memo_nodes[slot] = g
-                        memo_levels[slot] = level_of[idx]
-                        K._class_sizes_into(cls, mc, counts, csize)
-                        td, _ = K._td_by_class(g, codes, weight, cls, counts, mc, seen, class_w)
-                        smallest = K.ad_k_anonymity(csize[:mc])
+                            mc = _classify_classes(g, codes, gen, n_gen, counts, keys_b, newid, ones, slot_key, slot_id,
+                                                   out_reps, out_sizes)
+                        smallest = K.ad_k_anonymity(out_sizes[:mc])
+                        td = np.nan
+                        if smallest >= k:
+                            ub = 0.0
+                            for q in range(nq):
+                                ub += level_ub[q, g[q]]
+                            if ub * (1.0 + td_margin) >= best_td:  # may improve the best
+                                td = K.transparency(g, codes, counts, weight)
+                                best_td = max(best_td, td)
+                        elif smallest > best_smallest:
+                            td = K.transparency(g, codes, counts, weight)
+                        best_smallest = max(best_smallest, smallest)
+                        if smallest < k:  # remembered (see above)
+                            if pool_top + mc > pool_reps.shape[0]:
+                                if pool_top + mc <= pool_limit:  # grow
+                                    grown = min(max(2 * pool_reps.shape[0], pool_top + mc), pool_limit)
+                                    r2 = np.empty(grown, dtype=np.int32)
+                                    r2[:pool_top] = pool_reps[:pool_top]
+                                    pool_reps = r2
+                                    s2 = np.empty(grown, dtype=np.int64)
+                                    s2[:pool_top] = pool_sizes[:pool_top]
+                                    pool_sizes = s2
+                                else:  # full: forget every snapshot
+                                    pool_top = 0
+                                    memo_levels[:] = -1
+                                    memo_next = 0
+                                    memo_filled = 0
+                            if pool_top + mc <= pool_reps.shape[0]:
+                                slot = memo_next
+                                memo_next = (memo_next + 1) % cap
+                                memo_filled = max(memo_filled, slot + 1)
+                                memo_off[slot] = pool_top
+                                memo_m[slot] = mc
+                                pool_reps[pool_top:pool_top + mc] = out_reps[:mc]
+                                pool_sizes[pool_top:pool_top + mc] = out_sizes[:mc]
+                                pool_top += mc
+                                memo_nodes[slot] = g
+                                memo_levels[slot] = level_of[idx]
                         if checked == out_idx.shape[0]:
                             grow = 2 * checked
                             b1 = np.empty(grow, dtype=np.int64)

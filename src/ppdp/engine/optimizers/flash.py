@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.engine.encoding import EncodedTable
 from ppdp.engine.errors import SpecError
 from ppdp.engine.evaluator import finish, kinds
 from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
@@ -317,9 +318,26 @@ def kernel_applies(problem: Problem, size: int) -> bool:
             and size <= KERNEL_MAX_LATTICE and problem.table.n_rows > 0)
 
 
+def td_margin(table: EncodedTable, weight: np.ndarray) -> float:
+    """A bound on |TD - UB| / UB for every node with nothing suppressed, where TD is the kernels'
+    sum (``_kernels.transparency``: per row its QIDs' weights in order, times its records, rows
+    in order) and UB = the sum over QIDs of weight x records summed over the leaves at the
+    node's level, in any order (the zero-limit kernel's, or ``EncodedTable.level_td``'s). Both
+    are float sums of the same non-negative terms (records per leaf are sums of integers, exact
+    below 2**53), so each is within gamma_N = N u / (1 - N u) of the exact sum (u = 2**-53; N:
+    the terms along the longest chain of roundings, at most rows + QIDs + 1 for TD and leaves +
+    QIDs + 1 for UB; Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., §3.1 and
+    §4.2): four times their total is far above both errors. Infinite (no node skipped) with a
+    negative weight, where that bound does not hold."""
+    if weight.size and float(weight.min()) < 0.0:
+        return math.inf
+    terms = table.n_rows + table.n_qids + 1 + int(weight.shape[-1]) * max(table.n_qids, 1) + table.n_qids
+    return 4.0 * terms * 2.0**-53 / max(1.0 - 4.0 * terms * 2.0**-53, 1e-300)
+
+
 def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """The zero-limit kernel's run: (checked flat indices in order, smallest class size and TD
-    of each, complete)."""
+    of each, complete). TD is NaN where no Tracker reads it (``_flash_kernel.flash_zero_limit``)."""
     t = problem.table
     ev = problem.evaluator
     assert isinstance(ev, NumbaEvaluator)
@@ -337,7 +355,7 @@ def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.nda
     capacity = min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), lattice_size(problem.heights))
     idx, smallest, td, complete = FK.flash_zero_limit(
         np.asarray(h, dtype=np.int64), k, int(budget), prec_tab, dist_tab, t.codes, ev.gen, ev.n_gen, ev.weight,
-        t.counts, capacity)
+        t.counts, td_margin(t, ev.weight), capacity, CLASS_CACHE_BYTES // 12)
     return idx, smallest, td, bool(complete)
 
 
@@ -364,6 +382,8 @@ def run_zero_limit_kernel(problem: Problem, tracker: Tracker) -> tuple[int, bool
         for i in range(n):
             key = fitness_key(feasible[i], violation[i], td_list[i])
             if best is None or key > best:
+                if math.isnan(td_list[i]):  # the kernel skipped a TD that the Tracker reads
+                    raise RuntimeError("flash kernel: no TD for a check that improves the best")
                 best = key
                 tracker.count(i - done)
                 tracker.offer(G[i:i + 1], retained, evaluation.row(i))

@@ -513,6 +513,27 @@ def _undominated(vecs, mult, need, packed, guard):
 SELECT_MAX_NEED = 16
 
 
+# Partners gathered per chunk in ``_row_bounds`` before the early-stop test (a chunk's gather
+# stays branch-free; a larger chunk gathers more partners past the stop).
+GATHER_CHUNK = 32
+
+
+def wm_order(table: PartnerTable, wm: np.ndarray) -> tuple[PartnerTable, np.ndarray]:
+    """(table, wm) with each row's partners reordered by meet weight, largest first (ties in
+    table order), as ``_row_bounds``'s early stop needs, and the partners of infinite weight
+    (a level above the top: inside no box) dropped. The bound is a k-th largest value over the
+    partners inside U and the row states count them: neither depends on their order (issue #25)."""
+    n = len(table.start) - 1
+    row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(table.start))
+    finite = np.isfinite(wm)
+    order = np.lexsort((-wm, row_of))  # stable: by row, then wm descending, then table order
+    order = order[finite[order]]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_of[order], minlength=n), out=start[1:])
+    return (PartnerTable(start, np.ascontiguousarray(table.meet[order]), np.ascontiguousarray(table.mult[order]),
+                         table.need), np.ascontiguousarray(wm[order]))
+
+
 @nb.njit(cache=True)
 def _meet_weights(codes, weight, start, meet, heights):
     """wm[p]: sum_q w_q(m_q, h) of each partner p of each row h (summed over q in order, as v
@@ -564,7 +585,7 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
-    inside_at = np.empty(meet.shape[0] + 1, dtype=np.int64)
+    inside_at = np.empty(GATHER_CHUNK, dtype=np.int64)
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
     # while every box of the batch reads it, where box-major order streamed the whole table
     # (megabytes) once per box (issue #25). Each (box, row) value is computed as before.
@@ -594,73 +615,87 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                 status[i, h] = ROW_AT_L
                 out[i, h] = own
                 continue
-            # Partners come in order of level sum, so those already merged at L (v = the row's
-            # own weight, the most any partner gives) come first: stop once k of them are seen.
+            # Partners come in order of meet weight, largest first (``wm_order``): once the
+            # running top-k holds k records and a partner inside U has wm below the k-th largest v
+            # so far, no later partner can raise it (v <= wm <= this wm) and none is merged at L
+            # (such a partner has wm >= u_L(h) >= every v): the scan stops there, with the value
+            # and the state of the full scan. Merged at L, v is the row's own weight: stop once
+            # k of them are seen.
             npart = 0
             inside_records = 0
             best = 0.0
             low = 0
             done = False
+            stop = False
             small = k <= SELECT_MAX_NEED
             n_top = 0  # the running top-k (small needs): values descending, their records
             top_records = 0
-            # The partners inside U first, gathered without a branch (the test is one packed
-            # subtraction, its outcome unpredictable: a branch per partner mispredicts often).
-            n_in = 0
-            if guard >= 0:
-                for row in range(start[h], start[h + 1]):
-                    inside_at[n_in] = row
-                    n_in += ((highg[i] - packed[row]) & guard) == guard
-            else:
-                for row in range(start[h], start[h + 1]):
-                    inside = True
-                    for q in range(nq):
-                        if meet[row, q] > U[i, q]:
-                            inside = False
-                            break
-                    inside_at[n_in] = row
-                    n_in += inside
-            for x in range(n_in):
-                row = inside_at[x]
+            row0 = start[h]
+            end = start[h + 1]
+            while row0 < end and not done and not stop:
+                # The partners inside U of the next chunk, gathered without a branch (the test is
+                # one packed subtraction, its outcome unpredictable: a branch per partner
+                # mispredicts often); chunks, so that the early stop saves the gather too.
+                row1 = min(row0 + GATHER_CHUNK, end)
+                n_in = 0
                 if guard >= 0:
-                    at_low = ((lowg[i] - packed[row]) & guard) == guard
+                    for row in range(row0, row1):
+                        inside_at[n_in] = row
+                        n_in += ((highg[i] - packed[row]) & guard) == guard
                 else:
-                    at_low = True
-                    for q in range(nq):
-                        if L[i, q] < meet[row, q]:
-                            at_low = False
-                            break
-                inside_records += mult[row]
-                if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
-                    low += mult[row]
-                    if low >= k:
-                        best = own
-                        done = True
+                    for row in range(row0, row1):
+                        inside = True
+                        for q in range(nq):
+                            if meet[row, q] > U[i, q]:
+                                inside = False
+                                break
+                        inside_at[n_in] = row
+                        n_in += inside
+                row0 = row1
+                for x in range(n_in):
+                    row = inside_at[x]
+                    if small and top_records >= k and wm[row] < top_v[n_top - 1]:
+                        stop = True
                         break
-                    v = own
-                else:
-                    if small and top_records >= k and wm[row] <= top_v[n_top - 1]:
-                        continue  # v <= wm: cannot raise the k-th largest (SELECT_MAX_NEED)
-                    v = 0.0
-                    for q in range(nq):
-                        v += wrow[q, max(L[i, q], meet[row, q])]
-                if not small:
-                    vals[npart] = v
-                    muls[npart] = mult[row]
-                    npart += 1
-                elif top_records < k or v > top_v[n_top - 1]:
-                    pos = n_top
-                    while pos > 0 and top_v[pos - 1] < v:
-                        top_v[pos] = top_v[pos - 1]
-                        top_m[pos] = top_m[pos - 1]
-                        pos -= 1
-                    top_v[pos] = v
-                    top_m[pos] = mult[row]
-                    n_top += 1
-                    top_records += mult[row]
-                    while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
-                        n_top -= 1
-                        top_records -= top_m[n_top]
+                    if guard >= 0:
+                        at_low = ((lowg[i] - packed[row]) & guard) == guard
+                    else:
+                        at_low = True
+                        for q in range(nq):
+                            if L[i, q] < meet[row, q]:
+                                at_low = False
+                                break
+                    inside_records += mult[row]
+                    if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
+                        low += mult[row]
+                        if low >= k:
+                            best = own
+                            done = True
+                            break
+                        v = own
+                    else:
+                        if small and top_records >= k and wm[row] <= top_v[n_top - 1]:
+                            continue  # v <= wm: cannot raise the k-th largest (SELECT_MAX_NEED)
+                        v = 0.0
+                        for q in range(nq):
+                            v += wrow[q, max(L[i, q], meet[row, q])]
+                    if not small:
+                        vals[npart] = v
+                        muls[npart] = mult[row]
+                        npart += 1
+                    elif top_records < k or v > top_v[n_top - 1]:
+                        pos = n_top
+                        while pos > 0 and top_v[pos - 1] < v:
+                            top_v[pos] = top_v[pos - 1]
+                            top_m[pos] = top_m[pos - 1]
+                            pos -= 1
+                        top_v[pos] = v
+                        top_m[pos] = mult[row]
+                        n_top += 1
+                        top_records += mult[row]
+                        while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
+                            n_top -= 1
+                            top_records -= top_m[n_top]
             if done:
                 status[i, h] = ROW_AT_L
             elif inside_records < k:
@@ -777,19 +812,20 @@ class BoxBound:
         self._records = t.counts.astype(np.int64)
         self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
         self._heights = np.asarray(t.heights, dtype=np.int64)
-        self._packed: dict[int, tuple[PartnerTable, np.ndarray, np.ndarray]] = {}
+        self._packed: dict[int, tuple[PartnerTable, PartnerTable, np.ndarray, np.ndarray]] = {}
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
     def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable,
                     parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        packed = self._packed.get(id(p))
-        if packed is None or packed[0] is not p:  # once per table (tests may swap tables)
-            packed = (p, _pack(p.meet, self._shifts),
-                      _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
-            self._packed[id(p)] = packed
-        return _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need, packed[1],
-                           self._shifts, self._guard, parent, packed[2])
+        ready = self._packed.get(id(p))
+        if ready is None or ready[0] is not p:  # once per table (tests may swap tables)
+            by_wm = wm_order(p, _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
+            ready = (p, by_wm[0], _pack(by_wm[0].meet, self._shifts), by_wm[1])
+            self._packed[id(p)] = ready
+        q = ready[1]
+        return _row_bounds(L, U, self._codes, self._weight, q.start, q.meet, q.mult, q.need, ready[2],
+                           self._shifts, self._guard, parent, ready[3])
 
     @property
     def active(self) -> bool:

@@ -88,6 +88,7 @@ candidate listed; need_t by hand; the search's certified optimum against exhaust
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -714,6 +715,92 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     return out, status
 
 
+# numpy's pairwise summation block (PW_BLOCKSIZE in numpy's loops_utils.h)
+_PW_BLOCK = 128
+
+
+@nb.njit(cache=True)
+def _pairwise_block(a, lo, n):
+    """numpy's sum of a block of at most 128 (``pairwise_sum_DOUBLE``'s leaves): a plain loop
+    below 8, else eight accumulators, combined as a tree, then the remainder."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    whole = n - n % 8
+    while i < whole:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@nb.njit(cache=True)
+def _pairwise(a, n):
+    """numpy's pairwise sum of a[:n] (``pairwise_sum_DOUBLE``), the same float: blocks of at
+    most 128 (``_pairwise_block``), above that the sum of two halves (the first a multiple of 8).
+    The recursion runs on an explicit stack (Numba's cache mishandles recursive functions)."""
+    if n <= _PW_BLOCK:
+        return _pairwise_block(a, 0, n)
+    lo = np.empty(64, dtype=np.int64)  # frames: a range, its phase, its left half's sum
+    size = np.empty(64, dtype=np.int64)
+    phase = np.zeros(64, dtype=np.int64)
+    left = np.empty(64)
+    lo[0], size[0], phase[0] = 0, n, 0
+    sp = 1
+    ret = 0.0
+    while sp > 0:
+        f = sp - 1
+        half = size[f] // 2
+        half -= half % 8
+        if phase[f] == 0:
+            if size[f] <= _PW_BLOCK:
+                ret = _pairwise_block(a, lo[f], size[f])
+                sp -= 1
+                continue
+            phase[f] = 1
+            lo[sp], size[sp], phase[sp] = lo[f], half, 0
+            sp += 1
+        elif phase[f] == 1:
+            left[f] = ret
+            phase[f] = 2
+            lo[sp], size[sp], phase[sp] = lo[f] + half, size[f] - half, 0
+            sp += 1
+        else:
+            ret = left[f] + ret
+            sp -= 1
+    return ret
+
+
+@nb.njit(cache=True)
+def weighted_sums(per_row, counts):
+    """out[i] = sum over rows h of per_row[i, h] * counts[h], summed as numpy's
+    ``np.multiply(per_row, counts).sum(axis=1)`` sums (pairwise, bit for bit: tested)."""
+    n_boxes, n = per_row.shape
+    out = np.empty(n_boxes)
+    prod = np.empty(n)
+    for i in range(n_boxes):
+        for h in range(n):
+            prod[h] = per_row[i, h] * counts[h]
+        out[i] = _pairwise(prod, n)
+    return out
+
+
+
 def row_bounds_python(L: np.ndarray, U: np.ndarray, codes: np.ndarray, weight: np.ndarray,
                       table: PartnerTable) -> np.ndarray:
     """Plain-Python twin of ``_row_bounds``'s values for the tests, straight from the module
@@ -818,14 +905,29 @@ class BoxBound:
 
     def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable,
                     parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q, packed, wm = self._prepared(p)
+        return _row_bounds(L, U, self._codes, self._weight, q.start, q.meet, q.mult, q.need, packed,
+                           self._shifts, self._guard, parent, wm)
+
+    def _prepared(self, p: PartnerTable) -> tuple[PartnerTable, np.ndarray, np.ndarray]:
+        """(table in ``wm_order``, its meet vectors packed, their meet weights), made once per table
+        (tests may swap tables)."""
         ready = self._packed.get(id(p))
-        if ready is None or ready[0] is not p:  # once per table (tests may swap tables)
+        if ready is None or ready[0] is not p:
             by_wm = wm_order(p, _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
             ready = (p, by_wm[0], _pack(by_wm[0].meet, self._shifts), by_wm[1])
             self._packed[id(p)] = ready
-        q = ready[1]
-        return _row_bounds(L, U, self._codes, self._weight, q.start, q.meet, q.mult, q.need, ready[2],
-                           self._shifts, self._guard, parent, ready[3])
+        return ready[1], ready[2], ready[3]
+
+    def kernel_args(self) -> tuple[int, tuple[Any, ...]]:
+        """(tables, arguments) of the box loop kernel (``_box_kernels.box_rounds``) after its
+        ``n_tables``: codes, weights, counts, packing, then two tables as ``_row_bounds`` reads
+        them (the first again when there is one). Only with partner tables (not ``by_class``)."""
+        tables = [self._prepared(p) for p in self.tables]
+        flat = []
+        for q, packed, wm in (tables + tables)[:2]:
+            flat += [q.start, q.meet, q.mult, q.need, packed, wm]
+        return len(tables), (self._codes, self._weight, self._counts, self._shifts, np.int64(self._guard), *flat)
 
     @property
     def active(self) -> bool:
@@ -855,5 +957,6 @@ class BoxBound:
         for t in range(1, len(tables)):
             rows, states[t] = self._row_bounds(L, U, tables[t], np.ascontiguousarray(parent[t]))
             per_row = np.minimum(per_row, rows)
-        # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
-        return np.multiply(per_row, self._counts).sum(axis=1), states
+        # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays), the
+        # box loop kernel's (numpy's pairwise sum, bit for bit)
+        return weighted_sums(per_row, self._counts), states

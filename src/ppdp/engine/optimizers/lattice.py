@@ -162,6 +162,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
 
 MODES = ("bound", "nodes", "exhaustive")
 BOX_LOOP_KERNEL = True  # False: the Python loop (the kernel's twin) everywhere
+SPARE_SLOTS = 1024  # box slots of the kernel loop beyond one round's (they double when short)
 CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
 
 
@@ -252,7 +253,7 @@ def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, eval
     assert root_states is not None
     n_tables, args = bound.kernel_args()
     n_rows = root_states.shape[2]
-    capacity = 4 * batch + 64
+    capacity = 2 * batch + 1 + SPARE_SLOTS  # the root and one round's halves, and room to grow
     key = np.empty(capacity)
     order = np.empty(capacity, dtype=np.int64)
     slot = np.empty(capacity, dtype=np.int64)

@@ -30,16 +30,16 @@ LEAVES = 4  # a round popped one-node boxes: evaluate them and call again
 
 @nb.njit(cache=True)
 def _bound_batch(L, U, parent, n_tables, codes, weight, counts, shifts, guard_bits,
-                 start0, meet0, mult0, need0, packed0, wm0, start1, meet1, mult1, need1, packed1, wm1):
+                 start0, meet0, mult0, need0, packed0, wm0, woff0, bits0, start1, meet1, mult1, need1, packed1, wm1, woff1, bits1):
     """(bounds, states) of the boxes [L[i], U[i]]: ``BoxBound.with_states`` for one or two
     partner tables (per row the smaller table bound, then the count-weighted sum)."""
     per_row, st0 = _row_bounds(L, U, codes, weight, start0, meet0, mult0, need0, packed0, shifts, guard_bits,
-                               parent[0], wm0)
+                               parent[0], wm0, woff0, bits0)
     states = np.empty((n_tables, L.shape[0], codes.shape[0]), dtype=np.int8)
     states[0] = st0
     if n_tables > 1:
         rows, st1 = _row_bounds(L, U, codes, weight, start1, meet1, mult1, need1, packed1, shifts, guard_bits,
-                                parent[1], wm1)
+                                parent[1], wm1, woff1, bits1)
         states[1] = st1
         per_row = np.minimum(per_row, rows)
     return weighted_sums(per_row, counts), states
@@ -78,7 +78,7 @@ def _sift_down(key, order, slot, n):
 @nb.njit(cache=True)
 def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, best_td, batch, remaining,
                max_boxes, leaves, n_tables, codes, weight, counts, shifts, guard_bits,
-               start0, meet0, mult0, need0, packed0, wm0, start1, meet1, mult1, need1, packed1, wm1):
+               start0, meet0, mult0, need0, packed0, wm0, woff0, bits0, start1, meet1, mult1, need1, packed1, wm1, woff1, bits1):
     """Rounds of ``lattice._box_search`` until one has leaves or the search stops; returns
     (answer, leaves popped into ``leaves``). The heap: ``key`` (-bound), ``order`` (push order),
     ``slot`` (where the box's L, U and row states are), ``counters`` = [heap size, free slots,
@@ -138,8 +138,8 @@ def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, be
             n_popped += 1
         if n_low > 0:
             values, states = _bound_batch(lows[:n_low], highs[:n_low], parent[:, :n_low], n_tables, codes, weight,
-                                          counts, shifts, guard_bits, start0, meet0, mult0, need0, packed0, wm0,
-                                          start1, meet1, mult1, need1, packed1, wm1)
+                                          counts, shifts, guard_bits, start0, meet0, mult0, need0, packed0, wm0, woff0, bits0,
+                                          start1, meet1, mult1, need1, packed1, wm1, woff1, bits1)
             counters[2] += n_low
             for x in range(n_popped):  # the halves hold their parents' states now
                 free[counters[1]] = popped[x]

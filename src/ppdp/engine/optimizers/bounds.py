@@ -514,6 +514,54 @@ def _undominated(vecs, mult, need, packed, guard):
 SELECT_MAX_NEED = 16
 
 
+# Bitsets of the partners inside U (issue #25): on a 5,000-record mach2019 sample a row has
+# about 250 partners of which about 15 lie inside a late box's U, and testing each was most of
+# the box bounds' time. For each row, QID q and level j, a bitset over the row's partners (in
+# table order) of those with m_q <= j; the partners inside U are the AND over q of the sets at
+# U_q, one word (64 partners) at a time, read off by their lowest set bit (a de Bruijn multiply
+# gives its position). The same partners in the same order as the packed test, so the same
+# values and states. Up to MAX_BITSET_WORDS words (8 bytes each) in all; above, the packed test.
+MAX_BITSET_WORDS = 1 << 23
+ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+ONE_BIT = np.uint64(1)
+DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+DEBRUIJN_SHIFT = np.uint64(58)
+DEBRUIJN_POS = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    DEBRUIJN_POS[((0x03F79D71B4CB0A89 << _bit) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
+
+
+def partner_bitsets(start: np.ndarray, meet: np.ndarray, heights: np.ndarray,
+                    n_levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(woff, bits): row h's partners take words woff[h]..woff[h + 1] (64 partners a word) of
+    each bitset; bit p of word w of row h's set (q, j), at bits[woff[h] * nQ * n_levels + (q *
+    n_levels + j) * words_h + w], says partner start[h] + 64 w + p has m_q <= j. Empty arrays
+    when the sets would take more than MAX_BITSET_WORDS words."""
+    n_words = (np.diff(start) + 63) // 64
+    woff = np.zeros(len(start), dtype=np.int64)
+    np.cumsum(n_words, out=woff[1:])
+    nq = meet.shape[1]
+    if int(woff[-1]) * nq * n_levels > MAX_BITSET_WORDS:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+    return woff, _fill_bitsets(start, meet, np.asarray(heights, dtype=np.int64), woff, n_levels)
+
+
+@nb.njit(cache=True)
+def _fill_bitsets(start, meet, heights, woff, n_levels):
+    nq = meet.shape[1]
+    bits = np.zeros(woff[-1] * nq * n_levels, dtype=np.uint64)
+    for h in range(start.shape[0] - 1):
+        n_words = woff[h + 1] - woff[h]
+        base = woff[h] * nq * n_levels
+        for pos in range(start[h + 1] - start[h]):
+            row = start[h] + pos
+            bit = ONE_BIT << np.uint64(pos % 64)
+            for q in range(nq):
+                for j in range(meet[row, q], heights[q] + 1):
+                    bits[base + (q * n_levels + j) * n_words + pos // 64] |= bit
+    return bits
+
+
 # Partners gathered per chunk in ``_row_bounds`` before the early-stop test (a chunk's gather
 # stays branch-free; a larger chunk gathers more partners past the stop).
 GATHER_CHUNK = 32
@@ -562,7 +610,7 @@ ROW_SCAN = 2  # anything else: scan the partners
 
 
 @nb.njit(cache=True)
-def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent, wm):
+def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent, wm, woff, bits):
     """(out, status): out[i, h] the bound of one record of row h over the box [L[i], U[i]]
     (module docstring): the need[h]-th largest v over its partners inside U, 0 when too few,
     u_L(h) when need is 0; status[i, h] the row's state (ROW_NONE, ROW_AT_L, ROW_SCAN) in that box.
@@ -573,7 +621,8 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     any partner: weights do not increase with the level), so the need-th largest v is u_L'(h),
     computed as the scan computes it (the same sum in the same order: the same float).
     ``packed``: the partners' meet vectors packed (``meet_packing``'s ``shifts``, ``guard``;
-    guard -1: compared QID by QID); ``wm``: their meet weights (``_meet_weights``)."""
+    guard -1: compared QID by QID); ``wm``: their meet weights (``_meet_weights``); ``woff``,
+    ``bits``: the partners' ``partner_bitsets`` (``woff`` empty: the packed test per partner)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros((n_nodes, n))
@@ -586,7 +635,9 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
-    inside_at = np.empty(GATHER_CHUNK, dtype=np.int64)
+    inside_at = np.empty(64, dtype=np.int64)
+    by_bits = woff.shape[0] > 0
+    n_levels = weight.shape[1]
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
     # while every box of the batch reads it, where box-major order streamed the whole table
     # (megabytes) once per box (issue #25). Each (box, row) value is computed as before.
@@ -633,17 +684,57 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
             top_records = 0
             row0 = start[h]
             end = start[h + 1]
+            n_words = woff[h + 1] - woff[h] if by_bits else 0
+            base = woff[h] * nq * n_levels if by_bits else 0
+            if by_bits:
+                # The partner records merged at L first, from the bitsets at L: k of them, and the
+                # row is ROW_AT_L with bound u_L(h) (what the scan would find: it counts every
+                # partner merged at L, none lies past its early stop); fewer, and the scan below
+                # ends ROW_SCAN or ROW_NONE, so it may also stop once the k-th largest v is
+                # u_L(h), the most any partner gives.
+                for word in range(n_words):
+                    low_bits = ALL_BITS
+                    for q in range(nq):
+                        low_bits &= bits[base + (q * n_levels + L[i, q]) * n_words + word]
+                    while low_bits != 0 and low < k:
+                        low_bit = low_bits & (~low_bits + ONE_BIT)
+                        low_bits ^= low_bit
+                        low += mult[row0 + 64 * word + DEBRUIJN_POS[(low_bit * DEBRUIJN) >> DEBRUIJN_SHIFT]]
+                    if low >= k:
+                        break
+                if low >= k:
+                    status[i, h] = ROW_AT_L
+                    out[i, h] = own
+                    continue
+                low = 0  # fewer than k: the scan below counts them again, and cannot reach k either
+            word = 0
             while row0 < end and not done and not stop:
-                # The partners inside U of the next chunk, gathered without a branch (the test is
-                # one packed subtraction, its outcome unpredictable: a branch per partner
-                # mispredicts often); chunks, so that the early stop saves the gather too.
-                row1 = min(row0 + GATHER_CHUNK, end)
+                # The partners inside U of the next chunk, in table order: with bitsets, the set
+                # bits of one word (64 partners) of the AND over the QIDs of "m_q <= U_q";
+                # otherwise gathered without a branch (the test is one packed subtraction, its
+                # outcome unpredictable: a branch per partner mispredicts often). Chunks, so that
+                # the early stop saves the gather too.
                 n_in = 0
-                if guard >= 0:
+                if by_bits:
+                    inside_bits = ALL_BITS
+                    for q in range(nq):
+                        inside_bits &= bits[base + (q * n_levels + U[i, q]) * n_words + word]
+                    first = row0
+                    while inside_bits != 0:
+                        low_bit = inside_bits & (~inside_bits + ONE_BIT)
+                        inside_bits ^= low_bit
+                        inside_at[n_in] = first + DEBRUIJN_POS[(low_bit * DEBRUIJN) >> DEBRUIJN_SHIFT]
+                        n_in += 1
+                    word += 1
+                    row0 = min(row0 + 64, end)
+                    row1 = row0
+                elif guard >= 0:
+                    row1 = min(row0 + GATHER_CHUNK, end)
                     for row in range(row0, row1):
                         inside_at[n_in] = row
                         n_in += ((highg[i] - packed[row]) & guard) == guard
                 else:
+                    row1 = min(row0 + GATHER_CHUNK, end)
                     for row in range(row0, row1):
                         inside = True
                         for q in range(nq):
@@ -697,6 +788,9 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                         while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
                             n_top -= 1
                             top_records -= top_m[n_top]
+                        if by_bits and top_records >= k and top_v[n_top - 1] >= own:
+                            stop = True  # the k-th largest is u_L(h), the most any v is
+                            break
             if done:
                 status[i, h] = ROW_AT_L
             elif inside_records < k:
@@ -899,25 +993,28 @@ class BoxBound:
         self._records = t.counts.astype(np.int64)
         self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
         self._heights = np.asarray(t.heights, dtype=np.int64)
-        self._packed: dict[int, tuple[PartnerTable, PartnerTable, np.ndarray, np.ndarray]] = {}
+        self._packed: dict[int, tuple[PartnerTable, PartnerTable, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.use_bitsets = True  # False: the packed test per partner (the tests compare both)
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
     def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable,
                     parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        q, packed, wm = self._prepared(p)
+        q, packed, wm, woff, bits = self._prepared(p)
         return _row_bounds(L, U, self._codes, self._weight, q.start, q.meet, q.mult, q.need, packed,
-                           self._shifts, self._guard, parent, wm)
+                           self._shifts, self._guard, parent, wm, woff, bits)
 
-    def _prepared(self, p: PartnerTable) -> tuple[PartnerTable, np.ndarray, np.ndarray]:
-        """(table in ``wm_order``, its meet vectors packed, their meet weights), made once per table
-        (tests may swap tables)."""
+    def _prepared(self, p: PartnerTable) -> tuple[PartnerTable, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(table in ``wm_order``, its meet vectors packed, their meet weights, its bitsets'
+        ``woff`` and ``bits``), made once per table (tests may swap tables)."""
         ready = self._packed.get(id(p))
         if ready is None or ready[0] is not p:
             by_wm = wm_order(p, _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
-            ready = (p, by_wm[0], _pack(by_wm[0].meet, self._shifts), by_wm[1])
+            woff, bits = (partner_bitsets(by_wm[0].start, by_wm[0].meet, self._heights, self._weight.shape[1])
+                          if self.use_bitsets else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)))
+            ready = (p, by_wm[0], _pack(by_wm[0].meet, self._shifts), by_wm[1], woff, bits)
             self._packed[id(p)] = ready
-        return ready[1], ready[2], ready[3]
+        return ready[1], ready[2], ready[3], ready[4], ready[5]
 
     def kernel_args(self) -> tuple[int, tuple[Any, ...]]:
         """(tables, arguments) of the box loop kernel (``_box_kernels.box_rounds``) after its
@@ -925,8 +1022,8 @@ class BoxBound:
         them (the first again when there is one). Only with partner tables (not ``by_class``)."""
         tables = [self._prepared(p) for p in self.tables]
         flat = []
-        for q, packed, wm in (tables + tables)[:2]:
-            flat += [q.start, q.meet, q.mult, q.need, packed, wm]
+        for q, packed, wm, woff, bits in (tables + tables)[:2]:
+            flat += [q.start, q.meet, q.mult, q.need, packed, wm, woff, bits]
         return len(tables), (self._codes, self._weight, self._counts, self._shifts, np.int64(self._guard), *flat)
 
     @property

@@ -520,9 +520,12 @@ SELECT_MAX_NEED = 16
 # table order) of those with m_q <= j; the partners inside U are the AND over q of the sets at
 # U_q, one word (64 partners) at a time, read off by their lowest set bit (a de Bruijn multiply
 # gives its position). The same partners in the same order as the packed test, so the same
-# values and states. Up to MAX_BITSET_WORDS words (8 bytes each) in all; above, the packed test.
+# values and states; rows with few partners keep the packed test (BITSET_MIN_PARTNERS). Up to MAX_BITSET_WORDS words (8 bytes each) in all; above, the packed test.
 MAX_BITSET_WORDS = 1 << 23
+# Rows with at most this many partners test each (a few packed words read beat nQ bitset words)
+BITSET_MIN_PARTNERS = 64
 ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+NO_BITS = np.uint64(0)
 ONE_BIT = np.uint64(1)
 DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
 DEBRUIJN_SHIFT = np.uint64(58)
@@ -536,12 +539,13 @@ def partner_bitsets(start: np.ndarray, meet: np.ndarray, heights: np.ndarray,
     """(woff, bits): row h's partners take words woff[h]..woff[h + 1] (64 partners a word) of
     each bitset; bit p of word w of row h's set (q, j), at bits[woff[h] * nQ * n_levels + (q *
     n_levels + j) * words_h + w], says partner start[h] + 64 w + p has m_q <= j. Empty arrays
-    when the sets would take more than MAX_BITSET_WORDS words."""
+    when the sets would take more than MAX_BITSET_WORDS words or no row has more than
+    BITSET_MIN_PARTNERS partners (no row would read them)."""
     n_words = (np.diff(start) + 63) // 64
     woff = np.zeros(len(start), dtype=np.int64)
     np.cumsum(n_words, out=woff[1:])
     nq = meet.shape[1]
-    if int(woff[-1]) * nq * n_levels > MAX_BITSET_WORDS:
+    if int(woff[-1]) * nq * n_levels > MAX_BITSET_WORDS or int(np.diff(start).max(initial=0)) <= BITSET_MIN_PARTNERS:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
     return woff, _fill_bitsets(start, meet, np.asarray(heights, dtype=np.int64), woff, n_levels)
 
@@ -684,55 +688,41 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
             top_records = 0
             row0 = start[h]
             end = start[h + 1]
-            n_words = woff[h + 1] - woff[h] if by_bits else 0
-            base = woff[h] * nq * n_levels if by_bits else 0
-            if by_bits:
-                # The partner records merged at L first, from the bitsets at L: k of them, and the
-                # row is ROW_AT_L with bound u_L(h) (what the scan would find: it counts every
-                # partner merged at L, none lies past its early stop); fewer, and the scan below
-                # ends ROW_SCAN or ROW_NONE, so it may also stop once the k-th largest v is
-                # u_L(h), the most any partner gives.
-                for word in range(n_words):
-                    low_bits = ALL_BITS
-                    for q in range(nq):
-                        low_bits &= bits[base + (q * n_levels + L[i, q]) * n_words + word]
-                    while low_bits != 0 and low < k:
-                        low_bit = low_bits & (~low_bits + ONE_BIT)
-                        low_bits ^= low_bit
-                        low += mult[row0 + 64 * word + DEBRUIJN_POS[(low_bit * DEBRUIJN) >> DEBRUIJN_SHIFT]]
-                    if low >= k:
-                        break
-                if low >= k:
-                    status[i, h] = ROW_AT_L
-                    out[i, h] = own
-                    continue
-                low = 0  # fewer than k: the scan below counts them again, and cannot reach k either
+            row_bits = by_bits and end - row0 > BITSET_MIN_PARTNERS
+            n_words = woff[h + 1] - woff[h] if row_bits else 0
+            base = woff[h] * nq * n_levels if row_bits else 0
             word = 0
-            while row0 < end and not done and not stop:
-                # The partners inside U of the next chunk, in table order: with bitsets, the set
-                # bits of one word (64 partners) of the AND over the QIDs of "m_q <= U_q";
-                # otherwise gathered without a branch (the test is one packed subtraction, its
-                # outcome unpredictable: a branch per partner mispredicts often). Chunks, so that
-                # the early stop saves the gather too.
+            word_first = row0
+            inside_bits = NO_BITS
+            while not done and not stop:
+                # The next partners inside U, in table order: with bitsets, up to 8 set bits of the
+                # current word (64 partners) of the AND over the QIDs of "m_q <= U_q", taken lazily
+                # so that an early stop skips the rest; otherwise a chunk gathered without a branch
+                # (the test is one packed subtraction, its outcome unpredictable: a branch per
+                # partner mispredicts often), chunks so that the early stop saves the gather too.
                 n_in = 0
-                if by_bits:
-                    inside_bits = ALL_BITS
-                    for q in range(nq):
-                        inside_bits &= bits[base + (q * n_levels + U[i, q]) * n_words + word]
-                    first = row0
-                    while inside_bits != 0:
+                if row_bits:
+                    while inside_bits == NO_BITS and word < n_words:
+                        inside_bits = ALL_BITS
+                        for q in range(nq):
+                            inside_bits &= bits[base + (q * n_levels + U[i, q]) * n_words + word]
+                        word_first = start[h] + 64 * word
+                        word += 1
+                    if inside_bits == NO_BITS:
+                        break
+                    while inside_bits != NO_BITS and n_in < 8:
                         low_bit = inside_bits & (~inside_bits + ONE_BIT)
                         inside_bits ^= low_bit
-                        inside_at[n_in] = first + DEBRUIJN_POS[(low_bit * DEBRUIJN) >> DEBRUIJN_SHIFT]
+                        inside_at[n_in] = word_first + DEBRUIJN_POS[(low_bit * DEBRUIJN) >> DEBRUIJN_SHIFT]
                         n_in += 1
-                    word += 1
-                    row0 = min(row0 + 64, end)
-                    row1 = row0
+                elif row0 >= end:
+                    break
                 elif guard >= 0:
                     row1 = min(row0 + GATHER_CHUNK, end)
                     for row in range(row0, row1):
                         inside_at[n_in] = row
                         n_in += ((highg[i] - packed[row]) & guard) == guard
+                    row0 = row1
                 else:
                     row1 = min(row0 + GATHER_CHUNK, end)
                     for row in range(row0, row1):
@@ -743,7 +733,7 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                                 break
                         inside_at[n_in] = row
                         n_in += inside
-                row0 = row1
+                    row0 = row1
                 for x in range(n_in):
                     row = inside_at[x]
                     if small and top_records >= k and wm[row] < top_v[n_top - 1]:
@@ -788,9 +778,6 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                         while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
                             n_top -= 1
                             top_records -= top_m[n_top]
-                        if by_bits and top_records >= k and top_v[n_top - 1] >= own:
-                            stop = True  # the k-th largest is u_L(h), the most any v is
-                            break
             if done:
                 status[i, h] = ROW_AT_L
             elif inside_records < k:

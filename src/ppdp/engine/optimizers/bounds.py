@@ -78,6 +78,11 @@ every sub-box (property (1)'s argument per row; ``_row_bounds``), so the search 
 box's states to its halves; the need-th largest v is kept in a running top-k that skips a
 partner whose meet weight cannot beat it (``SELECT_MAX_NEED``). Both are tested bit for bit
 against the full scan (``row_bounds_python``) and the search with them against the one without.
+Each row's partners are scanned in order of meet weight, largest first (``wm_order``), so the
+scan stops at the first partner inside U whose meet weight is below the running k-th largest
+(none after it can raise it, none is merged at L); rows with many partners find those inside U
+from bitsets (``partner_bitsets``) instead of testing each. Neither changes a value or a state
+(tests: the Python twin, and the bitsets against the packed test).
 
 Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
 by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on

@@ -23,6 +23,10 @@ Without either (no minimum class size and no partner table) the box bound is UB(
 bound runs the node search instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
 
+With partner tables and no greedy incumbent the rounds of the box search run in Numba
+(``_box_kernels.box_rounds``: the same boxes popped in the same order, Python evaluating each
+round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise.
+
 ``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
 (UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next
 UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.py).

@@ -668,10 +668,11 @@ def test_box_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, bat
 
 @pytest.mark.parametrize("models_key", list(MODELS) + ["k=4"])
 @pytest.mark.parametrize("seed", range(8))
-def test_bitset_scan_is_the_packed_scan(models_key: str, seed: int) -> None:
-    """The box bounds with the partner bitsets (inside U and merged at L read off bit sets) and
-    with the packed test per partner: the same bounds bit for bit and the same row states, on
-    chains of nested boxes with inherited states; rows with more than 64 partners span words."""
+def test_bitset_scan_is_the_packed_scan(monkeypatch: pytest.MonkeyPatch, models_key: str, seed: int) -> None:
+    """The box bounds with the partner bitsets (inside U read off bit sets, every row with a
+    partner) and with the packed test per partner: the same bounds bit for bit and the same row
+    states, on chains of nested boxes with inherited states."""
+    monkeypatch.setattr(bounds_module, "BITSET_MIN_PARTNERS", 0)
     rng = np.random.default_rng([94_000, seed, len(models_key)])
     table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=160)
     specs = [("k-anonymity", {"k": 4})] if models_key == "k=4" else MODELS[models_key]

@@ -541,12 +541,13 @@ for _bit in range(64):
 
 def partner_bitsets(start: np.ndarray, meet: np.ndarray, heights: np.ndarray,
                     n_levels: int) -> tuple[np.ndarray, np.ndarray]:
-    """(woff, bits): row h's partners take words woff[h]..woff[h + 1] (64 partners a word) of
-    each bitset; bit p of word w of row h's set (q, j), at bits[woff[h] * nQ * n_levels + (q *
+    """(woff, bits): row h's partners take words woff[h]..woff[h + 1] (64 partners a word; none
+    for a row of at most BITSET_MIN_PARTNERS partners, which keeps the packed test) of each bitset; bit p of word w of row h's set (q, j), at bits[woff[h] * nQ * n_levels + (q *
     n_levels + j) * words_h + w], says partner start[h] + 64 w + p has m_q <= j. Empty arrays
     when the sets would take more than MAX_BITSET_WORDS words or no row has more than
     BITSET_MIN_PARTNERS partners (no row would read them)."""
-    n_words = (np.diff(start) + 63) // 64
+    partners = np.diff(start)
+    n_words = np.where(partners > BITSET_MIN_PARTNERS, (partners + 63) // 64, 0)
     woff = np.zeros(len(start), dtype=np.int64)
     np.cumsum(n_words, out=woff[1:])
     nq = meet.shape[1]
@@ -561,6 +562,8 @@ def _fill_bitsets(start, meet, heights, woff, n_levels):
     bits = np.zeros(woff[-1] * nq * n_levels, dtype=np.uint64)
     for h in range(start.shape[0] - 1):
         n_words = woff[h + 1] - woff[h]
+        if n_words == 0:
+            continue
         base = woff[h] * nq * n_levels
         for pos in range(start[h + 1] - start[h]):
             row = start[h] + pos
@@ -693,7 +696,7 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
             top_records = 0
             row0 = start[h]
             end = start[h + 1]
-            row_bits = by_bits and end - row0 > BITSET_MIN_PARTNERS
+            row_bits = by_bits and woff[h + 1] > woff[h]  # the row has bitsets (partner_bitsets)
             n_words = woff[h + 1] - woff[h] if row_bits else 0
             base = woff[h] * nq * n_levels if row_bits else 0
             word = 0

@@ -575,3 +575,118 @@ def test_row_bounds_equal_the_python_twin(models_key: str, seed: int) -> None:
             # each box again with the states of the box before it in the chain (which contains it)
             inherited, _ = bound._row_bounds(L[1:], U[1:], p, np.ascontiguousarray(states[:-1]))
             assert np.array_equal(inherited, expected[1:])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_weighted_sums_are_numpys_sum(seed: int) -> None:
+    """``weighted_sums`` (the box bound's row-weighted sum, written out in Numba for the box loop
+    kernel) is numpy's ``np.multiply(per_row, counts).sum(axis=1)`` bit for bit: the same pairwise
+    summation, on sizes around its block (128) and its halving (multiples of 8)."""
+    rng = np.random.default_rng([91_000, seed])
+    sizes = [1, 7, 8, 9, 127, 128, 129, 136, 255, 256, 257, 1000, 4715, int(rng.integers(1, 20_000))]
+    for n in sizes:
+        for n_boxes in (1, 3, 64):
+            scale = rng.choice([1.0, 1e3, 1e-3], size=(n_boxes, n))
+            per_row = rng.random((n_boxes, n)) * scale * (rng.random((n_boxes, n)) < 0.6)
+            counts = rng.integers(1, 9, n).astype(np.float64)
+            assert np.array_equal(bounds_module.weighted_sums(per_row, counts), np.multiply(per_row, counts).sum(axis=1))
+
+
+@pytest.mark.parametrize("models_key", ["k=2", "k=3", "t=0.3", "k=2,t=0.3"])
+@pytest.mark.parametrize("seed", range(6))
+def test_wm_order_keeps_each_rows_partners(models_key: str, seed: int) -> None:
+    """``wm_order``: each row's partners (meet vector, records) are the table's, as a multiset,
+    now by meet weight, largest first (the order ``_row_bounds``'s early stop relies on)."""
+    rng = np.random.default_rng([92_000, seed, len(models_key)])
+    table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=80)
+    specs = MODELS[models_key]
+    if any(name == "t-closeness" for name, _ in specs) and table.n_sa == 0:
+        specs = [("k-anonymity", {"k": 2})]
+    problem = Problem(table, [build_model(name, params) for name, params in specs])
+    bound = BoxBound(problem)
+    codes = np.ascontiguousarray(table.codes, dtype=np.int64)
+    heights = np.asarray(table.heights, dtype=np.int64)
+    for p in bound.tables:
+        wm = bounds_module._meet_weights(codes, table.lookup[1], p.start, p.meet, heights)
+        ordered, ordered_wm = bounds_module.wm_order(p, wm)
+        for h in range(table.n_rows):
+            before = sorted((tuple(m), int(c)) for m, c, w in zip(p.meet[p.start[h]:p.start[h + 1]].tolist(),
+                                                                  p.mult[p.start[h]:p.start[h + 1]].tolist(),
+                                                                  wm[p.start[h]:p.start[h + 1]].tolist(), strict=True)
+                            if np.isfinite(w))
+            part = slice(ordered.start[h], ordered.start[h + 1])
+            after = sorted((tuple(m), int(c)) for m, c in zip(ordered.meet[part].tolist(), ordered.mult[part].tolist(),
+                                                              strict=True))
+            assert before == after
+            assert np.all(np.diff(ordered_wm[part]) <= 0)
+
+
+def search_trace(monkeypatch: pytest.MonkeyPatch, problem: Problem, params: dict, budget: int) -> tuple:
+    """(result, the batches of nodes the search evaluated, in order)."""
+    batches: list[list[list[int]]] = []
+    evaluate = lattice_module.evaluate_nodes
+
+    def recording(problem: Problem, G: np.ndarray, max_suppressed: int):
+        batches.append(np.asarray(G).tolist())
+        return evaluate(problem, G, max_suppressed)
+
+    monkeypatch.setattr(lattice_module, "evaluate_nodes", recording)
+    result = run_optimizer("lattice", problem, budget=budget, params=dict(params))
+    monkeypatch.setattr(lattice_module, "evaluate_nodes", evaluate)
+    return result, batches
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+@pytest.mark.parametrize("seed", range(12))
+def test_box_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, batch: int, seed: int) -> None:
+    """``_box_kernels.box_rounds`` against its twin, the Python loop of ``lattice._box_search``:
+    the same leaves evaluated in the same batches (so the same boxes popped in the same order),
+    the same boxes bounded, the same answer and largest bound left, also when stopped early by
+    ``max_boxes`` or the budget at several points; the slots start small so that they grow."""
+    rng = np.random.default_rng([93_000, seed, batch])
+    table = random_table(rng, n_qids=int(rng.integers(2, 6)), max_records=60)
+    models = random_models(rng)
+    size = lattice_size(table.heights)
+    monkeypatch.setattr(lattice_module, "SPARE_SLOTS", 0)
+    runs = [({"mode": "bound", "batch": batch}, size)]
+    runs += [({"mode": "bound", "batch": batch, "max_boxes": int(m)}, size) for m in rng.integers(1, 60, 3)]
+    runs += [({"mode": "bound", "batch": batch}, int(b)) for b in rng.integers(1, 6, 2)]
+    kernel_ran = False
+    for params, budget in runs:
+        monkeypatch.setattr(lattice_module, "BOX_LOOP_KERNEL", True)
+        with_kernel, kernel_batches = search_trace(monkeypatch, Problem(table, models), params, budget)
+        monkeypatch.setattr(lattice_module, "BOX_LOOP_KERNEL", False)
+        python, python_batches = search_trace(monkeypatch, Problem(table, models), params, budget)
+        assert kernel_batches == python_batches
+        assert with_kernel.td == python.td and with_kernel.certified == python.certified
+        assert np.array_equal(with_kernel.g, python.g) and with_kernel.evaluations == python.evaluations
+        assert with_kernel.info == python.info  # boxes bounded, remaining bound, search
+        kernel_ran |= python.info.get("search") == "boxes"
+    if BoxBound(Problem(table, models)).tables:
+        assert kernel_ran
+
+
+@pytest.mark.parametrize("models_key", list(MODELS) + ["k=4"])
+@pytest.mark.parametrize("seed", range(8))
+def test_bitset_scan_is_the_packed_scan(monkeypatch: pytest.MonkeyPatch, models_key: str, seed: int) -> None:
+    """The box bounds with the partner bitsets (inside U read off bit sets, every row with a
+    partner) and with the packed test per partner: the same bounds bit for bit and the same row
+    states, on chains of nested boxes with inherited states."""
+    monkeypatch.setattr(bounds_module, "BITSET_MIN_PARTNERS", 0)
+    rng = np.random.default_rng([94_000, seed, len(models_key)])
+    table = random_table(rng, n_qids=int(rng.integers(1, 6)), max_records=160)
+    specs = [("k-anonymity", {"k": 4})] if models_key == "k=4" else MODELS[models_key]
+    if any(name == "t-closeness" for name, _ in specs) and table.n_sa == 0:
+        specs = [("k-anonymity", {"k": 2})]
+    problem = Problem(table, [build_model(name, params) for name, params in specs])
+    with_bits, packed = BoxBound(problem), BoxBound(problem)
+    packed.use_bitsets = False
+    for _ in range(12):
+        states_bits = states_packed = None
+        for L, U in nested_boxes(rng, np.asarray(table.heights, dtype=np.int64), 4):
+            b1, states_bits = with_bits.with_states(L[None, :], U[None, :], states_bits)
+            b2, states_packed = packed.with_states(L[None, :], U[None, :], states_packed)
+            assert np.array_equal(b1, b2)
+            assert states_bits is not None and np.array_equal(states_bits, states_packed)
+    if with_bits.tables:
+        assert len(with_bits._prepared(with_bits.tables[0])[3]) > 0  # the bitsets ran

@@ -78,6 +78,11 @@ every sub-box (property (1)'s argument per row; ``_row_bounds``), so the search 
 box's states to its halves; the need-th largest v is kept in a running top-k that skips a
 partner whose meet weight cannot beat it (``SELECT_MAX_NEED``). Both are tested bit for bit
 against the full scan (``row_bounds_python``) and the search with them against the one without.
+Each row's partners are scanned in order of meet weight, largest first (``wm_order``), so the
+scan stops at the first partner inside U whose meet weight is below the running k-th largest
+(none after it can raise it, none is merged at L); rows with many partners find those inside U
+from bitsets (``partner_bitsets``) instead of testing each. Neither changes a value or a state
+(tests: the Python twin, and the bitsets against the packed test).
 
 Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
 by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
@@ -88,6 +93,7 @@ candidate listed; need_t by hand; the search's certified optimum against exhaust
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numba as nb
 import numpy as np
@@ -513,6 +519,82 @@ def _undominated(vecs, mult, need, packed, guard):
 SELECT_MAX_NEED = 16
 
 
+# Bitsets of the partners inside U (issue #25): on a 5,000-record mach2019 sample a row has
+# about 250 partners of which about 15 lie inside a late box's U, and testing each was most of
+# the box bounds' time. For each row, QID q and level j, a bitset over the row's partners (in
+# table order) of those with m_q <= j; the partners inside U are the AND over q of the sets at
+# U_q, one word (64 partners) at a time, read off by their lowest set bit (a de Bruijn multiply
+# gives its position). The same partners in the same order as the packed test, so the same
+# values and states; rows with few partners keep the packed test (BITSET_MIN_PARTNERS). Up to MAX_BITSET_WORDS words (8 bytes each) in all; above, the packed test.
+MAX_BITSET_WORDS = 1 << 23
+# Rows with at most this many partners test each (a few packed words read beat nQ bitset words)
+BITSET_MIN_PARTNERS = 64
+ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+NO_BITS = np.uint64(0)
+ONE_BIT = np.uint64(1)
+DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+DEBRUIJN_SHIFT = np.uint64(58)
+DEBRUIJN_POS = np.zeros(64, dtype=np.int64)
+for _bit in range(64):
+    DEBRUIJN_POS[((0x03F79D71B4CB0A89 << _bit) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
+
+
+def partner_bitsets(start: np.ndarray, meet: np.ndarray, heights: np.ndarray,
+                    n_levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(woff, bits): row h's partners take words woff[h]..woff[h + 1] (64 partners a word; none
+    for a row of at most BITSET_MIN_PARTNERS partners, which keeps the packed test) of each bitset; bit p of word w of row h's set (q, j), at bits[woff[h] * nQ * n_levels + (q *
+    n_levels + j) * words_h + w], says partner start[h] + 64 w + p has m_q <= j. Empty arrays
+    when the sets would take more than MAX_BITSET_WORDS words or no row has more than
+    BITSET_MIN_PARTNERS partners (no row would read them)."""
+    partners = np.diff(start)
+    n_words = np.where(partners > BITSET_MIN_PARTNERS, (partners + 63) // 64, 0)
+    woff = np.zeros(len(start), dtype=np.int64)
+    np.cumsum(n_words, out=woff[1:])
+    nq = meet.shape[1]
+    if int(woff[-1]) * nq * n_levels > MAX_BITSET_WORDS or int(np.diff(start).max(initial=0)) <= BITSET_MIN_PARTNERS:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)
+    return woff, _fill_bitsets(start, meet, np.asarray(heights, dtype=np.int64), woff, n_levels)
+
+
+@nb.njit(cache=True)
+def _fill_bitsets(start, meet, heights, woff, n_levels):
+    nq = meet.shape[1]
+    bits = np.zeros(woff[-1] * nq * n_levels, dtype=np.uint64)
+    for h in range(start.shape[0] - 1):
+        n_words = woff[h + 1] - woff[h]
+        if n_words == 0:
+            continue
+        base = woff[h] * nq * n_levels
+        for pos in range(start[h + 1] - start[h]):
+            row = start[h] + pos
+            bit = ONE_BIT << np.uint64(pos % 64)
+            for q in range(nq):
+                for j in range(meet[row, q], heights[q] + 1):
+                    bits[base + (q * n_levels + j) * n_words + pos // 64] |= bit
+    return bits
+
+
+# Partners gathered per chunk in ``_row_bounds`` before the early-stop test (a chunk's gather
+# stays branch-free; a larger chunk gathers more partners past the stop).
+GATHER_CHUNK = 32
+
+
+def wm_order(table: PartnerTable, wm: np.ndarray) -> tuple[PartnerTable, np.ndarray]:
+    """(table, wm) with each row's partners reordered by meet weight, largest first (ties in
+    table order), as ``_row_bounds``'s early stop needs, and the partners of infinite weight
+    (a level above the top: inside no box) dropped. The bound is a k-th largest value over the
+    partners inside U and the row states count them: neither depends on their order (issue #25)."""
+    n = len(table.start) - 1
+    row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(table.start))
+    finite = np.isfinite(wm)
+    order = np.lexsort((-wm, row_of))  # stable: by row, then wm descending, then table order
+    order = order[finite[order]]
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row_of[order], minlength=n), out=start[1:])
+    return (PartnerTable(start, np.ascontiguousarray(table.meet[order]), np.ascontiguousarray(table.mult[order]),
+                         table.need), np.ascontiguousarray(wm[order]))
+
+
 @nb.njit(cache=True)
 def _meet_weights(codes, weight, start, meet, heights):
     """wm[p]: sum_q w_q(m_q, h) of each partner p of each row h (summed over q in order, as v
@@ -540,7 +622,7 @@ ROW_SCAN = 2  # anything else: scan the partners
 
 
 @nb.njit(cache=True)
-def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent, wm):
+def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, guard, parent, wm, woff, bits):
     """(out, status): out[i, h] the bound of one record of row h over the box [L[i], U[i]]
     (module docstring): the need[h]-th largest v over its partners inside U, 0 when too few,
     u_L(h) when need is 0; status[i, h] the row's state (ROW_NONE, ROW_AT_L, ROW_SCAN) in that box.
@@ -551,7 +633,8 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     any partner: weights do not increase with the level), so the need-th largest v is u_L'(h),
     computed as the scan computes it (the same sum in the same order: the same float).
     ``packed``: the partners' meet vectors packed (``meet_packing``'s ``shifts``, ``guard``;
-    guard -1: compared QID by QID); ``wm``: their meet weights (``_meet_weights``)."""
+    guard -1: compared QID by QID); ``wm``: their meet weights (``_meet_weights``); ``woff``,
+    ``bits``: the partners' ``partner_bitsets`` (``woff`` empty: the packed test per partner)."""
     n_nodes, nq = L.shape
     n = codes.shape[0]
     out = np.zeros((n_nodes, n))
@@ -564,7 +647,9 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     highg = _pack(U, shifts) | guard
     vals = np.empty(meet.shape[0] + 1)
     muls = np.empty(meet.shape[0] + 1, dtype=np.int64)
-    inside_at = np.empty(meet.shape[0] + 1, dtype=np.int64)
+    inside_at = np.empty(64, dtype=np.int64)
+    by_bits = woff.shape[0] > 0
+    n_levels = weight.shape[1]
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
     # while every box of the batch reads it, where box-major order streamed the whole table
     # (megabytes) once per box (issue #25). Each (box, row) value is computed as before.
@@ -594,73 +679,113 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                 status[i, h] = ROW_AT_L
                 out[i, h] = own
                 continue
-            # Partners come in order of level sum, so those already merged at L (v = the row's
-            # own weight, the most any partner gives) come first: stop once k of them are seen.
+            # Partners come in order of meet weight, largest first (``wm_order``): once the
+            # running top-k holds k records and a partner inside U has wm below the k-th largest v
+            # so far, no later partner can raise it (v <= wm <= this wm) and none is merged at L
+            # (such a partner has wm >= u_L(h) >= every v): the scan stops there, with the value
+            # and the state of the full scan. Merged at L, v is the row's own weight: stop once
+            # k of them are seen.
             npart = 0
             inside_records = 0
             best = 0.0
             low = 0
             done = False
+            stop = False
             small = k <= SELECT_MAX_NEED
             n_top = 0  # the running top-k (small needs): values descending, their records
             top_records = 0
-            # The partners inside U first, gathered without a branch (the test is one packed
-            # subtraction, its outcome unpredictable: a branch per partner mispredicts often).
-            n_in = 0
-            if guard >= 0:
-                for row in range(start[h], start[h + 1]):
-                    inside_at[n_in] = row
-                    n_in += ((highg[i] - packed[row]) & guard) == guard
-            else:
-                for row in range(start[h], start[h + 1]):
-                    inside = True
-                    for q in range(nq):
-                        if meet[row, q] > U[i, q]:
-                            inside = False
-                            break
-                    inside_at[n_in] = row
-                    n_in += inside
-            for x in range(n_in):
-                row = inside_at[x]
-                if guard >= 0:
-                    at_low = ((lowg[i] - packed[row]) & guard) == guard
-                else:
-                    at_low = True
-                    for q in range(nq):
-                        if L[i, q] < meet[row, q]:
-                            at_low = False
-                            break
-                inside_records += mult[row]
-                if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
-                    low += mult[row]
-                    if low >= k:
-                        best = own
-                        done = True
+            row0 = start[h]
+            end = start[h + 1]
+            row_bits = by_bits and woff[h + 1] > woff[h]  # the row has bitsets (partner_bitsets)
+            n_words = woff[h + 1] - woff[h] if row_bits else 0
+            base = woff[h] * nq * n_levels if row_bits else 0
+            word = 0
+            word_first = row0
+            inside_bits = NO_BITS
+            while not done and not stop:
+                # The next partners inside U, in table order: with bitsets, up to 8 set bits of the
+                # current word (64 partners) of the AND over the QIDs of "m_q <= U_q", taken lazily
+                # so that an early stop skips the rest; otherwise a chunk gathered without a branch
+                # (the test is one packed subtraction, its outcome unpredictable: a branch per
+                # partner mispredicts often), chunks so that the early stop saves the gather too.
+                n_in = 0
+                if row_bits:
+                    while inside_bits == NO_BITS and word < n_words:
+                        inside_bits = ALL_BITS
+                        for q in range(nq):
+                            inside_bits &= bits[base + (q * n_levels + U[i, q]) * n_words + word]
+                        word_first = start[h] + 64 * word
+                        word += 1
+                    if inside_bits == NO_BITS:
                         break
-                    v = own
+                    while inside_bits != NO_BITS and n_in < 8:
+                        low_bit = inside_bits & (~inside_bits + ONE_BIT)
+                        inside_bits ^= low_bit
+                        inside_at[n_in] = word_first + DEBRUIJN_POS[(low_bit * DEBRUIJN) >> DEBRUIJN_SHIFT]
+                        n_in += 1
+                elif row0 >= end:
+                    break
+                elif guard >= 0:
+                    row1 = min(row0 + GATHER_CHUNK, end)
+                    for row in range(row0, row1):
+                        inside_at[n_in] = row
+                        n_in += ((highg[i] - packed[row]) & guard) == guard
+                    row0 = row1
                 else:
-                    if small and top_records >= k and wm[row] <= top_v[n_top - 1]:
-                        continue  # v <= wm: cannot raise the k-th largest (SELECT_MAX_NEED)
-                    v = 0.0
-                    for q in range(nq):
-                        v += wrow[q, max(L[i, q], meet[row, q])]
-                if not small:
-                    vals[npart] = v
-                    muls[npart] = mult[row]
-                    npart += 1
-                elif top_records < k or v > top_v[n_top - 1]:
-                    pos = n_top
-                    while pos > 0 and top_v[pos - 1] < v:
-                        top_v[pos] = top_v[pos - 1]
-                        top_m[pos] = top_m[pos - 1]
-                        pos -= 1
-                    top_v[pos] = v
-                    top_m[pos] = mult[row]
-                    n_top += 1
-                    top_records += mult[row]
-                    while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
-                        n_top -= 1
-                        top_records -= top_m[n_top]
+                    row1 = min(row0 + GATHER_CHUNK, end)
+                    for row in range(row0, row1):
+                        inside = True
+                        for q in range(nq):
+                            if meet[row, q] > U[i, q]:
+                                inside = False
+                                break
+                        inside_at[n_in] = row
+                        n_in += inside
+                    row0 = row1
+                for x in range(n_in):
+                    row = inside_at[x]
+                    if small and top_records >= k and wm[row] < top_v[n_top - 1]:
+                        stop = True
+                        break
+                    if guard >= 0:
+                        at_low = ((lowg[i] - packed[row]) & guard) == guard
+                    else:
+                        at_low = True
+                        for q in range(nq):
+                            if L[i, q] < meet[row, q]:
+                                at_low = False
+                                break
+                    inside_records += mult[row]
+                    if at_low:  # merged at L: every level is L's, v is the row's own u_L(h)
+                        low += mult[row]
+                        if low >= k:
+                            best = own
+                            done = True
+                            break
+                        v = own
+                    else:
+                        if small and top_records >= k and wm[row] <= top_v[n_top - 1]:
+                            continue  # v <= wm: cannot raise the k-th largest (SELECT_MAX_NEED)
+                        v = 0.0
+                        for q in range(nq):
+                            v += wrow[q, max(L[i, q], meet[row, q])]
+                    if not small:
+                        vals[npart] = v
+                        muls[npart] = mult[row]
+                        npart += 1
+                    elif top_records < k or v > top_v[n_top - 1]:
+                        pos = n_top
+                        while pos > 0 and top_v[pos - 1] < v:
+                            top_v[pos] = top_v[pos - 1]
+                            top_m[pos] = top_m[pos - 1]
+                            pos -= 1
+                        top_v[pos] = v
+                        top_m[pos] = mult[row]
+                        n_top += 1
+                        top_records += mult[row]
+                        while n_top > 1 and top_records - top_m[n_top - 1] >= k:  # the tail holds no k-th
+                            n_top -= 1
+                            top_records -= top_m[n_top]
             if done:
                 status[i, h] = ROW_AT_L
             elif inside_records < k:
@@ -677,6 +802,92 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
                         break
             out[i, h] = best
     return out, status
+
+
+# numpy's pairwise summation block (PW_BLOCKSIZE in numpy's loops_utils.h)
+_PW_BLOCK = 128
+
+
+@nb.njit(cache=True)
+def _pairwise_block(a, lo, n):
+    """numpy's sum of a block of at most 128 (``pairwise_sum_DOUBLE``'s leaves): a plain loop
+    below 8, else eight accumulators, combined as a tree, then the remainder."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    whole = n - n % 8
+    while i < whole:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@nb.njit(cache=True)
+def _pairwise(a, n):
+    """numpy's pairwise sum of a[:n] (``pairwise_sum_DOUBLE``), the same float: blocks of at
+    most 128 (``_pairwise_block``), above that the sum of two halves (the first a multiple of 8).
+    The recursion runs on an explicit stack (Numba's cache mishandles recursive functions)."""
+    if n <= _PW_BLOCK:
+        return _pairwise_block(a, 0, n)
+    lo = np.empty(64, dtype=np.int64)  # frames: a range, its phase, its left half's sum
+    size = np.empty(64, dtype=np.int64)
+    phase = np.zeros(64, dtype=np.int64)
+    left = np.empty(64)
+    lo[0], size[0], phase[0] = 0, n, 0
+    sp = 1
+    ret = 0.0
+    while sp > 0:
+        f = sp - 1
+        half = size[f] // 2
+        half -= half % 8
+        if phase[f] == 0:
+            if size[f] <= _PW_BLOCK:
+                ret = _pairwise_block(a, lo[f], size[f])
+                sp -= 1
+                continue
+            phase[f] = 1
+            lo[sp], size[sp], phase[sp] = lo[f], half, 0
+            sp += 1
+        elif phase[f] == 1:
+            left[f] = ret
+            phase[f] = 2
+            lo[sp], size[sp], phase[sp] = lo[f] + half, size[f] - half, 0
+            sp += 1
+        else:
+            ret = left[f] + ret
+            sp -= 1
+    return ret
+
+
+@nb.njit(cache=True)
+def weighted_sums(per_row, counts):
+    """out[i] = sum over rows h of per_row[i, h] * counts[h], summed as numpy's
+    ``np.multiply(per_row, counts).sum(axis=1)`` sums (pairwise, bit for bit: tested)."""
+    n_boxes, n = per_row.shape
+    out = np.empty(n_boxes)
+    prod = np.empty(n)
+    for i in range(n_boxes):
+        for h in range(n):
+            prod[h] = per_row[i, h] * counts[h]
+        out[i] = _pairwise(prod, n)
+    return out
+
 
 
 def row_bounds_python(L: np.ndarray, U: np.ndarray, codes: np.ndarray, weight: np.ndarray,
@@ -777,19 +988,38 @@ class BoxBound:
         self._records = t.counts.astype(np.int64)
         self._shifts, self._guard = meet_packing(np.asarray(t.heights, dtype=np.int64))
         self._heights = np.asarray(t.heights, dtype=np.int64)
-        self._packed: dict[int, tuple[PartnerTable, np.ndarray, np.ndarray]] = {}
+        self._packed: dict[int, tuple[PartnerTable, PartnerTable, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.use_bitsets = True  # False: the packed test per partner (the tests compare both)
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
     def _row_bounds(self, L: np.ndarray, U: np.ndarray, p: PartnerTable,
                     parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        packed = self._packed.get(id(p))
-        if packed is None or packed[0] is not p:  # once per table (tests may swap tables)
-            packed = (p, _pack(p.meet, self._shifts),
-                      _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
-            self._packed[id(p)] = packed
-        return _row_bounds(L, U, self._codes, self._weight, p.start, p.meet, p.mult, p.need, packed[1],
-                           self._shifts, self._guard, parent, packed[2])
+        q, packed, wm, woff, bits = self._prepared(p)
+        return _row_bounds(L, U, self._codes, self._weight, q.start, q.meet, q.mult, q.need, packed,
+                           self._shifts, self._guard, parent, wm, woff, bits)
+
+    def _prepared(self, p: PartnerTable) -> tuple[PartnerTable, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(table in ``wm_order``, its meet vectors packed, their meet weights, its bitsets'
+        ``woff`` and ``bits``), made once per table (tests may swap tables)."""
+        ready = self._packed.get(id(p))
+        if ready is None or ready[0] is not p:
+            by_wm = wm_order(p, _meet_weights(self._codes, self._weight, p.start, p.meet, self._heights))
+            woff, bits = (partner_bitsets(by_wm[0].start, by_wm[0].meet, self._heights, self._weight.shape[1])
+                          if self.use_bitsets else (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint64)))
+            ready = (p, by_wm[0], _pack(by_wm[0].meet, self._shifts), by_wm[1], woff, bits)
+            self._packed[id(p)] = ready
+        return ready[1], ready[2], ready[3], ready[4], ready[5]
+
+    def kernel_args(self) -> tuple[int, tuple[Any, ...]]:
+        """(tables, arguments) of the box loop kernel (``_box_kernels.box_rounds``) after its
+        ``n_tables``: codes, weights, counts, packing, then two tables as ``_row_bounds`` reads
+        them (the first again when there is one). Only with partner tables (not ``by_class``)."""
+        tables = [self._prepared(p) for p in self.tables]
+        flat = []
+        for q, packed, wm, woff, bits in (tables + tables)[:2]:
+            flat += [q.start, q.meet, q.mult, q.need, packed, wm, woff, bits]
+        return len(tables), (self._codes, self._weight, self._counts, self._shifts, np.int64(self._guard), *flat)
 
     @property
     def active(self) -> bool:
@@ -819,5 +1049,6 @@ class BoxBound:
         for t in range(1, len(tables)):
             rows, states[t] = self._row_bounds(L, U, tables[t], np.ascontiguousarray(parent[t]))
             per_row = np.minimum(per_row, rows)
-        # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays)
-        return np.multiply(per_row, self._counts).sum(axis=1), states
+        # a row-weighted sum without np.dot (no multi-threaded BLAS on these small arrays), the
+        # box loop kernel's (numpy's pairwise sum, bit for bit)
+        return weighted_sums(per_row, self._counts), states

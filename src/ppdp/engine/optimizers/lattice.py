@@ -23,6 +23,10 @@ Without either (no minimum class size and no partner table) the box bound is UB(
 bound runs the node search instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
 ``info["search"]`` says which ran.
 
+With partner tables and no greedy incumbent the rounds of the box search run in Numba
+(``_box_kernels.box_rounds``: the same boxes popped in the same order, Python evaluating each
+round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise.
+
 ``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
 (UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next
 UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.py).
@@ -60,6 +64,14 @@ import numpy as np
 
 from ppdp.engine.errors import SpecError
 from ppdp.engine.optimizers import OPTIMIZERS, OptimizerResult, ProgressFn, Tracker, checks_params
+from ppdp.engine.optimizers._box_kernels import (
+    CAPPED,
+    GROW,
+    HEAP_EMPTY,
+    LEAVES,
+    TOP_AT_BEST,
+    box_rounds,
+)
 from ppdp.engine.optimizers.bounds import BoxBound
 from ppdp.engine.optimizers.descent import greedy_incumbent
 from ppdp.engine.optimizers.lattice_nodes import (
@@ -143,13 +155,18 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         return tracker.result(certified=certified, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
-    certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap,
-                                              greedy=bound.by_class if greedy is None else bool(greedy))
+    greedy = bound.by_class if greedy is None else bool(greedy)
+    # The loop in Numba where it can run (partner tables, no greedy incumbent's evaluated nodes
+    # to skip); the Python loop is its twin (tests/oracles/test_lattice_bounds.py).
+    search = _box_search if bound.by_class or greedy or not BOX_LOOP_KERNEL else _box_search_kernel
+    certified, remaining, boxes = search(problem, bound, tracker, evaluate, batch, boxes_cap, greedy=greedy)
     info.update(search="boxes by class" if bound.by_class else "boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
     return tracker.result(certified=certified, info=info)
 
 
 MODES = ("bound", "nodes", "exhaustive")
+BOX_LOOP_KERNEL = True  # False: the Python loop (the kernel's twin) everywhere
+SPARE_SLOTS = 1024  # box slots of the kernel loop beyond one round's (they double when short)
 CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
 
 
@@ -225,6 +242,63 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             tracker.offer(G, retained, ev)
             best_td = _best_feasible(ev, best_td)
     return True, None, boxes
+
+
+def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
+                       max_boxes: int, greedy: bool = False) -> tuple[bool, float | None, int]:
+    """``_box_search`` with its rounds in ``_box_kernels.box_rounds`` (partner tables only, no
+    greedy incumbent): the same boxes popped in the same order, the same leaves evaluated in the
+    same batches, the same answer. Python evaluates each round's leaves and grows the slots."""
+    assert not greedy and not bound.by_class
+    heights = np.asarray(problem.heights, dtype=np.int64)
+    nq = len(heights)
+    L0 = np.zeros((1, nq), dtype=np.int64)
+    root_bound, root_states = bound.with_states(L0, heights[None, :], None)
+    assert root_states is not None
+    n_tables, args = bound.kernel_args()
+    n_rows = root_states.shape[2]
+    capacity = 2 * batch + 1 + SPARE_SLOTS  # the root and one round's halves, and room to grow
+    key = np.empty(capacity)
+    order = np.empty(capacity, dtype=np.int64)
+    slot = np.empty(capacity, dtype=np.int64)
+    slot_L = np.empty((capacity, nq), dtype=np.int64)
+    slot_U = np.empty((capacity, nq), dtype=np.int64)
+    slot_states = np.empty((capacity, n_tables, n_rows), dtype=np.int8)
+    free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+    # the root in the last free slot: [heap size, free slots, boxes bounded, next push order]
+    root = int(free[capacity - 1])
+    slot_L[root], slot_U[root], slot_states[root] = L0[0], heights, root_states[:, 0]
+    key[0], order[0], slot[0] = -float(root_bound[0]), 0, root
+    counters = np.array([1, capacity - 1, 1, 1], dtype=np.int64)
+    leaves = np.empty((batch, nq), dtype=np.int64)
+    best_td = -np.inf
+    while True:
+        answer, n_leaves = box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, float(best_td),
+                                      batch, tracker.remaining, max_boxes, leaves, n_tables, *args)
+        boxes = int(counters[2])
+        if answer == LEAVES:
+            G = leaves[:n_leaves].copy()
+            retained, ev = evaluate(G)
+            tracker.offer(G, retained, ev)
+            best_td = _best_feasible(ev, best_td)
+        elif answer == GROW:  # double the slots; the new ones are free
+            n_free = int(counters[1])
+            key, order, slot = (np.concatenate([a, np.empty_like(a)]) for a in (key, order, slot))
+            slot_L, slot_U, slot_states = (np.concatenate([a, np.empty_like(a)]) for a in (slot_L, slot_U, slot_states))
+            free = np.concatenate([free[:n_free], np.arange(2 * capacity - 1, capacity - 1, -1, dtype=np.int64),
+                                   np.empty(capacity - n_free, dtype=np.int64)])
+            counters[1] = n_free + capacity
+            capacity *= 2
+        elif answer == HEAP_EMPTY:
+            return True, None, boxes
+        elif answer == TOP_AT_BEST:
+            return True, -float(key[0]), boxes
+        else:
+            assert answer == CAPPED
+            if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
+                G = slot_L[slot[0]][None, :].copy()
+                tracker.offer(G, *evaluate(G))
+            return False, -float(key[0]), boxes
 
 
 def _node_search(problem: Problem, tracker: Tracker, evaluate, batch: int) -> tuple[bool, float | None]:

@@ -46,14 +46,25 @@ def _bound_batch(L, U, parent, n_tables, codes, weight, counts, shifts, guard_bi
 
 
 @nb.njit(cache=True)
+def _first(key, order, i, j):
+    """Whether heap entry i pops before j: heapq's tuple order (-bound, push order)."""
+    return key[i] < key[j] or (key[i] == key[j] and order[i] < order[j])
+
+
+@nb.njit(cache=True)
+def _swap(key, order, slot, i, j):
+    key[i], key[j] = key[j], key[i]
+    order[i], order[j] = order[j], order[i]
+    slot[i], slot[j] = slot[j], slot[i]
+
+
+@nb.njit(cache=True)
 def _sift_up(key, order, slot, pos):
     while pos > 0:
         up = (pos - 1) // 2
-        if key[up] < key[pos] or (key[up] == key[pos] and order[up] < order[pos]):
+        if _first(key, order, up, pos):
             break
-        key[up], key[pos] = key[pos], key[up]
-        order[up], order[pos] = order[pos], order[up]
-        slot[up], slot[pos] = slot[pos], slot[up]
+        _swap(key, order, slot, up, pos)
         pos = up
 
 
@@ -65,13 +76,11 @@ def _sift_down(key, order, slot, n):
         if child >= n:
             break
         right = child + 1
-        if right < n and (key[right] < key[child] or (key[right] == key[child] and order[right] < order[child])):
+        if right < n and _first(key, order, right, child):
             child = right
-        if key[pos] < key[child] or (key[pos] == key[child] and order[pos] < order[child]):
+        if _first(key, order, pos, child):
             break
-        key[child], key[pos] = key[pos], key[child]
-        order[child], order[pos] = order[pos], order[child]
-        slot[child], slot[pos] = slot[pos], slot[child]
+        _swap(key, order, slot, child, pos)
         pos = child
 
 

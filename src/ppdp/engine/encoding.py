@@ -19,7 +19,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ppdp.engine import _rows_kernels as RK
 from ppdp.engine.errors import DataError, HierarchyError
 from ppdp.engine.hierarchy import Hierarchy
 from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
@@ -279,6 +278,9 @@ def encode_rows(
     radices = np.array([*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)], dtype=np.int64)
     if math.prod(radices.tolist()) >= 1 << 62:
         return None
+    # imported here: the kernel ranks with the evaluator's kernels, whose package imports this module
+    from ppdp.engine import _rows_kernels as RK
+
     first, counts, group, group_columns = RK.group_rows(columns, radices)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).

@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 	# Dagster beside dbt: dbt-common and dbt-adapters need protobuf 6, and pip then picks a
 	# grpcio-health-checking that accepts it (the newest needs protobuf 7).
 	$(BIN)/pip install --quiet -e '.[orchestrators]' 'protobuf>=6,<7'
-	# Compile the Numba kernels now, so that no first release pays for it (engine/warmup.py)
+	# Compile the Numba kernels now, so that no first release pays for it (engine/app/warmup.py)
 	$(BIN)/ppdp warm-up
 	touch $(STAMP)
 

@@ -24,9 +24,9 @@ import duckdb
 import numpy as np
 
 from ppdp.connectors import connect
-from ppdp.engine.problem import Problem
-from ppdp.engine.spec import spec_from_dict
-from ppdp.engine.stages.validate import prepare
+from ppdp.engine.core.spec import spec_from_dict
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.release.stages.validate import prepare
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT_DIR = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"

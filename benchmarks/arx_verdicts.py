@@ -41,10 +41,15 @@ import polars as pl
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram, encode_population  # noqa: E402
-from ppdp.engine.evaluator.numba_backend import NumbaEvaluator  # noqa: E402
-from ppdp.engine.hierarchy import read_arx_csv  # noqa: E402
-from ppdp.engine.models import ModelContext, build_model  # noqa: E402
+from ppdp.engine.core.encoding import (  # noqa: E402
+    COUNT_COLUMN,
+    EncodedTable,
+    encode_histogram,
+    encode_population,
+)
+from ppdp.engine.core.hierarchy import read_arx_csv  # noqa: E402
+from ppdp.engine.methods.generalization.evaluators.numba_backend import NumbaEvaluator  # noqa: E402
+from ppdp.engine.privacy import ModelContext, build_model  # noqa: E402
 
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
 SENSITIVE = ("salary-class", "occupation")

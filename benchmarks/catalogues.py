@@ -1,6 +1,6 @@
 """Build the SPARCS sensitive-value catalogue for DRASL: CCS diagnoses grouped by APR MDC.
 
-The catalogue is an ARX CSV hierarchy ``diagnosis;category;*`` (engine/microaggregation/
+The catalogue is an ARX CSV hierarchy ``diagnosis;category;*`` (engine/methods/microaggregation/
 linkage.py): each ``CCS Diagnosis Description`` of the SPARCS 2015 files (the 8 facility files
 under ``<data>/sparcs/``) is a value, its category an ``APR MDC Description`` (major diagnostic
 category). A diagnosis can occur under several MDCs (97 of the 256 do in these files), so:

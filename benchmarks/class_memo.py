@@ -1,4 +1,4 @@
-"""The class memo's batch planning (issue #25): ``ClassMemo.plan`` (Numba, engine/evaluator/
+"""The class memo's batch planning (issue #25): ``ClassMemo.plan`` (Numba, engine/methods/generalization/evaluators/
 _memo_kernels.py) against its plain-Python twin ``DictClassMemo.plan`` (the dict-based memo the
 lattice search used per node before), interleaved in one process.
 
@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPO))
 
 import vs_arx as V  # noqa: E402
 
-from ppdp.engine.evaluator.class_memo import ClassMemo, DictClassMemo  # noqa: E402
-from ppdp.engine.optimizers import run_optimizer  # noqa: E402
-from ppdp.engine.problem import CLASS_CACHE_BYTES, Problem  # noqa: E402
+from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo, DictClassMemo  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.problem import CLASS_CACHE_BYTES, Problem  # noqa: E402
 
 
 def recorded_batches(key: str, root: Path, work: Path) -> tuple[list[np.ndarray], int, int, int]:

@@ -19,14 +19,14 @@ Datasets (``--data`` / ``PPDP_DATA``, default ../shared/data next to the reposit
           Ethnicity, Type of Admission (non-semantic nominal). Rows with missing values
           removed, then a seeded sample of ``--sparcs-rows`` rows (full: 10,000).
 
-Per dataset and method (every name in ``engine.microaggregation.algorithms.ALGORITHMS``, or
+Per dataset and method (every name in ``engine.methods.microaggregation.algorithms.ALGORITHMS``, or
 ``--methods``): a K sweep of the first release; then, at K = 8, one first release on the rows
 minus the largest sweep count and three sequences of single changes from it: insertions of the
 held-out rows, deletions of random records, modifications (alternately the QIDs, taken from a
 held-out row, and the SA, a different random value: half and half, as the paper). A version is
 published after every change. At each sweep count: Total_Pr (eq. 15), Average_IL (eq. 17),
 forged rows, cumulative time. Over every change: the difference attacker of
-engine/microaggregation/attack.py (mean and worst P(exact SA) and P(SA category)).
+engine/methods/microaggregation/attack.py (mean and worst P(exact SA) and P(SA category)).
 
 Speed rows: DRASL first release of every adult row at K = 8 (seconds, target < 60 s on one
 core) and median / p95 milliseconds per single insert, delete, modify (target < 50 ms), from
@@ -65,13 +65,13 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ppdp.engine.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
-from ppdp.engine.microaggregation import attack as atk  # noqa: E402
-from ppdp.engine.microaggregation import metrics  # noqa: E402
-from ppdp.engine.microaggregation.algorithms import ALGORITHMS, Params  # noqa: E402
-from ppdp.engine.microaggregation.distances import QidKind, encode, fit_schema  # noqa: E402
-from ppdp.engine.microaggregation.dynamic import Modification, NewRecord, encode_record  # noqa: E402
-from ppdp.engine.microaggregation.linkage import SensitiveCatalogue, builtin_catalogue  # noqa: E402
+from ppdp.engine.core.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
+from ppdp.engine.methods.microaggregation import attack as atk  # noqa: E402
+from ppdp.engine.methods.microaggregation import metrics  # noqa: E402
+from ppdp.engine.methods.microaggregation.algorithms import ALGORITHMS, Params  # noqa: E402
+from ppdp.engine.methods.microaggregation.distances import QidKind, encode, fit_schema  # noqa: E402
+from ppdp.engine.methods.microaggregation.dynamic import Modification, NewRecord, encode_record  # noqa: E402
+from ppdp.engine.methods.microaggregation.linkage import SensitiveCatalogue, builtin_catalogue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "drasl"
@@ -498,7 +498,7 @@ def markdown(command: str, meta: dict, first: list[dict], updates: list[dict], s
                              f"{c['average_il']:.3e} | {c['forged_rows']} | {c['forged_created']} | "
                              f"{c['forged_rewrites']} | {c['seconds']:.3f} |")
     lines += ["", "## Attack harness: what a difference attacker learns about each changed person", "",
-              "The attacker of engine/microaggregation/attack.py keeps every version and knows who changed and "
+              "The attacker of engine/methods/microaggregation/attack.py keeps every version and knows who changed and "
               "their QIDs; P = share of the person's true SA value (category) among the values the change "
               "added (insert, modify) or removed (delete) in the group covering their QIDs; fallback = share of "
               "changes where that difference was empty or ambiguous and the whole covering group(s) were used.",

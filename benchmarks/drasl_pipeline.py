@@ -4,7 +4,7 @@
     ... --algorithms drasl --rows 2000 --steps 2                                   # a subset
 
 Where benchmarks/drasl.py attacks in-memory states of the algorithms (the paper's model: no row
-ids), this runs the release pipeline itself (engine.release.run_release on an embedded DuckDB
+ids), this runs the release pipeline itself (engine.release.run.run_release on an embedded DuckDB
 file in a temporary folder) and attacks what it publishes with the pipeline's attack harness,
 tests/attack/harness.py: an attacker who keeps every published version, its ``__delta`` and the
 stable ``ppdp_row_id``, and knows each changed person's QIDs and who was inserted, deleted or
@@ -61,9 +61,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.drasl import ADULT_HIERARCHIES, ADULT_QIDS, UPDATE_K, data_dir, load_adult  # noqa: E402
-from ppdp.engine.errors import PpdpError  # noqa: E402
-from ppdp.engine.release import run_release  # noqa: E402
-from ppdp.engine.spec import ReleaseSpec, load_spec  # noqa: E402
+from ppdp.engine.core.spec import ReleaseSpec, load_spec  # noqa: E402
+from ppdp.engine.release.run import run_release  # noqa: E402
+from ppdp.errors import PpdpError  # noqa: E402
 from tests.attack.harness import (  # noqa: E402
     KINDS,
     Backend,

@@ -47,13 +47,13 @@ import polars as pl
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
-from ppdp.engine.evaluator import make_evaluator  # noqa: E402
-from ppdp.engine.evaluator.duckdb_backend import DuckDBEvaluator  # noqa: E402
-from ppdp.engine.hierarchy import read_arx_csv  # noqa: E402
-from ppdp.engine.models import build_model  # noqa: E402
-from ppdp.engine.optimizers import run_optimizer  # noqa: E402
-from ppdp.engine.problem import Problem  # noqa: E402
+from ppdp.engine.core.encoding import COUNT_COLUMN, EncodedTable, encode_histogram  # noqa: E402
+from ppdp.engine.core.hierarchy import read_arx_csv  # noqa: E402
+from ppdp.engine.methods.generalization.evaluators import make_evaluator  # noqa: E402
+from ppdp.engine.methods.generalization.evaluators.duckdb_backend import DuckDBEvaluator  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
+from ppdp.engine.privacy import build_model  # noqa: E402
 
 QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
 SA = "salary-class"

@@ -10,7 +10,7 @@ heuristic of Doka et al. only up to ``--hungarian-max`` = 2,000 tuples: O(k n^3)
 memory), objective (GCP, SIL) and seed, the initial graph is built (seeded: k-member's first
 tuple, the cluster-to-graph conversion), then ``iterated_local_search`` runs for ``--seconds``
 on one core. RPI = 100 * (initial - LS) / initial (the paper's eq. 9). The final objective is
-checked against a full recomputation (engine.hetero.metrics) and the check is in the JSON.
+checked against a full recomputation (engine.methods.heterogeneous.metrics) and the check is in the JSON.
 
 Datasets (``--datasets``; ``--data`` / ``PPDP_DATA``, default ../shared/data next to the repository):
   adult14 the paper's adult: the UCI adult.data (<data>/uci/adult.data, else the bundled
@@ -66,9 +66,9 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import hetero_moves  # noqa: E402
-from ppdp.engine.hetero import initial  # noqa: E402
-from ppdp.engine.hetero.ils import iterated_local_search  # noqa: E402
-from ppdp.engine.hetero.metrics import QidTable, gcp, sil  # noqa: E402
+from ppdp.engine.methods.heterogeneous import initial  # noqa: E402
+from ppdp.engine.methods.heterogeneous.ils import iterated_local_search  # noqa: E402
+from ppdp.engine.methods.heterogeneous.metrics import QidTable, gcp, sil  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "hetero"
@@ -401,7 +401,7 @@ def markdown(command: str, meta: dict, summary: list[dict], builds: list[dict],
                 f"the neighbour lists of the near-m scans are computed inside it), ")
              + f"{meta.get('jobs', 1)} run(s) at once; LS scans "
              f"{', '.join(meta.get('scans', ['paper']))} (paper = Alg. 2's scan of every node, near-m = "
-             f"partners among the m nearest tuples, engine/hetero/neighbors.py); Hungarian only up to "
+             f"partners among the m nearest tuples, engine/methods/heterogeneous/neighbors.py); Hungarian only up to "
              f"{meta['hungarian_max']:,} tuples. The paper gave each run 300 s (1,000 and "
              f"5,000 tuples) and 1,200 s (10,000), and used IPUMS and a 14-attribute adult.", ""]
     for ds in meta["datasets"]:
@@ -502,8 +502,8 @@ def from_releases(adult_csv: Path, rows: int, k: int, budgets: list[float], work
     search, and the RPI (eq. 9) of the searched objective. Everything through run_release."""
     import duckdb
 
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import load_spec
+    from ppdp.engine.core.spec import load_spec
+    from ppdp.engine.release.run import run_release
 
     db = work / "adult.duckdb"
     diseases = [line.split(";")[0] for line in DISEASES32.read_text().splitlines()]
@@ -558,7 +558,7 @@ def from_releases_markdown(command: str, meta: dict, res: dict) -> str:
              "synthetic disease column (a fixed hash of the key into the 32-disease catalogue, needed by DRASL). Each "
              "release is published by ppdp, then a heterogeneous release starts from its classes "
              "(`initial = \"release\"`; suppressed rows and classes below k are clustered apart by k-member, "
-             "engine/hetero/convert.py) and the local search runs for the budget on the searched objective. "
+             "engine/methods/heterogeneous/convert.py) and the local search runs for the budget on the searched objective. "
              "Before = the converted graph (§5.5), after = the published heterogeneous release; "
              "RPI = 100 (before - after) / before of the searched objective (eq. 9). Every heterogeneous release "
              "passed the pipeline's verification where the column says so.", "",

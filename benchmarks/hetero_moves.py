@@ -1,4 +1,4 @@
-"""Move evaluations per second of engine/hetero's incremental structures (issue #16's speed point).
+"""Move evaluations per second of engine/methods/heterogeneous's incremental structures (issue #16's speed point).
 
     .venv/bin/python benchmarks/hetero_moves.py [--seconds 60] [--rows 10000] [--k 5] [--quick]
 
@@ -36,10 +36,10 @@ from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ppdp.engine.hetero import _incremental_kernels as K  # noqa: E402
-from ppdp.engine.hetero.graph import circulant_graph  # noqa: E402
-from ppdp.engine.hetero.incremental import IncrementalState, objective_code  # noqa: E402
-from ppdp.engine.hetero.metrics import QidTable, gcp, sil  # noqa: E402
+from ppdp.engine.methods.heterogeneous import _incremental_kernels as K  # noqa: E402
+from ppdp.engine.methods.heterogeneous.graph import circulant_graph  # noqa: E402
+from ppdp.engine.methods.heterogeneous.incremental import IncrementalState, objective_code  # noqa: E402
+from ppdp.engine.methods.heterogeneous.metrics import QidTable, gcp, sil  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT / "src" / "ppdp" / "engine" / "data" / "adult" / "adult.csv"

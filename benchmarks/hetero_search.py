@@ -29,9 +29,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.hetero_moves import adult_table  # noqa: E402
-from ppdp.engine.hetero import initial  # noqa: E402
-from ppdp.engine.hetero.ils import iterated_local_search  # noqa: E402
-from ppdp.engine.hetero.metrics import gcp, sil  # noqa: E402
+from ppdp.engine.methods.heterogeneous import initial  # noqa: E402
+from ppdp.engine.methods.heterogeneous.ils import iterated_local_search  # noqa: E402
+from ppdp.engine.methods.heterogeneous.metrics import gcp, sil  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "hetero_search.json"

@@ -31,7 +31,7 @@ HAEF family, D1-D16 (HAEF §5.1, Table 1, Fig. 5: four datasets of four cases; n
             with the share of positive records fixed by stratified sampling (the percentages).
   QIDs      the first nQID of: Age Group, Gender, Race, Ethnicity, Zip Code - 3 digits,
             Length of Stay, Type of Admission, Payment Typology 1, Patient Disposition,
-            APR Severity of Illness Code. Hierarchies from engine/hierarchy.py generators over
+            APR Severity of Illness Code. Hierarchies from engine/core/hierarchy.py generators over
             the values of all 63,733 rows: Age Group recoded to its lower bound (0, 18, 30, 50,
             70) with intervals [30, 60]; Zip-3 masking (3 levels; empty recoded to UNK); Length
             of Stay ("120 +" recoded to 120) intervals [10, 20, 40]; Severity intervals [2];
@@ -51,10 +51,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
-from ppdp.engine.hierarchy import Hierarchy, flat, from_rows, intervals, masking, read_arx_csv
-from ppdp.engine.models import build_model
-from ppdp.engine.problem import Problem
+from ppdp.engine.core.encoding import COUNT_COLUMN, EncodedTable, encode_histogram
+from ppdp.engine.core.hierarchy import Hierarchy, flat, from_rows, intervals, masking, read_arx_csv
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 
 DEFAULT_SEED = 2024
 REPO = Path(__file__).resolve().parents[1]

@@ -78,12 +78,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import instances as inst_mod  # noqa: E402
 
-from ppdp.engine.encoding import encode_histogram  # noqa: E402
-from ppdp.engine.models import build_model  # noqa: E402
-from ppdp.engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
-from ppdp.engine.optimizers.evolutionary.runtime import IslandRuntime  # noqa: E402
-from ppdp.engine.optimizers.remote import ProblemSpec  # noqa: E402
-from ppdp.engine.problem import Problem  # noqa: E402
+from ppdp.engine.core.encoding import encode_histogram  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers.evolutionary.runtime import IslandRuntime  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers.remote import ProblemSpec  # noqa: E402
+from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
+from ppdp.engine.privacy import build_model  # noqa: E402
 
 ISLANDS = (1, 2, 4)
 LAGS = (0, 1)  # migration_lag: the paper's synchronous ring, and ours
@@ -264,10 +264,10 @@ sys.path[:0] = [root, root + "/benchmarks"]
 t0 = time.perf_counter()
 import numpy as np
 import instances as I
-from ppdp.engine.encoding import encode_histogram
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.problem import Problem
+from ppdp.engine.core.encoding import encode_histogram
+from ppdp.engine.privacy import build_model
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.problem import Problem
 frame, hs = I._sparcs(data)
 sample = np.sort(np.random.default_rng([seed, 3, 1]).choice(frame.height, size=rows, replace=False))
 q = I.SPARCS_QIDS
@@ -324,7 +324,7 @@ def first_run(args: argparse.Namespace) -> int:
             warm_up_s = None
             if args.after_install:  # what `make` does after installing: ppdp warm-up fills the cache
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "ppdp.engine.cli", "warm-up"], cwd=root, check=True,
+                subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "warm-up"], cwd=root, check=True,
                                env={**os.environ, "NUMBA_CACHE_DIR": str(cache)}, stdout=subprocess.DEVNULL)
                 warm_up_s = time.perf_counter() - t0
             load_before = load()
@@ -503,10 +503,13 @@ def wire_sizes(table, epochs: int = 3) -> dict:
     passes it (the pickled Individual), an epoch's report to the master (``pack_reports``)."""
     import pickle
 
-    from ppdp.engine.optimizers.evolutionary.executors.wire import encode_migrant, pack_reports
-    from ppdp.engine.optimizers.evolutionary.island import IslandSpec
-    from ppdp.engine.optimizers.evolutionary.params import parse_params
-    from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+    from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.wire import (
+        encode_migrant,
+        pack_reports,
+    )
+    from ppdp.engine.methods.generalization.optimizers.evolutionary.island import IslandSpec
+    from ppdp.engine.methods.generalization.optimizers.evolutionary.params import parse_params
+    from ppdp.engine.methods.generalization.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
 
     problem = heavy_problem(table)
     config = parse_params(HEAVY_OPTIMIZER, {"islands": 2, "oracle": True}, ID_DGA_DEFAULTS)
@@ -582,7 +585,9 @@ def heavy(args: argparse.Namespace) -> int:
                 print(f"no Ray cells: {ray_note}", flush=True)
                 cells = [c for c in cells if c.executor != "ray"]
             else:
-                from ppdp.engine.optimizers.ray_executor import ray_actor_pool
+                from ppdp.engine.methods.generalization.optimizers.ray_executor import (
+                    ray_actor_pool,
+                )
                 stack.callback(ray.shutdown)
                 stack.enter_context(ray_actor_pool())  # closed before the cluster stops
         for c in cells:  # start and warm up the workers and actors; not measured
@@ -739,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(cores' worth is probed around each instance's runs)", flush=True)
     _load_builtin()
     if "id-dga" not in OPTIMIZERS:
-        print("id-dga is not registered (engine/optimizers/id_dga.py missing): nothing to measure", flush=True)
+        print("id-dga is not registered (engine/methods/generalization/optimizers/id_dga.py missing): nothing to measure", flush=True)
         return 1
     every = inst_mod.build("id-dga", inst_mod.data_dir(args.data), args.seed)
     wanted = args.instances or (QUICK if args.quick else [i.name for i in every if i.n_records == 400])

@@ -54,8 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import instances as inst_mod  # noqa: E402
 
-from ppdp.engine.errors import SpecError  # noqa: E402
-from ppdp.engine.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.errors import SpecError  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -548,13 +548,13 @@ def write_report(path: Path, agg: dict, meta: dict, figures: dict[str, list[str]
          f"{rank_sum(range(meta['runs']), range(meta['runs'], 2 * meta['runs']))[1]:.3f}, so † cannot appear."
          if rank_sum(range(meta['runs']), range(meta['runs'], 2 * meta['runs']))[1] >= ALPHA else ""))
     w("- Optimum: `run_optimizer(\"lattice\")` (box branch and bound over the lattice with the exact suppression "
-      "oracle and the partner bound of engine/optimizers/bounds.py, "
+      "oracle and the partner bound of engine/methods/generalization/optimizers/bounds.py, "
       f"budget {meta['lattice_budget']:,} nodes). Certified = proven maximal over all (G, S). Gap = 100·(optimum − "
       "mean TD)/optimum. When not certified the gap is given as a range: from the gap to the best TD known (any "
       "run of any algorithm, or the lattice search) to the gap to an upper bound, max(best known, the lattice "
       "search's largest remaining bound).")
     if meta["skipped"]:
-        w("- Skipped (not registered in engine/optimizers): " + ", ".join(f"`{k}`" for k in sorted(meta["skipped"])) + ".")
+        w("- Skipped (not registered in engine/methods/generalization/optimizers): " + ", ".join(f"`{k}`" for k in sorted(meta["skipped"])) + ".")
     w("")
     if "id-dga" in agg:
         cases = [agg["id-dga"][k] for k in sorted(agg["id-dga"], key=lambda s: int(s[1:]))]

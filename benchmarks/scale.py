@@ -173,8 +173,8 @@ SECOND_VERSION = (
 def child(spec_path: str, out_json: str, second: str = "") -> None:
     """Runs in its own process: the release (and, with ``second``, a second version), nothing else."""
     from ppdp.connectors import connect
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import load_spec
+    from ppdp.engine.core.spec import load_spec
+    from ppdp.engine.release.run import run_release
 
     spec = load_spec(spec_path)
     t0 = time.perf_counter()
@@ -184,7 +184,7 @@ def child(spec_path: str, out_json: str, second: str = "") -> None:
         print(f"[{time.perf_counter() - t0:9.1f} s] {name}; peak RSS so far {rss:,.0f} MB", file=sys.stderr, flush=True)
 
     # every stage's end in the log too (a 100M-row run takes long: its partial figures count)
-    from ppdp.engine.stages.context import StageClock
+    from ppdp.engine.methods.context import StageClock
 
     mark = StageClock.mark
 

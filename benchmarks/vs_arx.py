@@ -79,12 +79,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ppdp.connectors.duckdb_connector import DuckDBConnector  # noqa: E402
-from ppdp.engine.encoding import EncodedTable, encode_population  # noqa: E402
-from ppdp.engine.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
-from ppdp.engine.models import build_model  # noqa: E402
-from ppdp.engine.optimizers import run_optimizer  # noqa: E402
-from ppdp.engine.problem import Problem  # noqa: E402
-from ppdp.engine.stages.validate import read_encoded  # noqa: E402
+from ppdp.engine.core.encoding import EncodedTable, encode_population  # noqa: E402
+from ppdp.engine.core.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
+from ppdp.engine.privacy import build_model  # noqa: E402
+from ppdp.engine.release.stages.validate import read_encoded  # noqa: E402
 from ppdp.sql import queries as Q  # noqa: E402
 from ppdp.sql.predicate import parse_predicate, predicate_sql  # noqa: E402
 
@@ -447,7 +447,7 @@ def ppdp_models(case: Case, ds: Dataset) -> list:
 def bind(models: list, table: EncodedTable, ds: Dataset) -> list:
     """Models that read the encoded table (an order or a hierarchy over the SA values) are bound
     to it as the engine's validate stage does, where this ppdp has ``PrivacyModel.bind``."""
-    from ppdp.engine.models import base
+    from ppdp.engine.privacy import base
     context_cls = getattr(base, "ModelContext", None)
     if context_cls is None:
         return models

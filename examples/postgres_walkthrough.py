@@ -29,7 +29,7 @@ ADULT = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"
 
 def ppdp(*args: str) -> None:
     print(f"\n$ ppdp {' '.join(args)}")
-    subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], check=True, cwd=ROOT)
+    subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", *args], check=True, cwd=ROOT)
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 import polars as pl  # noqa: E402
 
 from ppdp.connectors import connect  # noqa: E402
-from ppdp.engine.jobs import certificate, register_job, run_job  # noqa: E402
+from ppdp.engine.app.jobs import certificate, register_job, run_job  # noqa: E402
 
 DATA = ROOT / "examples" / "data" / "sparcs"
 JOB = "sparcs_micro"

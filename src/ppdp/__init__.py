@@ -1,17 +1,17 @@
 """ppdp: privacy-preserving data publishing inside SQL databases.
 
 One package with three layers: ``ppdp.engine`` (core: hierarchies, privacy models, evaluators,
-optimizers, the release pipeline; the CLI is ``ppdp.engine.cli``), ``ppdp.sql`` (all SQL text
+optimizers, the release pipeline; the CLI is ``ppdp.engine.app.cli``), ``ppdp.sql`` (all SQL text
 and dialect handling) and ``ppdp.connectors`` (one module per database).
 """
 
 __version__ = "0.1.0"
 
-# The Python API for orchestrators (engine/api.py, engine/outcome.py), imported on first use so
+# The Python API for orchestrators (engine/app/api.py, engine/app/outcome.py), imported on first use so
 # that ``import ppdp.sql`` stays free of the engine and ``ppdp --help`` stays instant.
-_API = {"run_release": "ppdp.engine.api", "run_job": "ppdp.engine.api", "verify_release": "ppdp.engine.api",
-        "VerifyResult": "ppdp.engine.api", "RunResult": "ppdp.engine.outcome", "ExitCode": "ppdp.engine.outcome",
-        "ModelCheck": "ppdp.engine.outcome", "HeldBack": "ppdp.engine.outcome"}
+_API = {"run_release": "ppdp.engine.app.api", "run_job": "ppdp.engine.app.api", "verify_release": "ppdp.engine.app.api",
+        "VerifyResult": "ppdp.engine.app.api", "RunResult": "ppdp.engine.app.outcome", "ExitCode": "ppdp.engine.app.outcome",
+        "ModelCheck": "ppdp.engine.app.outcome", "HeldBack": "ppdp.engine.app.outcome"}
 __all__ = ["__version__", *_API]
 
 

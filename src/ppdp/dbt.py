@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ppdp.engine.errors import SpecError
+from ppdp.errors import SpecError
 
 __all__ = ["package_path", "release"]
 
@@ -43,8 +43,8 @@ def release(dbt: Any, session: Any, *, spec: str | Path | dict[str, Any], source
     import duckdb
 
     from ppdp.connectors.duckdb_connector import DuckDBConnector
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import read_spec_file, spec_from_dict
+    from ppdp.engine.core.spec import read_spec_file, spec_from_dict
+    from ppdp.engine.release.run import run_release
 
     if isinstance(spec, dict):
         raw, base_dir = dict(spec), Path.cwd()

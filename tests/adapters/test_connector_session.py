@@ -13,7 +13,7 @@ import pytest
 
 from ppdp.connectors import connect
 from ppdp.connectors.base import ADVISORY_LOCKS, CAPABILITIES, ROLES, TRANSACTIONAL_DDL
-from ppdp.engine.errors import ConnectorError
+from ppdp.errors import ConnectorError
 from tests.support import paths as PATHS
 
 ROOT = PATHS.REPO

@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 from ppdp.connectors import connect
 from ppdp.connectors.base import ADVISORY_LOCKS, TRANSACTIONAL_DDL, Connector
 from ppdp.connectors.postgres_connector import first_keyword, number_placeholders
-from ppdp.engine.errors import ConnectorError
+from ppdp.errors import ConnectorError
 from ppdp.sql.quoting import quote_ident, quote_table
 
 

@@ -126,8 +126,8 @@ def test_dbt_build_publishes_skips_and_fails_on_a_leaky_model(project: Path):
 @pytest.mark.postgres
 def test_generic_tests_pass_under_dbt_postgres(project: Path, postgres_server):
     from ppdp.connectors import connect
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release.run import run_release
 
     name = f"dbt_{uuid.uuid4().hex[:8]}"
     admin = connect(postgres_server.url)

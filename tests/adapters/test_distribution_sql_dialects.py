@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.models import ClassStats, ModelContext, build_model
+from ppdp.engine.privacy import ClassStats, ModelContext, build_model
 from ppdp.sql import distributions as DS
 from ppdp.sql import history as H
 from ppdp.sql.quoting import quote_table

@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine import catalog
-from ppdp.engine import hierarchy as hier
-from ppdp.engine.models import build_model
+from ppdp.engine.core import catalog
+from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.privacy import build_model
 from ppdp.sql import verify as V
 from ppdp.sql.quoting import quote_table
 

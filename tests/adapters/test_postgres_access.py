@@ -8,8 +8,8 @@ import uuid
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.access import apply_access, missing_roles
-from ppdp.engine.errors import ConnectorError, SpecError
+from ppdp.engine.release.access import apply_access, missing_roles
+from ppdp.errors import ConnectorError, SpecError
 
 pytestmark = pytest.mark.postgres
 

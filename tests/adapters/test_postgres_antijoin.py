@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine import catalog
+from ppdp.engine.core import catalog
 from ppdp.sql import queries as Q
 
 pytestmark = pytest.mark.postgres

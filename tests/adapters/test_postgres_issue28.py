@@ -2,7 +2,7 @@
 
 The command line runs through tests/support/cli_under_test.py (in this process; PGPASSWORD and
 PGPASSFILE are set in its environment for the call), so the same scenario can be replayed against
-an older commit, in a subprocess: ``PPDP_TEST_CLI_MODULE=engine.cli PPDP_TEST_CLI_PATH=/tmp/old``.
+an older commit, in a subprocess: ``PPDP_TEST_CLI_MODULE=engine.app.cli PPDP_TEST_CLI_PATH=/tmp/old``.
 Item 2 uses a role that must give a password (scram-sha-256 in pg_hba.conf for that role alone),
 so the tests show both that the password works where it is given and that it appears nowhere.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import ConnectorError
+from ppdp.errors import ConnectorError
 from tests.attack.scenarios import adult_base
 from tests.conftest import ADULT_COLUMNS, toml_str, write_spec
 from tests.support.cli_under_test import one_line_error, ppdp

@@ -14,7 +14,7 @@ import pytest
 
 from ppdp.connectors import connect
 from ppdp.connectors.throwaway_postgres import PostgresServer, PostgresUnavailable
-from ppdp.engine.worker import ensure_requests, list_requests
+from ppdp.engine.app.request_worker import ensure_requests, list_requests
 from tests.adapters.test_postgres_release import adult_frame
 from tests.adapters.test_postgres_requests import finished, job_spec, worker
 

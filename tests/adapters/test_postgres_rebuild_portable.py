@@ -10,9 +10,9 @@ import pytest
 import sqlglot
 
 from ppdp.connectors import connect
-from ppdp.engine.rebuild import rebuild_script
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.app.rebuild import rebuild_script
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
 from tests.conftest import load_adult, write_spec
 
 pytestmark = pytest.mark.postgres

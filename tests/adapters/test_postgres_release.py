@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import ppdp.engine.release as release_module
+import ppdp.engine.release.run as release_module
 from ppdp.connectors import connect
 from ppdp.connectors.postgres_connector import PostgresConnector
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import ReleaseSpec, load_spec
+from ppdp.engine.core.spec import ReleaseSpec, load_spec
+from ppdp.engine.release.run import run_release
 from ppdp.sql import queries as Q
 from tests.conftest import ADULT, ADULT_COLUMNS, ADULT_QIDS, toml_str, write_spec
 

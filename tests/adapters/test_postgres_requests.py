@@ -21,8 +21,8 @@ import jsonschema
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import ConnectorError
-from ppdp.engine.worker import ensure_requests, list_requests
+from ppdp.engine.app.request_worker import ensure_requests, list_requests
+from ppdp.errors import ConnectorError
 from tests.adapters.test_postgres_release import adult_frame
 from tests.releases.test_jobs import SPEC
 
@@ -56,7 +56,7 @@ def as_role(url: str, role: str) -> str:
 
 
 def worker(url: str, *extra: str, fault: str | None = None) -> subprocess.Popen:
-    prefix = ["-m", "tests.support.phase_cli", fault] if fault else ["-m", "ppdp.engine.cli"]
+    prefix = ["-m", "tests.support.phase_cli", fault] if fault else ["-m", "ppdp.engine.app.cli"]
     return subprocess.Popen([sys.executable, *prefix, "worker", "--db", url, "--once", "--json", *extra], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.cli import main
+from ppdp.engine.app.cli import main
 from tests.conftest import ADULT
 
 pytestmark = pytest.mark.postgres

@@ -15,11 +15,12 @@ import polars as pl
 import pytest
 import sqlglot
 
-import ppdp.engine.release as release_module
+import ppdp.engine.release.run as release_module
 from ppdp.connectors import connect
 from ppdp.connectors.base import ConnectorError
-from ppdp.engine import catalog, jobs
-from ppdp.engine.rebuild import rebuild_script
+from ppdp.engine.app import jobs
+from ppdp.engine.app.rebuild import rebuild_script
+from ppdp.engine.core import catalog
 from tests.adapters.test_postgres_release import adult_frame
 from tests.conftest import ADULT
 
@@ -124,8 +125,8 @@ def test_sql_registered_job_on_postgres_with_analyst_access(warehouse, monkeypat
 
 def test_names_that_need_quoting_on_postgres(postgres_database, tmp_path):
     """Spaces, quotes, keywords and an injection attempt as table/column/release names."""
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release.run import run_release
 
     table = 'my "odd" table; DROP TABLE adult; --'
     frame = adult_frame().head(800).select(
@@ -168,8 +169,8 @@ def _small_job(roles: list[str], name: str = "adult_small") -> dict:
 
 def test_a_role_removed_from_access_loses_the_view(warehouse):
     """Finding 3: a role removed from [access] roles kept SELECT on the view."""
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release.run import run_release
 
     server, url, dbname = warehouse
     admin = connect(url)
@@ -204,9 +205,9 @@ def test_a_role_removed_from_access_loses_the_view(warehouse):
 def test_missing_role_and_long_names_are_refused_before_any_write(warehouse):
     """Findings 16 and 14: a missing role failed at GRANT after the search; a 62-byte output name
     made __v1 and __v2 collide (PostgreSQL truncates identifiers at 63 bytes)."""
-    from ppdp.engine.errors import SpecError
-    from ppdp.engine.release import run_release
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release.run import run_release
+    from ppdp.errors import SpecError
 
     _, url, _ = warehouse
     for raw, message in (

@@ -16,9 +16,9 @@ import pytest
 
 from ppdp.connectors import connect
 from ppdp.connectors.base import TRANSACTIONAL_DDL
-from ppdp.engine.errors import ConnectorError, VerificationError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import ConnectorError, VerificationError
 from ppdp.sql.spark import spark_statements
 from tests.conftest import load_adult, write_spec
 
@@ -169,7 +169,7 @@ def test_fingerprint_of_a_large_table_equals_duckdbs(env: dict) -> None:
     """The source fingerprint sums one 48-bit hash per row: Spark's BIGINT SUM overflowed (an
     ANSI error) past ~65,000 rows, so a 200,000-row release failed before its search (found by
     benchmarks/scale.py --engine spark). Same rows, same fingerprint as DuckDB's exact HUGEINT sum."""
-    from ppdp.engine.stages.validate import source_fingerprint
+    from ppdp.engine.release.stages.validate import source_fingerprint
     from ppdp.sql.queries import Source
 
     rows = 100_000

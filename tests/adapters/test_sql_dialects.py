@@ -8,9 +8,9 @@ import pytest
 import sqlglot
 
 from ppdp.connectors import connect
-from ppdp.engine.rebuild import rebuild_script
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.app.rebuild import rebuild_script
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
 from tests.conftest import load_adult, write_spec
 
 T = '[[privacy.models]]\nname = "k-anonymity"\nk = 4\n[[privacy.models]]\nname = "t-closeness"\nt = 0.3\n'
@@ -53,7 +53,7 @@ def test_other_dialects_parse_back(published, dialect):
 
 def test_unknown_dialect_is_an_error(published):
     tmp, db, _ = published
-    from ppdp.engine.errors import SpecError
+    from ppdp.errors import SpecError
 
     con = connect(f"duckdb://{db}")
     with pytest.raises(SpecError, match="Unknown dialect 'oracle'"):

@@ -1,5 +1,5 @@
 """The in-process ``ppdp`` runner of the tests (tests/support/cli_in_process.py) gives what the
-real entry point gives: the same exit code, stdout and stderr as ``python -m ppdp.engine.cli`` in
+real entry point gives: the same exit code, stdout and stderr as ``python -m ppdp.engine.app.cli`` in
 a subprocess, for a refusal, an argparse error, ``--help`` and a default read from the environment
 (``PPDP_DB``); and it leaves the test's environment and working directory as they were."""
 
@@ -17,7 +17,7 @@ from tests.support.cli_in_process import run_cli
 
 
 def real(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ppdp.engine.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env={**os.environ, **(env or {})}, timeout=300)
 
 
@@ -46,7 +46,7 @@ def test_a_warning_goes_to_stderr_as_in_a_fresh_interpreter(monkeypatch, tmp_pat
     a subprocess prints it on stderr and goes on: so does the in-process run."""
     import warnings
 
-    from ppdp.engine import cli
+    from ppdp.engine.app import cli
 
     def warn_then_refuse(args):
         warnings.warn("a library warns", UserWarning, stacklevel=1)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import ppdp.engine.models as models_package
-from ppdp.engine.models import MODELS
+import ppdp.engine.privacy as models_package
+from ppdp.engine.privacy import MODELS
 
 # A complete model module as a user would write it (k-anonymity under another name is enough:
 # the test is about discovery, not about the model).
@@ -17,8 +17,8 @@ NEW_MODULE = '''
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ppdp.engine.models.base import MODELS
-from ppdp.engine.models.k_anonymity import KAnonymity
+from ppdp.engine.privacy.base import MODELS
+from ppdp.engine.privacy.k_anonymity import KAnonymity
 
 
 @MODELS.register("discovery-probe")
@@ -34,7 +34,7 @@ def extra_model_folder(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(models_package, "__path__", [*models_package.__path__, str(tmp_path)])
     yield
     MODELS._items.pop("discovery-probe", None)
-    sys.modules.pop("ppdp.engine.models.discovery_probe", None)
+    sys.modules.pop("ppdp.engine.privacy.discovery_probe", None)
 
 
 def test_a_module_dropped_into_the_models_package_registers_its_model(extra_model_folder):

@@ -3,7 +3,7 @@
 Code that needs a property of a privacy model asks the model (models/base.py) instead of
 comparing its name, so a new model is one new module. This reads every string constant of the
 installed package (docstrings excepted; prose in messages is allowed) and fails on one that is
-a registered model's name, or quotes it, outside ``ppdp/engine/models/``.
+a registered model's name, or quotes it, outside ``ppdp/engine/privacy/``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import ast
 import re
 from pathlib import Path
 
-from ppdp.engine.models import MODELS
+from ppdp.engine.privacy import MODELS
 from tests.support import paths as PATHS
 
-MODEL_PACKAGE = PATHS.PACKAGE / "engine" / "models"
+MODEL_PACKAGE = PATHS.PACKAGE / "engine" / "privacy"
 # Not a privacy model: the DRASL paper's t-closeness microaggregation baseline, registered under
 # its own name in another registry (microaggregation algorithms).
-OTHER_REGISTRIES = {PATHS.PACKAGE / "engine" / "microaggregation" / "t_closeness.py"}
+OTHER_REGISTRIES = {PATHS.PACKAGE / "engine" / "methods" / "microaggregation" / "t_closeness.py"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -58,4 +58,4 @@ def test_no_model_name_outside_the_model_modules() -> None:
     offenders = [hit for path in sorted(PATHS.PACKAGE.rglob("*.py"))
                  if MODEL_PACKAGE not in path.parents and path not in OTHER_REGISTRIES
                  for hit in name_strings(path, names)]
-    assert not offenders, "model names outside engine/models/ (ask the model instead):\n" + "\n".join(offenders)
+    assert not offenders, "model names outside engine/privacy/ (ask the model instead):\n" + "\n".join(offenders)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ppdp.connectors import CONNECTORS, connect
-from ppdp.engine.errors import ConnectorError, SpecError
+from ppdp.errors import ConnectorError, SpecError
 from tests.support import paths as PATHS
 
 
@@ -56,7 +56,7 @@ def test_connectors_are_found_by_scheme_and_an_unknown_one_is_named() -> None:
 def test_a_connector_whose_driver_is_missing_says_which_extra(monkeypatch) -> None:
     from importlib.metadata import EntryPoint
 
-    from ppdp.engine.registry import Registry
+    from ppdp.registry import Registry
 
     reg: Registry[type] = Registry("database connector", entry_point_group="ppdp.connectors")
     missing = EntryPoint("nodb", "ppdp_no_such_driver_module:Connector [nodb]", "ppdp.connectors")

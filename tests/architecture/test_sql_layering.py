@@ -30,7 +30,7 @@ def test_sql_module_imports_nothing_from_engine(path: Path) -> None:
 
 
 def test_sql_build_errors_are_spec_errors() -> None:
-    from ppdp.engine.errors import PpdpError, SpecError
+    from ppdp.errors import PpdpError, SpecError
     from ppdp.sql import queries as Q
     from ppdp.sql.errors import SqlBuildError
 

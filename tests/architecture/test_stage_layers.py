@@ -1,7 +1,7 @@
-"""Layering of the release pipeline (issue #24): release -> methods -> stages pieces / spec.
+"""Layering of the release pipeline: release -> methods -> the method contract / spec.
 
 The spec imports neither the methods nor the stages; no stage imports a method (the method is
-an argument typed by the protocol of stages/method.py); the pipeline's modules form no import
+an argument typed by the protocol of methods/base.py); the pipeline's modules form no import
 cycle; and only the orchestrator makes a new run context. Checked on the source with ``ast``,
 function-level imports included (a lazy import is still a dependency).
 """
@@ -20,8 +20,10 @@ from tests.support import paths as PATHS
 SRC = PATHS.PACKAGE.parent  # src/: module names are paths below it
 ENGINE = PATHS.PACKAGE / "engine"
 # the modules of the release pipeline; other packages' own cycles are not this test's concern
-PIPELINE = ("ppdp.engine.release", "ppdp.engine.rebuild", "ppdp.engine.spec", "ppdp.engine.columns",
-            "ppdp.engine.methods", "ppdp.engine.stages")
+PIPELINE = ("ppdp.engine.release.run", "ppdp.engine.app.rebuild", "ppdp.engine.core.spec", "ppdp.engine.release.columns",
+            "ppdp.engine.methods.base", "ppdp.engine.methods.context", "ppdp.engine.methods.results",
+            "ppdp.engine.methods.generalization.method", "ppdp.engine.methods.microaggregation.method",
+            "ppdp.engine.methods.heterogeneous.method", "ppdp.engine.release.stages")
 
 
 def module_name(path: Path) -> str:
@@ -63,14 +65,19 @@ def _in(module: str, prefix: str) -> bool:
 
 
 def test_the_spec_imports_neither_methods_nor_stages() -> None:
-    bad = {m for m in imports("ppdp.engine.spec") if _in(m, "ppdp.engine.methods") or _in(m, "ppdp.engine.stages")}
-    assert not bad, f"engine/spec.py imports {sorted(bad)}"
+    bad = {m for m in imports("ppdp.engine.core.spec") if _in(m, "ppdp.engine.methods") or _in(m, "ppdp.engine.release.stages")}
+    assert not bad, f"engine/core/spec.py imports {sorted(bad)}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _in(m, "ppdp.engine.stages")))
+METHOD_CONTRACT = ("ppdp.engine.methods.base", "ppdp.engine.methods.context", "ppdp.engine.methods.results")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _in(m, "ppdp.engine.release.stages")))
 def test_no_stage_imports_a_method(module: str) -> None:
-    bad = {m for m in imports(module) if _in(m, "ppdp.engine.methods")}
-    assert not bad, f"{module} imports {sorted(bad)}: take the method as an argument (stages/method.py)"
+    """A stage may use the contract every method implements (methods/base.py, context.py,
+    results.py), never one method's own modules."""
+    bad = {m for m in imports(module) if _in(m, "ppdp.engine.methods") and m not in METHOD_CONTRACT}
+    assert not bad, f"{module} imports {sorted(bad)}: take the method as an argument (methods/base.py)"
 
 
 def test_the_method_modules_do_not_import_their_package() -> None:
@@ -86,7 +93,7 @@ def test_the_pipeline_modules_form_no_import_cycle() -> None:
 
 
 def test_the_run_context_is_frozen_and_only_the_orchestrator_replaces_it() -> None:
-    from ppdp.engine.stages.context import RunContext
+    from ppdp.engine.methods.context import RunContext
 
     assert RunContext.__dataclass_params__.frozen  # type: ignore[attr-defined]
     ctx = RunContext(None, None, "r", "id", None)  # type: ignore[arg-type]
@@ -94,10 +101,10 @@ def test_the_run_context_is_frozen_and_only_the_orchestrator_replaces_it() -> No
         ctx.version = 2  # type: ignore[misc]
     offenders = []
     for path in sorted(ENGINE.rglob("*.py")):
-        if path.name == "release.py" and path.parent == ENGINE:
+        if path == ENGINE / "release" / "run.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "replace"
                     and node.args and getattr(node.args[0], "id", None) == "ctx"):
                 offenders.append(f"{path.relative_to(ENGINE)}:{node.lineno}")
-    assert not offenders, f"a new run context is made by engine/release.py only: {offenders}"
+    assert not offenders, f"a new run context is made by engine/release/run.py only: {offenders}"

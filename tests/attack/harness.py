@@ -95,7 +95,7 @@ import polars as pl
 
 from ppdp.connectors import connect
 from ppdp.connectors.base import Connector
-from ppdp.engine.errors import PpdpError
+from ppdp.errors import PpdpError
 from ppdp.sql.quoting import quote_ident, quote_table
 
 TOLERANCE = 1e-9
@@ -533,7 +533,7 @@ class ReleaseMethod(Protocol):
 
     def publish(self, backend: Backend) -> int | None:
         """Publish a version of the current source; its number, or None when nothing new was
-        published (e.g. a skipped run). Raises engine.errors.PpdpError when refused."""
+        published (e.g. a skipped run). Raises ppdp.errors.PpdpError when refused."""
         ...
 
     def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:

@@ -16,9 +16,9 @@ from typing import Any
 import polars as pl
 
 from ppdp.connectors.base import Connector
-from ppdp.engine.catalog import list_runs, release_id
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import ReleaseSpec, load_spec
+from ppdp.engine.core.catalog import list_runs, release_id
+from ppdp.engine.core.spec import ReleaseSpec, load_spec
+from ppdp.engine.release.run import run_release
 from tests.attack.harness import Backend, ModelCheck, RowMatches, Scenario, SourceChange, Step
 from tests.conftest import ADULT, toml_str, write_spec
 

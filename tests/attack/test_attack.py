@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.catalog import list_runs
+from ppdp.engine.core.catalog import list_runs
 from tests.attack.harness import (
     DELETE,
     INSERT,

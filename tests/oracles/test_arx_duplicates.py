@@ -14,10 +14,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ppdp.engine import hierarchy as H
-from ppdp.engine.errors import HierarchyError, SpecError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec, spec_from_dict
+from ppdp.engine.core import hierarchy as H
+from ppdp.engine.core.spec import load_spec, spec_from_dict
+from ppdp.engine.release.run import run_release
+from ppdp.errors import HierarchyError, SpecError
 from tests.conftest import load_adult, write_spec
 from tests.support import paths as PATHS
 

@@ -1,5 +1,5 @@
-"""The fused batch path of the numba backend (engine/evaluator/_batch.py) gives exactly the
-numbers of the per-solution kernels (engine/evaluator/_kernels.py), bit for bit, and agrees
+"""The fused batch path of the numba backend (engine/kernels/batch.py) gives exactly the
+numbers of the per-solution kernels (engine/kernels/classes.py), bit for bit, and agrees
 with the plain-Python reference: random instances, all four models alone and combined, the
 int64 key overflow of many QIDs, and the per-record class sizes of the improvement operator."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppdp.engine.evaluator import _batch as B
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.evaluator import make_evaluator
-from ppdp.engine.models import build_model
-from ppdp.engine.problem import Problem
+from ppdp.engine.kernels import batch as B
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.methods.generalization.evaluators import make_evaluator
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.oracles.test_evaluator_agreement import (
     close,
     random_models,

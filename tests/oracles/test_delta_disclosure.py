@@ -12,10 +12,10 @@ import math
 import numpy as np
 import pytest
 
-from ppdp.engine.errors import SpecError
-from ppdp.engine.models import build_model, plan_oracle
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.privacy import build_model, plan_oracle
+from ppdp.engine.release.run import run_release
+from ppdp.errors import SpecError
 from tests.conftest import snapshot, write_spec
 from tests.support.class_stats import class_stats as _stats
 

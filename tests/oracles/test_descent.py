@@ -1,4 +1,4 @@
-"""The best-first descent (engine/optimizers/descent.py): a run that checks the whole lattice
+"""The best-first descent (engine/methods/generalization/optimizers/descent.py): a run that checks the whole lattice
 finds the exhaustive optimum within the suppression limit and is certified; a budgeted run
 returns a feasible node within the limit, is deterministic and stays within the budget; on
 adult it reaches the certified optimum's TD from the top in a fraction of the lattice."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppdp.engine.errors import SpecError
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.lattice import lattice_size
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.lattice import lattice_size
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
+from ppdp.errors import SpecError
 from tests.oracles.test_evaluator_agreement import random_models
 from tests.oracles.test_flash import adult_table, exhaustive_within_limit, k_problem, random_table  # noqa: F401
 

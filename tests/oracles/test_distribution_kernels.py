@@ -17,12 +17,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.evaluator.numba_backend import NumbaEvaluator
-from ppdp.engine.models import ModelContext, build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.problem import Problem
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.methods.generalization.evaluators.numba_backend import NumbaEvaluator
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import ModelContext, build_model
 from tests.oracles.test_evaluator_agreement import close, random_hierarchy, random_population
 from tests.support import reference as ref
 

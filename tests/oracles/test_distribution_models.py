@@ -21,9 +21,9 @@ import duckdb
 import numpy as np
 import pytest
 
-from ppdp.engine.errors import HierarchyError, SpecError
-from ppdp.engine.models import ModelContext, PrivacyModel, build_model, plan_oracle
-from ppdp.engine.models import distributions as D
+from ppdp.engine.privacy import ModelContext, PrivacyModel, build_model, plan_oracle
+from ppdp.engine.privacy import distributions as D
+from ppdp.errors import HierarchyError, SpecError
 from ppdp.sql import distributions as DS
 from ppdp.sql import history as H
 from tests.support.class_stats import class_stats as _stats

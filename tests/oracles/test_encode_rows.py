@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from ppdp.connectors.duckdb_connector import DuckDBConnector
-from ppdp.engine.encoding import COUNT_COLUMN, EncodedTable, encode_histogram, encode_rows
-from ppdp.engine.errors import DataError, HierarchyError
-from ppdp.engine.hierarchy import from_rows
-from ppdp.engine.stages.validate import read_encoded
+from ppdp.engine.core.encoding import COUNT_COLUMN, EncodedTable, encode_histogram, encode_rows
+from ppdp.engine.core.hierarchy import from_rows
+from ppdp.engine.release.stages.validate import read_encoded
+from ppdp.errors import DataError, HierarchyError
 from ppdp.sql import queries as Q
 from tests.oracles.test_flash import random_hierarchy
 
@@ -208,10 +208,10 @@ def test_read_encoded_refuses_or_withholds_nulls_and_names_non_leaves_as_the_his
 def test_the_text_values_are_made_when_first_read_and_travel_to_workers():
     import pickle
 
-    from ppdp.engine.encoding import GroupTexts
-    from ppdp.engine.models import build_model
-    from ppdp.engine.optimizers.remote import ProblemSpec
-    from ppdp.engine.problem import Problem
+    from ppdp.engine.core.encoding import GroupTexts
+    from ppdp.engine.methods.generalization.optimizers.remote import ProblemSpec
+    from ppdp.engine.methods.generalization.problem import Problem
+    from ppdp.engine.privacy import build_model
 
     rows, names, hs = random_rows(5, ["s1"], nulls=False)
     table = encode_rows(rows.to_arrow(), names, ["s1"], hs)
@@ -254,8 +254,8 @@ def test_group_rows_kernel_is_its_numpy_twin(seed):
     """_rows_kernels.group_rows (hash grouping, then the distinct keys sorted) gives what
     np.unique of the mixed-radix keys gives (encoding._group_rows_numpy): the same groups in the
     same order, first rows, sizes and codes; with radices whose product nears 2**62."""
-    from ppdp.engine import _rows_kernels as RK
-    from ppdp.engine.encoding import _group_rows_numpy
+    from ppdp.engine.core.encoding import _group_rows_numpy
+    from ppdp.engine.kernels import rows as RK
 
     rng = np.random.default_rng(seed)
     k = int(rng.integers(1, 9))

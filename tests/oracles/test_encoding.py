@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, _canonical_order, encode_histogram
-from ppdp.engine.errors import DataError, HierarchyError
+from ppdp.engine.core.encoding import COUNT_COLUMN, _canonical_order, encode_histogram
+from ppdp.errors import DataError, HierarchyError
 from tests.oracles.test_flash import random_hierarchy
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.evaluator import make_evaluator
-from ppdp.engine.hierarchy import from_rows
-from ppdp.engine.models import build_model
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import from_rows
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.methods.generalization.evaluators import make_evaluator
+from ppdp.engine.privacy import build_model
 from tests.support import reference as ref
 
 MODEL_NAMES = ["k-anonymity", "t-closeness", "distinct-l-diversity", "entropy-l-diversity"]
@@ -151,7 +151,7 @@ def test_class_distributed_like_the_source_has_distance_zero() -> None:
 
 
 def test_duckdb_backend_rejects_a_model_it_has_no_sql_for() -> None:
-    from ppdp.engine.errors import SpecError
+    from ppdp.errors import SpecError
     from tests.support.toy_models import ToyMinClass
 
     table = random_table(np.random.default_rng(0))
@@ -161,7 +161,7 @@ def test_duckdb_backend_rejects_a_model_it_has_no_sql_for() -> None:
 
 
 def test_problem_record_class_sizes_follow_s() -> None:
-    from ppdp.engine.problem import Problem
+    from ppdp.engine.methods.generalization.problem import Problem
 
     rng = np.random.default_rng(3)
     table = random_table(rng, n_qids=2, max_records=40)

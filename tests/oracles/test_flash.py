@@ -13,12 +13,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.errors import SpecError
-from ppdp.engine.hierarchy import from_rows, read_arx_csv
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import Tracker, run_optimizer
-from ppdp.engine.optimizers.flash import (
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import from_rows, read_arx_csv
+from ppdp.engine.methods.generalization.optimizers import Tracker, run_optimizer
+from ppdp.engine.methods.generalization.optimizers.flash import (
     _ANONYMOUS,
     _NOT_ANONYMOUS,
     _PRUNED,
@@ -27,8 +25,10 @@ from ppdp.engine.optimizers.flash import (
     dfs_order,
     zero_limit_checks,
 )
-from ppdp.engine.optimizers.lattice import all_nodes, lattice_size
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes, lattice_size
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
+from ppdp.errors import SpecError
 from tests.support import paths as PATHS
 
 # adult ships with the project (engine/data/adult, a copy of the ARX files), so these tests never skip

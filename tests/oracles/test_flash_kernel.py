@@ -11,13 +11,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import Tracker, run_optimizer
-from ppdp.engine.optimizers import _flash_kernel as FK
-from ppdp.engine.optimizers import flash as F
-from ppdp.engine.optimizers.lattice import lattice_size
-from ppdp.engine.problem import Problem, fitness_key
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.methods.generalization.optimizers import Tracker, run_optimizer
+from ppdp.engine.methods.generalization.optimizers import _flash_kernel as FK
+from ppdp.engine.methods.generalization.optimizers import flash as F
+from ppdp.engine.methods.generalization.optimizers.lattice import lattice_size
+from ppdp.engine.methods.generalization.problem import Problem, fitness_key
+from ppdp.engine.privacy import build_model
 from tests.oracles.test_flash import adult_table, k_problem, random_hierarchy, random_table  # noqa: F401
 
 
@@ -163,7 +163,7 @@ def test_round12_is_numpys():
 def test_td_margin_bounds_every_node(seed):
     """The kernel skips an anonymous check's TD when UB * (1 + td_margin) is below the best TD:
     on every node of random tables, TD (the kernels' sum) is within the margin of UB."""
-    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.kernels import classes as K
 
     table, _ = (random_table if seed % 2 else wide_table)(7000 + seed)
     problem = k_problem(table, 1)
@@ -184,7 +184,7 @@ def test_td_margin_is_infinite_with_a_negative_weight(adult_table):  # noqa: F81
 
 def test_td_margin_bounds_every_node_of_adult(adult_table):  # noqa: F811
     """The same on adult's 6,480 nodes (18,000 rows: the longest sums)."""
-    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.kernels import classes as K
 
     weight = k_problem(adult_table, 1)._numba.weight
     margin = F.td_margin(adult_table, weight)
@@ -198,7 +198,7 @@ def test_td_margin_bounds_every_node_of_adult(adult_table):  # noqa: F811
 
 def snapshot(table, ev, g):
     """(first row, records) of each class of g, classified from scratch (K.classify)."""
-    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.kernels import classes as K
 
     cls, m = K.classify(np.asarray(g, dtype=np.int64), table.codes, ev.gen, ev.n_gen, np.ones(table.n_rows, dtype=np.bool_))
     _, first = np.unique(cls, return_index=True)
@@ -250,7 +250,7 @@ def test_classify_classes_is_the_rollup_from_every_row(seed):
     table = many_values_table(seed) if seed % 4 == 0 else (random_table if seed % 2 else wide_table)(9100 + seed)[0]
     ev = k_problem(table, 1)._numba
     n = table.n_rows
-    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.kernels import classes as K
 
     keys, ids, ones = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.ones(n, dtype=np.bool_)
     size = K._table_size(n)  # the hash table's size, a power of two (as the kernel allocates it)

@@ -10,14 +10,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.evaluator.class_memo import DictClassMemo
-from ppdp.engine.hierarchy import read_arx_csv
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.lattice import all_nodes
-from ppdp.engine.problem import Problem
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import read_arx_csv
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.methods.generalization.evaluators.class_memo import DictClassMemo
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.conftest import ADULT, ADULT_QIDS
 from tests.oracles.test_evaluator_agreement import (
     close,

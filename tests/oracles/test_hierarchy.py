@@ -1,7 +1,7 @@
 import pytest
 
-from ppdp.engine import hierarchy as H
-from ppdp.engine.errors import HierarchyError
+from ppdp.engine.core import hierarchy as H
+from ppdp.errors import HierarchyError
 from tests.conftest import ADULT
 
 

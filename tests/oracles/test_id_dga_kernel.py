@@ -1,4 +1,4 @@
-"""The fused ID-DGA epoch (engine/optimizers/_id_dga_kernel.py) against its plain-Python
+"""The fused ID-DGA epoch (engine/methods/generalization/optimizers/_id_dga_kernel.py) against its plain-Python
 reference (``IDDGAIsland.generation``): the same draws and numbers, epoch by epoch, on real and
 random instances, with migrants, with the budget running out inside a generation, and without
 the improvement operator."""
@@ -9,12 +9,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.hierarchy import Hierarchy
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-from ppdp.engine.problem import Problem
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.search.test_evolutionary import QIDS_K, adult_problem
 
 POPULATION = ("G", "S", "feas", "viol", "td", "ad", "sup")

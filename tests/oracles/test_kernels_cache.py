@@ -1,4 +1,4 @@
-"""The stale-cache guard of the Numba kernel modules (engine/kernels_cache.py, issue #24).
+"""The stale-cache guard of the Numba kernel modules (engine/kernels/cache.py, issue #24).
 
 Numba's on-disk cache checks a cached function against its own file only, so a kernel that
 compiles in a jitted function of another module keeps the old code when that module changes.
@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from ppdp.engine import kernels_cache
-from ppdp.engine.kernels_cache import guard
+from ppdp.engine.kernels import cache as kernels_cache
+from ppdp.engine.kernels.cache import guard
 from tests.support import paths as PATHS
 
 DEP = '''
 from numba import njit
-from ppdp.engine.kernels_cache import guard
+from ppdp.engine.kernels.cache import guard
 DROPPED = guard(__file__)
 
 @njit(cache=True)
@@ -39,7 +39,7 @@ def f():
 MID = '''
 from numba import njit
 import dep
-from ppdp.engine.kernels_cache import guard
+from ppdp.engine.kernels.cache import guard
 DROPPED = guard(__file__, depends_on=[dep])
 
 @njit(cache=True)
@@ -49,7 +49,7 @@ def g():
 TOP = '''
 from numba import njit
 import mid
-from ppdp.engine.kernels_cache import guard
+from ppdp.engine.kernels.cache import guard
 DROPPED = guard(__file__, depends_on=[mid])  # dep comes through mid's own guard
 
 @njit(cache=True)

@@ -1,4 +1,4 @@
-"""Proof tests of the certified lattice search's box bounds (engine/optimizers/bounds.py, issue
+"""Proof tests of the certified lattice search's box bounds (engine/methods/generalization/optimizers/bounds.py, issue
 #18 item 3): every bound and pruning rule against exhaustive search on random instances.
 
 (a) B(L, U) >= TD of every feasible (G, S) with G in [L, U], S any keep vector: brute force over
@@ -20,11 +20,10 @@ import itertools
 import numpy as np
 import pytest
 
-import ppdp.engine.optimizers.bounds as bounds_module
-import ppdp.engine.optimizers.lattice as lattice_module
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.bounds import (
+import ppdp.engine.methods.generalization.optimizers.bounds as bounds_module
+import ppdp.engine.methods.generalization.optimizers.lattice as lattice_module
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.bounds import (
     BoxBound,
     PartnerTable,
     _meet_levels,
@@ -35,8 +34,9 @@ from ppdp.engine.optimizers.bounds import (
     row_partners_python,
     t_partners_needed,
 )
-from ppdp.engine.optimizers.lattice import all_nodes, lattice_size
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes, lattice_size
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.oracles.test_evaluator_agreement import random_models, random_table
 from tests.oracles.test_oracle import tiny_table
 from tests.support import reference as ref
@@ -199,8 +199,8 @@ def test_t_partners_needed_by_hand() -> None:
     ceil(1/0.85 - 1) = 1 record of value 1 (an all-0 class has 1.0 > 0.85)."""
     import polars as pl
 
-    from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-    from ppdp.engine.hierarchy import flat
+    from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+    from ppdp.engine.core.hierarchy import flat
 
     hist = pl.DataFrame({"q": ["a", "b", "c", "d"], "s": ["0", "0", "0", "1"], COUNT_COLUMN: [1, 1, 1, 1]})
     table = encode_histogram(hist, ["q"], ["s"], [flat("q", ["a", "b", "c", "d"])])

@@ -1,4 +1,4 @@
-"""The class memo's Numba index (engine/evaluator/_memo_kernels.py) against its plain-Python
+"""The class memo's Numba index (engine/kernels/memo.py) against its plain-Python
 twin (class_memo.DictClassMemo, the dict-based memo it replaced): the same slots for the same
 claims, predecessor lookups and batch plans, through evictions of the ring; and lattice
 searches whose classes are rolled up through it evaluate the same nodes, with the same results,
@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppdp.engine import problem as problem_module
-from ppdp.engine.evaluator.class_memo import ClassMemo, DictClassMemo
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.lattice import all_nodes
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization import problem as problem_module
+from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo, DictClassMemo
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.oracles.test_evaluator_agreement import random_table
 
 

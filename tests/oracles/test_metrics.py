@@ -11,10 +11,15 @@ import duckdb
 import numpy as np
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.hierarchy import read_arx_csv
-from ppdp.engine.metrics import METRICS, random_workload, report_metrics, workload_errors
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import read_arx_csv
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.methods.generalization.metrics import (
+    METRICS,
+    random_workload,
+    report_metrics,
+    workload_errors,
+)
 from tests.support import paths as PATHS
 
 ADULT = PATHS.ADULT

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from ppdp.engine.models import MODELS, PrivacyModel
+from ppdp.engine.privacy import MODELS, PrivacyModel
 from tests.support.class_stats import class_stats as _stats
 
 BUILT_IN = [name for name in MODELS if MODELS.get(name).warm_up_example is not None]

@@ -1,4 +1,4 @@
-"""Evolutionary operators pinned on the papers' worked examples (engine/optimizers/operators.py).
+"""Evolutionary operators pinned on the papers' worked examples (engine/methods/generalization/optimizers/operators.py).
 
 ID-DGA Fig. 1, 3, 4, 5 (papers/id-dga_k-anonymity_distributed-ga.txt §4.2-4.6); HAEF eq. 9-21
 (papers/haef_t-closeness_ga-de.txt §4) with the fixes of PAPER_NOTES §5.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppdp.engine.optimizers.operators import (
+from ppdp.engine.methods.generalization.optimizers.operators import (
     DE_NAMES,
     DE_STRATEGIES,
     bound_g,
@@ -121,7 +121,7 @@ def test_improvement_suppresses_all_records_of_lowest_ad():
 
 
 def test_fig5_two_dimension_selection():
-    # k = 2; violation = (k - AD) / k as in engine/models/k_anonymity.py.
+    # k = 2; violation = (k - AD) / k as in engine/privacy/k_anonymity.py.
     # Pair 1: both infeasible, higher AD (1.5 vs 1, i.e. lower violation) wins.
     assert sel_two_dimension(False, 0.25, 900.0, False, 0.5, 1000.0)
     assert not sel_two_dimension(False, 0.5, 1000.0, False, 0.25, 900.0)

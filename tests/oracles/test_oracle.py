@@ -14,13 +14,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.hierarchy import from_rows
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.lattice import all_nodes, lattice_size
-from ppdp.engine.problem import Problem
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import from_rows
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes, lattice_size
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.support import reference as ref
 
 OFF = {"k": 1, "t": -1.0, "l_distinct": 1, "l_entropy": 1.0}

@@ -12,12 +12,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine import hierarchy as hier
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram, encode_population
-from ppdp.engine.errors import SpecError
-from ppdp.engine.models import ModelContext, build_model
-from ppdp.engine.models.k_map import derived_k
-from ppdp.engine.problem import Problem
+from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram, encode_population
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import ModelContext, build_model
+from ppdp.engine.privacy.k_map import derived_k
+from ppdp.errors import SpecError
 from ppdp.sql.predicate import check_columns, parse_predicate
 
 # -- spec validation --------------------------------------------------------------------------
@@ -243,8 +243,8 @@ def test_the_duckdb_evaluator_agrees_exactly_with_numba():
 def test_flash_with_k_map_matches_exhaustive(seed):
     """k-map is declared monotone (Flash's predictive tagging): Flash at a zero limit reaches the
     best TD of every node with nothing suppressed, for both forms."""
-    from ppdp.engine.optimizers import run_optimizer
-    from ppdp.engine.optimizers.lattice import all_nodes
+    from ppdp.engine.methods.generalization.optimizers import run_optimizer
+    from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes
 
     rng = np.random.default_rng([seed, 9])
     table, *_ = _table(rng, int(rng.integers(1, 4)), int(rng.integers(5, 80)), float(rng.random()))
@@ -267,8 +267,8 @@ def test_population_count_kernel_equals_its_numpy_twin():
     """evaluator/population.py's kernels and the NumPy twin, on every node of random tables with
     random retention (rows dropped entirely included); the rows' classes derived from the
     combinations' are ``classify``'s ids."""
-    from ppdp.engine.evaluator import _kernels as K
-    from ppdp.engine.evaluator.population import (
+    from ppdp.engine.kernels import classes as K
+    from ppdp.engine.kernels.population import (
         class_population,
         class_population_numpy,
         classes_with_population,
@@ -300,8 +300,8 @@ def test_rolled_up_combination_classes_are_classify_ids():
     """CombinationClasses (roll-up from a remembered node below, else classify) gives classify's
     ids on every node, visited bottom-up (roll-ups) and in random order (both paths), with a
     memo small enough to evict."""
-    from ppdp.engine.evaluator import _kernels as K
-    from ppdp.engine.evaluator.population import CombinationClasses
+    from ppdp.engine.kernels import classes as K
+    from ppdp.engine.kernels.population import CombinationClasses
     rng = np.random.default_rng(26)
     rolled = 0
     for _ in range(15):

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from ppdp.engine.cli import main
-from ppdp.engine.models import ClassStats, build_model
+from ppdp.engine.app.cli import main
+from ppdp.engine.privacy import ClassStats, build_model
 from ppdp.engine.risk.individual import rk
 from ppdp.engine.risk.population import Histogram, estimate, population_size
 from ppdp.engine.risk.prosecutor import separation

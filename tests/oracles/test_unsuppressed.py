@@ -1,7 +1,7 @@
 """Checks with nothing suppressed from the classes alone (issue #18, Flash at a zero limit):
 ``Problem.evaluate_unsuppressed`` gives bit for bit what the evaluator gives with every record
 kept, whichever remembered node below each G its classes are rolled up from, and agrees with
-the plain-Python reference; the class memo (engine/evaluator/class_memo.py) finds a node below
+the plain-Python reference; the class memo (engine/methods/generalization/evaluators/class_memo.py) finds a node below
 and recycles its oldest slot."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppdp.engine.evaluator.class_memo import ClassMemo
-from ppdp.engine.models import build_model
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.lattice import all_nodes
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import build_model
 from tests.oracles.test_evaluator_agreement import close, random_table
 from tests.support import reference as ref
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from ppdp.engine.errors import DataError, HierarchyError, SpecError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import DataError, HierarchyError, SpecError
 from tests.conftest import ADULT, load_adult, snapshot, write_spec
 
 SMALL = ["age", "sex", "race"]
@@ -130,7 +130,7 @@ def test_names_that_need_quoting_work_end_to_end(tmp_path):
 def test_cli_bad_input_exit_code_2_one_line(small_db, tmp_path):
     spec = write_spec(tmp_path / "s.toml", db=small_db, table="nope", qids=SMALL)
     before = snapshot(small_db)
-    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.cli", "run", str(spec), "--no-progress"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "run", str(spec), "--no-progress"], capture_output=True, text=True)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ppdp: error: Source table") and "does not exist" in lines[0]

@@ -22,10 +22,10 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine import hierarchy as H
-from ppdp.engine.errors import SpecError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core import hierarchy as H
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import SpecError
 from ppdp.sql import queries as Q
 from tests.conftest import ADULT, snapshot, toml_str, write_spec
 
@@ -180,7 +180,7 @@ def test_with_k_anonymity_and_a_second_version(adult_db, tmp_path) -> None:
     assert out.run.version == 2 and out.run.verification["passed"]
     assert out.run.verification["cross_version"]["failing_classes"] == {}
     # ppdp verify: the checks rerun on the published version, the order taken from the stored Q
-    from ppdp.engine.release import reverify
+    from ppdp.engine.release.run import reverify
 
     con = connect(f"duckdb://{adult_db}")
     try:

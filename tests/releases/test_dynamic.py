@@ -6,9 +6,9 @@ import duckdb
 import polars as pl
 import pytest
 
-from ppdp.engine.errors import VerificationError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import VerificationError
 from tests.conftest import ADULT_COLUMNS, ADULT_QIDS, load_adult, write_spec
 
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'

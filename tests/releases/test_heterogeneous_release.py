@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import SpecError, VerificationError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import SpecError, VerificationError
 from tests.conftest import load_adult, snapshot, write_spec
 
 QIDS = ["age", "sex", "race", "education"]
@@ -46,7 +46,7 @@ def test_release_passes_the_consistency_graph_check_and_answers_range_queries(tm
 
 def test_a_broken_graph_fails_the_verification(tmp_path, monkeypatch):
     """One edge removed from the private table: the graph is no longer k-regular."""
-    from ppdp.engine.methods.heterogeneous import Heterogeneous
+    from ppdp.engine.methods.heterogeneous.method import Heterogeneous
 
     db = load_adult(tmp_path / "h.duckdb", rows=200)
     original = Heterogeneous.write_private_state

@@ -1,6 +1,6 @@
 """Later versions of a heterogeneous k-anonymity release (issue #16 item 7): the previous graph
 repaired locally then searched, versions and an exact __delta, and the method's cross-version
-rule (sql/hetero.py cross_version_failures): a new record that could be narrowed below k is
+rule (sql/heterogeneous.py cross_version_failures): a new record that could be narrowed below k is
 withheld, a record that would be singled out by leaving stands as a ghost and a change of its
 own columns is held back (issue #28 item 21); a second, independent attacker in Python re-derives
 every candidate set."""
@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import SpecError, VerificationError
-from ppdp.engine.rebuild import rebuild_data
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.app.rebuild import rebuild_data
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import SpecError, VerificationError
 from tests.attack.harness import check_deltas
 from tests.conftest import load_adult, snapshot
 from tests.releases.test_heterogeneous_release import QIDS, het_spec
@@ -55,7 +55,7 @@ def attacker_candidates(db: Path, versions: list[int], sources: dict[int, pl.Dat
                         held_back: bool = False) -> dict[int, int]:
     """An independent attacker: who holds every published version and every person's record at
     each version (``sources``: id -> QIDs and own columns), and reasons by the rule of the module
-    docstring of engine/methods/heterogeneous.py. Returns, for each person whose row is in the last
+    docstring of engine/methods/heterogeneous/method.py. Returns, for each person whose row is in the last
     version, the number of rows that can still be theirs. ``held_back``: the attacker knows that a
     change of a person's own columns may be held back (the row then keeps its own columns), so
     only a row whose own columns changed while the person's did not is ruled out."""
@@ -242,8 +242,8 @@ def test_a_ghost_stands_until_enough_similar_records_leave_then_goes_with_them(t
 def test_the_verification_catches_a_lone_insert_the_hook_let_through(tmp_path, monkeypatch):
     """The history hook disabled: the lone new record is published, and the verification's own
     re-check of the written tables refuses the version."""
-    from ppdp.engine.methods.heterogeneous import Heterogeneous
-    from ppdp.engine.stages.history import HistoryOutcome
+    from ppdp.engine.methods.heterogeneous.method import Heterogeneous
+    from ppdp.engine.release.stages.history import HistoryOutcome
 
     db = load_adult(tmp_path / "h.duckdb", rows=200)
     spec = spec_of(tmp_path, db)
@@ -309,7 +309,7 @@ def test_a_later_version_with_other_columns_or_k_is_refused(tmp_path):
 
 def test_a_broken_second_version_graph_fails_the_verification(tmp_path, monkeypatch):
     """v2's private graph loses one edge after the repair: the verification refuses v2 and v1 stays."""
-    from ppdp.engine.methods.heterogeneous import Heterogeneous
+    from ppdp.engine.methods.heterogeneous.method import Heterogeneous
 
     db = load_adult(tmp_path / "h.duckdb", rows=150)
     spec = spec_of(tmp_path, db)

@@ -15,9 +15,9 @@ import duckdb
 import numpy as np
 import pytest
 
-from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import DataError, SpecError
 from tests.conftest import ADULT_COLUMNS, load_adult, snapshot, write_spec
 from tests.support import paths as PATHS
 from tests.support.cli_under_test import ppdp
@@ -80,7 +80,7 @@ def base_spec(**sections) -> dict:
 
 @pytest.mark.parametrize("schema", ["_ppdp", "_PPDP", "_Ppdp"])
 def test_output_schema_private_in_any_case_is_refused(schema):
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
 
     with pytest.raises(SpecError, match=r"output.schema cannot be .*private state"):
         spec_from_dict(base_spec(output={"schema": schema, "name": "adult"}))
@@ -110,7 +110,7 @@ def published_db(tmp_path) -> Path:
     import datetime
 
     from ppdp.connectors import connect
-    from ppdp.engine import catalog
+    from ppdp.engine.core import catalog
 
     now = datetime.datetime(2026, 1, 1)
     pc = connect(f"duckdb://{db}")
@@ -139,7 +139,7 @@ def test_export_to_missing_directory_is_one_line(published_db, tmp_path):
 
 def test_export_copies_the_published_relations_only(published_db, tmp_path):
     from ppdp.connectors import connect
-    from ppdp.engine.export import export_schema
+    from ppdp.engine.app.export import export_schema
 
     con = connect(f"duckdb://{published_db}")
     try:
@@ -157,7 +157,7 @@ def test_export_leaves_out_a_view_reading_outside_its_schema(published_db, tmp_p
     """A view that is not ppdp's (here: over the source) stays behind; the release is exported
     (issue 28, item 1: export copies what ppdp published, whatever else the schema holds)."""
     from ppdp.connectors import connect
-    from ppdp.engine.export import export_schema
+    from ppdp.engine.app.export import export_schema
 
     con = duckdb.connect(str(published_db))
     con.execute("CREATE VIEW published.leak AS SELECT * FROM main.source")
@@ -187,8 +187,8 @@ def test_adult_columns_match_the_csv_header():
 
 
 def test_undeclared_columns_are_listed_in_source_order():
-    from ppdp.engine.columns import check_declared, undeclared_columns
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release.columns import check_declared, undeclared_columns
 
     raw = base_spec()
     raw["source"] = {"database": "duckdb://:memory:", "table": "adult", "key": "id", "drop": ["workclass"]}
@@ -203,8 +203,8 @@ def test_undeclared_columns_are_listed_in_source_order():
 
 
 def test_fully_declared_spec_passes_and_keep_must_exist():
-    from ppdp.engine.columns import check_declared, undeclared_columns
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release.columns import check_declared, undeclared_columns
 
     spec = spec_from_dict(base_spec())
     assert undeclared_columns(spec, ADULT_COLUMNS) == []
@@ -220,7 +220,7 @@ def test_fully_declared_spec_passes_and_keep_must_exist():
     ("keep", ["education", "education"], r"Column 'education' is listed twice as kept column"),
 ])
 def test_a_column_with_two_roles_is_a_spec_error(field, value, pattern):
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
 
     raw = base_spec()
     raw["source"] = {"database": "duckdb://:memory:", "table": "adult", "key": "id", field: value}
@@ -240,7 +240,7 @@ def test_qid_also_dropped_is_refused_before_any_write(small_db, tmp_path):
 
 
 def test_hierarchy_digest_follows_content_not_layout(tmp_path):
-    from ppdp.engine import hierarchy as hier
+    from ppdp.engine.core import hierarchy as hier
 
     rows = [["a", "x", "*"], ["b", "x", "*"], ["c", "y", "*"]]
     base = hier.from_rows("q", rows, source="one.csv").digest()
@@ -252,7 +252,7 @@ def test_hierarchy_digest_follows_content_not_layout(tmp_path):
 
 
 def test_edited_arx_file_changes_the_digest(tmp_path):
-    from ppdp.engine import hierarchy as hier
+    from ppdp.engine.core import hierarchy as hier
     from tests.conftest import ADULT
 
     original = ADULT / "adult_hierarchy_sex.csv"
@@ -262,8 +262,8 @@ def test_edited_arx_file_changes_the_digest(tmp_path):
 
 
 def test_run_key_changes_with_each_input(monkeypatch):
-    from ppdp.engine import runkey
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.release import runkey
 
     spec = spec_from_dict(base_spec())
     key = runkey.run_key(spec, "500:123", ["d1", "d2"])
@@ -281,7 +281,7 @@ def test_run_key_changes_with_each_input(monkeypatch):
 def test_ppdp_version_falls_back_to_dev(monkeypatch):
     from importlib import metadata
 
-    from ppdp.engine import runkey
+    from ppdp.engine.release import runkey
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
@@ -325,7 +325,7 @@ def test_undeclared_columns_are_refused_before_any_write(small_db, tmp_path):
     ({"name": "k-anonymity", "k": 2.0}, r"k-anonymity needs an integer k >= 1"),
 ])
 def test_model_parameters_must_be_finite_and_in_range(model, pattern):
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
 
     with pytest.raises(SpecError, match=pattern):
         spec_from_dict(base_spec(privacy={"models": [model]}))
@@ -341,7 +341,7 @@ def test_cli_l_inf_is_one_line(small_db, tmp_path):
 def encoded(db: Path, tmp_path: Path, models: str):
     """The encoded table and models of a spec over ``db`` (prepare reads, never writes)."""
     from ppdp.connectors import connect
-    from ppdp.engine.stages.validate import prepare
+    from ppdp.engine.release.stages.validate import prepare
 
     spec = load_spec(write_spec(tmp_path / "enc.toml", db=db, qids=SMALL, models=models))
     con = connect(spec.database)
@@ -360,7 +360,7 @@ def test_impossible_reason_of_each_model(small_db, tmp_path):
               '[[privacy.models]]\nname = "t-closeness"\nt = 1e-9\n')
     table, possible = encoded(small_db, tmp_path, models)
     assert [m.impossible_reason(table) for m in possible] == [None, None, None, None]
-    from ppdp.engine.models import build_model
+    from ppdp.engine.privacy import build_model
 
     assert "k = 501 is larger than the table (500 rows)" in build_model("k-anonymity", {"k": 501}).impossible_reason(table)
     assert "only 2 distinct value(s)" in build_model("distinct-l-diversity", {"l": 3}).impossible_reason(table)
@@ -382,7 +382,7 @@ def test_entropy_l_up_to_the_number_of_values_is_possible_through_suppression(sm
 
 
 def test_check_possible_and_check_not_empty():
-    from ppdp.engine.models import build_model, check_not_empty
+    from ppdp.engine.privacy import build_model, check_not_empty
 
     models = [build_model("k-anonymity", {"k": 5})]
     check_not_empty(1, models)
@@ -391,7 +391,7 @@ def test_check_possible_and_check_not_empty():
 
 
 def test_check_possible_raises_the_first_reason(small_db, tmp_path):
-    from ppdp.engine.models import build_model, check_possible
+    from ppdp.engine.privacy import build_model, check_possible
 
     table, models = encoded(small_db, tmp_path, '[[privacy.models]]\nname = "k-anonymity"\nk = 2\n')
     check_possible(table, models)
@@ -476,7 +476,7 @@ def test_spec_file_that_is_not_utf8(tmp_path):
 def test_run_into_a_closed_pipe_exits_quietly(small_db, tmp_path):
     """The reader is gone before ppdp prints: no traceback, no 'Exception ignored', exit 141."""
     spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL)
-    proc = subprocess.Popen([sys.executable, "-m", "ppdp.engine.cli", "run", str(spec), "--no-progress"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "ppdp.engine.app.cli", "run", str(spec), "--no-progress"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()
     with proc.stderr:
@@ -489,7 +489,7 @@ def test_run_into_a_closed_pipe_exits_quietly(small_db, tmp_path):
 def test_run_piped_into_head(small_db, tmp_path):
     spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL)
     err = tmp_path / "stderr.txt"
-    shell = f"{sys.executable} -m ppdp.engine.cli run {spec} --no-progress 2>{err} | head -1"
+    shell = f"{sys.executable} -m ppdp.engine.app.cli run {spec} --no-progress 2>{err} | head -1"
     proc = subprocess.run(["bash", "-c", shell], cwd=ROOT, capture_output=True, text=True,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.stdout.startswith('release "published"."adult" version 1') and len(proc.stdout.splitlines()) == 1
@@ -508,7 +508,7 @@ def test_run_piped_into_head(small_db, tmp_path):
     ({"output": {"name": "   "}}, r"output.name is empty"),
 ])
 def test_names_are_checked_at_parse_time(sections, pattern):
-    from ppdp.engine.spec import spec_from_dict
+    from ppdp.engine.core.spec import spec_from_dict
 
     with pytest.raises(SpecError, match=pattern):
         spec_from_dict(base_spec(**sections))
@@ -522,8 +522,8 @@ def test_optimizer_typo_via_cli_writes_nothing(small_db, tmp_path):
 
 
 def test_unknown_key_where_no_keys_are_allowed_never_prints_an_empty_list(monkeypatch):
-    from ppdp.engine import spec as spec_module
-    from ppdp.engine.errors import known_names
+    from ppdp.engine.core import spec as spec_module
+    from ppdp.errors import known_names
 
     monkeypatch.setitem(spec_module._SCHEMA, "nothing", set())
     with pytest.raises(SpecError) as err:
@@ -535,7 +535,7 @@ def test_unknown_key_where_no_keys_are_allowed_never_prints_an_empty_list(monkey
 def test_job_register_stores_source_file_as_absolute_path(tmp_path, monkeypatch):
     import json
 
-    from ppdp.engine import jobs
+    from ppdp.engine.app import jobs
 
     folder = tmp_path / "specs"
     folder.mkdir()

@@ -3,7 +3,7 @@
 Every test drives the command line (tests/support/cli_under_test.py: in this process, or in a
 subprocess with ``PPDP_TEST_CLI_SUBPROCESS=1``), so the same scenario can be replayed against an
 older commit's CLI, always in a subprocess, to show that it failed there:
-``PPDP_TEST_CLI_MODULE=engine.cli PPDP_TEST_CLI_PATH=/tmp/old pytest tests/releases/test_issue28_leaks.py``.
+``PPDP_TEST_CLI_MODULE=engine.app.cli PPDP_TEST_CLI_PATH=/tmp/old pytest tests/releases/test_issue28_leaks.py``.
 The databases are built and inspected with DuckDB directly, never through ppdp.
 """
 

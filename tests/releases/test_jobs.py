@@ -10,8 +10,8 @@ import time
 import duckdb
 import pytest
 
-from ppdp.engine import jobs
-from ppdp.engine.errors import SpecError
+from ppdp.engine.app import jobs
+from ppdp.errors import SpecError
 from tests.conftest import ADULT, load_adult
 from tests.support import cli_under_test
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import VerificationError
-from ppdp.engine.release import reverify, run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import reverify, run_release
+from ppdp.errors import VerificationError
 from tests.conftest import load_adult, write_spec
 
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
@@ -111,7 +111,7 @@ def test_finding6_null_policy_suppress_with_t_closeness_is_published_and_verifie
 
 def test_finding6_a_failed_verification_is_recorded_with_what_it_found(tmp_path, monkeypatch):
     """A refused version's run record stored verification = {}: the audit lost what failed."""
-    import ppdp.engine.stages.verify as V
+    import ppdp.engine.release.stages.verify as V
 
     db, spec = _t_release_with_nulls(tmp_path)
     original = V.check_models
@@ -202,8 +202,8 @@ def test_finding12_stable_levels_says_when_the_optimizer_changed(tmp_path):
 def test_a_version_with_delayed_rows_is_not_rebuilt_from_the_source(tmp_path):
     """ppdp sql rebuilds a version from the source; a delayed deletion's row is not in the source
     any more, so the rebuild is refused with the reason instead of producing a different table."""
-    from ppdp.engine.errors import SpecError
-    from ppdp.engine.rebuild import rebuild_script
+    from ppdp.engine.app.rebuild import rebuild_script
+    from ppdp.errors import SpecError
 
     db, path = _two_versions(tmp_path, K5, "DELETE FROM adult WHERE id = 17")
     out = run_release(load_spec(path), progress=False)

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import SpecError, VerificationError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import SpecError, VerificationError
 from tests.conftest import load_adult, snapshot, write_spec
 from tests.support import paths as PATHS
 
@@ -72,7 +72,7 @@ def test_first_release_publishes_groups_of_k_that_cover_their_records(tmp_path):
 def test_a_wrong_generalized_value_fails_the_independent_check(tmp_path):
     db = adult_with_disease(tmp_path / "m.duckdb")
     spec = load_spec(micro_spec(tmp_path / "s.toml", db))
-    import ppdp.engine.methods.microaggregation as MA
+    import ppdp.engine.methods.microaggregation.method as MA
 
     original = MA.M.candidate_select
 

@@ -13,9 +13,9 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.jobs import certificate
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.app.jobs import certificate
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
 from tests.attack.harness import (
     check_deltas,
     duckdb_backend,
@@ -194,9 +194,9 @@ def test_postgres_second_version_verified_with_an_exact_delta(tmp_path, postgres
 
 
 def test_every_algorithm_publishes_a_first_version_and_static_ones_refuse_a_second(tmp_path):
-    """The spec names the algorithm (engine/microaggregation/algorithms.py); a dynamic one (DPP)
+    """The spec names the algorithm (engine/methods/microaggregation/algorithms.py); a dynamic one (DPP)
     continues its groups, a static one (MDAV) would re-cluster everything and is refused."""
-    from ppdp.engine.errors import SpecError
+    from ppdp.errors import SpecError
 
     for algorithm, dynamic in (("dpp", True), ("mdav", False)):
         db = adult_with_disease(tmp_path / f"{algorithm}.duckdb", rows=400)

@@ -16,11 +16,11 @@ from typing import ClassVar
 import duckdb
 import pytest
 
-from ppdp.engine.errors import SpecError
+from ppdp.engine.core.spec import load_spec
 from ppdp.engine.methods import METHODS
-from ppdp.engine.models import PrivacyModel
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.privacy import PrivacyModel
+from ppdp.engine.release.run import run_release
+from ppdp.errors import SpecError
 from tests.conftest import load_adult, snapshot, write_spec
 from tests.support.toy_models import ToyMinClass, registered, toy_models
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.errors import SpecError
-from ppdp.engine.naming import check_release_identifiers
+from ppdp.engine.release.naming import check_release_identifiers
+from ppdp.errors import SpecError
 
 
 class _Limited:

@@ -20,14 +20,14 @@ import jsonschema
 import pytest
 
 import ppdp
-from ppdp.engine.errors import (
+from ppdp.engine.app.outcome import STATUS, ExitCode, exit_code_of
+from ppdp.errors import (
     CrossVersionRefusal,
     DataError,
     ModelRefusal,
     SpecError,
     VerificationError,
 )
-from ppdp.engine.outcome import STATUS, ExitCode, exit_code_of
 from tests.conftest import load_adult, write_spec
 from tests.releases.test_jobs import SPEC, register_by_sql
 from tests.support import cli_under_test

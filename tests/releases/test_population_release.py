@@ -19,10 +19,10 @@ import polars as pl
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine import hierarchy as H
-from ppdp.engine.errors import DataError, SpecError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core import hierarchy as H
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import DataError, SpecError
 from tests.conftest import ADULT, toml_str, write_spec
 
 QIDS = ["age", "education", "race", "sex", "workclass"]

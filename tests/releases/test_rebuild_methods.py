@@ -1,4 +1,4 @@
-"""``ppdp sql`` is a capability of each release method (engine/stages/method.py ``rebuild_rows``):
+"""``ppdp sql`` is a capability of each release method (engine/methods/base.py ``rebuild_rows``):
 it used to assume generalization and died with ``KeyError: 'levels'`` on the other two.
 
 A microaggregation version is rebuilt from its groups, labels and forged records, a
@@ -19,10 +19,10 @@ import pytest
 import sqlglot
 
 from ppdp.connectors import connect
-from ppdp.engine.cli import main
-from ppdp.engine.rebuild import rebuild_script
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.app.cli import main
+from ppdp.engine.app.rebuild import rebuild_script
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
 from tests.conftest import load_adult, snapshot
 from tests.releases.test_heterogeneous_versions import LONE, spec_of
 from tests.releases.test_microaggregation_release import K8, adult_with_disease, micro_spec
@@ -132,7 +132,7 @@ def test_a_microaggregation_version_with_standing_rows_is_refused_in_one_line(tm
     run = run_release(spec, progress=False).run
     assert run.cross_version["held_back"]["deletes_delayed"] > 0
     before = snapshot(db)
-    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.cli", "sql", "adult_micro", "--db", f"duckdb://{db}"],
+    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "sql", "adult_micro", "--db", f"duckdb://{db}"],
                           capture_output=True, text=True, cwd=PATHS.REPO)
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()

@@ -9,10 +9,10 @@ import duckdb
 import polars as pl
 import pytest
 
-from ppdp.engine import hierarchy as H
-from ppdp.engine.errors import VerificationError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
+from ppdp.engine.core import hierarchy as H
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.errors import VerificationError
 from tests.conftest import ADULT, ADULT_QIDS, snapshot, write_spec
 
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
@@ -83,9 +83,9 @@ def test_adult_k5_certified_verified_and_rechecked(adult_db, tmp_path):
     assert check["rows"] == 30162 - out.run.metrics["suppressed"]
     # the lattice search agrees with an exhaustive evaluation of every node
     from ppdp.connectors import connect
-    from ppdp.engine.methods.generalization import optimize
-    from ppdp.engine.optimizers import run_optimizer
-    from ppdp.engine.stages.validate import prepare
+    from ppdp.engine.methods.generalization.method import optimize
+    from ppdp.engine.methods.generalization.optimizers import run_optimizer
+    from ppdp.engine.release.stages.validate import prepare
 
     con = connect(f"duckdb://{adult_db}")
     prep = prepare(spec, con)
@@ -153,7 +153,7 @@ def test_failed_verification_publishes_nothing_and_is_recorded(adult_db, tmp_pat
 
 def test_export_holds_only_the_published_schema(adult_db, tmp_path):
     from ppdp.connectors import connect
-    from ppdp.engine.export import export_schema
+    from ppdp.engine.app.export import export_schema
 
     spec = load_spec(write_spec(tmp_path / "k5.toml", db=adult_db, models=K5))
     run_release(spec, progress=False)

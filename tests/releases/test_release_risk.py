@@ -10,7 +10,7 @@ import re
 import duckdb
 import pytest
 
-from ppdp.engine.cli import main
+from ppdp.engine.app.cli import main
 from tests.conftest import write_spec
 from tests.support.paths import REPO
 
@@ -91,7 +91,7 @@ def test_warn_publishes_with_the_warning_and_stores_both_risks(adult_db, capsys)
         con.close()
     source, released, kept = json.loads(source), json.loads(released), json.loads(kept)
     from ppdp.connectors import connect
-    from ppdp.engine import catalog
+    from ppdp.engine.core import catalog
 
     c = connect(f"duckdb://{adult_db}", read_only=True)
     try:

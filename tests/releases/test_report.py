@@ -16,12 +16,12 @@ import duckdb
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine import jobs
-from ppdp.engine.cli import main
-from ppdp.engine.release import run_release
-from ppdp.engine.report import build_report
-from ppdp.engine.report.html import RISK_ROWS, SECTIONS
-from ppdp.engine.spec import load_spec
+from ppdp.engine.app import jobs
+from ppdp.engine.app.cli import main
+from ppdp.engine.app.report import build_report
+from ppdp.engine.app.report.html import RISK_ROWS, SECTIONS
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
 from tests.conftest import load_adult, snapshot, write_spec
 from tests.releases.test_heterogeneous_release import het_spec
 from tests.releases.test_microaggregation_release import adult_with_disease, micro_spec
@@ -258,7 +258,7 @@ def test_labels_from_the_data_are_escaped(releases):
     """A hostile label in the data (a QID value, a sensitive value) cannot add markup or a script."""
     import dataclasses
 
-    from ppdp.engine.report import gather, render
+    from ppdp.engine.app.report import gather, render
 
     con = connect(f"duckdb://{releases['adult_gen']}", read_only=True)
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ppdp.engine.report.html import RISK_ROWS, SECTIONS
+from ppdp.engine.app.report.html import RISK_ROWS, SECTIONS
 from tests.releases.test_report import GEN_QIDS, Page, releases, report, risk_json  # noqa: F401 (fixture)
 from tests.support import browser
 

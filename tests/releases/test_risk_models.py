@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ppdp.engine.cli import main
+from ppdp.engine.app.cli import main
 from tests.conftest import snapshot, write_spec
 
 

@@ -1,4 +1,4 @@
-"""The release pipeline's stage conventions (engine/stages/__init__.py), seen from outside: the
+"""The release pipeline's stage conventions (engine/release/stages/__init__.py), seen from outside: the
 method name is looked up above the spec and still refused before anything is written, and the
 guards stage refuses before the run lock, the run record or any other write."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from ppdp.engine import jobs
-from ppdp.engine.errors import SpecError
-from ppdp.engine.release import run_release
-from ppdp.engine.spec import load_spec
-from ppdp.engine.stages import guards
+from ppdp.engine.app import jobs
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+from ppdp.engine.release.stages import guards
+from ppdp.errors import SpecError
 from tests.conftest import load_adult, snapshot, write_spec
 
 
@@ -20,7 +20,7 @@ def with_method(path, name: str):
 
 
 def test_an_unknown_method_is_refused_in_one_line_before_the_database_is_opened(tmp_path):
-    """engine/spec.py no longer imports the methods; ``method_of`` refuses the name as the spec
+    """engine/core/spec.py no longer imports the methods; ``method_of`` refuses the name as the spec
     loader did, for a run and for a job registration, and no database file is created."""
     db = tmp_path / "absent.duckdb"
     spec_path = with_method(write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex"]), "generalisation")

@@ -12,26 +12,33 @@ import numpy as np
 import polars as pl
 import pytest
 
-from ppdp.engine.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.errors import SpecError
-from ppdp.engine.hierarchy import read_arx_csv
-from ppdp.engine.models import ClassStats, build_model
-from ppdp.engine.optimizers import OPTIMIZERS, run_optimizer
-from ppdp.engine.optimizers.evolutionary.executors.wire import (
+from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
+from ppdp.engine.core.hierarchy import read_arx_csv
+from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, run_optimizer
+from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.wire import (
     decode_migrant,
     encode_migrant,
     pack_reports,
     same_individual,
     unpack_reports,
 )
-from ppdp.engine.optimizers.evolutionary.executors.worker import RingSender, direct_send_bytes
-from ppdp.engine.optimizers.evolutionary.island import Individual
-from ppdp.engine.optimizers.evolutionary.master import run_islands
-from ppdp.engine.optimizers.evolutionary.params import parse_params
-from ppdp.engine.optimizers.evolutionary.runtime import IslandRuntime
-from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland, record_disclosure
-from ppdp.engine.optimizers.operators import imp_info_driven
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.worker import (
+    RingSender,
+    direct_send_bytes,
+)
+from ppdp.engine.methods.generalization.optimizers.evolutionary.island import Individual
+from ppdp.engine.methods.generalization.optimizers.evolutionary.master import run_islands
+from ppdp.engine.methods.generalization.optimizers.evolutionary.params import parse_params
+from ppdp.engine.methods.generalization.optimizers.evolutionary.runtime import IslandRuntime
+from ppdp.engine.methods.generalization.optimizers.id_dga import (
+    ID_DGA_DEFAULTS,
+    IDDGAIsland,
+    record_disclosure,
+)
+from ppdp.engine.methods.generalization.optimizers.operators import imp_info_driven
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import ClassStats, build_model
+from ppdp.errors import SpecError
 from tests.support import paths as PATHS
 
 _HERE = PATHS.REPO
@@ -353,7 +360,7 @@ def test_improvement_operator_on_real_instance(k_problem: Problem, t_problem: Pr
     s = rng.random(p.n_records) < 0.8
     ad, higher_is_safer = record_disclosure(p, g, s)
     assert not higher_is_safer and (ad[~s] == 0).all()
-    from ppdp.engine.evaluator import _kernels as K
+    from ppdp.engine.kernels import classes as K
 
     retained = p.retained_from_s(s)[0]
     gen, _, n_gen = p.table.lookup
@@ -381,8 +388,8 @@ def test_oracle_memory_returns_what_the_oracle_computes(t_problem: Problem):
 
 
 def test_vectorized_selection_matches_pairwise_rule(k_problem: Problem):
-    from ppdp.engine.optimizers.ga import GA_DEFAULTS, GAIsland
-    from ppdp.engine.optimizers.operators import pair_up
+    from ppdp.engine.methods.generalization.optimizers.ga import GA_DEFAULTS, GAIsland
+    from ppdp.engine.methods.generalization.optimizers.operators import pair_up
 
     isl = GAIsland(k_problem, parse_params("ga", {}, GA_DEFAULTS), budget=10_000,
                    seed=np.random.SeedSequence(3), index=0, pop_size=20)

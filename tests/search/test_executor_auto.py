@@ -10,26 +10,28 @@ import os
 import numpy as np
 import pytest
 
-import ppdp.engine.optimizers.evolutionary.auto as auto_mod
-import ppdp.engine.optimizers.evolutionary.executors.process as process_mod
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.evolutionary.auto import (
+import ppdp.engine.methods.generalization.optimizers.evolutionary.auto as auto_mod
+import ppdp.engine.methods.generalization.optimizers.evolutionary.executors.process as process_mod
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.evolutionary.auto import (
     AUTO_MARGIN,
     choose_executor,
     measure_worker_start,
 )
-from ppdp.engine.optimizers.evolutionary.executors.pool import WorkerProcess
-from ppdp.engine.optimizers.evolutionary.executors.process import ProcessExecutor
-from ppdp.engine.optimizers.evolutionary.island import IslandSpec
-from ppdp.engine.optimizers.evolutionary.params import parse_params, split
-from ppdp.engine.optimizers.evolutionary.runtime import (
+from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.pool import WorkerProcess
+from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.process import (
+    ProcessExecutor,
+)
+from ppdp.engine.methods.generalization.optimizers.evolutionary.island import IslandSpec
+from ppdp.engine.methods.generalization.optimizers.evolutionary.params import parse_params, split
+from ppdp.engine.methods.generalization.optimizers.evolutionary.runtime import (
     IslandRuntime,
     Measurements,
     current_runtime,
     default_runtime,
 )
-from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+from ppdp.engine.methods.generalization.problem import Problem
 from tests.search.test_evolutionary import QIDS_K, adult_problem, same_run
 
 

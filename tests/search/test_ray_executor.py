@@ -20,17 +20,23 @@ except ImportError:
     pytest.skip("Ray is not installed (pip install 'ppdp[ray]'); PPDP_REQUIRE_RAY=1 makes this an error",
                 allow_module_level=True)
 
-from ppdp.engine.errors import SpecError
-from ppdp.engine.optimizers import run_optimizer
-from ppdp.engine.optimizers.evolutionary.executors.local import LocalExecutor
-from ppdp.engine.optimizers.evolutionary.executors.ray import RayExecutor
-from ppdp.engine.optimizers.evolutionary.island import IslandSpec
-from ppdp.engine.optimizers.evolutionary.master import run_islands
-from ppdp.engine.optimizers.evolutionary.params import parse_params
-from ppdp.engine.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
-from ppdp.engine.optimizers.lattice_nodes import evaluate_nodes, max_suppressed_records
-from ppdp.engine.optimizers.ray_executor import evaluate_batches, ray_actor_pool
-from ppdp.engine.problem import Problem
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.local import LocalExecutor
+from ppdp.engine.methods.generalization.optimizers.evolutionary.executors.ray import RayExecutor
+from ppdp.engine.methods.generalization.optimizers.evolutionary.island import IslandSpec
+from ppdp.engine.methods.generalization.optimizers.evolutionary.master import run_islands
+from ppdp.engine.methods.generalization.optimizers.evolutionary.params import parse_params
+from ppdp.engine.methods.generalization.optimizers.id_dga import ID_DGA_DEFAULTS, IDDGAIsland
+from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
+    evaluate_nodes,
+    max_suppressed_records,
+)
+from ppdp.engine.methods.generalization.optimizers.ray_executor import (
+    evaluate_batches,
+    ray_actor_pool,
+)
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.errors import SpecError
 from tests.search.test_evolutionary import QIDS_K, FailingIsland, adult_problem, same_run
 
 pytestmark = pytest.mark.slow  # a local Ray cluster for the module

@@ -1,4 +1,4 @@
-"""A Problem shipped to another process (engine/optimizers/remote.py) arrives with writable
+"""A Problem shipped to another process (engine/methods/generalization/optimizers/remote.py) arrives with writable
 arrays even when the transport hands NumPy buffers out of band and read-only, as Ray's object
 store does: Numba types read-only arrays apart, so the worker would otherwise compile every
 kernel a second time, never served by the cache that local runs and ``ppdp warm-up`` fill."""
@@ -9,7 +9,7 @@ import pickle
 
 import numpy as np
 
-from ppdp.engine.optimizers.remote import ProblemSpec, writable
+from ppdp.engine.methods.generalization.optimizers.remote import ProblemSpec, writable
 from tests.search.test_evolutionary import QIDS_K, adult_problem
 
 

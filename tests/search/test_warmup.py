@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ppdp.engine import warmup
-from ppdp.engine.methods.heterogeneous import INITIAL
-from ppdp.engine.microaggregation.algorithms import ALGORITHMS
-from ppdp.engine.optimizers import optimizer_names
+from ppdp.engine.app import warmup
+from ppdp.engine.methods.generalization.optimizers import optimizer_names
+from ppdp.engine.methods.heterogeneous.method import INITIAL
+from ppdp.engine.methods.microaggregation.algorithms import ALGORITHMS
 
 
 def test_the_warm_up_covers_every_optimizer_algorithm_and_initial_heuristic(tmp_path: Path):

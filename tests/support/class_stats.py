@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ppdp.engine.models import ClassStats
+from ppdp.engine.privacy import ClassStats
 
 
 def class_stats(classes: dict[int, dict[int, int]], q: Sequence[float] | np.ndarray) -> ClassStats:

@@ -3,7 +3,7 @@
 Calls run in this process (tests/support/cli_in_process.py: same argv, stdout, stderr and exit
 code, without a Python start per call); ``PPDP_TEST_CLI_SUBPROCESS=1`` runs them in a subprocess.
 
-``PPDP_CLI_CHECKOUT=/path/to/checkout`` runs that checkout's CLI instead (``python -m engine.cli``
+``PPDP_CLI_CHECKOUT=/path/to/checkout`` runs that checkout's CLI instead (``python -m engine.app.cli``
 of the layout before ``src/``, e.g. a worktree of 6e1dadf): the issue-28 tests were run that way
 to show that each of them fails on the code the issue was filed against.
 """
@@ -29,10 +29,10 @@ def ppdp(*args: str, timeout: float = 600, env: dict[str, str] | None = None) ->
     if not OLD_CHECKOUT and not SUBPROCESS:
         return run_cli(list(args), cwd=PATHS.REPO, env=env)
     if OLD_CHECKOUT:
-        cmd, cwd = [sys.executable, "-m", "engine.cli", *args], OLD_CHECKOUT
+        cmd, cwd = [sys.executable, "-m", "engine.app.cli", *args], OLD_CHECKOUT
         env = {**os.environ, **(env or {}), "PYTHONPATH": OLD_CHECKOUT}
     else:
-        cmd, cwd = [sys.executable, "-m", "ppdp.engine.cli", *args], str(PATHS.REPO)
+        cmd, cwd = [sys.executable, "-m", "ppdp.engine.app.cli", *args], str(PATHS.REPO)
         env = {**os.environ, **(env or {})}
     return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env)
 

@@ -1,10 +1,10 @@
-"""The ``ppdp`` command line run in this process: ``ppdp.engine.cli.main(argv)`` with its stdout,
+"""The ``ppdp`` command line run in this process: ``ppdp.engine.app.cli.main(argv)`` with its stdout,
 stderr and exit code captured, as a ``subprocess.CompletedProcess`` like a real subprocess gives.
 
 A subprocess pays a Python start and the package's imports (2-6 s on a loaded 2-core machine)
 for every call; the suite made hundreds. The tests that use this are about what ppdp does with
 a command (its output, its exit code, what it writes), not about the process boundary: the
-entry point itself (``python -m ppdp.engine.cli``, signals, a closed pipe, the environment of a
+entry point itself (``python -m ppdp.engine.app.cli``, signals, a closed pipe, the environment of a
 fresh interpreter) keeps its real-subprocess tests, and ``PPDP_TEST_CLI_SUBPROCESS=1`` runs every
 call in a subprocess again (tests/support/cli.py, tests/support/cli_under_test.py).
 
@@ -69,7 +69,7 @@ class _Text(io.StringIO):
 def run_cli(args: list[str], *, cwd: Path | str | None = None,
             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
     """``ppdp ARGS`` in this process; ``env`` adds to the environment for the call only."""
-    from ppdp.engine import cli
+    from ppdp.engine.app import cli
 
     out, err = _Text(), _Text()
     env = dict(env or {})

@@ -1,10 +1,10 @@
 """Run the ``ppdp`` command line under test.
 
 By default this checkout's CLI, in this process (tests/support/cli_in_process.py: the same argv,
-stdout, stderr and exit code as ``python -m ppdp.engine.cli`` with the caller's PYTHONPATH, without
+stdout, stderr and exit code as ``python -m ppdp.engine.app.cli`` with the caller's PYTHONPATH, without
 a Python start per call; ``PPDP_TEST_CLI_SUBPROCESS=1`` runs it in a subprocess). To
 show that a test fails on an older commit, point it at that commit's CLI instead:
-``PPDP_TEST_CLI_MODULE=engine.cli PPDP_TEST_CLI_PATH=/tmp/old pytest ...`` (6e1dadf's layout had
+``PPDP_TEST_CLI_MODULE=engine.app.cli PPDP_TEST_CLI_PATH=/tmp/old pytest ...`` (6e1dadf's layout had
 top-level ``engine/``); the test's scenario, database and checks stay the same.
 """
 
@@ -17,14 +17,14 @@ from pathlib import Path
 
 from tests.support.cli_in_process import SUBPROCESS, run_cli
 
-CLI_MODULE = os.environ.get("PPDP_TEST_CLI_MODULE", "ppdp.engine.cli")
+CLI_MODULE = os.environ.get("PPDP_TEST_CLI_MODULE", "ppdp.engine.app.cli")
 CLI_PATH = os.environ.get("PPDP_TEST_CLI_PATH")
 
 
 def ppdp(*args: str, cwd: Path | str | None = None, env: dict[str, str] | None = None,
          timeout: float = 600) -> subprocess.CompletedProcess:
     """``ppdp ARGS`` (the CLI under test); ``env`` adds to the inherited environment."""
-    if CLI_MODULE == "ppdp.engine.cli" and not CLI_PATH and not SUBPROCESS:
+    if CLI_MODULE == "ppdp.engine.app.cli" and not CLI_PATH and not SUBPROCESS:
         return run_cli(list(args), cwd=cwd, env=env)
     full = dict(os.environ) | (env or {})
     if CLI_PATH:

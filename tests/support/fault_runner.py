@@ -13,7 +13,7 @@ import os
 import sys
 import time
 
-from ppdp.engine import jobs
+from ppdp.engine.app import jobs
 
 
 def hook(fault: str):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sys
 import time
 
-import ppdp.engine.release as release
-from ppdp.engine import cli
+import ppdp.engine.release.run as release
+from ppdp.engine.app import cli
 
 
 def fault_hook(fault: str):

@@ -2,7 +2,7 @@
 ``tests/naive.py``): dicts and loops straight from the definitions of PAPER_NOTES §1-3, no
 Numba, no NumPy tricks, no use of the lookup arrays of ``EncodedTable``.
 
-Records are numbered by histogram row (engine/encoding.py): row h owns records
+Records are numbered by histogram row (engine/core/encoding.py): row h owns records
 offsets[h] .. offsets[h+1]-1. A solution here is G (level per QID) and ``keep`` (one 0/1 flag
 per record); generalized values are read from the hierarchies' text rows.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import itertools
 import math
 
-T_TOLERANCE = 1e-12  # engine/models/t_closeness.py
-L_TOLERANCE = 1e-12  # engine/models/l_diversity.py
+T_TOLERANCE = 1e-12  # engine/privacy/t_closeness.py
+L_TOLERANCE = 1e-12  # engine/privacy/l_diversity.py
 
 
 def leaf_count(hierarchy, level, value):

@@ -1,5 +1,5 @@
 """Toy privacy models and methods that declare nothing beyond the base class's safe defaults
-(engine/models/base.py): for the tests that the defaults fail closed.
+(engine/privacy/base.py): for the tests that the defaults fail closed.
 
 ``ToyMinClass`` has k-anonymity's AD (smallest class, feasible when >= k) but no fused kernel
 kind, no DuckDB evaluator term, no exact suppression oracle, no history check and no
@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ppdp.engine.evaluator import _kernels as K
-from ppdp.engine.models import MODELS, ClassStats, PrivacyModel
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.privacy import MODELS, ClassStats, PrivacyModel
 from ppdp.sql import queries as Q
 
 TOY_NAME = "toy-min-class"

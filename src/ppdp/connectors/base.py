@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from ppdp.engine.errors import ConnectorError
-from ppdp.engine.registry import Registry, UnavailableError
+from ppdp.errors import ConnectorError
+from ppdp.registry import Registry, UnavailableError
 
 # Optional features a connector declares in ``capabilities`` (callers test these, never the
 # dialect name): database roles and GRANT/REVOKE; run locks that exclude other sessions
@@ -24,7 +24,7 @@ SKIP_LOCKED = "skip_locked"
 DEFINER_FUNCTIONS = "definer_functions"
 # The database runs in this process and hands a query's rows over as Arrow without a network
 # hop (``ArrowRowsConnector.query_arrow``): reading a small source's rows then costs less than
-# grouping them in the database (engine.stages.validate.read_encoded, issue #25).
+# grouping them in the database (engine.release.stages.validate.read_encoded, issue #25).
 IN_PROCESS_ROWS = "in_process_rows"
 CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS,
                           IN_PROCESS_ROWS})

@@ -12,7 +12,7 @@ import polars as pl
 import pyarrow as pa
 
 from ppdp.connectors.base import IN_PROCESS_ROWS, TRANSACTIONAL_DDL
-from ppdp.engine.errors import ConnectorError
+from ppdp.errors import ConnectorError
 from ppdp.sql.quoting import quote_ident, quote_table
 
 
@@ -89,7 +89,7 @@ class DuckDBConnector:
     def query_arrow(self, sql: str) -> pa.Table:
         """A query's result as Arrow, the form DuckDB hands it over in: ``query`` without the
         conversion to Polars, whose fixed cost was a third of reading a 1,000-row source's rows
-        in prepare (engine.stages.validate.read_encoded, issue #25)."""
+        in prepare (engine.release.stages.validate.read_encoded, issue #25)."""
         try:
             return self.con.sql(sql).to_arrow_table()
         except duckdb.Error as exc:

@@ -59,8 +59,8 @@ from ppdp.connectors.base import (
     STATEMENT_TIMEOUT,
     TRANSACTIONAL_DDL,
 )
-from ppdp.engine.errors import ConnectorError
-from ppdp.engine.redact import redact_url
+from ppdp.errors import ConnectorError
+from ppdp.redact import redact_url
 from ppdp.sql.quoting import quote_table
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
@@ -223,7 +223,7 @@ def split_session_options(url: str) -> tuple[str, dict[str, str]]:
 
 
 def redact(url: str) -> str:
-    """``url`` with any password (user-info or ``?password=``) replaced by ``***`` (engine/redact.py)."""
+    """``url`` with any password (user-info or ``?password=``) replaced by ``***`` (redact.py)."""
     return redact_url(url)
 
 

@@ -51,7 +51,7 @@ import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from ppdp.engine.errors import ConnectorError
+from ppdp.errors import ConnectorError
 from ppdp.sql.quoting import quote_table
 from ppdp.sql.spark import StatementError, spark_statements
 

@@ -213,7 +213,7 @@ def release_row_ids(d: str = "duckdb") -> str:
     return f"SELECT release, key, row_id FROM {private('row_ids', d)} WHERE release = ? ORDER BY key"
 
 
-# -- release jobs (engine/jobs.py): one row of _ppdp.jobs per job, keyed by name -------------------
+# -- release jobs (engine/app/jobs.py): one row of _ppdp.jobs per job, keyed by name -------------------
 
 def delete_job(d: str = "duckdb") -> str:
     """Remove the job named ``?`` (registering a job replaces one of the same name)."""
@@ -241,7 +241,7 @@ def list_jobs(d: str = "duckdb") -> str:
 
 
 # Private tables holding per-version rows (release, version, ...): the shared ones here, the
-# methods' in sql/hetero.py and sql/micro.py.
+# methods' in sql/heterogeneous.py and sql/microaggregation.py.
 VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "risk", "hetero_edges", "hetero_values", "hetero_members", "hetero_sources",
                     "micro_groups", "micro_labels", "micro_values", "micro_forged")
 

@@ -123,7 +123,7 @@ def _inserts(name: str, rows: list[tuple[Any, ...]]) -> list[exp.Insert]:
 
 @dataclass(frozen=True)
 class RebuildData:
-    """What a rebuild script needs, read from the catalog by engine.rebuild (plain values only)."""
+    """What a rebuild script needs, read from the catalog by engine.app.rebuild (plain values only)."""
 
     name: str  # output name: the version table and view are named after it
     release: str  # the release's identity (schema and name), the key of its private rows

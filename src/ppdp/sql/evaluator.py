@@ -1,4 +1,4 @@
-"""SQL of the DuckDB evaluator (engine/evaluator/duckdb_backend.py): one GROUP BY query per batch.
+"""SQL of the DuckDB evaluator (engine/methods/generalization/evaluators/duckdb_backend.py): one GROUP BY query per batch.
 
 The evaluator loads its inputs into a private in-memory database under fixed names:
 
@@ -38,7 +38,7 @@ PAIR_STATISTICS = frozenset({"distinct", "nlogn", "t"})
 class AdTerm:
     """One model's AD in the batch query: an aggregate over the individual's classes (``c``),
     the AD of an empty release (the convention of the matching kernel in
-    engine/evaluator/_kernels.py: smallest-type AD = inf, distance AD = 0), and the class
+    engine/kernels/classes.py: smallest-type AD = inf, distance AD = 0), and the class
     statistics the aggregate reads."""
 
     aggregate: str

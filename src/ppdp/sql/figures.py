@@ -1,4 +1,4 @@
-"""SQL of the figures computed on a published version table (engine/figures.py)."""
+"""SQL of the figures computed on a published version table (engine/release/figures.py)."""
 
 from __future__ import annotations
 

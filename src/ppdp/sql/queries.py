@@ -20,7 +20,7 @@ from ppdp.sql.predicate import parse_predicate, predicate_sql, qualified
 from ppdp.sql.quoting import ident, quote_ident, quote_table, table_expr
 
 PRIVATE_SCHEMA = "_ppdp"
-COUNT_COLUMN = "__ppdp_n"  # the row count column of the histogram (engine.encoding reads it)
+COUNT_COLUMN = "__ppdp_n"  # the row count column of the histogram (engine.core.encoding reads it)
 ROW_ID = "ppdp_row_id"  # the release row id column of every published version
 
 

@@ -2,7 +2,7 @@
 
 Every identifier is quoted here; values (release identity, version) are bound parameters. The
 queries return aggregates (counts per class size, per value, per class and sensitive value); the
-report decides what of it to show (engine/report/gather.py).
+report decides what of it to show (engine/app/report/gather.py).
 """
 
 from __future__ import annotations

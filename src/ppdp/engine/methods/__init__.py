@@ -3,23 +3,23 @@
 A method turns a validated input (``Prepared``) into a ``ReleasePlan`` and knows how to write
 its private state and the SELECT of its candidate rows; everything after that (row ids, the
 version table, the cross-version check, verification, delta, view, grants, the run record) is
-shared by every method (engine/stages/). Adding a method is one new module and its line below.
+shared by every method (engine/release/stages/). Adding a method is one new module and its line below.
 
 The interface, ``ReleaseMethod``, and the plan are defined with the stages
-(engine/stages/method.py), which receive the method object as an argument and import no method;
+(engine/methods/base.py), which receive the method object as an argument and import no method;
 this package sits above them. ``method_of`` is where a spec's ``[method] name`` is looked up
-(engine/spec.py only checks that it is a string: it does not know the methods).
+(engine/core/spec.py only checks that it is a string: it does not know the methods).
 """
 
 from __future__ import annotations
 
-from ppdp.engine.errors import SpecError, UnknownNameError
-from ppdp.engine.methods.generalization import Generalization
-from ppdp.engine.methods.heterogeneous import Heterogeneous
-from ppdp.engine.methods.microaggregation import Microaggregation
-from ppdp.engine.registry import Registry
-from ppdp.engine.spec import ReleaseSpec
-from ppdp.engine.stages.method import ChecksOwnHistory, ReleaseMethod, ReleasePlan
+from ppdp.engine.core.spec import ReleaseSpec
+from ppdp.engine.methods.base import ChecksOwnHistory, ReleaseMethod, ReleasePlan
+from ppdp.engine.methods.generalization.method import Generalization
+from ppdp.engine.methods.heterogeneous.method import Heterogeneous
+from ppdp.engine.methods.microaggregation.method import Microaggregation
+from ppdp.errors import SpecError, UnknownNameError
+from ppdp.registry import Registry
 
 __all__ = ["METHODS", "ChecksOwnHistory", "ReleaseMethod", "ReleasePlan", "method_of"]
 

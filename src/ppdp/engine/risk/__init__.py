@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ppdp.connectors.base import Connector
-from ppdp.engine.errors import DataError, SpecError
 from ppdp.engine.risk.individual import IndividualRisk, individual
 from ppdp.engine.risk.population import Histogram, PopulationUniques, estimate, population_size
 from ppdp.engine.risk.prosecutor import (
@@ -29,6 +28,7 @@ from ppdp.engine.risk.prosecutor import (
     prosecutor,
     separation,
 )
+from ppdp.errors import DataError, SpecError
 from ppdp.sql import risk as R
 
 __all__ = ["AttackerRisk", "Band", "Histogram", "IndividualRisk", "PopulationUniques", "RiskAssessment", "Separation",

@@ -1,0 +1,68 @@
+"""What ``ppdp risk`` measures and how it prints it (engine/app/cli.py stays a thin parser)."""
+
+from __future__ import annotations
+
+from ppdp.connectors.base import Connector
+from ppdp.engine.core import catalog
+from ppdp.engine.risk import RiskAssessment
+from ppdp.errors import SpecError
+from ppdp.sql.quoting import quote_table
+
+
+def target(con: Connector, release: str | None, table: str | None, version: int | None, *,
+           check_qids: bool = True) -> tuple[str, list[str]]:
+    """The relation to measure (quoted) and its default QIDs: a release's version or a table
+    (``check_qids``: refuse a version that does not publish the QIDs as columns)."""
+    if (release is None) == (table is None):
+        raise SpecError("give a release name or --table SCHEMA.TABLE (one of them). Hint: ppdp risk adult --db URL.")
+    if table is not None:
+        schema, _, name = table.rpartition(".")
+        schema = schema or getattr(con, "default_schema", "main")
+        if con.relation_columns(schema, name) is None:
+            raise SpecError(f"no table {table!r} in {con.url}.")
+        return quote_table(schema, name, con.dialect), []
+    assert release is not None
+    rid = catalog.resolve_release(con, release)
+    runs = catalog.published_runs(con, rid)
+    if not runs:
+        raise SpecError(f"release {release!r} has no published version.")
+    run = runs[-1] if version is None else next((r for r in runs if r.version == version), None)
+    if run is None:
+        raise SpecError(f"release {release!r} has no published version {version}; published: {[r.version for r in runs]}.")
+    out = run.spec.get("output", {})
+    schema, name = out.get("schema", "published"), out["name"]
+    qids = [q["column"] for q in run.spec.get("quasi_identifiers", [])]
+    table = f"{name}__v{run.published_version}"
+    present = {c for c, _ in con.relation_columns(schema, table) or []}
+    missing = [q for q in qids if q not in present]
+    if missing and check_qids:
+        raise SpecError(f"version {run.published_version} of {release!r} does not publish {', '.join(missing)} as columns "
+                        "(heterogeneous releases publish ranges). Hint: --qids with the published columns.")
+    return quote_table(schema, table, con.dialect), qids
+
+
+def _r(x: float | None) -> str:
+    return "n/a (no convergence)" if x is None else f"{x:.6f}"
+
+
+def describe(a: RiskAssessment) -> str:
+    """The human-readable summary ``ppdp risk`` prints."""
+    p, j, pu = a.prosecutor, a.journalist, a.population_uniques
+    lines = [
+        f"risk of {a.relation}: {a.rows:,} rows, {a.classes:,} classes on {', '.join(a.columns)}",
+        f"  prosecutor     : average {p.average:.6f}, highest {p.highest:.6f}, records at risk (> {a.threshold:g}) "
+        f"{p.records_at_risk:.2%}, success rate {p.success_rate:.6f}",
+        f"  journalist     : average {j.average:.6f}, highest {j.highest:.6f}, records at risk {j.records_at_risk:.2%}",
+        f"  marketer       : success rate {a.marketer_success_rate:.6f}",
+        f"  sample uniques : {a.sample_uniques:.2%} of the records",
+        f"  population uniques (f = {a.sampling_fraction:.6g}, N = {a.population:,}): Pitman {_r(pu.pitman)}, "
+        f"Zayatz {_r(pu.zayatz)}, SNB {_r(pu.snb)}; Dankar {_r(pu.dankar)} ({pu.dankar_model})",
+    ]
+    if a.individual is not None:
+        i = a.individual
+        lines.append(f"  individual risk (sdcMicro, weight {a.weight}): average {i.average:.6f}, highest {i.highest:.6f}, "
+                     f"expected re-identifications {i.expected_reidentifications:.2f}")
+    lines.append("  risk bands     : " + ", ".join(f"({b.low:g}, {b.high:g}] {b.share:.1%}" for b in a.bands if b.records))
+    lines.append("  distinction / separation per attacker columns:")
+    lines += [f"    {' + '.join(s.columns):<40} {s.distinction:.4f} / {s.separation:.4f}" for s in a.separations]
+    return "\n".join(lines)

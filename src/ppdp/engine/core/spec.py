@@ -1,0 +1,429 @@
+"""The release spec: what to anonymize, how, and where to publish it.
+
+Loaded from TOML (``load_spec``) or from a plain dict (``spec_from_dict``; the JSON form used
+by jobs stored in the database). Every field is documented in README.md; unknown keys are
+errors with a "did you mean" hint, so a typo never silently changes a release.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ppdp.engine.core.hierarchy import ARX_DUPLICATE_POLICIES
+from ppdp.errors import SpecError, known_names
+from ppdp.sql.queries import PRIVATE_SCHEMA
+
+NULL_POLICIES = ("error", "suppress")
+DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
+HIERARCHY_TYPES = ("arx", "intervals", "masking", "dates", "flat")
+
+
+@dataclass(frozen=True)
+class HierarchySpec:
+    """How to get one QID's hierarchy: an ARX CSV file or a generator with options."""
+
+    type: str
+    file: str | None = None  # arx: path, relative to the spec file
+    widths: tuple[float, ...] | None = None  # intervals
+    levels: int | None = None  # intervals (auto widths), masking
+    duplicates: str = "error"  # arx: a leaf on several differing rows -> "error", "keep-last" (ARX), "keep-first"
+
+
+@dataclass(frozen=True)
+class QuasiIdentifier:
+    column: str
+    hierarchy: HierarchySpec
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    params: tuple[tuple[str, Any], ...]
+
+    def param_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """A whole release job. See README.md, section "Release spec reference"."""
+
+    database: str | None  # None: given by --db or the job's database (release.database_url)
+    key: str
+    quasi_identifiers: tuple[QuasiIdentifier, ...]
+    models: tuple[ModelSpec, ...]
+    output_name: str
+    table: str | None = None
+    schema: str | None = None
+    query: str | None = None
+    identifiers: tuple[str, ...] = ()
+    sensitive: tuple[str, ...] = ()
+    sensitive_hierarchy: str | None = None  # ARX hierarchy file of the sensitive column (hierarchical t-closeness)
+    drop: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
+    # When QIDs plus kept columns single out records the QIDs alone do not (issue 26): "refuse"
+    # (default: the models' guarantee holds only for an attacker who knows the QIDs alone) or "warn".
+    kept_columns: str = "refuse"
+    null_policy: str = "error"
+    objective: str = "td"
+    report: tuple[str, ...] = ("td", "query_precision", "suppressed", "workload_error")
+    workload_queries: int = 200
+    workload_seed: int = 0
+    optimizer: str = "lattice"
+    budget: int = 100_000
+    seed: int = 0
+    optimizer_params: tuple[tuple[str, Any], ...] = ()
+    evaluator: str = "numba"
+    dynamic_policy: str = "stable-levels"
+    max_repair_fraction: float = 0.05
+    reader_roles: tuple[str, ...] = ()
+    output_schema: str = "published"
+    method: str = "generalization"
+    method_params: tuple[tuple[str, Any], ...] = ()  # the release method's own options ([method] params)
+    base_dir: str = "."
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def holds_back_changes(self) -> bool:
+        """Whether a step that would single someone out across versions may be repaired by
+        holding records back (every policy but "strict", which refuses the step)."""
+        return self.dynamic_policy != "strict"
+
+    @property
+    def qid_columns(self) -> list[str]:
+        return [q.column for q in self.quasi_identifiers]
+
+    def to_json(self) -> str:
+        """The spec as it was given (for the run record and jobs)."""
+        return json.dumps(self.raw, sort_keys=True, default=str)
+
+
+KEPT_COLUMNS_POLICIES = ("refuse", "warn")
+
+_SCHEMA: dict[str, set[str]] = {
+    "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
+    "method": {"name", "params"},
+    "dynamic": {"policy", "max_repair_fraction"},
+    "access": {"roles"},
+    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
+    "quasi_identifier": {"column", "hierarchy"},
+    "hierarchy": {"type", "file", "widths", "levels", "duplicates"},
+    "sensitive": {"columns", "hierarchy"},
+    "privacy": {"models", "kept_columns"},
+    "utility": {"objective", "report", "workload_queries", "workload_seed"},
+    "optimizer": {"name", "budget", "seed", "params", "evaluator"},
+    "output": {"schema", "name"},
+}
+
+
+def is_private_schema(name: str) -> bool:
+    """Whether ``name`` is ppdp's private schema; DuckDB (and unquoted SQL) fold identifier case."""
+    return name.casefold() == PRIVATE_SCHEMA.casefold()
+
+
+def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
+    known = _SCHEMA[section]
+    for key in table:
+        if key not in known:
+            if not known:
+                raise SpecError(f"Unknown key {key!r} in {where}: no keys are allowed there.")
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else known_names(known)
+            raise SpecError(f"Unknown key {key!r} in {where}.{hint}")
+
+
+def _registered(kind: str, name: str, where: str) -> str:
+    """``name`` if it is a registered optimizer / evaluator / metric; a SpecError otherwise. (Release
+    methods are looked up by engine/methods ``method_of``: they import this module.)"""
+    from ppdp.errors import UnknownNameError
+
+    try:
+        if kind == "optimizer":
+            from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, _load_builtin
+
+            _load_builtin()
+            OPTIMIZERS.get(name)
+        elif kind == "evaluator":
+            from ppdp.engine.methods.generalization.evaluators import (
+                EVALUATORS,  # registers the built-ins
+            )
+
+            EVALUATORS.get(name)
+        else:
+            from ppdp.engine.methods.generalization.metrics import METRICS
+
+            METRICS.get(name)
+    except UnknownNameError as exc:
+        raise SpecError(f"{where}: {exc}") from None
+    return name
+
+
+def _need(table: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in table:
+        raise SpecError(f"Missing {where}.{key}. Hint: see the spec reference in README.md.")
+    return _typed(table[key], f"{where}.{key}", kind)
+
+
+def _typed(value: Any, where: str, kind: type | tuple[type, ...]) -> Any:
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise SpecError(f"{where} must be {_kind_name(kind)}, got {value!r}.")
+    if not isinstance(value, kind):
+        raise SpecError(f"{where} must be {_kind_name(kind)}, got {value!r}.")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join({str: "a string", int: "an integer", float: "a number", list: "a list", dict: "a table", bool: "true/false"}[k] for k in kinds)
+
+
+def _names(value: Any, where: str) -> tuple[str, ...]:
+    _typed(value, where, list)
+    for v in value:
+        _typed(v, f"an entry of {where}", str)
+    return tuple(value)
+
+
+def _hierarchy(raw: Any, where: str) -> HierarchySpec:
+    if isinstance(raw, str):  # shorthand: a file path or a generator name
+        raw = {"type": raw} if raw in HIERARCHY_TYPES else {"type": "arx", "file": raw}
+    _typed(raw, where, dict)
+    _check_keys("hierarchy", raw, where)
+    kind = _need(raw, "type", where, str)
+    if kind not in HIERARCHY_TYPES:
+        close = difflib.get_close_matches(kind, HIERARCHY_TYPES, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise SpecError(f"{where}.type {kind!r} is not a hierarchy type.{hint} Known: {', '.join(HIERARCHY_TYPES)}.")
+    file = raw.get("file")
+    if kind == "arx" and not isinstance(file, str):
+        raise SpecError(f"{where} of type 'arx' needs file = \"path/to/hierarchy.csv\".")
+    widths = raw.get("widths")
+    if widths is not None:
+        _typed(widths, f"{where}.widths", list)
+        for w in widths:
+            _typed(w, f"an entry of {where}.widths", (int, float))
+            if not math.isfinite(w) or w <= 0:
+                raise SpecError(f"{where}.widths must be positive finite numbers, got {w!r}. Hint: widths = [5, 10, 20].")
+        widths = tuple(float(w) for w in widths)
+    levels = raw.get("levels")
+    if levels is not None and (_typed(levels, f"{where}.levels", int) < 1):
+        raise SpecError(f"{where}.levels must be >= 1, got {levels}.")
+    duplicates = raw.get("duplicates", "error")
+    _typed(duplicates, f"{where}.duplicates", str)
+    if duplicates not in ARX_DUPLICATE_POLICIES:
+        close = difflib.get_close_matches(duplicates, ARX_DUPLICATE_POLICIES, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise SpecError(f"{where}.duplicates {duplicates!r} is not a choice.{hint} Known: {', '.join(ARX_DUPLICATE_POLICIES)}.")
+    if "duplicates" in raw and kind != "arx":
+        raise SpecError(f"{where}.duplicates applies to ARX files only, not to type {kind!r}. Hint: remove it.")
+    return HierarchySpec(kind, file, widths, levels, duplicates)
+
+
+def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> ReleaseSpec:
+    """Validate a spec given as nested dicts (TOML or JSON) and build a ReleaseSpec."""
+    _typed(raw, "the spec", dict)
+    _check_keys("", raw, "the spec")
+    src = _need(raw, "source", "the spec", dict)
+    _check_keys("source", src, "[source]")
+    # optional: `ppdp run --db` and a job (the database storing it) give the database instead
+    database = _typed(src["database"], "source.database", str) if "database" in src else None
+    table = src.get("table")
+    query = src.get("query")
+    file = src.get("file")
+    if sum(x is not None for x in (table, query, file)) != 1:
+        raise SpecError("Give exactly one of source.table, source.query and source.file.")
+    if file is not None:
+        query = _file_query(_typed(file, "source.file", str), Path(base_dir))
+    if table is not None:
+        _typed(table, "source.table", str)
+    if query is not None:
+        _typed(query, "source.query", str)
+    schema = src.get("schema")
+    if schema is not None:
+        _typed(schema, "source.schema", str)
+    key = _need(src, "key", "source", str)
+    null_policy = _typed(src.get("null_policy", "error"), "source.null_policy", str)
+    if null_policy not in NULL_POLICIES:
+        raise SpecError(f"source.null_policy must be one of {', '.join(NULL_POLICIES)}, got {null_policy!r}.")
+
+    qraw = _need(raw, "quasi_identifiers", "the spec", list)
+    if not qraw:
+        raise SpecError("quasi_identifiers is empty. Hint: name at least one column with a hierarchy.")
+    qids = []
+    for i, q in enumerate(qraw):
+        where = f"quasi_identifiers[{i}]"
+        _typed(q, where, dict)
+        _check_keys("quasi_identifier", q, where)
+        col = _need(q, "column", where, str)
+        if "hierarchy" not in q:
+            raise SpecError(f"Missing {where}.hierarchy for column {col!r}. Hint: hierarchy = \"hierarchies/{col}.csv\" or {{ type = \"intervals\" }}.")
+        qids.append(QuasiIdentifier(col, _hierarchy(q["hierarchy"], f"{where}.hierarchy")))
+
+    sens = raw.get("sensitive", {})
+    _typed(sens, "[sensitive]", dict)
+    _check_keys("sensitive", sens, "[sensitive]")
+    sensitive = _names(sens.get("columns", []), "sensitive.columns")
+    sensitive_hierarchy = sens.get("hierarchy")
+    if sensitive_hierarchy is not None and (not isinstance(sensitive_hierarchy, str) or not sensitive_hierarchy.strip()):
+        raise SpecError(f"sensitive.hierarchy must be a file path, got {sensitive_hierarchy!r}. Hint: hierarchy = \"hierarchies/salary.csv\".")
+    if sensitive_hierarchy is not None and len(sensitive) != 1:
+        raise SpecError(f"sensitive.hierarchy is the hierarchy of one sensitive column; {len(sensitive)} are given.")
+
+    priv = _need(raw, "privacy", "the spec", dict)
+    _check_keys("privacy", priv, "[privacy]")
+    mraw = _need(priv, "models", "privacy", list)
+    if not mraw:
+        from ppdp.engine.privacy.k_anonymity import KAnonymity
+
+        raise SpecError(f"privacy.models is empty. Hint: [[privacy.models]] name = \"{KAnonymity.name}\" k = 5.")
+    kept_policy = _typed(priv.get("kept_columns", "refuse"), "privacy.kept_columns", str)
+    if kept_policy not in KEPT_COLUMNS_POLICIES:
+        raise SpecError(f"privacy.kept_columns must be one of {', '.join(KEPT_COLUMNS_POLICIES)}, got {kept_policy!r}. "
+                        "Hint: kept_columns = \"refuse\".")
+    models = []
+    for i, m in enumerate(mraw):
+        where = f"privacy.models[{i}]"
+        _typed(m, where, dict)
+        name = _need(m, "name", where, str)
+        params = tuple(sorted((k, v) for k, v in m.items() if k != "name"))
+        from ppdp.engine.privacy import build_model  # validates the name and the parameters now
+
+        build_model(name, dict(params))
+        models.append(ModelSpec(name, params))
+
+    util = raw.get("utility", {})
+    _typed(util, "[utility]", dict)
+    _check_keys("utility", util, "[utility]")
+    objective = _typed(util.get("objective", "td"), "utility.objective", str)
+    if objective != "td":
+        raise SpecError(f"utility.objective {objective!r} is not available; the optimizers maximize TD. Hint: objective = \"td\".")
+
+    opt = raw.get("optimizer", {})
+    _typed(opt, "[optimizer]", dict)
+    _check_keys("optimizer", opt, "[optimizer]")
+    budget = _typed(opt.get("budget", 100_000), "optimizer.budget", int)
+    if budget < 1:
+        raise SpecError(f"optimizer.budget must be >= 1 evaluation, got {budget}.")
+    oparams = _typed(opt.get("params", {}), "optimizer.params", dict)
+
+    dyn = _typed(raw.get("dynamic", {}), "[dynamic]", dict)
+    _check_keys("dynamic", dyn, "[dynamic]")
+    policy = _typed(dyn.get("policy", "stable-levels"), "dynamic.policy", str)
+    if policy not in DYNAMIC_POLICIES:
+        raise SpecError(f"dynamic.policy must be one of {', '.join(DYNAMIC_POLICIES)}, got {policy!r}.")
+    repair = _typed(dyn.get("max_repair_fraction", 0.05), "dynamic.max_repair_fraction", (int, float))
+    if not 0 <= repair <= 1:
+        raise SpecError(f"dynamic.max_repair_fraction must be in [0, 1], got {repair}.")
+    access = _typed(raw.get("access", {}), "[access]", dict)
+    _check_keys("access", access, "[access]")
+    method = _typed(raw.get("method", {}), "[method]", dict)
+    _check_keys("method", method, "[method]")
+    # the name is looked up where the methods are known (engine/methods ``method_of``): the spec
+    # sits below them and imports none
+    method_name = _typed(method.get("name", "generalization"), "method.name", str)
+    method_params = _typed(method.get("params", {}), "method.params", dict)
+
+    out = _need(raw, "output", "the spec", dict)
+    _check_keys("output", out, "[output]")
+    out_name = _need(out, "name", "output", str)
+    if not out_name.strip():
+        raise SpecError(f"output.name is empty ({out_name!r}). Hint: name = \"patients_k5\" names the published view.")
+    report = _names(util.get("report", list(ReleaseSpec.report)), "utility.report")
+    for metric in report:
+        _registered("metric", metric, "utility.report")
+    workload_queries = _typed(util.get("workload_queries", 200), "utility.workload_queries", int)
+    if workload_queries < 1:
+        raise SpecError(f"utility.workload_queries must be >= 1, got {workload_queries}. Hint: workload_queries = 200.")
+    optimizer = _registered("optimizer", _typed(opt.get("name", "lattice"), "optimizer.name", str), "optimizer.name")
+    evaluator = _registered("evaluator", _typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str), "optimizer.evaluator")
+    out_schema = _typed(out.get("schema", "published"), "output.schema", str)
+    if is_private_schema(out_schema):
+        raise SpecError(f"output.schema cannot be {out_schema!r}: schema '_ppdp' (any letter case) holds ppdp's private state. "
+                        "Hint: schema = \"published\".")
+
+    spec = ReleaseSpec(
+        database=database, table=table, schema=schema, query=query, key=key,
+        identifiers=_names(src.get("identifiers", []), "source.identifiers"),
+        drop=_names(src.get("drop", []), "source.drop"),
+        keep=_names(src.get("keep", []), "source.keep"), kept_columns=kept_policy,
+        null_policy=null_policy, quasi_identifiers=tuple(qids), sensitive=sensitive, models=tuple(models),
+        sensitive_hierarchy=sensitive_hierarchy,
+        objective=objective,
+        report=report, workload_queries=workload_queries,
+        workload_seed=_typed(util.get("workload_seed", 0), "utility.workload_seed", int),
+        optimizer=optimizer, budget=budget,
+        seed=_typed(opt.get("seed", 0), "optimizer.seed", int),
+        optimizer_params=tuple(sorted(oparams.items())),
+        evaluator=evaluator,
+        dynamic_policy=policy, max_repair_fraction=float(repair),
+        reader_roles=_names(access.get("roles", []), "access.roles"),
+        output_schema=out_schema, output_name=out_name, method=method_name,
+        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), raw=raw,
+    )
+    _check_columns_disjoint(spec)
+    return spec
+
+
+def _file_query(file: str, base: Path) -> str:
+    """A Parquet or CSV file as a source: a DuckDB reader over it (the path is an escaped literal)."""
+    from ppdp.sql.files import file_query
+
+    path = Path(file) if Path(file).is_absolute() else base / file
+    if not path.exists():
+        raise SpecError(f"source.file {str(path)!r} does not exist.")
+    suffix = path.suffix.lower()
+    reader = {".parquet": "read_parquet", ".csv": "read_csv", ".tsv": "read_csv"}.get(suffix)
+    if reader is None:
+        raise SpecError(f"source.file must be .parquet or .csv, got {path.name!r}.")
+    return file_query(reader, str(path.resolve()))
+
+
+def _check_columns_disjoint(spec: ReleaseSpec) -> None:
+    """Each column has one role; a column named twice would reach the SQL as a raw binder error."""
+    seen: dict[str, str] = {}
+    for role, cols in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
+                       ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop),
+                       ("kept column", spec.keep)):
+        for c in cols:
+            if c in seen:
+                what = f"listed twice as {role}" if seen[c] == role else f"both {seen[c]} and {role}"
+                raise SpecError(f"Column {c!r} is {what}. Hint: give each column exactly one role "
+                                "(key, identifiers, quasi_identifiers, sensitive, drop or keep).")
+            seen[c] = role
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Read and validate a TOML spec; relative paths inside it are relative to its folder."""
+    path = Path(path)
+    return spec_from_dict(read_spec_file(path), base_dir=path.resolve().parent)
+
+
+def read_spec_file(path: str | Path) -> dict[str, Any]:
+    """The raw TOML of a spec file (not yet validated), or a one-line SpecError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"Spec file {str(path)!r} does not exist.") from None
+    except IsADirectoryError:
+        raise SpecError(f"Spec path {str(path)!r} is a directory. Hint: give the path of a .toml file.") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"Spec file {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}). "
+                        "Hint: save it as UTF-8.") from None
+    except OSError as exc:
+        raise SpecError(f"Spec file {str(path)!r} cannot be read: {exc.strerror or exc}.") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"Spec file {str(path)!r} is not valid TOML: {exc}.") from None
+    return raw
+
+
+def spec_summary(spec: ReleaseSpec) -> dict[str, Any]:
+    return asdict(spec) | {"raw": None}

@@ -1,0 +1,141 @@
+"""Fused Numba evaluation of a whole batch of solutions: one call per batch instead of five
+kernel calls and a Python loop per solution (engine/methods/generalization/evaluators/numba_backend.py uses it).
+
+The evolutionary optimizers evaluate one small batch per generation (ID-DGA: 20 children,
+then the improved ones), so on a 400-record instance the Python glue around the kernels of
+``_kernels.py`` (argument unboxing, ``ClassStats``, one ``model.ad`` call per model) costs
+several times the kernels' own few microseconds. Here one ``njit`` function does, for each row
+of the batch: classify (``_kernels._classify_into``: mixed-radix keys + dense ids in first-seen
+row order), class sizes, the (class, SA) pairs when a model needs them, AD per model and TD,
+with scratch buffers allocated once per batch.
+
+Exactly the same numbers as the per-solution path: each step is the very kernel of
+``_kernels.py`` that the per-solution path runs (through its scratch-buffer ``*_into`` form),
+so ids and every sum come in the same order (tests/test_batch_evaluator.py compares both on
+random instances and against tests/reference.py).
+
+Numba's on-disk cache (``cache=True``) is not invalidated when a function defined in another
+file changes; ``guard`` (engine/kernels/cache.py) drops this module's cache files when
+``_kernels.py`` (or this file) differs from the sources they were compiled against. Supported
+AD computations: the codes of engine/kernels/kinds.py; a model without one uses the general
+path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.kernels.cache import guard
+
+guard(__file__, depends_on=[K])
+
+
+@njit(cache=True)
+def retained_batch(S, offsets):
+    """(P, nR) per-record keep flags -> (P, H) retained records per histogram row."""
+    P = S.shape[0]
+    out = np.empty((P, offsets.shape[0] - 1), dtype=np.int64)
+    for p in range(P):
+        K._retained_into(S[p], offsets, out[p])
+    return out
+
+
+@njit(cache=True)
+def evaluate_batch(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records):
+    """AD per model (P, len(kinds)), TD (P,) and suppressed records (P,) of each (G[p], retained[p]).
+
+    ``kinds``: codes of engine/kernels/kinds.py without parameters (0 k-anonymity: smallest
+    class, inf when empty; 1 Euclidean t-closeness: largest class distance to ``q``, 0 when
+    empty; 2 distinct l: fewest distinct SA values in a class; 3 entropy l: smallest
+    exp(entropy) of a class); ``evaluate_batch_params`` takes the others.
+    """
+    return evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds,
+                                 np.zeros((kinds.shape[0], 0)), n_records)
+
+
+@njit(cache=True)
+def evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, kind_params, n_records):
+    """``evaluate_batch`` for any kinds, with their parameter rows ``kind_params``
+    (``PrivacyModel.kernel_params``, padded to one width)."""
+    return evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
+                               np.empty((0, 0), dtype=np.int64), kind_params)
+
+
+@njit(cache=True)
+def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, row_size,
+                        kind_params=None):
+    """``evaluate_batch``, and, when ``row_size`` has P rows, the class size of every histogram
+    row into ``row_size[p]`` (0 where nothing is retained). That is what ID-DGA's improvement
+    (§4.5) needs of an infeasible child (``record_class_sizes`` at each row's first record); the
+    fused ID-DGA kernel takes it from the evaluation instead of classifying the child again.
+    ``kind_params``: as ``evaluate_batch_params``; None (ID-DGA's k-anonymity) for kinds 0 to 3.
+    """
+    P = G.shape[0]
+    n = codes.shape[0]
+    nm = kinds.shape[0]
+    ad = np.zeros((P, nm))
+    td = np.zeros(P)
+    sup = np.zeros(P, dtype=np.int64)
+    needs_pairs = False
+    for j in range(nm):
+        if kinds[j] != 0:
+            needs_pairs = True
+    # Scratch buffers, shared by all rows of the batch.
+    size_t = K._table_size(n)
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    pid = np.empty(n, dtype=np.int32)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    no_map = np.empty(0, dtype=np.int32)  # pair ids by hash (_kernels._class_sa_pairs_into)
+    # Not zeroed: each is reset for the classes or pairs in use before it is read (a batch of
+    # one node, as Flash sends, paid ~1 MB of zeroing per node on adult).
+    size = np.empty(max(n, 1), dtype=np.int64)
+    pair_class = np.empty(max(n, 1), dtype=np.int32)
+    pair_sa = np.empty(max(n, 1), dtype=np.int32)
+    pair_n = np.empty(max(n, 1), dtype=np.int64)
+    ad_f1 = np.empty(max(n, 1))  # scratch of _kernels._ad_into
+    ad_f2 = np.empty(max(n, 1))
+    ad_i = np.empty(max(n, 1), dtype=np.int64)
+    qq, n_pos = K._q_terms(q)  # source distribution terms of t-closeness
+    params = np.zeros((nm, 0)) if kind_params is None else kind_params
+    for p in range(P):
+        g = G[p]
+        ret = retained[p]
+        m = K._classify_into(g, codes, gen, n_gen, ret, keys, cls, slot_key, slot_id)
+        sup[p] = n_records - K._class_sizes_into(cls, m, ret, size)
+        if row_size.shape[0] > p:
+            for h in range(n):
+                row_size[p, h] = size[cls[h]] if cls[h] >= 0 else 0
+        npairs = 0
+        if needs_pairs:
+            npairs = K._class_sa_pairs_into(cls, m, sa, n_sa, ret, ret, keys, pid, pair_class, pair_sa, pair_n,
+                                            slot_key, slot_id, no_map)
+        K._ad_into(kinds, params, size[:m], pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs], q, qq, n_pos,
+                   ad_f1, ad_f2, ad_i, ad[p])
+        td[p] = K.transparency(g, codes, ret, weight)
+    return ad, td, sup
+
+
+@njit(cache=True)
+def record_class_sizes(g, ret, codes, gen, n_gen, offsets):
+    """Class size of every record for one solution (0 for suppressed records): the first
+    ret[h] records of row h are kept (``NumbaEvaluator.record_class_sizes``)."""
+    n = codes.shape[0]
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    size_t = K._table_size(n)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    m = K._classify_into(g, codes, gen, n_gen, ret, keys, cls, slot_key, slot_id)
+    size = K.class_sizes(cls, m, ret)
+    out = np.zeros(offsets[n], dtype=np.int64)
+    for h in range(n):
+        if cls[h] < 0:
+            continue
+        s = size[cls[h]]
+        for r in range(offsets[h], offsets[h] + min(ret[h], offsets[h + 1] - offsets[h])):
+            out[r] = s
+    return out

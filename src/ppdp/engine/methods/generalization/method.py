@@ -1,0 +1,178 @@
+"""Full-domain generalization by hierarchy levels plus record suppression, (G, S).
+
+The plan is a level per QID and, per histogram row, how many records to keep (S*(G), PAPER_NOTES
+§3); the candidate rows are the source joined to the stored hierarchies at those levels, minus
+the suppressed keys. A later version keeps the previous levels unless the spec asks otherwise
+(dynamic.policy: "stable-levels" keeps them and recomputes S*; "reoptimize" searches again).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ppdp.connectors.base import Connector
+from ppdp.engine.core import catalog
+from ppdp.engine.core.catalog import RunRecord
+from ppdp.engine.core.encoding import COUNT_COLUMN
+from ppdp.engine.core.spec import ReleaseSpec
+from ppdp.engine.methods.base import ReleasePlan
+from ppdp.engine.methods.context import RunContext
+from ppdp.engine.methods.generalization.metrics import class_size_summary, report_metrics
+from ppdp.engine.methods.generalization.optimizers import (
+    OptimizerResult,
+    Tracker,
+    check_optimizer_models,
+    check_optimizer_params,
+    run_optimizer,
+)
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.methods.generalization.progress import ProgressBar
+from ppdp.engine.methods.results import Prepared
+from ppdp.engine.privacy import PrivacyModel
+from ppdp.errors import SpecError
+from ppdp.sql import catalog as C
+from ppdp.sql import queries as Q
+from ppdp.sql.dialects import GeneralizedRows, RebuildRows, hierarchies_table, suppressed_table
+
+# Spec sections whose change means the previous levels are no longer a considered choice.
+_SEARCH_INPUTS = ("optimizer", "privacy", "utility")
+
+
+def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, OptimizerResult]:
+    """Search the lattice of levels with the spec's optimizer."""
+    spec = prep.spec
+    problem = Problem(prep.table, prep.models, backend=spec.evaluator)
+    bar = ProgressBar(spec.budget, label=spec.optimizer) if progress else None
+    try:
+        result = run_optimizer(spec.optimizer, problem, budget=spec.budget, seed=spec.seed,
+                               params=dict(spec.optimizer_params), progress=bar)
+    finally:
+        if bar:
+            bar.close()
+    return problem, result
+
+
+def compute_metrics(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
+    """The spec's utility report, class sizes and each model's achieved value."""
+    spec = prep.spec
+    out: dict[str, Any] = report_metrics(prep.table, result.g, result.retained, spec.report,
+                                         workload_queries=spec.workload_queries, workload_seed=spec.workload_seed)
+    out["max_td"] = float(prep.table.n_records + prep.table.excluded_null_rows) * prep.table.n_qids
+    out["records"] = prep.source_rows
+    out["released_records"] = int(np.sum(result.retained))
+    out["class_sizes"] = class_size_summary(prep.table, result.g, result.retained)
+    for m, ad in zip(prep.models, result.ad, strict=True):
+        out[f"ad[{m.name}]"] = None if math.isinf(ad) else float(ad)
+    return out
+
+
+def solution_record(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
+    return {
+        "levels": {q: int(g) for q, g in zip(prep.spec.qid_columns, result.g, strict=True)},
+        "heights": {q: int(h) for q, h in zip(prep.spec.qid_columns, prep.table.heights, strict=True)},
+        "optimizer": result.optimizer, "budget": prep.spec.budget, "seed": prep.spec.seed,
+        "evaluations": result.evaluations, "seconds": round(result.seconds, 3), "certified": result.certified,
+        "feasible": result.feasible, "info": result.info,
+    } | ({"not_certified_because": list(result.not_certified_because)} if result.not_certified_because else {})
+
+
+def _changed_sections(prep: Prepared, previous: RunRecord) -> list[str]:
+    raw, old = prep.spec.raw, previous.spec or {}
+    return [s for s in _SEARCH_INPUTS if json.dumps(raw.get(s), sort_keys=True, default=str) != json.dumps(old.get(s), sort_keys=True, default=str)]
+
+
+def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tuple[OptimizerResult, tuple[str, ...]]:
+    """The dynamic policy: keep the previous levels (recomputing S*) unless told to re-optimize
+    or the quasi-identifiers changed; say so when the spec's search settings changed but the
+    levels were kept (they were chosen by the earlier settings)."""
+    spec = prep.spec
+    levels = (previous.solution or {}).get("levels", {}) if previous else {}
+    if previous is None or spec.dynamic_policy == "reoptimize":
+        return optimize(prep, progress=progress)[1], ()
+    if list(levels) != spec.qid_columns or any(int(levels[q]) > int(h) for q, h in zip(spec.qid_columns, prep.table.heights, strict=True)):
+        return optimize(prep, progress=progress)[1], (
+            f"dynamic.policy {spec.dynamic_policy!r}: the quasi-identifiers or their hierarchies differ from "
+            f"v{previous.version}'s, so the levels were searched again",)
+    changed = _changed_sections(prep, previous)
+    notices = (f"dynamic.policy {spec.dynamic_policy!r} kept v{previous.version}'s levels although the spec's "
+               f"{', '.join(changed)} changed since; set dynamic.policy = \"reoptimize\" to search again",) if changed else ()
+    problem = Problem(prep.table, prep.models, backend=spec.evaluator)
+    g = np.array([int(levels[q]) for q in spec.qid_columns], dtype=np.int64)
+    retained, ev = problem.evaluate_optimal(g[None, :])
+    tracker = Tracker(problem, 1, name=f"stable-levels(v{previous.version})")
+    tracker.offer(g[None, :], retained, ev)
+    return tracker.result(certified=False, info={"policy": spec.dynamic_policy, "levels_from_version": previous.version}), notices
+
+
+class Generalization:
+    name = "generalization"
+    publishes_classes = True
+    generalizes_by_levels = True
+
+    def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
+        """Nothing in the database beyond the source (validated by the shared stage)."""
+
+    def check_params(self, spec: ReleaseSpec) -> None:
+        if spec.method_params:
+            raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "
+                            "Hint: optimizer options go in [optimizer] params.")
+        check_optimizer_params(spec.optimizer, dict(spec.optimizer_params))
+
+    def check_input(self, prep: Prepared) -> None:
+        """The optimizer accepts the models (e.g. Flash needs monotone ones): before any write."""
+        check_optimizer_models(prep.spec.optimizer, prep.models)
+
+    def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
+        result, notices = choose(prep, ctx.previous, progress=progress)
+        solution = solution_record(prep, result) | ({"notices": list(notices)} if notices else {})
+        return ReleasePlan("generalization", solution, compute_metrics(prep, result), int(np.sum(result.retained)),
+                           state=result, notices=notices)
+
+    def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
+        """The version's hierarchies and suppressed keys."""
+        d, release, version = ctx.dialect, ctx.release, ctx.version
+        con = ctx.con
+        catalog.store_hierarchies(con, release, version, prep.hierarchies, ctx.run_id)
+        result: OptimizerResult = plan.state
+        if prep.table.excluded_null_rows == 0 and np.array_equal(result.retained, prep.table.counts):
+            return  # nothing is suppressed: no key to record, and no pass over the source to find none
+        stage = f"retained_{ctx.run_id}"
+        retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
+        con.write_frame(C.PRIVATE_SCHEMA, stage, retained)
+        keys_sql = Q.suppressed_keys_query(prep.source, prep.spec.key, prep.spec.qid_columns, list(prep.spec.sensitive), stage)
+        con.execute(C.insert_suppressed(keys_sql, d), [release, version])
+        con.execute(C.drop_private(stage, d))
+
+    def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:
+        spec = prep.spec
+        result: OptimizerResult = plan.state
+        levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
+        full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect, research=prep.source.research)
+        select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
+                                  levels=levels, key=spec.key)
+        return select.sql(dialect=ctx.dialect)
+
+    def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
+        """A previous row is valid in this version when the levels are the same."""
+        return (previous.solution or {}).get("levels") == plan.solution.get("levels")
+
+    def covers(self, model: PrivacyModel) -> bool:
+        """Never by itself: every model is verified by its own SQL check (publishes classes)."""
+        return False
+
+    def extra_checks(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan, table: str) -> list[dict[str, Any]]:
+        return []  # the models' checks on the version table are the whole verification
+
+    def rebuild_rows(self, con: Connector, run: RunRecord, spec: ReleaseSpec) -> RebuildRows:
+        """The version's hierarchies and suppressed keys, and the levels: the joins ppdp ran."""
+        d, version = con.dialect, int(run.version or 0)
+        hierarchies = con.query(C.version_hierarchies(d), [run.release, version])
+        suppressed = con.query(C.version_suppressed(d), [run.release, version])
+        levels = {q: int(g) for q, g in run.solution["levels"].items()}
+        return RebuildRows(GeneralizedRows(levels), (hierarchies_table(tuple(hierarchies.rows())),
+                                                     suppressed_table(tuple(suppressed.rows()))))

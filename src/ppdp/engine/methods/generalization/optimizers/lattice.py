@@ -1,0 +1,339 @@
+"""Lattice search with exact suppression (PAPER_NOTES §3): certified optimum TD.
+
+For a fixed G the best S is S*(G) (the oracle), so the search space is the generalization
+lattice. Three modes:
+
+``mode = "bound"`` (default): best-first branch and bound over *boxes* of the lattice (issue #18
+item 3). A box [L, U] is every node G with L <= G <= U; its bound (engine/methods/generalization/optimizers/bounds.py,
+proved there) is an upper bound on TD(G, S*(G)) for every G in it: a kept record needs
+kmin - 1 partners (kmin = max(k, l)) that share its class at G <= U, or under t-closeness a
+number of partners with other SA values, and then contributes at most what it would at
+max(L, its meet levels with them). The box with the largest bound is split in two along its
+widest QID (children's bounds only shrink); a box of one node is evaluated (in batches, with
+``Problem.evaluate_optimal``). The result is certified as soon as the best TD found is >= the
+largest bound left: every node lies in exactly one box left on the heap or dropped with a
+bound <= the best TD. Each box split costs one bound computation (``boxes_bounded`` in the
+info); only boxes of one node count as evaluations against the budget. The bound subsumes the
+older ones: without partners it is TD(L, nothing suppressed), and a node anonymous with nothing
+suppressed bounds its whole box by its own TD (the monotonicity pruning). Tables too large for
+the partner tables (see bounds.MAX_PARTNER_ROWS) use the class bound instead when kmin >= 2 and
+the lattice has at least CLASS_BOUND_MIN_LATTICE nodes: rows whose class at U has fewer than
+kmin records contribute 0, the others u_L (on smaller lattices the node search is faster).
+Without either (no minimum class size and no partner table) the box bound is UB(L) and mode
+bound runs the node search instead (the same bound, cheaper bookkeeping, classes rolled up from predecessors);
+``info["search"]`` says which ran.
+
+With partner tables and no greedy incumbent the rounds of the box search run in Numba
+(``_box_kernels.box_rounds``: the same boxes popped in the same order, Python evaluating each
+round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise.
+
+``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
+(UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next
+UB is no larger than the best TD found. Kept for comparison (benchmarks/certify.py).
+
+``mode = "exhaustive"`` evaluates every node (certified when the lattice fits the budget).
+Certification also needs an exact oracle (Problem.oracle_exact, models/oracle.py).
+
+``greedy_start`` (mode bound; default on with the class bound, off otherwise): before the box
+search, one greedy dive of the ``descent`` optimizer from the top (always on to the
+predecessor with the best TD; at most a tenth of the budget) gives an incumbent, so boxes below
+it are dropped from the start. On mach2019 (k = 5) it finds TD 526,028 within 200 evaluations,
+where the box search alone had evaluated one node after 20,000 boxes. (Splitting the QID whose halves
+have the smallest larger bound instead of the widest was tried and left out: at 20,000 boxes it
+left a larger bound, 943,963 against 757,690 on mach2019, 582,191 against 521,978 on
+creditcard.)
+
+``max_boxes`` (mode bound; default max(4 x budget, 10,000)) caps the box bounds computed; a
+search stopped by it or by the budget reports the largest bound left (``remaining_upper_bound``).
+
+``suppression_limit`` (ARX's semantics, a fraction of nR in [0, 1], default 1 = no limit): a
+node whose S*(G) suppresses more than ``floor(limit * nR)`` records is infeasible and reported
+as (G, nothing suppressed). The bounds are unchanged: an exact S*(G) keeps the most records
+of every class (all records of a class weigh the same in TD), so it also suppresses the fewest
+records; G is feasible within the limit iff S*(G) is, and its TD is then TD(G, S*(G)), which
+every bound above bounds. The result is certified optimal over every (G, S) that suppresses at
+most the limit.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import numpy as np
+
+from ppdp.engine.methods.generalization.optimizers import (
+    OPTIMIZERS,
+    OptimizerResult,
+    ProgressFn,
+    Tracker,
+    checks_params,
+)
+from ppdp.engine.methods.generalization.optimizers._box_kernels import (
+    CAPPED,
+    GROW,
+    HEAP_EMPTY,
+    LEAVES,
+    TOP_AT_BEST,
+    box_rounds,
+)
+from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
+from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
+    all_nodes,
+    check_suppression_limit,
+    evaluate_nodes,
+    lattice_size,
+    max_suppressed_records,
+)
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.errors import SpecError
+
+# The node helpers live in lattice_nodes (descent needs them without this module); they are
+# still importable from here.
+__all__ = ["all_nodes", "evaluate_nodes", "lattice_search", "lattice_size", "max_suppressed_records"]
+
+
+@checks_params("lattice")
+def _lattice_params(params: dict[str, Any]) -> tuple[str, int, Any, str, Any, Any]:
+    """(mode, batch, suppression_limit, executor, max_boxes, greedy_start) from ``params``
+    (consumed), or SpecError; needs no problem, so a release checks it before any write."""
+    mode = params.pop("mode", "bound")
+    batch = params.pop("batch", 64)
+    limit = params.pop("suppression_limit", 1.0)
+    executor = params.pop("executor", "local")
+    max_boxes = params.pop("max_boxes", None)
+    greedy = params.pop("greedy_start", None)  # default: on for the class bound (huge tables)
+    if params:
+        raise SpecError(f"lattice optimizer: unknown parameter(s) {sorted(params)}. "
+                        "Known: mode, batch, suppression_limit, max_boxes, greedy_start, executor.")
+    if executor not in ("local", "ray"):
+        raise SpecError(f"lattice optimizer: executor must be 'local' or 'ray', not {executor!r}.")
+    check_suppression_limit(limit, "lattice")
+    if mode not in MODES:
+        raise SpecError(f"lattice optimizer: mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}.")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise SpecError(f"lattice optimizer: batch must be a positive number of nodes, got {batch!r}.")
+    return mode, batch, limit, executor, max_boxes, greedy
+
+
+@OPTIMIZERS.register("lattice")
+def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
+                   progress: ProgressFn | None = None) -> OptimizerResult:
+    """Certified lattice search with S = S*(G): box branch and bound, node best-first or
+    exhaustive; see the module docstring."""
+    mode, batch, limit, executor, max_boxes, greedy = _lattice_params(params)
+    max_suppressed = max_suppressed_records(problem, limit, "lattice")
+    heights = problem.heights
+    size = lattice_size(heights)
+    tracker = Tracker(problem, budget, name="lattice", progress=progress)
+    exact = problem.oracle_exact
+    info: dict[str, Any] = {"mode": mode, "lattice_size": size, "oracle_exact": exact,
+                            "suppression_limit": float(limit), "max_suppressed": max_suppressed}
+
+    def evaluate(G: np.ndarray):
+        return evaluate_nodes(problem, G, max_suppressed)
+
+    if executor == "ray":  # the same numbers from Ray workers holding the histogram (ray_executor.py)
+        from ppdp.engine.methods.generalization.optimizers.ray_executor import RayNodeEvaluator
+        evaluate = RayNodeEvaluator(problem, max_suppressed)  # noqa: F811 - its actors stop with it
+    info["executor"] = executor
+
+    if mode == "exhaustive":
+        nodes = all_nodes(heights)[: budget]
+        for i in range(0, len(nodes), batch):
+            G = nodes[i : i + batch]
+            retained, ev = evaluate(G)
+            tracker.offer(G, retained, ev)
+        info["nodes_evaluated"] = tracker.used
+        return tracker.result(certified=len(nodes) == size, info=info)
+    if mode == "nodes":
+        certified, remaining = _node_search(problem, tracker, evaluate, batch)
+        info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified, info=info)
+    bound = BoxBound(problem)
+    # The class bound classifies the table at every box's U, where the node search rolls each
+    # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
+    # sooner (vs_arx: adult t-closeness 1.2 s against 2.8 s, cup 1.0 s against 2.5 s).
+    if not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE):
+        certified, remaining = _node_search(problem, tracker, evaluate, batch)
+        info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified, info=info)
+    # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
+    boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
+    greedy = bound.by_class if greedy is None else bool(greedy)
+    # The loop in Numba where it can run (partner tables, no greedy incumbent's evaluated nodes
+    # to skip); the Python loop is its twin (tests/oracles/test_lattice_bounds.py).
+    search = _box_search if bound.by_class or greedy or not BOX_LOOP_KERNEL else _box_search_kernel
+    certified, remaining, boxes = search(problem, bound, tracker, evaluate, batch, boxes_cap, greedy=greedy)
+    info.update(search="boxes by class" if bound.by_class else "boxes", nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+    return tracker.result(certified=certified, info=info)
+
+
+MODES = ("bound", "nodes", "exhaustive")
+BOX_LOOP_KERNEL = True  # False: the Python loop (the kernel's twin) everywhere
+SPARE_SLOTS = 1024  # box slots of the kernel loop beyond one round's (they double when short)
+CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
+
+
+def _best_feasible(ev, best_td: float) -> float:
+    feas_td = ev.td[ev.feasible]
+    return max(best_td, float(feas_td.max())) if feas_td.size else best_td
+
+
+def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
+                max_boxes: int, greedy: bool = False) -> tuple[bool, float | None, int]:
+    """Best-first branch and bound over boxes [L, U] (module docstring, engine/methods/generalization/optimizers/bounds.py).
+
+    Returns (no box left above the best TD, largest bound left or None, boxes bounded). Each
+    round pops up to ``batch`` boxes above the best TD, bounds all their halves in one call and
+    evaluates all popped one-node boxes in one call: both batches can be spread over workers.
+    """
+    heights = np.asarray(problem.heights, dtype=np.int64)
+    L0 = np.zeros((1, len(heights)), dtype=np.int64)
+    root_bound, root_states = bound.with_states(L0, heights[None, :], None)
+    root = float(root_bound[0])
+    boxes = 1
+    # Each box carries its row states (bounds.ROW_NONE..): its halves skip the partner scans of
+    # rows the states settle, with the same bounds (bounds._row_bounds). A state, not a bound,
+    # decides nothing here: the order of boxes and every value are those of the full scan.
+    heap: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray | None]] = [
+        (-root, 0, L0[0], heights.copy(), None if root_states is None else root_states[:, 0])]
+    order = 1  # FIFO among equal bounds, so runs are reproducible
+    # at most a tenth of the budget for the incumbent
+    best_td, evaluated = (greedy_incumbent(tracker, evaluate, heights, tracker.used + tracker.remaining // 10)
+                          if greedy else (-np.inf, set()))
+    if heights.tobytes() in evaluated and not heights.any():  # a one-node lattice, already evaluated
+        heap = []
+    while heap:
+        if -heap[0][0] <= best_td:
+            return True, -heap[0][0], boxes
+        if tracker.exhausted or boxes >= max_boxes:
+            if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
+                G = heap[0][2][None, :]
+                tracker.offer(G, *evaluate(G))
+            return False, -heap[0][0], boxes
+        leaves: list[np.ndarray] = []
+        lows: list[np.ndarray] = []
+        highs: list[np.ndarray] = []
+        parents: list[np.ndarray | None] = []
+        while (heap and -heap[0][0] > best_td and len(leaves) < min(batch, tracker.remaining)
+               and len(lows) < 2 * batch):
+            _, _, L, U, states = heapq.heappop(heap)
+            if np.array_equal(L, U):
+                leaves.append(L)
+                continue
+            q = int(np.argmax(U - L))  # the widest QID: halves its range
+            mid = (L[q] + U[q]) // 2
+            U1 = U.copy()
+            U1[q] = mid
+            L2 = L.copy()
+            L2[q] = mid + 1
+            lows += [L, L2]
+            highs += [U1, U]
+            parents += [states, states]
+        if lows:
+            known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
+            parent = np.stack(known, axis=1) if len(known) == len(parents) else None
+            b, child_states = bound.with_states(np.stack(lows), np.stack(highs), parent)
+            boxes += len(lows)
+            for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):
+                # A box at or below the best TD cannot improve it; nor can a node already evaluated.
+                if value > best_td and not (evaluated and np.array_equal(L, U) and L.tobytes() in evaluated):
+                    heapq.heappush(heap, (-value, order, L, U, None if child_states is None else child_states[:, i]))
+                    order += 1
+        if leaves:
+            G = np.stack(leaves)
+            retained, ev = evaluate(G)
+            tracker.offer(G, retained, ev)
+            best_td = _best_feasible(ev, best_td)
+    return True, None, boxes
+
+
+def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
+                       max_boxes: int, greedy: bool = False) -> tuple[bool, float | None, int]:
+    """``_box_search`` with its rounds in ``_box_kernels.box_rounds`` (partner tables only, no
+    greedy incumbent): the same boxes popped in the same order, the same leaves evaluated in the
+    same batches, the same answer. Python evaluates each round's leaves and grows the slots."""
+    assert not greedy and not bound.by_class
+    heights = np.asarray(problem.heights, dtype=np.int64)
+    nq = len(heights)
+    L0 = np.zeros((1, nq), dtype=np.int64)
+    root_bound, root_states = bound.with_states(L0, heights[None, :], None)
+    assert root_states is not None
+    n_tables, args = bound.kernel_args()
+    n_rows = root_states.shape[2]
+    capacity = 2 * batch + 1 + SPARE_SLOTS  # the root and one round's halves, and room to grow
+    key = np.empty(capacity)
+    order = np.empty(capacity, dtype=np.int64)
+    slot = np.empty(capacity, dtype=np.int64)
+    slot_L = np.empty((capacity, nq), dtype=np.int64)
+    slot_U = np.empty((capacity, nq), dtype=np.int64)
+    slot_states = np.empty((capacity, n_tables, n_rows), dtype=np.int8)
+    free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+    # the root in the last free slot: [heap size, free slots, boxes bounded, next push order]
+    root = int(free[capacity - 1])
+    slot_L[root], slot_U[root], slot_states[root] = L0[0], heights, root_states[:, 0]
+    key[0], order[0], slot[0] = -float(root_bound[0]), 0, root
+    counters = np.array([1, capacity - 1, 1, 1], dtype=np.int64)
+    leaves = np.empty((batch, nq), dtype=np.int64)
+    best_td = -np.inf
+    while True:
+        answer, n_leaves = box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, float(best_td),
+                                      batch, tracker.remaining, max_boxes, leaves, n_tables, *args)
+        boxes = int(counters[2])
+        if answer == LEAVES:
+            G = leaves[:n_leaves].copy()
+            retained, ev = evaluate(G)
+            tracker.offer(G, retained, ev)
+            best_td = _best_feasible(ev, best_td)
+        elif answer == GROW:  # double the slots; the new ones are free
+            n_free = int(counters[1])
+            key, order, slot = (np.concatenate([a, np.empty_like(a)]) for a in (key, order, slot))
+            slot_L, slot_U, slot_states = (np.concatenate([a, np.empty_like(a)]) for a in (slot_L, slot_U, slot_states))
+            free = np.concatenate([free[:n_free], np.arange(2 * capacity - 1, capacity - 1, -1, dtype=np.int64),
+                                   np.empty(capacity - n_free, dtype=np.int64)])
+            counters[1] = n_free + capacity
+            capacity *= 2
+        elif answer == HEAP_EMPTY:
+            return True, None, boxes
+        elif answer == TOP_AT_BEST:
+            return True, -float(key[0]), boxes
+        else:
+            assert answer == CAPPED
+            if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
+                G = slot_L[slot[0]][None, :].copy()
+                tracker.offer(G, *evaluate(G))
+            return False, -float(key[0]), boxes
+
+
+def _node_search(problem: Problem, tracker: Tracker, evaluate, batch: int) -> tuple[bool, float | None]:
+    """Best-first over nodes by UB(G) (mode "nodes"); (certified, largest UB left or None)."""
+    heights = problem.heights
+    bottom = tuple([0] * len(heights))
+    heap: list[tuple[float, tuple[int, ...]]] = [(-problem.td_upper_bound(np.array(bottom)), bottom)]
+    seen = {bottom}
+    best_td = -np.inf
+    while True:
+        if not heap:
+            return True, None
+        if tracker.exhausted:
+            return False, -heap[0][0]
+        ub = -heap[0][0]
+        if ub <= best_td:
+            return True, ub
+        # Pop a batch of nodes in UB order (all still above best_td) to amortize the call.
+        nodes: list[tuple[int, ...]] = []
+        while heap and len(nodes) < min(batch, tracker.remaining) and -heap[0][0] > best_td:
+            _, node = heapq.heappop(heap)
+            nodes.append(node)
+            for q in range(len(node)):
+                if node[q] < heights[q]:
+                    nxt = node[:q] + (node[q] + 1,) + node[q + 1 :]
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        heapq.heappush(heap, (-problem.td_upper_bound(np.array(nxt)), nxt))
+        G = np.array(nodes, dtype=np.int64)
+        retained, ev = evaluate(G)
+        tracker.offer(G, retained, ev)
+        best_td = _best_feasible(ev, best_td)

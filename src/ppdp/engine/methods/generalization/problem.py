@@ -1,0 +1,259 @@
+"""The optimization problem every optimizer works on: (G, S) -> fitness, plus S*(G).
+
+A solution is G (level per QID) and S (keep flag per record, records numbered by histogram
+row, see engine/core/encoding.py). Optimizers that search S bit by bit (the papers') pass S; the
+lattice search passes only G and lets the exact suppression oracle choose S (PAPER_NOTES §3).
+Every evaluated (G, S) counts as one evaluation against the budget.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ppdp.engine.core.encoding import EncodedTable
+from ppdp.engine.kernels import batch as B
+from ppdp.engine.kernels import classes as K
+from ppdp.engine.kernels import kinds
+from ppdp.engine.methods.generalization.evaluators import Evaluation, finish, make_evaluator
+from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
+from ppdp.engine.methods.generalization.evaluators.numba_backend import NumbaEvaluator
+from ppdp.engine.privacy import OracleParams, OraclePlan, PrivacyModel, plan_oracle
+
+
+def fitness_key(feasible: bool, violation: float, td: float) -> tuple[int, float]:
+    """Sort key of the two-dimension rule (ID-DGA §4.6, HAEF eq. 21): larger is better.
+
+    Feasible beats infeasible; two feasible compare by TD; two infeasible by closeness to
+    feasibility (smaller normalized violation, i.e. higher AD for k/l, lower AD for t).
+    """
+    return (1, td) if feasible else (0, -violation)
+
+
+ORACLE_CACHE_BYTES = 128 * 1024 * 1024
+CLASS_CACHE_BYTES = 64 * 1024 * 1024
+
+
+class Problem:
+    """Encoded table + privacy models + evaluator backend, with an evaluation counter."""
+
+    def __init__(self, table: EncodedTable, models: list[PrivacyModel], *, backend: str = "numba") -> None:
+        if not models:
+            raise ValueError("a problem needs at least one privacy model")
+        self.table = table
+        self.models = list(models)
+        self.evaluator = make_evaluator(backend, table, self.models)
+        self.evaluations = 0
+        # The models' S*(G) constraints, and whether S*(G) is exact for them (models/oracle.py).
+        self.oracle_plan: OraclePlan = plan_oracle(self.models)
+        # The numba backend's arrays feed S*(G) and the fused kernels whatever the backend.
+        numba = self.evaluator if backend == "numba" else make_evaluator("numba", table, self.models)
+        assert isinstance(numba, NumbaEvaluator)
+        self._numba: NumbaEvaluator = numba
+        # S*(G) depends on G alone, and evolutionary runs revisit the same G many times (a
+        # converged population): remember it, up to ORACLE_CACHE_BYTES of retained counts.
+        self._oracle_cache: dict[bytes, np.ndarray] = {}
+        self._oracle_cache_max = max(ORACLE_CACHE_BYTES // max(8 * len(table.counts), 1), 1)
+        # Allocations of S*(G) per class signature, shared by every node (evaluate_optimal).
+        self._memo: tuple[np.ndarray, np.ndarray] | None = None
+        # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
+        self._class_memo: ClassMemo | None = None
+        self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
+
+    @property
+    def oracle_params(self) -> OracleParams:
+        """The constraints S*(G) enforces (every model's that has an oracle)."""
+        return self.oracle_plan.params
+
+    @property
+    def oracle_exact(self) -> bool:
+        """S*(G) is the largest feasible retention for every model: results may be certified."""
+        return self.oracle_plan.exact
+
+    # -- sizes ---------------------------------------------------------------------------
+    @property
+    def n_records(self) -> int:
+        return self.table.n_records
+
+    @property
+    def n_qids(self) -> int:
+        return self.table.n_qids
+
+    @property
+    def heights(self) -> np.ndarray:
+        return self.table.heights
+
+    @property
+    def max_td(self) -> float:
+        return float(self.n_records * self.n_qids)
+
+    # -- S conversions -------------------------------------------------------------------
+    def retained_from_s(self, S: np.ndarray) -> np.ndarray:
+        """(P, nR) keep flags -> (P, H) retained counts."""
+        S = np.asarray(S, dtype=np.bool_)
+        if S.ndim != 2:
+            S = np.atleast_2d(S)
+        return B.retained_batch(np.ascontiguousarray(S), self.table.offsets)
+
+    def s_from_retained(self, retained: np.ndarray) -> np.ndarray:
+        """(H,) retained counts -> (nR,) keep flags (the first records of each row are kept);
+        a batch (P, H) gives (P, nR)."""
+        t = self.table
+        rank = np.arange(t.n_records) - t.offsets[t.row_of_record]
+        return rank < np.asarray(retained)[..., t.row_of_record]
+
+    # -- evaluation ----------------------------------------------------------------------
+    def evaluate(self, G: np.ndarray, S: np.ndarray | None = None, *, retained: np.ndarray | None = None) -> Evaluation:
+        """Evaluate a batch; S (per record) or retained (per row); neither = keep everything."""
+        G = np.asarray(G, dtype=np.int64)
+        if G.ndim != 2:
+            G = np.atleast_2d(G)
+        if retained is None:
+            retained = np.tile(self.table.counts, (G.shape[0], 1)) if S is None else self.retained_from_s(S)
+        retained = np.asarray(retained)
+        self.evaluations += G.shape[0]
+        return self.evaluator.evaluate(G, retained if retained.ndim == 2 else np.atleast_2d(retained))
+
+    def record_class_sizes(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
+        """Class size of each record for one (G, S); 0 for suppressed records.
+
+        Records of one histogram row share a class, so the size of the row's class is read at
+        the row's first record position of a compressed evaluation and spread to the records
+        that ``s`` actually keeps (not to the first ``retained[h]`` of the row).
+        """
+        s = np.asarray(s, dtype=np.bool_)
+        t = self.table
+        sizes = self.evaluator.record_class_sizes(np.asarray(g, dtype=np.int64), self.retained_from_s(s)[0])
+        # per row: the size at any kept record of that row (the evaluator keeps the first ones)
+        return np.where(s, sizes[t.offsets[:-1]][t.row_of_record], 0)
+
+    def optimal_retained(self, g: np.ndarray) -> np.ndarray:
+        """S*(G) as retained counts per histogram row (PAPER_NOTES §3). Remembered per G."""
+        g = np.asarray(g, dtype=np.int64)
+        key = g.tobytes()
+        hit = self._oracle_cache.get(key)
+        if hit is not None:
+            return hit.copy()
+        out = self._optimal_retained(g)
+        self._remember(key, out)
+        return out
+
+    def _remember(self, key: bytes, retained: np.ndarray, *, copy: bool = True) -> None:
+        if len(self._oracle_cache) >= self._oracle_cache_max:
+            self._oracle_cache.pop(next(iter(self._oracle_cache)))  # the oldest entry
+        self._oracle_cache[key] = retained.copy() if copy else retained
+
+    def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
+        t = self.table
+        o = self.oracle_params
+        counts = t.counts
+        if not self._numba.needs_pairs and o.k <= 1:
+            # No constraint of the oracle's (models without one, as delta-presence and k-map
+            # against a population): every class of >= 1 record is kept, i.e. every record, with
+            # no classification (it cost as much as the node's evaluation: issue #25 rows).
+            return np.array(counts, dtype=np.int64)
+        cls, stats, pid = self._numba.class_stats(np.asarray(g, dtype=np.int64), counts)
+        if not self._numba.needs_pairs:  # k-anonymity alone: keep classes of size >= k
+            keep_class = stats.size >= o.k
+            return np.where(keep_class[cls], counts, 0)
+        keep_pairs = K.optimal_pair_retention(stats.size, stats.pair_class, stats.pair_sa, stats.pair_n, stats.q,
+                                              o.k, o.t, o.l_distinct, o.l_entropy)
+        return K.rows_from_pairs(pid, keep_pairs, counts)
+
+    def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
+        """(retained, evaluation) of (G, S*(G)) for each row of G; one evaluation each.
+
+        With the numba backend and built-in models, one fused kernel computes S*(G) and its
+        evaluation from one classification per G, rolled up from a predecessor's classes when
+        one is known (issue #18: the separate evaluation classified again, and the oracle
+        recomputed the same class allocations on every node; a memo keeps them). The same
+        numbers as the two-step path, bit for bit (tests/test_fused_oracle.py).
+        """
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        keys = [g.tobytes() for g in G]
+        # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
+        # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
+        if (self.evaluator is not self._numba or self._numba.kinds is None
+                or any(key in self._oracle_cache for key in keys)):
+            retained = np.stack([self.optimal_retained(g) for g in G])
+            return retained, self.evaluate(G, retained=retained)
+        retained, ev = self.evaluate_optimal_fused(G)
+        self.evaluations += G.shape[0]
+        # One copy for the batch, its rows remembered (a copy per node was a tenth of the
+        # Python around the kernel on 1,000-record tables, issue #25).
+        for key, r in zip(keys, retained.copy(), strict=True):
+            self._remember(key, r, copy=False)
+        return retained, ev
+
+    def evaluate_optimal_fused(self, G: np.ndarray, *, rollup: bool = True) -> tuple[np.ndarray, Evaluation]:
+        """``evaluate_optimal`` through ``_kernels.evaluate_optimal_batch`` (numba backend with
+        built-in models only); counts no evaluation and bypasses the S*(G) cache.
+
+        ``rollup``: build the classes of a node from those of a node one level below it in one
+        QID, evaluated earlier in this batch or remembered from an earlier call (the lattice
+        search evaluates a node's predecessors before it), instead of classifying every row.
+        """
+        t = self.table
+        ev = self._numba
+        o = self.oracle_params
+        if self._memo is None:
+            # S*(G) under k alone keeps whole classes and never reads the memo (5-17 MiB to fill).
+            only_k = o.t < 0 and o.l_distinct <= 1 and o.l_entropy <= 1.0
+            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.MEMO_SLOTS)
+        allocations, allocations_fill = self._memo
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        # The batch's class ids are kept (as views of one array): only when they fit the cache.
+        rollup = rollup and G.shape[0] * 4 * t.n_rows <= CLASS_CACHE_BYTES
+        if rollup:  # each row's predecessor and own slot in the memo, planned in one kernel call
+            memo = self.class_memo
+            ids = memo.ids
+            parent_slot, out_slot = memo.plan(G)
+        else:
+            ids = np.empty((0, 1), dtype=np.int32)
+            parent_slot = out_slot = np.zeros(0, dtype=np.int64)
+        retained, ad, td, sup = K.evaluate_optimal_batch(
+            G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, ev.kind_params, t.n_records,
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, ids, parent_slot,
+            out_slot)
+        return retained, finish(self.models, ad, td, sup)
+
+    @property
+    def class_memo(self) -> ClassMemo:
+        """Class ids of the nodes evaluated last (engine/methods/generalization/evaluators/class_memo.py)."""
+        if self._class_memo is None:
+            t = self.table
+            self._class_memo = ClassMemo(t.n_rows, t.n_qids, CLASS_CACHE_BYTES // max(4 * t.n_rows, 1))
+        return self._class_memo
+
+    def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:
+        """``evaluate(G)`` (nothing suppressed), one evaluation per row of G (none when ``count``
+        is False: a node already counted, as Flash re-reads one beyond its suppression limit).
+
+        With the numba backend and k-anonymity alone (what Flash checks) from the classes
+        alone, rolled up from a remembered node below each G, or the node itself
+        (``_kernels.unsuppressed_batch``): the same numbers, bit for bit (issue #18).
+        """
+        ev = self._numba
+        if self.evaluator is not ev or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
+            G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+            return self.evaluate(G) if count else self.evaluator.evaluate(G, np.tile(self.table.counts, (G.shape[0], 1)))
+        t = self.table
+        G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
+        memo = self.class_memo
+        parent_slot, out_slot = memo.plan(G)
+        if self._scratch is None:
+            n = max(t.n_rows, 1)
+            size_t = K._table_size(n)
+            self._scratch = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.empty(2 * n, dtype=np.int32),
+                             np.ones(n, dtype=np.bool_), np.empty(size_t, dtype=np.int64),
+                             np.empty(size_t, dtype=np.int32), np.empty(n, dtype=np.int64), np.empty(n),
+                             np.empty(n, dtype=np.bool_))
+        smallest, td = K.unsuppressed_batch(G, t.codes, ev.gen, ev.n_gen, ev.weight, t.counts, memo.ids,
+                                            parent_slot, out_slot, *self._scratch)
+        if count:
+            self.evaluations += G.shape[0]
+        ad = np.repeat(smallest[:, None], len(self.models), axis=1)
+        return finish(self.models, ad, td, np.zeros(G.shape[0], dtype=np.int64))
+
+    def td_upper_bound(self, g: np.ndarray) -> float:
+        """TD of G with nothing suppressed: bounds TD of G and every node above it."""
+        return self.table.td_upper_bound(g)

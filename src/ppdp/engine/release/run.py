@@ -1,0 +1,228 @@
+"""A release run: a short orchestrator over the stages of engine/release/stages/, in order.
+
+validate -> guards -> (lock) identify -> (skip if nothing changed) -> plan -> reserve_version ->
+materialize -> history -> publish -> verify -> switch -> access -> record; a dry run: plan ->
+preview -> record. Everything that can be wrong with the input is checked in ``validate`` and
+``guards`` before the first write. The writes from ``materialize`` to the view switch and the run
+record are one transaction: a failed check, a refused step or a killed process leaves nothing
+visible. The release method (engine/methods/) decides the rows; every other stage is shared by
+all methods.
+
+Each stage is ``stage(ctx, *inputs) -> frozen result`` (engine/release/stages/__init__.py). Only this
+module makes a new context: ``replace(ctx, key=...)`` after identify and
+``replace(ctx, version=...)`` once the version is reserved.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ppdp.connectors import connect
+from ppdp.connectors.base import Connector
+from ppdp.engine.core import catalog
+from ppdp.engine.core.catalog import RunRecord
+from ppdp.engine.core.spec import ReleaseSpec
+from ppdp.engine.methods import ReleaseMethod, ReleasePlan, method_of
+from ppdp.engine.methods.base import RechecksVersion
+from ppdp.engine.methods.context import RunContext, no_phase, published_versions
+from ppdp.engine.methods.results import Prepared
+from ppdp.engine.privacy import check_not_empty
+from ppdp.engine.release.placement import may_create_database
+from ppdp.engine.release.stages import (
+    access,
+    guards,
+    history,
+    identify,
+    materialize,
+    preview,
+    publish,
+    record,
+    risk,
+    switch,
+    validate,
+    verify,
+)
+from ppdp.errors import PpdpError, RunInProgress, SpecError
+from ppdp.sql import publish as P
+from ppdp.sql import queries as Q
+from ppdp.sql.quoting import quote_table
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseOutcome:
+    run: RunRecord
+    plan: ReleasePlan | None
+    table: str | None  # schema-qualified, quoted
+    view: str | None
+    statements: dict[str, str] | None = None  # dry runs: the SQL that would run
+
+    @property
+    def result(self) -> Any:
+        """The optimizer's result when the method searched (generalization), else None."""
+        return None if self.plan is None else self.plan.state
+
+
+def database_url(spec: ReleaseSpec, override: str | None = None) -> str:
+    """The spec's database URL with relative DuckDB paths resolved against the spec's folder."""
+    url = override or spec.database
+    if not url:
+        raise SpecError("Missing source.database. Hint: give it in the spec's [source], or the database URL with --db.")
+    scheme, sep, rest = url.partition("://")
+    if scheme == "duckdb" or not sep:
+        path = rest if sep else url
+        if path not in (":memory:", "/:memory:") and not Path(path).is_absolute():
+            return f"duckdb://{(Path(spec.base_dir) / path).resolve()}"
+    return url
+
+
+def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: bool = True, dry_run: bool = False,
+                job: str | None = None, on_phase: Callable[[str], None] | None = None,
+                connector: Connector | None = None) -> ReleaseOutcome:
+    """Run one release of ``spec``. Bad input raises before anything is written.
+
+    ``dry_run`` computes everything, writes only the run record, and returns the SQL it would
+    execute. ``on_phase(name)`` is called after "materialized", "verified" and "switched" (tests
+    inject faults there; the product has none). ``connector``: run on this open connection
+    (dbt's) instead of opening the spec's database.
+    """
+    method = method_of(spec)
+    con = (connector if connector is not None
+           else connect(database_url(spec, database), create=may_create_database(spec)))  # issue 28, item 13
+    ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
+                     on_phase=on_phase or no_phase)
+    try:
+        prep = validate.validate(ctx, method)
+        guards.guard(ctx, prep, method)
+        ctx.clock.mark("histogram_and_validation")
+        with _run_lock(con, ctx.release):
+            ctx = replace(ctx, key=identify.identify(ctx, prep))
+            if ctx.key.unchanged and not dry_run:
+                return _skipped(ctx, prep)
+            guards.guard_versions(ctx, prep, method)
+            record.record_running(ctx, prep)
+            plan = None
+            try:
+                plan = method.plan(ctx, prep, progress=progress)
+                ctx.clock.mark("search")
+                check_not_empty(plan.released_rows, prep.models)
+                return _dry_run(ctx, prep, method, plan) if dry_run else _publish(ctx, prep, method, plan)
+            except BaseException as exc:
+                record.record_failure(ctx, prep, plan, exc)
+                if isinstance(exc, PpdpError):  # the failed run's row, for engine/app/outcome.py
+                    exc.run_id, exc.release = ctx.run_id, ctx.release
+                raise
+    finally:
+        con.close()
+
+
+def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> ReleaseOutcome:
+    with _schema_lock(ctx.con, ctx.spec.output_schema), ctx.con.transaction():
+        ctx = replace(ctx, version=materialize.reserve_version(ctx))
+        candidate = materialize.materialize(ctx, prep, method, plan)
+        kept = risk.check_kept_columns(ctx, prep, method, candidate)
+        ctx.on_phase("materialized")
+        published = published_versions(ctx)
+        held = history.check_history(ctx, prep, method, plan, candidate, published)
+        ctx.clock.mark("cross_version_check")
+        written = publish.publish(ctx, candidate, held, published)
+        expected = candidate.rows - held.withheld + held.carried
+        checked = verify.verify(ctx, prep, method, plan, written, expected, published)
+        checked = {**checked, "risk": risk.measure(ctx, prep, method, written.table, kept)}
+        ctx.on_phase("verified")
+        view = switch.switch_view(ctx, written.table)
+        grants = access.grant(ctx)
+        rec = record.record_success(ctx, prep, plan, candidate, held, written, checked, grants)
+    ctx.clock.mark("commit")
+    return ReleaseOutcome(rec, plan, written.table, view)
+
+
+def _dry_run(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> ReleaseOutcome:
+    ctx = replace(ctx, version=preview.next_version(ctx))
+    stmts = preview.statements(ctx, prep, method, plan)
+    return ReleaseOutcome(record.record_dry_run(ctx, prep, plan, stmts), plan, None, None, stmts)
+
+
+def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
+    # issue 28, item 7: [access] is not in the run key, so a change of reader roles alone is
+    # applied here, to the current version's view, without publishing a copy of it
+    with ctx.con.transaction():
+        rec = record.record_skipped(ctx, prep, access.grant(ctx))
+    spec, version = ctx.spec, rec.version
+    table = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", ctx.dialect)
+    return ReleaseOutcome(rec, None, table, quote_table(spec.output_schema, spec.output_name, ctx.dialect))
+
+
+@contextmanager
+def _run_lock(con: Connector, release: str) -> Iterator[None]:
+    """One run of a release at a time (the connector's run lock; refused, not waited for)."""
+    if not con.try_lock(f"ppdp:{release}"):
+        raise RunInProgress(f"Another run of release {release} is in progress; try again when it has finished.")
+    try:
+        yield
+    finally:
+        con.unlock(f"ppdp:{release}")
+
+
+@contextmanager
+def _schema_lock(con: Connector, schema: str) -> Iterator[None]:
+    """Runs of different releases publish into one schema one at a time (waited for: their
+    searches are done). Two transactions that both CREATE SCHEMA IF NOT EXISTS a new schema fail
+    the second on PostgreSQL ("duplicate key ... pg_namespace_nspname_index"), which two request
+    workers serving two jobs hit."""
+    name = f"ppdp-schema:{schema}"
+    while not con.try_lock(name):
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        con.unlock(name)
+
+
+def reverify(con: Connector, name: str) -> dict[str, Any]:
+    """Run the SQL verification again on the current version of release ``name``, against what
+    was published (the stored Q), and say separately whether the source changed since."""
+    from ppdp.engine.core.spec import spec_from_dict
+    from ppdp.engine.privacy import ModelContext, build_model
+    from ppdp.engine.release.stages.verify import check_models
+
+    release = catalog.resolve_release(con, name)
+    run = catalog.latest_success(con, release)
+    if run is None:
+        raise SpecError(f"No published release named {name!r} in {con.url}.")
+    spec = spec_from_dict(run.spec)
+    version = int(run.version or 0)  # a published run has its version
+    # bound to the sensitive values of the Q stored with the version (an ordered distance's order)
+    # and to the source's size when it was released (k-map's estimated threshold)
+    stored = catalog.stored_distribution(con, release, version)
+    values = tuple(tuple(json.loads(v)) for v in stored["sa_value"].to_list()) if stored.height else ()
+    context = ModelContext(tuple(spec.sensitive), values, spec.base_dir, spec.sensitive_hierarchy, run.source_rows)
+    models = [build_model(m.name, m.param_dict()).bind(context) for m in spec.models]
+    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", con.dialect)
+    source_changed: bool | None
+    try:
+        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))
+        columns = validate.source_columns(spec, con, source)
+        source_changed = validate.source_fingerprint(con, source, spec.key, columns) != run.source_fingerprint
+    except PpdpError:
+        source_changed = None  # the source is gone or no longer valid
+    method = method_of(spec)
+    checks, method_checks = [], []
+    if method.publishes_classes:
+        checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
+    elif isinstance(method, RechecksVersion):  # rows without classes: the method's own checks
+        method_checks = method.recheck(con, run, spec, relation, source_unchanged=source_changed is False)
+    else:
+        raise SpecError(f"Release {release} was published by method {method.name!r}, which has no check of a published "
+                        "version; its run record keeps the checks of its run ('ppdp show').")
+    rows = int(con.query(P.count_rows(relation))["n"][0])
+    expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
+    return {"checks": checks, "method_checks": method_checks, "rows": rows, "expected_rows": expected,
+            "version": run.version, "release": release, "source_changed": source_changed,
+            "passed": all(c["passed"] for c in checks + method_checks) and rows == expected}

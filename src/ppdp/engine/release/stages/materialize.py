@@ -1,0 +1,66 @@
+"""Stage 5: the candidate rows of the new version, written aside (not visible before the commit).
+
+``reserve_version`` picks the version number (the orchestrator puts it into the context); then
+``materialize``: before the method's SELECT runs, every source key gets its random row id (stable
+across versions), the method stores its private state, and the source's sensitive distribution
+Q of this version is stored (t-closeness is verified against it, now and later).
+"""
+
+from __future__ import annotations
+
+from ppdp.engine.core import catalog
+from ppdp.engine.methods.base import ReleaseMethod, ReleasePlan
+from ppdp.engine.methods.context import RunContext
+from ppdp.engine.methods.results import Candidate, Prepared
+from ppdp.engine.release.leftovers import discard_unpublished_versions
+from ppdp.errors import PpdpError
+from ppdp.sql import catalog as C
+from ppdp.sql import publish as P
+from ppdp.sql import queries as Q
+from ppdp.sql.quoting import quote_table
+
+
+def reserve_version(ctx: RunContext) -> int:
+    """The version this run writes (inside the run's transaction): one past the last one numbered,
+    with whatever a failed run left under that number removed."""
+    catalog.ensure_schema(ctx.con)
+    version = catalog.next_version(ctx.con, ctx.release)
+    # without transactions (Spark) a failed run's private rows of this version number remain
+    discard_unpublished_versions(ctx.con, ctx.release, version)
+    return version
+
+
+def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> Candidate:
+    """The candidate rows of version ``ctx.version``, written as its version table; refused when
+    their number is not the plan's."""
+    con, d, spec = ctx.con, ctx.dialect, ctx.spec
+    con.execute(P.create_schema(spec.output_schema, d))
+    salt = catalog.release_salt(con, ctx.release, spec.output_schema, spec.output_name)
+    full = Q.Source(spec.schema, spec.table, spec.query, d, research=prep.source.research)
+    method.write_private_state(ctx, prep, plan)
+    ctx.clock.mark("private_state")
+    con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
+    ctx.clock.mark("row_ids")
+    if prep.distribution is not None:
+        catalog.store_distribution(con, ctx.release, ctx.version, prep.distribution, ctx.run_id)
+    changes: dict[str, int] = {}
+    state = C.salted_state_select(full.sql(), spec.key, prep.columns, d)
+    if ctx.previous is not None:
+        row = con.query(C.changes(state, d), [salt, ctx.release]).row(0, named=True)
+        changes = {k: int(v) for k, v in row.items()}
+    delete, insert = C.replace_row_state(state, d)
+    con.execute(delete, [ctx.release])
+    con.execute(insert, [ctx.release, salt])
+    ctx.clock.mark("row_state")
+    # The candidate is written as the version table itself, shuffled, inside the run's
+    # transaction (invisible until the commit); it is rewritten only if the history stage holds
+    # records back, so a step without held-back records writes its rows once.
+    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.version}", d)
+    con.execute(P.drop_table(relation))
+    con.execute(P.create_as(relation, P.shuffled(method.candidate_select(ctx, prep, plan))))
+    rows = int(con.query(P.count_rows(relation))["n"][0])
+    cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or [])
+    ctx.clock.mark("materialization")
+    if rows != plan.released_rows:
+        raise PpdpError(f"The candidate rows ({rows}) differ from the plan's ({plan.released_rows}); nothing was published.")
+    return Candidate(relation, rows, cols, changes)

@@ -1,0 +1,247 @@
+"""Stage 1: read and check every input before anything is written or searched.
+
+The source's columns, key, hierarchies, histogram and the models' feasibility are checked here;
+any problem raises a PpdpError with one line, and the database is left as it was.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import cast
+
+import polars as pl
+
+from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
+from ppdp.engine.core import catalog
+from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.core.encoding import (
+    EncodedTable,
+    PopulationHistogram,
+    encode_histogram,
+    encode_population,
+    encode_rows,
+)
+from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.engine.core.spec import QuasiIdentifier, ReleaseSpec
+from ppdp.engine.methods.base import ReleaseMethod
+from ppdp.engine.methods.context import RunContext
+from ppdp.engine.methods.results import Prepared
+from ppdp.engine.privacy import ModelContext, PrivacyModel, build_model, check_possible
+from ppdp.engine.release.access import missing_roles
+from ppdp.engine.release.columns import check_declared
+from ppdp.engine.release.naming import check_release_identifiers
+from ppdp.engine.release.placement import check_output_apart_from_source
+from ppdp.engine.release.stages.population import population_source
+from ppdp.errors import DataError, SpecError
+from ppdp.sql import history as H
+from ppdp.sql import inspect
+from ppdp.sql import predicate as SP
+from ppdp.sql import queries as Q
+
+
+def _closest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def research_of(models: list[PrivacyModel]) -> str | None:
+    """The one research predicate the models ask for (delta-presence), or None; two different
+    ones cannot both be the release's rows."""
+    predicates = {p for p in (m.research_predicate() for m in models if m.requirements.research_subset) if p is not None}
+    if len(predicates) > 1:
+        raise SpecError("The privacy models name different research subsets; a release holds one. Hint: give one research predicate.")
+    return next(iter(predicates), None)
+
+
+def population_histogram(spec: ReleaseSpec, con: Connector, models: list[PrivacyModel],
+                         table: EncodedTable) -> PopulationHistogram | None:
+    """The population the models count persons of (``Requirements.population``): the source
+    itself before any research subset, or a table named by the model; None when no model needs
+    one. A missing table or quasi-identifier column is refused (DataError, one line)."""
+    wanted = {m.population_table() for m in models if m.requirements.population}
+    if not wanted:
+        return None
+    if len(wanted) > 1:
+        raise SpecError("The privacy models count persons of different populations; a release has one. "
+                        "Hint: name one population.")
+    (name,) = wanted
+    population = population_source(spec, name, con.dialect, con.default_schema)
+    where = "the source" if name is None else name
+    if name is not None:
+        cols = con.relation_columns(population.schema or con.default_schema, population.table or "")
+        if cols is None:
+            raise DataError(f"The population table {name!r} does not exist in {con.url}. Hint: population = \"schema.table\".")
+        missing = [c for c in spec.qid_columns if c not in {c for c, _ in cols}]
+        if missing:
+            raise DataError(f"The population table {name!r} lacks quasi-identifier column(s) {', '.join(map(repr, missing))}.")
+    frame = con.query(Q.histogram_query(population, spec.qid_columns, []))
+    return encode_population(frame, table, where)
+
+
+# A CSV without a key column (issue 28 item 17): README "A file as the source" says the same.
+_KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines with row_number() "
+                 "in a source.query over read_csv (README, source.file).")
+
+
+def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:
+    """The source as the user wrote it: a table, ``source.file 'x.csv'`` or ``source.query``
+    (a file is read through a query that the user never wrote)."""
+    file = (spec.raw.get("source") or {}).get("file")
+    return f"source.file {file!r}" if isinstance(file, str) else source.describe()
+
+
+def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
+    """The source's column names in order."""
+    return list(described_columns(spec, con, source))
+
+
+def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> dict[str, str | None]:
+    """The source's columns in order, each with its SQL type as the database describes a table
+    (None for the columns of a source.query: their types are not described)."""
+    if spec.table is not None:
+        schema = spec.schema or con.default_schema
+        cols = con.relation_columns(schema, spec.table)
+        if cols is None:
+            raise DataError(f"Source table {source.describe()} does not exist in {con.url}. Hint: check source.schema and source.table.")
+        return dict(cols)
+    return dict.fromkeys(con.query(inspect.empty_select(source.sql())).columns)
+
+
+# The most rows a DuckDB source may have to be read row by row and grouped by its encoding
+# (encode_rows) instead of by a GROUP BY over its text: on an in-process table, moving a row's
+# text costs less than grouping it, and the encoding maps every value to a leaf code anyway
+# (adult, 30,162 rows: about half the time of the GROUP BY and the encoding of its 18,109 groups,
+# issue #25). Above it the database's parallel GROUP BY and the smaller transfer win, and a
+# server's rows would cross the network: connectors without IN_PROCESS_ROWS keep the GROUP BY. One known
+# difference: texts equal under a DuckDB collation (a VARCHAR column declared COLLATE NOCASE, or
+# default_collation set) were one group of the GROUP BY, under whichever text DuckDB kept; here
+# they stay apart when each is a leaf (when one is not, the GROUP BY path runs, as before).
+ROWS_READ_LIMIT = 200_000
+
+
+def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: list[str], hierarchies: list[Hierarchy], *,
+                 n_rows: int | None = None, types: dict[str, str] | None = None, null_policy: str = "error",
+                 reference: dict[tuple, float] | None = None) -> EncodedTable:
+    """The source's encoded histogram: its rows read and grouped by encode_rows when the source is
+    read through a connector declaring IN_PROCESS_ROWS (DuckDB) and has at most ROWS_READ_LIMIT rows (``n_rows``, counted by the caller), else (and
+    whenever encode_rows needs the general path: values not in a hierarchy, no rows) the
+    histogram query and encode_histogram. ``types``: the columns' SQL types when described
+    (sql.queries.typed_text_kind). The same EncodedTable either way."""
+    if IN_PROCESS_ROWS in con.capabilities and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
+        rows = cast(ArrowRowsConnector, con).query_arrow(Q.text_rows_query(source, qids + sensitive, types))
+        table = encode_rows(rows, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
+        if table is not None:
+            return table
+    histogram = con.query(Q.histogram_query(source, qids, sensitive, types))
+    return encode_histogram(histogram, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
+
+
+def validate(ctx: RunContext, method: ReleaseMethod) -> Prepared:
+    """The stage: the method's parameters and its database preconditions, then everything
+    ``prepare`` checks. Writes nothing."""
+    method.check_params(ctx.spec)
+    method.check_database(ctx.spec, ctx.con)
+    check_output_apart_from_source(ctx.spec, ctx.con)  # issue 28, item 1
+    return prepare(ctx.spec, ctx.con)
+
+
+def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
+    """Read and validate the source, hierarchies and models (what every method needs). Writes nothing."""
+    check_release_identifiers(con, spec.output_schema, spec.output_name)
+    missing = missing_roles(con, spec.reader_roles)
+    if missing:
+        raise SpecError(f"access.roles names role(s) that do not exist: {', '.join(missing)}. "
+                        "Hint: CREATE ROLE them or fix [access] roles.")
+    models = [build_model(m.name, m.param_dict()) for m in spec.models]
+    source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
+    described = described_columns(spec, con, source)
+    columns = list(described)
+    types = {c: t for c, t in described.items() if t is not None}
+    research = research_of(models)
+    if research is not None:
+        SP.check_columns(SP.parse_predicate(research, "research", con.dialect), "research", columns)
+        source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=research)
+    for role, names in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
+                        ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
+        for name in names:
+            if name not in columns:
+                raise DataError(f"The {role} column {name!r} is not in {describe_source(spec, source)}.{_closest(name, columns)} "
+                                f"Its columns: {', '.join(columns)}."
+                                + (_KEYLESS_HINT if role == "key" and spec.raw.get("source", {}).get("file") else ""))
+    check_declared(spec, columns)
+
+    check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
+    n_rows = int(check["n"])
+    if n_rows == 0:
+        subset = " (its research subset)" if research is not None else ""
+        raise DataError(f"Source {describe_source(spec, source)}{subset} is empty: there is nothing to release.")
+    if check["null_keys"]:
+        raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
+    if check["distinct_keys"] != n_rows:
+        raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
+
+    hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
+    distribution = reference_distribution(spec, con, source)
+    reference = None if distribution is None else {
+        tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
+    table = read_encoded(con, source, spec.qid_columns, list(spec.sensitive), hierarchies, n_rows=n_rows, types=types,
+                         null_policy=spec.null_policy, reference=reference)
+    population = population_histogram(spec, con, models, table)
+    if population is not None:
+        table = replace(table, population=population)
+    needs_sensitive = [m.name for m in models if m.requirements.sensitive_counts]
+    if needs_sensitive and not spec.sensitive:
+        raise SpecError(f"{' and '.join(needs_sensitive)} need(s) sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
+    # bound to the table before anything is searched or written (a ground distance over its
+    # sensitive values, a hierarchy file): errors are one line and nothing is written
+    context = ModelContext(table.sensitive, table.sa_values, spec.base_dir, spec.sensitive_hierarchy, n_rows)
+    models = [m.bind(context) for m in models]
+    check_possible(table, models)
+    dropped = {spec.key, *spec.identifiers, *spec.drop}
+    released = [c for c in columns if c not in dropped]
+    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)
+
+
+def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) -> pl.DataFrame | None:
+    """t-closeness's Q for this run: the distribution stored with the release's previous version
+    while its privacy models and sensitive columns are unchanged (a class that a version left
+    as it was must not start failing because the population drifted: the release would be stuck),
+    else the whole source's (NULL-QID rows included, as the SQL check counts them)."""
+    if not spec.sensitive:
+        return None
+    release = catalog.release_id(spec.output_schema, spec.output_name)
+    previous = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
+    if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
+        stored = catalog.stored_distribution(con, release, previous.published_version)
+        if stored.height:
+            return stored
+    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect))
+    values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
+    return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
+
+
+def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, con: Connector) -> hier.Hierarchy:
+    """A QID's hierarchy: its ARX file, or generated from the column's distinct values."""
+    h = qid.hierarchy
+    if h.type == "arx":
+        path = Path(h.file or "")  # the spec requires a file for type "arx"
+        if not path.is_absolute():
+            path = Path(spec.base_dir) / path
+        return hier.read_arx_csv(path, qid.column, duplicates=h.duplicates)
+    values = con.query(Q.distinct_values_query(source, qid.column))["v"].to_list()
+    if not values:
+        raise DataError(f"Column {qid.column!r} has only NULL values; a hierarchy cannot be generated.")
+    if h.type == "intervals":
+        return hier.intervals(qid.column, values, widths=h.widths, levels=h.levels or 4)
+    if h.type == "masking":
+        return hier.masking(qid.column, values, levels=h.levels)
+    return hier.GENERATORS[h.type](qid.column, values)
+
+
+def source_fingerprint(con: Connector, source: Q.Source, key: str, columns: list[str]) -> str:
+    """Row count and an order-free sum of row hashes of the whole source (SQL, in the database)."""
+    row = con.query(Q.fingerprint_query(source, key, columns)).row(0, named=True)
+    return f"{row['n']}:{row['s']}"

@@ -28,10 +28,8 @@ from ppdp.engine.methods.generalization.optimizers.bounds import (
     PartnerTable,
     _meet_levels,
     _pack,
-    class_bounds_python,
     meet_packing,
     min_class_size,
-    row_partners_python,
     t_partners_needed,
 )
 from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes, lattice_size
@@ -40,6 +38,10 @@ from ppdp.engine.privacy import build_model
 from tests.oracles.test_evaluator_agreement import random_models, random_table
 from tests.oracles.test_oracle import tiny_table
 from tests.support import reference as ref
+from tests.support.bounds_reference import (
+    class_bounds_python,
+    row_partners_python,
+)
 
 TOL = 1e-9
 

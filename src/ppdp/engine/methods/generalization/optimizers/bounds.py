@@ -70,14 +70,14 @@ count_h * u_L(h) over a subset of the rows); (3) for k-anonymity alone B_c(G, G)
 with its partner values all replaced by u_L(h): a record has kmin - 1 partners inside U iff its
 class at U has kmin records, so on small tables the partner bound is never larger (taking
 their minimum would change nothing). Cost: one classification of the rows a box, O(rows x
-nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python``).
+nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python`` in tests/support/bounds_reference.py).
 
 **Row states and the running top-k** (issue #25) change no bound, only the work: a box's rows
 with fewer than need partner records inside U, or need records merged at L, keep that bound in
 every sub-box (property (1)'s argument per row; ``_row_bounds``), so the search passes each
 box's states to its halves; the need-th largest v is kept in a running top-k that skips a
 partner whose meet weight cannot beat it (``SELECT_MAX_NEED``). Both are tested bit for bit
-against the full scan (``row_bounds_python``) and the search with them against the one without.
+against the full scan (``row_bounds_python``, tests/support/bounds_reference.py) and the search with them against the one without.
 Each row's partners are scanned in order of meet weight, largest first (``wm_order``), so the
 scan stops at the first partner inside U whose meet weight is below the running k-th largest
 (none after it can raise it, none is merged at L); rows with many partners find those inside U
@@ -450,29 +450,6 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
     keep = _undominated(vecs, mu, need, _pack(vecs, shifts), guard)
     return vecs[keep], mu[keep]
 
-
-def row_partners_python(h: int, codes: np.ndarray, gen: np.ndarray, heights: np.ndarray, mult: np.ndarray,
-                        need: int) -> tuple[np.ndarray, np.ndarray]:
-    """Plain-Python twin of ``_row_partners`` for the tests: meet vectors by walking the
-    hierarchies, merged in a dict, sorted by (level sum, vector), the dominance rule spelled out."""
-    merged: dict[tuple[int, ...], int] = {}
-    for p in range(codes.shape[0]):
-        if mult[p] > 0:
-            vec = []
-            for q in range(codes.shape[1]):
-                j = 0
-                while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
-                    j += 1
-                vec.append(j)
-            merged[tuple(vec)] = merged.get(tuple(vec), 0) + int(mult[p])
-    ordered = sorted(merged, key=lambda v: (sum(v), v))
-    kept: list[tuple[int, ...]] = []
-    for v in ordered:
-        above = sum(merged[u] for u in kept if all(a <= b for a, b in zip(u, v, strict=True)))
-        if above < need:
-            kept.append(v)
-    return (np.asarray(kept, dtype=np.int64).reshape(len(kept), codes.shape[1]),
-            np.asarray([merged[v] for v in kept], dtype=np.int64))
 
 
 @nb.njit(cache=True)
@@ -890,36 +867,6 @@ def weighted_sums(per_row, counts):
 
 
 
-def row_bounds_python(L: np.ndarray, U: np.ndarray, codes: np.ndarray, weight: np.ndarray,
-                      table: PartnerTable) -> np.ndarray:
-    """Plain-Python twin of ``_row_bounds``'s values for the tests, straight from the module
-    docstring: per box and row, the need-th largest v (with multiplicity) over every partner
-    inside U, sorted, 0 when too few, u_L(h) when need is 0 (each v summed over q in order)."""
-    L, U = np.atleast_2d(L), np.atleast_2d(U)
-    nq = codes.shape[1]
-    out = np.zeros((len(L), codes.shape[0]))
-    for i, (lo, hi) in enumerate(zip(L.tolist(), U.tolist(), strict=True)):
-        for h, row in enumerate(codes.tolist()):
-            k = int(table.need[h])
-            if k <= 0:
-                out[i, h] = sum(float(weight[q, lo[q], row[q]]) for q in range(nq))
-                continue
-            found = []
-            for m, mu in zip(table.meet[table.start[h]:table.start[h + 1]].tolist(),
-                             table.mult[table.start[h]:table.start[h + 1]].tolist(), strict=True):
-                if all(m[q] <= hi[q] for q in range(nq)):
-                    v = 0.0
-                    for q in range(nq):
-                        v += float(weight[q, max(lo[q], m[q]), row[q]])
-                    found.append((v, int(mu)))
-            acc = 0
-            for v, mu in sorted(found, reverse=True):
-                acc += mu
-                if acc >= k:
-                    out[i, h] = v
-                    break
-    return out
-
 
 @nb.njit(cache=True)
 def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
@@ -951,23 +898,6 @@ def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
         out[i] = total
     return out
 
-
-def class_bounds_python(problem: Problem, L: np.ndarray, U: np.ndarray) -> np.ndarray:
-    """Plain-Python twin of ``_class_bounds`` for the tests: classes as tuples of generalized
-    codes at U, records per class by a dict."""
-    t = problem.table
-    gen, weight, _ = t.lookup
-    kmin = min_class_size(problem)
-    out = []
-    for lo, hi in zip(np.atleast_2d(L).tolist(), np.atleast_2d(U).tolist(), strict=True):
-        key = [tuple(int(gen[q, hi[q], c]) for q, c in enumerate(row)) for row in t.codes.tolist()]
-        records: dict[tuple[int, ...], int] = {}
-        for k, n in zip(key, t.counts.tolist(), strict=True):
-            records[k] = records.get(k, 0) + int(n)
-        out.append(sum(int(n) * sum(float(weight[q, lo[q], c]) for q, c in enumerate(row))
-                       for row, k, n in zip(t.codes.tolist(), key, t.counts.tolist(), strict=True)
-                       if records[k] >= kmin))
-    return np.asarray(out, dtype=np.float64)
 
 
 class BoxBound:

@@ -25,9 +25,9 @@ OLD_README_JOB = """{"source": {"table": "adult", "key": "id",
 
 
 def readme_job_sql() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "guides" / "jobs.md").read_text()
     m = re.search(r"```sql\n(INSERT INTO _ppdp\.jobs .*?;)\n```", text, re.S)
-    assert m, "the README's job example is gone"
+    assert m, "the job example of docs/guides/jobs.md is gone"
     return m.group(1)
 
 

@@ -319,7 +319,7 @@ def _files(folder: Path) -> set[str]:
 
 
 # Parameters no release can meet on this data: refused by the privacy model before any write,
-# exit 3 (README "Exit codes"), not 2, so an orchestrator tells them from a malformed spec.
+# exit 3 (docs/reference/exit-codes.md), not 2, so an orchestrator tells them from a malformed spec.
 MODEL_REFUSALS = {"k-larger-than-table", "l-above-distinct-values"}
 
 

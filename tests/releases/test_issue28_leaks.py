@@ -61,7 +61,7 @@ def spec_for(tmp_path: Path, db: Path, *, output_schema: str = "published", name
 
 
 def ok(proc, code: int = 0) -> str:
-    """stdout of a command that exited with ``code`` (0 published, 99 skipped: README "Exit codes")."""
+    """stdout of a command that exited with ``code`` (0 published, 99 skipped: docs/reference/exit-codes.md)."""
     assert proc.returncode == code, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

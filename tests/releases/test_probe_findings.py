@@ -3,7 +3,7 @@ meets it: the ``ppdp`` command, its output and exit code (run in this process,
 tests/support/cli_in_process.py; ``PPDP_TEST_CLI_SUBPROCESS=1`` for a subprocess). Every test here
 failed on 6e1dadf (``PPDP_CLI_CHECKOUT``, tests/support/cli.py, runs that checkout in a subprocess).
 
-The refusal contract (README "Rules and defaults"): bad input gives one line on stderr, exit code
+The refusal contract (docs/reference/spec.md, "Rules and defaults"): bad input gives one line on stderr, exit code
 2, and nothing written to the database.
 """
 

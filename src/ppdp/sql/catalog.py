@@ -37,7 +37,7 @@ def ddl(d: str = "duckdb") -> list[str]:
         "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, source_rows BIGINT, spec VARCHAR, solution VARCHAR, "
         "metrics VARCHAR, verification VARCHAR, error VARCHAR, job VARCHAR, run_key VARCHAR, source_fingerprint VARCHAR, "
         "changes VARCHAR, cross_version VARCHAR)",
-        # Release jobs registered in the database (README: "Release jobs"); spec is the JSON form.
+        # Release jobs registered in the database (docs/guides/jobs.md); spec is the JSON form.
         f"CREATE TABLE IF NOT EXISTS {p('jobs')} ("
         "name VARCHAR PRIMARY KEY, spec VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
         "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, enabled BOOLEAN DEFAULT TRUE)",

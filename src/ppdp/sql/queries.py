@@ -317,7 +317,7 @@ def verify_k_query(relation: str, qids: list[str], d: str = "duckdb") -> str:
 
 def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:
     """Largest Euclidean distance (HAEF eq. 2-4) between a class's SA distribution and Q,
-    Q taken over the whole source table (PAPER_NOTES §2)."""
+    Q taken over the whole source table (docs/design/paper_notes.md §2)."""
     d = source.dialect
     sa_src = ", ".join(f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
     sa_g = ", ".join(str(i + 1) for i in range(len(sensitive)))

@@ -1,7 +1,7 @@
 """Release jobs stored in the database (``_ppdp.jobs``) and the audit certificate.
 
 A job is a row: ``name``, ``spec`` (the release spec as JSON, same fields as the TOML form,
-see README "Release jobs"), ``created_at``, ``updated_at``, ``enabled``. It can be registered
+see docs/guides/jobs.md), ``created_at``, ``updated_at``, ``enabled``. It can be registered
 with ``ppdp job register`` or with a plain SQL INSERT; either way the JSON is validated when
 the job runs. A job always runs against the database that stores it.
 """

@@ -1,7 +1,7 @@
 """Generalization hierarchies: loading (ARX CSV), generation, validation.
 
 A hierarchy is a tree whose leaves are the domain values of one quasi-identifier
-(PAPER_NOTES §1). Level 0 is the original value, the top level is the root. We store it the way
+(docs/design/paper_notes.md §1). Level 0 is the original value, the top level is the root. We store it the way
 ARX does: one row per leaf, one column per level, every cell a string. Leaves are compared with
 the data as ``CAST(column AS VARCHAR)`` everywhere (encoding, release SQL, verification), so a
 hierarchy covers a column exactly when its leaf strings equal the database's text of the values.

@@ -17,7 +17,7 @@ file (engine/kernels/cache.py). Conventions (see engine/core/encoding.py):
   sa[h]           joint sensitive-value code of row h
   ret[h]          retained records of row h (counts[h] when nothing is suppressed)
   gen[q, j, c]    code of the generalized value of leaf c at level j
-  weight[q, j, c] 1/|v_g| of the generalized value of leaf c at level j (PAPER_NOTES §1)
+  weight[q, j, c] 1/|v_g| of the generalized value of leaf c at level j (docs/design/paper_notes.md §1)
   n_gen[q, j]     number of generalized values of QID q at level j
 """
 
@@ -281,7 +281,7 @@ def retained_from_records(s, offsets):
 
 @njit(cache=True)
 def transparency(g, codes, ret, weight):
-    """TD = sum over retained records of sum over QIDs of 1/|v_g| (PAPER_NOTES §1)."""
+    """TD = sum over retained records of sum over QIDs of 1/|v_g| (docs/design/paper_notes.md §1)."""
     n, nq = codes.shape
     total = 0.0
     for h in range(n):
@@ -515,7 +515,7 @@ def _ad_into(kinds, params, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa,
             out[j] = DK.largest_class_value(kind, params[j], size, pair_class, pair_sa, pair_n, q)
 
 
-# --- exact suppression S*(G) (PAPER_NOTES §3) ---------------------------------------------
+# --- exact suppression S*(G) (docs/design/paper_notes.md §3) ---------------------------------------------
 
 
 @njit(cache=True)

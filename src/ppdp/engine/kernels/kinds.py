@@ -2,7 +2,7 @@
 ``_batch.evaluate_batch`` and ``_kernels.evaluate_optimal_batch``).
 
 A model that one of these computes names its code in ``kernel_kind``; the kernels know
-computations, not models. Empty-release conventions follow PAPER_NOTES §2.
+computations, not models. Empty-release conventions follow docs/design/paper_notes.md §2.
 """
 
 SMALLEST_CLASS = 0  # smallest class size; inf when nothing is kept

@@ -3,7 +3,7 @@ Distance of Li et al. 2007 with equal, ordered or hierarchical ground distance (
 EqualDistanceTCloseness, OrderedDistanceTCloseness, HierarchicalDistanceTCloseness).
 
 S = distribution of the (joint) sensitive value among a class's retained records, Q = its
-distribution over the whole source table (PAPER_NOTES §2), D = distance(S, Q), AD = max over
+distribution over the whole source table (docs/design/paper_notes.md §2), D = distance(S, Q), AD = max over
 classes; feasible when AD <= t. ``distance`` picks the subclass (one per distance, all in this
 module, all registered under the one name): ``TCloseness.from_params`` dispatches on it.
 

@@ -2,7 +2,7 @@
 
 A solution is G (level per QID) and S (keep flag per record, records numbered by histogram
 row, see engine/core/encoding.py). Optimizers that search S bit by bit (the papers') pass S; the
-lattice search passes only G and lets the exact suppression oracle choose S (PAPER_NOTES §3).
+lattice search passes only G and lets the exact suppression oracle choose S (docs/design/paper_notes.md §3).
 Every evaluated (G, S) counts as one evaluation against the budget.
 """
 
@@ -127,7 +127,7 @@ class Problem:
         return np.where(s, sizes[t.offsets[:-1]][t.row_of_record], 0)
 
     def optimal_retained(self, g: np.ndarray) -> np.ndarray:
-        """S*(G) as retained counts per histogram row (PAPER_NOTES §3). Remembered per G."""
+        """S*(G) as retained counts per histogram row (docs/design/paper_notes.md §3). Remembered per G."""
         g = np.asarray(g, dtype=np.int64)
         key = g.tobytes()
         hit = self._oracle_cache.get(key)

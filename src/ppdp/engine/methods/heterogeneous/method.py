@@ -1,4 +1,4 @@
-"""Heterogeneous k-anonymity release method (PAPER_NOTES §7): every record its own generalization.
+"""Heterogeneous k-anonymity release method (docs/design/paper_notes.md §7): every record its own generalization.
 
 The solution is a k-regular bipartite graph between original tuples and anonymized tuples
 (engine/methods/heterogeneous/graph.py; the self edge (i, i') is always in it, Doka et al.'s first matching):
@@ -549,7 +549,7 @@ class Heterogeneous:
 
 def _graph_checks(con: Connector, spec: ReleaseSpec, release: str, version: int, table: str, numeric: list[str],
                   categorical: list[str], k: int, *, with_source: bool) -> list[dict[str, Any]]:
-    """The verification of PAPER_NOTES §7 on the version table ``table``: the private graph is
+    """The verification of docs/design/paper_notes.md §7 on the version table ``table``: the private graph is
     exactly k-regular with every self edge and, ``with_source``, every published tuple covers and
     every source tuple is covered by at least k (consistency graph) and every edge is consistent."""
     d = con.dialect

@@ -1,7 +1,7 @@
 """Information loss of a heterogeneous k-anonymization: NCP/GCP (eq. 1-4) and SIL (eq. 5-7).
 
 Full (non-incremental) NumPy recomputation; the reference the incremental structures of
-``engine.methods.heterogeneous.incremental`` are checked against. Notation of the paper (PAPER_NOTES §7):
+``engine.methods.heterogeneous.incremental`` are checked against. Notation of the paper (docs/design/paper_notes.md §7):
 
 NCP_num(q'_t, j) = (max_{t,j} - min_{t,j}) / (max^j - min^j)                        (eq. 1)
     over the k originals covered by q'_t; the domain range is the whole column's. A constant

@@ -1,4 +1,4 @@
-"""Microaggregation releases (DRASL, PAPER_NOTES §6): the pure computational core.
+"""Microaggregation releases (DRASL, docs/design/paper_notes.md §6): the pure computational core.
 
 - ``distances``: QID kinds and the distances of eq. 1-6, plus the array encoding.
 - ``entropy``: entropy increase (eq. 7-8, base 10) and the metrics f (eq. 9) and f_link (eq. 14).

@@ -81,7 +81,7 @@ def population_histogram(spec: ReleaseSpec, con: Connector, models: list[Privacy
     return encode_population(frame, table, where)
 
 
-# A CSV without a key column (issue 28 item 17): README "A file as the source" says the same.
+# A CSV without a key column (issue 28 item 17): docs/reference/spec.md (source.file) says the same.
 _KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines with row_number() "
                  "in a source.query over read_csv (README, source.file).")
 

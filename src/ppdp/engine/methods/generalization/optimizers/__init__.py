@@ -2,7 +2,7 @@
 
     optimize(problem, *, budget, seed, params, progress) -> OptimizerResult
 
-``budget`` counts evaluations of (G, S) (PAPER_NOTES §1); ``seed`` feeds a
+``budget`` counts evaluations of (G, S) (docs/design/paper_notes.md §1); ``seed`` feeds a
 ``np.random.Generator``; ``params`` are the optimizer's own options (paper defaults when
 absent); ``progress(evaluations, best_td, feasible)`` is called now and then. Each optimizer
 records best-so-far per evaluation count through ``Tracker`` for convergence curves.

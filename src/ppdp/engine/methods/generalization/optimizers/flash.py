@@ -13,8 +13,8 @@ from which further paths start. The traversal ends when every node is tagged.
 Anonymity follows ARX 3.9: a node is anonymous when the records of classes smaller than k are
 at most ``suppression_limit * nR`` (a limit in [0, 1]; 1.0, ARX's most common setting, allows
 suppressing everything); those records are then suppressed (S = S*(G) for k-anonymity,
-PAPER_NOTES §3). A node that is not anonymous is reported as (G, nothing suppressed), which is
-infeasible. Each check is one evaluation on the budget (PAPER_NOTES §1).
+docs/design/paper_notes.md §3). A node that is not anonymous is reported as (G, nothing suppressed), which is
+infeasible. Each check is one evaluation on the budget (docs/design/paper_notes.md §1).
 
 Monotonicity (why the tags are sound): classes only merge up the lattice, so a record in a class
 of size >= k stays in one; the records of small classes, hence the suppression S*(G) needs,
@@ -45,7 +45,7 @@ several times the check itself); ``_Flash`` is its plain-Python twin, and the te
 check the same nodes in the same order with the same results. The Tracker receives the checked
 nodes, in order, when the call returns (progress is reported then).
 
-``dfs``: the DFS baseline of the HAEF paper (PAPER_NOTES §5): depth-first traversal of the
+``dfs``: the DFS baseline of the HAEF paper (docs/design/paper_notes.md §5): depth-first traversal of the
 lattice from the bottom node (successors in QID order), S = all ones, until the budget or the
 lattice is exhausted; the result is the best feasible node seen.
 """
@@ -502,7 +502,7 @@ def dfs_order(heights: np.ndarray) -> Iterator[tuple[int, ...]]:
 @OPTIMIZERS.register("dfs")
 def dfs(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
         progress: ProgressFn | None = None) -> OptimizerResult:
-    """Depth-first lattice traversal with S = all ones (HAEF's DFS baseline, PAPER_NOTES §5).
+    """Depth-first lattice traversal with S = all ones (HAEF's DFS baseline, docs/design/paper_notes.md §5).
 
     Deterministic (``seed`` unused). params: ``batch`` (nodes per evaluator call, default 64).
     ``info["complete"]`` says whether the whole lattice was visited; the result is then the

@@ -1,4 +1,4 @@
-"""Lattice search with exact suppression (PAPER_NOTES §3): certified optimum TD.
+"""Lattice search with exact suppression (docs/design/paper_notes.md §3): certified optimum TD.
 
 For a fixed G the best S is S*(G) (the oracle), so the search space is the generalization
 lattice. Three modes:

@@ -1,4 +1,4 @@
-"""Credentials never leave ppdp in clear (issue 28, item 2).
+"""Credentials never leave ppdp in clear.
 
 A database URL may carry a password (``postgresql://user:secret@host/db``, or
 ``?password=secret``). ppdp needs it to connect, but everything it stores (``_ppdp.runs.spec``,

@@ -21,6 +21,11 @@ read ``/work/shared/data`` when it is there (and skip otherwise); that is where 
 are kept, not a document to read. String literals in code are not checked either: they are
 behaviour (defaults, messages), owned by the code that uses them.
 
+Two more rules keep the code's prose about what and why: every ``tests/<path>.py`` file cited
+exists (tests move between folders), and no module under src/ cites an issue or a review
+finding by number (``issue #25``, ``finding 10``): the number says nothing to a reader of the
+code, so the comment says what the failure was, and the number goes into the commit body.
+
 The docs and the README are checked the other way round: every repository path they mention
 (``src/...``, ``tests/...``, ``benchmarks/...``, ``examples/...``) exists, so that they follow
 the layout as it is.
@@ -44,6 +49,8 @@ SKIPPED_PARTS = {"__pycache__", "results", ".venv", "target", "dbt_packages", "l
 OUTSIDE = re.compile(r"(?:\.\./|/work/)shared/(?!data\b)[\w./-]*|/work/shared\b(?!/data\b)")
 OLD_NAMES = re.compile(r"PAPER_NOTES|LAYOUT_SKETCH|\bSTYLE\.md")
 DOCS_PATH = re.compile(r"\bdocs/[\w./-]+?\.md(?:\s*§\s*(\d+))?")
+TEST_PATH = re.compile(r"(?<![\w./-])tests/[\w/*-]+\.py")
+ISSUE_NUMBER = re.compile(r"\b[Ii]ssue\s+#?\d+|(?<![\w&])#\d{1,3}\b|\b[Ff]inding\s+\d+\b")
 REPO_PATH = re.compile(r"(?<![\w./-])(?:src|tests|benchmarks|examples)/[\w./*-]*[\w*/]")
 
 
@@ -108,6 +115,27 @@ def test_cited_docs_exist() -> None:
                 elif m.group(1) and target == "docs/design/paper_notes.md" and m.group(1) not in sections:
                     bad.append(f"{where}: {target} has no §{m.group(1)}")
     assert not bad, "\n".join(bad)
+
+
+def test_cited_tests_exist() -> None:
+    bad = []
+    for path in scanned_files():
+        for line, text in prose(path):
+            for m in TEST_PATH.finditer(text):
+                if not _exists(m.group(0)):
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)}")
+    assert not bad, "tests cited that do not exist (moved?):\n" + "\n".join(bad)
+
+
+def test_src_cites_no_issue_numbers() -> None:
+    bad = []
+    for path in scanned_files():
+        if path.relative_to(ROOT).parts[0] != "src":
+            continue
+        for line, text in prose(path):
+            for m in ISSUE_NUMBER.finditer(text):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)!r}")
+    assert not bad, "issue or finding numbers in src/ (say what the failure was instead):\n" + "\n".join(bad)
 
 
 def _exists(reference: str) -> bool:

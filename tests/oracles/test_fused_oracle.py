@@ -1,7 +1,7 @@
 """S*(G) and its evaluation in one pass (issue #18 item 1): ``Problem.evaluate_optimal`` through
 ``_kernels.evaluate_optimal_batch`` gives bit for bit what the two steps give (the oracle
 ``optimal_pair_retention`` + ``rows_from_pairs``, then the fused evaluator), with a cold, a warm
-and an overflowing memo, and agrees with the plain-Python reference (tests/reference.py) on the
+and an overflowing memo, and agrees with the plain-Python reference (tests/support/reference.py) on the
 evaluation of the retained records."""
 
 from __future__ import annotations

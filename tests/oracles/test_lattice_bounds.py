@@ -2,7 +2,7 @@
 #18 item 3): every bound and pruning rule against exhaustive search on random instances.
 
 (a) B(L, U) >= TD of every feasible (G, S) with G in [L, U], S any keep vector: brute force over
-    every S on tiny tables (plain Python, tests/reference.py).
+    every S on tiny tables (plain Python, tests/support/reference.py).
 (b) B(L, U) >= TD(G, S*(G)) of every node in the box, on larger random tables and random boxes;
     B only shrinks on sub-boxes and never exceeds TD(L, nothing suppressed) (the older bound).
 (c) With k-anonymity alone, B(G, G) is TD(G, S*(G)) exactly.
@@ -61,7 +61,7 @@ def sub_box(rng: np.random.Generator, L: np.ndarray, U: np.ndarray) -> tuple[np.
 
 
 def exhaustive(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every node, TD(G, S*(G)) and its feasibility (the oracle is proven in tests/test_oracle.py)."""
+    """Every node, TD(G, S*(G)) and its feasibility (the oracle is proven in tests/oracles/test_oracle.py)."""
     nodes = all_nodes(problem.heights)
     _, ev = problem.evaluate_optimal(nodes)
     return nodes, np.asarray(ev.td, dtype=np.float64), np.asarray(ev.feasible, dtype=bool)

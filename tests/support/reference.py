@@ -1,5 +1,5 @@
 """Plain-Python twins of the evaluator and of the exact suppression oracle (after stumpy's
-``tests/naive.py``): dicts and loops straight from the definitions of docs/design/paper_notes.md §1-3, no
+``naive.py``): dicts and loops straight from the definitions of docs/design/paper_notes.md §1-3, no
 Numba, no NumPy tricks, no use of the lookup arrays of ``EncodedTable``.
 
 Records are numbered by histogram row (engine/core/encoding.py): row h owns records

@@ -52,7 +52,7 @@ def ddl(d: str = "duckdb") -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p('row_state')} (release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_hash VARCHAR NOT NULL)",
         # The source's sensitive-value distribution Q at each version (t-closeness is checked
         # against what was true when the version was published, not against today's source).
-        # Re-identification risk of each version (issue 26): the source's and the release's
+        # Re-identification risk of each version: the source's and the release's
         # measures side by side (JSON of ppdp risk --json), and the kept-columns check.
         f"CREATE TABLE IF NOT EXISTS {p('risk')} ("
         "release VARCHAR NOT NULL, version INTEGER NOT NULL, run_id VARCHAR NOT NULL, columns VARCHAR NOT NULL, "

@@ -159,7 +159,7 @@ def result_of_outcome(outcome: Any, *, dry_run: bool = False) -> RunResult:
 def result_of_error(exc: BaseException, *, job: str | None = None) -> RunResult:
     """The RunResult of a run that raised ``exc`` (run_release attaches the run's id when it had one)."""
     code = exit_code_of(exc)
-    from ppdp.redact import redact_text  # the JSON error is printed too (issue 28, item 2)
+    from ppdp.redact import redact_text  # the JSON error is printed too
 
     message = redact_text(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
     if code == ExitCode.INTERNAL_ERROR:

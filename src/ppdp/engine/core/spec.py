@@ -66,8 +66,8 @@ class ReleaseSpec:
     sensitive: tuple[str, ...] = ()
     sensitive_hierarchy: str | None = None  # ARX hierarchy file of the sensitive column (hierarchical t-closeness)
     drop: tuple[str, ...] = ()
-    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
-    # When QIDs plus kept columns single out records the QIDs alone do not (issue 26): "refuse"
+    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role
+    # When QIDs plus kept columns single out records the QIDs alone do not: "refuse"
     # (default: the models' guarantee holds only for an attacker who knows the QIDs alone) or "warn".
     kept_columns: str = "refuse"
     null_policy: str = "error"

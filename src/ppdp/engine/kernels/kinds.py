@@ -9,8 +9,8 @@ SMALLEST_CLASS = 0  # smallest class size; inf when nothing is kept
 LARGEST_EUCLIDEAN_DISTANCE = 1  # largest ||S - Q||_2 over classes (HAEF eq. 2-4); 0 when empty
 FEWEST_DISTINCT = 2  # fewest distinct sensitive values in a class; inf when empty
 SMALLEST_EXP_ENTROPY = 3  # smallest exp(entropy) of a class's sensitive values; inf when empty
-# The models of issue #25, with parameters (``PrivacyModel.kernel_params``; layouts in
-# evaluator/_distribution_kernels.py). 0 when empty, beta-likeness -inf.
+# The sensitive-distribution models, with parameters (``PrivacyModel.kernel_params``; layouts in
+# kernels/distributions.py). 0 when empty, beta-likeness -inf.
 RECURSIVE_RATIO = 4  # largest r_1 / (r_l + ... + r_m) of a class (recursive (c, l)-diversity)
 EQUAL_EMD = 5  # largest equal-distance EMD of a class to Q
 ORDERED_EMD = 6  # largest ordered-distance EMD of a class to Q

@@ -35,7 +35,7 @@ def check_possible(table: EncodedTable, models: Sequence[PrivacyModel]) -> None:
     """Refuse, right after encoding and before the search, a model no non-empty release meets.
 
     Without this the optimizer's best solution is the empty release (feasible by definition,
-    docs/design/paper_notes.md §2), which was published with every check "PASS" (finding 10).
+    docs/design/paper_notes.md §2), which would be published with every check "PASS".
     """
     for m in models:
         reason = m.impossible_reason(table)

@@ -143,7 +143,7 @@ class TCloseness(PrivacyModel):
 
 class _EMD(TCloseness):
     """The EMD variants (Li et al. 2007): each names its kernel of the fused evaluator
-    (``kernel_kind``, evaluator/_distribution_kernels.py; its ``ad`` is that kernel); no DuckDB
+    (``kernel_kind``, kernels/distributions.py; its ``ad`` is that kernel); no DuckDB
     evaluator term and no exact suppression oracle (S*(G) knows only the Euclidean distance), so
     a search under them is not certified optimal; the SQL checks are ``sql/distributions.py``'s."""
 

@@ -1,4 +1,4 @@
-"""The run record's figures describe the version that was published (issue 28, item 4).
+"""The run record's figures describe the version that was published.
 
 The release method measures its candidate (the optimizer's TD, class sizes, suppressed count).
 When the history stage then holds records back (inserts withheld, deletions and changes delayed:

@@ -103,7 +103,7 @@ def workload_errors(table: EncodedTable, g: np.ndarray, retained: np.ndarray, *,
 
     The two sums per query are plain numpy reductions, not ``np.dot``: a dot product of two
     histogram-length vectors goes to multi-threaded OpenBLAS, whose threads spin against the
-    other processes on a loaded machine (issue #18: 0.1 s quiet, up to 3.3 s under load).
+    other processes on a loaded machine (many times slower under load than on a quiet one).
     """
     counts = table.counts.astype(np.float64)
     kept = np.asarray(retained, dtype=np.float64)

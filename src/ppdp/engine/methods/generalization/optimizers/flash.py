@@ -40,7 +40,7 @@ array with one byte per lattice node (``max_lattice`` caps its size); predictive
 n-dimensional slice assignment.
 
 With a zero limit, k-anonymity alone and the numba backend, the whole traversal runs as one
-Numba call (``_flash_kernel.flash_zero_limit``, issue #25: the Python bookkeeping per node cost
+Numba call (``_flash_kernel.flash_zero_limit``: the Python bookkeeping per node cost
 several times the check itself); ``_Flash`` is its plain-Python twin, and the tests show both
 check the same nodes in the same order with the same results. The Tracker receives the checked
 nodes, in order, when the call returns (progress is reported then).
@@ -162,7 +162,7 @@ class _Flash:
     def successors(self, idx: int) -> list[int]:
         """Direct successors of a node, sorted by the strategy (remembered: a path's search and
         a failed check ask for the same node's; on mach2019's 1,000-record sample, 1,078 asks
-        for 434 checks, issue #25). Callers only read the list."""
+        for 434 checks). Callers only read the list."""
         succ = self._succ.get(idx)
         if succ is None:
             node = self.coords(idx)

@@ -1,9 +1,9 @@
-"""Issue 28 on PostgreSQL: credentials (item 2), reader roles (items 7 and 19), leftovers (item 14).
+"""What leaked around a release on PostgreSQL: credentials, reader roles, leftovers.
 
 The command line runs through tests/support/cli_under_test.py (in this process; PGPASSWORD and
 PGPASSFILE are set in its environment for the call), so the same scenario can be replayed against
 an older commit, in a subprocess: ``PPDP_TEST_CLI_MODULE=engine.app.cli PPDP_TEST_CLI_PATH=/tmp/old``.
-Item 2 uses a role that must give a password (scram-sha-256 in pg_hba.conf for that role alone),
+The credentials tests use a role that must give a password (scram-sha-256 in pg_hba.conf for that role alone),
 so the tests show both that the password works where it is given and that it appears nowhere.
 """
 

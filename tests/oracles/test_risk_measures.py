@@ -1,4 +1,4 @@
-"""Re-identification risk (issue 26) against the reference tools' own test values.
+"""Re-identification risk against the reference tools' own test values.
 
 ARX's TestRiskMetrics (arx-deidentifier/arx, src/test/.../TestRiskMetrics.java) checks the
 shipped adult.csv with all nine hierarchy attributes as quasi-identifiers; sdcMicro's

@@ -1,4 +1,4 @@
-"""Issue 28 on DuckDB: what leaked or went wrong around a release (items 1, 4, 5, 6, 10, 13, 14).
+"""What leaked or went wrong around a release, on DuckDB.
 
 Every test drives the command line (tests/support/cli_under_test.py: in this process, or in a
 subprocess with ``PPDP_TEST_CLI_SUBPROCESS=1``), so the same scenario can be replayed against an

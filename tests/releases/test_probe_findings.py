@@ -1,4 +1,4 @@
-"""Issue 28, crashes and confusing output (items 8, 9, 11, 12, 15, 16, 17, 18), each as a user
+"""Crashes and confusing output, each as a user
 meets it: the ``ppdp`` command, its output and exit code (run in this process,
 tests/support/cli_in_process.py; ``PPDP_TEST_CLI_SUBPROCESS=1`` for a subprocess). Every test here
 failed on 6e1dadf (``PPDP_CLI_CHECKOUT``, tests/support/cli.py, runs that checkout in a subprocess).

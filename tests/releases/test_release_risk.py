@@ -1,4 +1,4 @@
-"""Risk in every release (issue 26): source and release risk stored per version in _ppdp.risk,
+"""Risk in every release: source and release risk stored per version in _ppdp.risk,
 kept columns that single out records refused by default (or published with a warning), and the
 job example of docs/guides/jobs.md publishing no row unique on its published columns."""
 
@@ -14,7 +14,7 @@ from ppdp.engine.app.cli import main
 from tests.conftest import write_spec
 from tests.support.paths import REPO
 
-# The README's job example before issue 26: QIDs age and sex, six columns kept as they are.
+# The job example (docs/guides/jobs.md) before the kept-columns check: QIDs age and sex, six columns kept as they are.
 OLD_README_JOB = """{"source": {"table": "adult", "key": "id",
   "keep": ["race", "marital-status", "education", "native-country", "workclass", "occupation"]},
   "quasi_identifiers": [{"column": "age", "hierarchy": {"type": "intervals", "widths": [5, 10, 20]}},

@@ -1,4 +1,4 @@
-"""Risk-based privacy models in a release (issue 26): average-risk 0.05 on adult is found by the
+"""Risk-based privacy models in a release: average-risk 0.05 on adult is found by the
 search, verified in SQL and measured at most 0.05 by ``ppdp risk``; a threshold no release can
 meet is refused before anything is written."""
 

@@ -1,4 +1,4 @@
-"""Microaggregation baselines of issue #15 (engine/methods/microaggregation/{dpp,mdav,oka,ika,entropy_l,
+"""Microaggregation baselines (engine/methods/microaggregation/{dpp,mdav,oka,ika,entropy_l,
 t_closeness,m_invariance}.py) on the registry's common interface.
 
 Every registered algorithm: groups of at least K covering every real record once, the same seed

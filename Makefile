@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench-evaluator bench-papers bench-papers-quick bench-scale bench-scale-spark bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
+.PHONY: demo test lint hooks bench-evaluator bench-papers bench-papers-quick bench-scale bench-scale-spark bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
 
 # dbt for examples/dbt and tests/adapters/test_dbt_example.py. dbt-core 1.12 depends on
 # dbt-core-experimental-parser, whose only distribution is an sdist that downloads its wheel from
@@ -27,7 +27,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/ppdp warm-up
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The commit-msg hook (.githooks/commit-msg: a subject of 72 characters or fewer), in a git
+# checkout only; harmless elsewhere (an unpacked archive has no .git).
+hooks:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git config core.hooksPath .githooks; fi
+
+demo: $(STAMP) hooks
 	rm -f demo.duckdb demo_release.duckdb
 	$(BIN)/ppdp demo --db demo.duckdb
 	$(BIN)/ppdp verify adult --db duckdb://demo.duckdb
@@ -37,9 +42,10 @@ demo: $(STAMP)
 # (tests/support/conftest_xdist.py). TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 
-test: $(STAMP)
+test: $(STAMP) hooks
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/mkdocs build --strict --quiet --site-dir .site
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
@@ -110,4 +116,4 @@ bench-islands-heavy-quick: $(STAMP)
 	$(BIN)/python benchmarks/islands.py --heavy --quick
 
 clean:
-	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache
+	rm -rf $(VENV) demo.duckdb demo_release.duckdb .pytest_cache .site

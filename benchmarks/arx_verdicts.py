@@ -15,7 +15,7 @@ Data: ../shared/data/arx/adult.csv with ARX's hierarchies. SA salary-class: the 
 (6,480 nodes). SA occupation: occupation is then not a QID, so the other 7 (2,160 nodes).
 
 ARX: the classpath in /tmp/arx-build/classpath.txt (``ARX_CLASSPATH`` overrides; see
-../shared/arx/README.md); ArxVerdicts.java (with the harnesses' shared ArxSetup.java) is
+docs/design/arx.md); ArxVerdicts.java (with the harnesses' shared ArxSetup.java) is
 compiled into a temporary folder on each run.
 
 The cases are table-driven (``CASES``): one entry names the ppdp model(s) with their spec

@@ -79,7 +79,7 @@ SPARCS_NUMERIC = ["Length of Stay", "Total Charges", "Total Costs",
                   "APR Severity of Illness Code"]
 SPARCS_CATEGORICAL = ["Age Group", "Gender"]
 FULL_METRIC = {"gcp": gcp, "sil": sil}
-# The paper's RPI ranges (PAPER_NOTES §7: IPUMS, 1k -> 40k tuples, over k-member and l-greedy).
+# The paper's RPI ranges (docs/design/paper_notes.md §7: IPUMS, 1k -> 40k tuples, over k-member and l-greedy).
 PAPER_RPI = {"gcp": (5.0, 8.5), "sil": (30.0, 54.4)}
 SAMPLE_SEED = 20260101
 

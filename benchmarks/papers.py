@@ -11,7 +11,7 @@ instance number, the same seeds for every algorithm); Flash and DFS are determin
 once (their single result stands for all R in the statistics, as the papers' "Result" column).
 Reported: mean and standard deviation of TD (a run that ends without a feasible solution
 scores 0, the TD of the always-feasible empty release; the number of feasible runs is listed),
-query precision 100 * TD / (nR * nQID) (ID-DGA Table 3, PAPER_NOTES §1), the two-sided
+query precision 100 * TD / (nR * nQID) (ID-DGA Table 3, docs/design/paper_notes.md §1), the two-sided
 Wilcoxon rank-sum test at 0.05 against the best mean of each table (normal approximation with
 tie and continuity correction, implemented here: scipy is not a dependency), mean wall time per
 run, the optimum from ``run_optimizer("lattice")`` (certified when its box branch and bound

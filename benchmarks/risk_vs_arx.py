@@ -3,8 +3,8 @@
     python benchmarks/risk_vs_arx.py [--data ../shared/data/arx/adult.csv] [--cp /tmp/arx-build/classpath.txt]
                                      [--out benchmarks/results/risk_vs_arx]
 
-For each column set of adult and each sampling fraction it runs ARX (../shared/arx/ArxRisk.java,
-built as ../shared/arx/README.md says) and ppdp's ``assess`` on the same CSV loaded into DuckDB,
+For each column set of adult and each sampling fraction it runs ARX (benchmarks/arx/ArxRisk.java,
+built as docs/design/arx.md says) and ppdp's ``assess`` on the same CSV loaded into DuckDB,
 and prints one row per (columns, fraction, measure) with both values and their difference; the
 table and the raw figures go to risk_vs_arx.md / .json. ARX reports a non-converged estimator as
 0, ppdp as null: those rows say so instead of a difference.

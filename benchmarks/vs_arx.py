@@ -7,7 +7,7 @@
 
 ARX runs in one JVM kept warm (benchmarks/arx/ArxBench.java in ``serve`` mode, compiled on the
 fly against ARX's classpath, by default /tmp/arx-build/classpath.txt; how to build ARX:
-../shared/arx/README.md). Its time is the wall time of ``ARXAnonymizer.anonymize`` (ARX's
+docs/design/arx.md). Its time is the wall time of ``ARXAnonymizer.anonymize`` (ARX's
 encoding of the data, its search and its result; the CSV and the hierarchies are read once,
 outside the timing). ppdp runs in this process; its time is what ARX's covers: the histogram
 query (DuckDB, in memory), the encoding (leaf codes, SA codes), both as a release's

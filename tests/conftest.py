@@ -28,7 +28,7 @@ def write_spec(path: Path, *, db: Path, table: str = "adult", key: str = "id", q
                keep: list[str] | None = None, drop: list[str] | None = None, kept_columns: str | None = "warn") -> Path:
     """Write a release spec for a table in ``db``; hierarchies default to adult's ARX files.
 
-    Every source column needs a role (finding 5): by default ``keep`` lists adult's columns that
+    Every source column needs a role: by default ``keep`` lists adult's columns that
     are not key, QID, sensitive or dropped. Pass ``keep=[]`` for a table with other columns.
     """
     qids = ADULT_QIDS if qids is None else qids

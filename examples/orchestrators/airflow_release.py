@@ -2,7 +2,7 @@
 imported when Airflow is installed).
 
 1. ``BashOperator`` on the CLI: ``ppdp job run NAME --json`` prints one JSON object (pushed to
-   XCom as the task's last line) and exits with README's "Exit codes": 99 = nothing changed is
+   XCom as the task's last line) and exits with the exit codes of docs/reference/exit-codes.md: 99 = nothing changed is
    Airflow's own ``skip_on_exit_code`` default, so an unchanged source marks the task skipped;
    every other non-zero code fails it (3 refused, 2 bad input, 1 verification failed, ...).
 2. ``@task`` on the Python API: the frozen ``ppdp.RunResult`` says the same in Python.

@@ -9,7 +9,7 @@ view); the check ``ppdp_verified`` re-runs ppdp's verification queries on the cu
 (``ppdp.verify_release``). A run that changed nothing materializes with ``status = skipped``
 and the same version; a refusal by the privacy model or the cross-version rule, a bad spec or a
 failed verification fails the step with ppdp's one-line message (the exit-code table of
-README "Exit codes" names each). Tested by tests/releases/test_orchestrator_examples.py.
+docs/reference/exit-codes.md names each). Tested by tests/releases/test_orchestrator_examples.py.
 """
 
 # No "from __future__ import annotations": Dagster reads the context annotation as a class.

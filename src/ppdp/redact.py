@@ -1,9 +1,9 @@
-"""Credentials never leave ppdp in clear (issue 28, item 2).
+"""Credentials never leave ppdp in clear.
 
 A database URL may carry a password (``postgresql://user:secret@host/db``, or
 ``?password=secret``). ppdp needs it to connect, but everything it stores (``_ppdp.runs.spec``,
 the error column, jobs) or prints (errors, ``show``, ``runs``, ``job history``, certificates)
-goes through these functions first: the password becomes ``***``. The README says how to pass
+goes through these functions first: the password becomes ``***``. docs/guides/postgres.md says how to pass
 credentials without the URL (PGPASSWORD, ~/.pgpass, a service file), which keeps them out of
 shell history and process lists too.
 """

@@ -1,4 +1,4 @@
-"""Connector capabilities, read-only opening (finding 16) and PostgreSQL session safety (finding 13)."""
+"""Connector capabilities, read-only opening and PostgreSQL session safety."""
 
 from __future__ import annotations
 

@@ -229,7 +229,7 @@ class TestSpark(ConnectorSuite):
 
     def test_no_transaction_means_statements_stand(self, con: Connector, schema: str) -> None:
         """What Spark does instead of a rollback: each statement stands on its own (ppdp's safety
-        comes from verifying before the view switch, tests/test_spark_connector.py)."""
+        comes from verifying before the view switch, tests/adapters/test_spark_connector.py)."""
         assert TRANSACTIONAL_DDL not in con.capabilities and ADVISORY_LOCKS not in con.capabilities
         t = self.table(con, schema, "t")
         con.execute(f"CREATE TABLE {t} (x INTEGER)")

@@ -1,4 +1,4 @@
-"""The SQL checks of issue #25's models (sql/distributions.py) on DuckDB, PostgreSQL and Spark.
+"""The SQL checks of the sensitive-distribution models (sql/distributions.py) on DuckDB, PostgreSQL and Spark.
 
 One random published table (two QID columns, one sensitive column with text values, one of
 them with a quote and one NULL-free value that needs escaping) and its Q are written to each

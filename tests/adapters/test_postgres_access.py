@@ -1,4 +1,4 @@
-"""Finding 3: a role removed from ``[access] roles`` kept SELECT on the view. apply_access makes
+"""A role removed from ``[access] roles`` must not keep SELECT on the view. apply_access makes
 the grants exactly the listed roles; missing roles are a clear error before anything changes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Finding 13: the anti-joins of a release (new row ids, withheld keys, suppressed keys) must be
+"""The anti-joins of a release (new row ids, withheld keys, suppressed keys) must be
 plans PostgreSQL runs with hashes. ``x NOT IN (SELECT ...)`` is a SubPlan there (NULL semantics
 forbid an anti-join; past work_mem it re-scans the subquery per row: a 1M-row rerun hung)."""
 

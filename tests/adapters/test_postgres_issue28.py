@@ -1,9 +1,9 @@
-"""Issue 28 on PostgreSQL: credentials (item 2), reader roles (items 7 and 19), leftovers (item 14).
+"""What leaked around a release on PostgreSQL: credentials, reader roles, leftovers.
 
 The command line runs through tests/support/cli_under_test.py (in this process; PGPASSWORD and
 PGPASSFILE are set in its environment for the call), so the same scenario can be replayed against
 an older commit, in a subprocess: ``PPDP_TEST_CLI_MODULE=engine.app.cli PPDP_TEST_CLI_PATH=/tmp/old``.
-Item 2 uses a role that must give a password (scram-sha-256 in pg_hba.conf for that role alone),
+The credentials tests use a role that must give a password (scram-sha-256 in pg_hba.conf for that role alone),
 so the tests show both that the password works where it is given and that it appears nowhere.
 """
 
@@ -86,7 +86,7 @@ def spec_file(tmp_path: Path, url: str, *, roles: list[str] | None = None, table
 
 
 def ok(proc, code: int = 0) -> str:
-    """The command's output when it exited with ``code`` (0 published, 99 skipped: README "Exit codes")."""
+    """The command's output when it exited with ``code`` (0 published, 99 skipped: docs/reference/exit-codes.md)."""
     assert proc.returncode == code, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout + proc.stderr
 
@@ -133,7 +133,7 @@ def test_a_password_in_the_url_is_stored_and_printed_nowhere(warehouse, tmp_path
 
 
 def test_credentials_without_the_url_pgpassword_and_pgpass(warehouse, tmp_path):
-    """The README's ways to keep the password out of the URL (libpq reads them)."""
+    """The ways docs/guides/postgres.md gives to keep the password out of the URL (libpq reads them)."""
     w = warehouse
     with pytest.raises(ConnectorError, match="password"):  # the role really needs its password
         connect(w.bare_url).close()
@@ -217,7 +217,7 @@ def test_changing_only_the_reader_roles_changes_grants_not_versions(source_db, r
 
 @pytest.mark.slow  # about 20-70 s: several CLI runs
 def test_a_revoked_grant_is_said_and_versions_and_delta_stay_with_the_owner(source_db, roles, tmp_path):
-    """README (Portable SQL and access): the view's SELECT is exactly [access] roles, so a run
+    """docs/guides/sql-and-access.md: the view's SELECT is exactly [access] roles, so a run
     revokes SELECT a DBA granted on the view to another role, and says so; __vN and __delta are
     readable by the owner (the role ppdp connects as) and superusers only."""
     a, _, dba_pick = roles

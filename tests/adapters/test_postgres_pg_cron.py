@@ -1,4 +1,4 @@
-"""pg_cron schedules release requests (issue 27 item 3): a cron job calls ppdp.request_run, the
+"""pg_cron schedules release requests: a cron job calls ppdp.request_run, the
 request appears and ``ppdp worker --once`` serves it. Needs Debian's postgresql-NN-cron (.ci/run
 installs it); skipped without it unless PPDP_REQUIRE_PG_CRON=1. Its own server: pg_cron must be
 preloaded and bound to one database at server start."""

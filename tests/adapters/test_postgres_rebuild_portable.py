@@ -1,4 +1,4 @@
-"""Finding 9: ``ppdp sql --dialect postgres`` of a DuckDB release must run on PostgreSQL and give
+"""``ppdp sql --dialect postgres`` of a DuckDB release must run on PostgreSQL and give
 the same rows: DuckDB's ``* EXCLUDE`` in source.query used to come out as ``* EXCEPT`` (not
 PostgreSQL), and a DOUBLE quasi-identifier rebuilt to 0 rows ('39.0' in DuckDB, '39' in
 PostgreSQL for CAST(double AS VARCHAR), so no source value matched a hierarchy leaf)."""

@@ -143,7 +143,7 @@ def test_view_switch_survives_a_renamed_source_column(postgres_database, tmp_pat
         assert run_release(spec, progress=False).run.version == 1
         con.execute('ALTER TABLE public.adult RENAME COLUMN "workclass" TO "work class"')
         con.execute("UPDATE public.adult SET \"work class\" = 'changed' WHERE id = 7")
-        # Every source column needs a role (finding 5): the renamed one is kept under its new name.
+        # Every source column needs a role: the renamed one is kept under its new name.
         keep = [c for c in ADULT_COLUMNS if c not in {"id", "age", "sex", "race", "salary-class", "workclass"}] + ["work class"]
         spec = spec_for(tmp_path / "small2.toml", postgres_database, "public", qids=["age", "sex", "race"], models=K5,
                         output="adult_small", hierarchies={"age": '{ type = "intervals", widths = [5, 10, 20] }'}, keep=keep)

@@ -1,4 +1,4 @@
-"""Releases requested from SQL on the throwaway PostgreSQL (issue 27 item 3).
+"""Releases requested from SQL on the throwaway PostgreSQL.
 
 A role holding only EXECUTE on ``ppdp.request_run`` asks for a release and ``ppdp worker --once``
 publishes it; two workers started together on three requests run each exactly once; a worker

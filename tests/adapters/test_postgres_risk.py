@@ -1,4 +1,4 @@
-"""``ppdp risk`` inside PostgreSQL gives ARX's TestRiskMetrics values on adult (issue 26)."""
+"""``ppdp risk`` inside PostgreSQL gives ARX's TestRiskMetrics values on adult."""
 
 from __future__ import annotations
 

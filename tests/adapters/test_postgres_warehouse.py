@@ -160,7 +160,7 @@ def _small_job(roles: list[str], name: str = "adult_small") -> dict:
     job = json.loads(json.dumps(JOB))
     job["quasi_identifiers"] = job["quasi_identifiers"][:3]
     job["source"]["keep"] = ["native-country", "occupation", "race", "sex", "workclass"]
-    # these kept columns single rows out (issue 26): this test is about grants, so publish anyway
+    # these kept columns single rows out: this test is about grants, so publish anyway
     job.setdefault("privacy", {})["kept_columns"] = "warn"
     job["access"]["roles"] = roles
     job["output"]["name"] = name
@@ -168,7 +168,7 @@ def _small_job(roles: list[str], name: str = "adult_small") -> dict:
 
 
 def test_a_role_removed_from_access_loses_the_view(warehouse):
-    """Finding 3: a role removed from [access] roles kept SELECT on the view."""
+    """A role removed from [access] roles must not keep SELECT on the view."""
     from ppdp.engine.core.spec import spec_from_dict
     from ppdp.engine.release.run import run_release
 

@@ -1,4 +1,4 @@
-"""Spark connector (issue #17 item 3): a release of adult through Spark SQL in local mode equals
+"""Spark connector: a release of adult through Spark SQL in local mode equals
 the DuckDB release row for row, and a failed run leaves the published view as it was (Spark
 has no transaction to roll back).
 

@@ -1,4 +1,4 @@
-"""``ppdp risk``'s SQL in Spark (issue 26): ARX's TestRiskMetrics values on adult, and the
+"""``ppdp risk``'s SQL in Spark: ARX's TestRiskMetrics values on adult, and the
 journalist join (null-safe equality in Spark's dialect) against a population table."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue #24: no import cycles in the package.
+"""No import cycles in the package.
 
 Every import statement of ``src/ppdp`` counts (function-level imports too: a lazy import that
 only hides a cycle is still one; ``if TYPE_CHECKING`` blocks do not). A package's ``__init__``

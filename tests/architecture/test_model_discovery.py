@@ -1,5 +1,5 @@
 """A new privacy model is one new module: the models package imports every module it holds, so a
-module that registers a model is found without any list to edit (issue #25)."""
+module that registers a model is found without any list to edit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue #24: no model name outside the model modules.
+"""No model name outside the model modules.
 
 Code that needs a property of a privacy model asks the model (models/base.py) instead of
 comparing its name, so a new model is one new module. This reads every string constant of the

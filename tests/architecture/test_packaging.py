@@ -1,4 +1,4 @@
-"""Issue #24: one ``ppdp`` package in the wheel, optional engines as extras, connectors by entry point."""
+"""One ``ppdp`` package in the wheel, optional engines as extras, connectors by entry point."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``queries.text`` fills a cached template (issue #25): it must render exactly what sqlglot
+"""``queries.text`` fills a cached template: it must render exactly what sqlglot
 renders for the column's own expression, on every dialect, for any identifier."""
 
 import pytest

@@ -52,7 +52,7 @@ For every version j in which t's own row (found through the harness's private kn
 t's own row missing from its candidate set is reported too (model ``own-row-consistent``): the
 published history contradicts the truth, so either the engine or the harness is wrong.
 
-Sensitive-value exposure (issue #15 item 6; none of the papers measures it): for each person
+Sensitive-value exposure (none of the papers measures it): for each person
 changed since the previous published version (insert / delete / modify-qid / modify-sa) and for
 a sample of unchanged persons, the probability the attacker assigns to t's exact sensitive value
 and to its catalogue category: the share of t's true value (category) among the sensitive values
@@ -62,7 +62,7 @@ candidate set uses everything the attacker knows, the deletion included). A chan
 row was never published while they were in the source (an insertion held back) is counted as
 unmeasured. ``summarize_exposures`` gives mean and worst per change kind.
 
-Share file (issue 28, item 1): an attacker who is handed the file ``ppdp export`` wrote holds
+Share file: an attacker who is handed the file ``ppdp export`` wrote holds
 whatever that file holds. ``share_file_findings`` reads every column of every relation in it
 and reports any that carries source keys, any relation that is not one of the release's
 (``<name>``, ``<name>__v<N>``, ``<name>__delta``), and any row that repeats a whole source row
@@ -740,7 +740,7 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
     return report
 
 
-# --- share files (issue 28, item 1) ----------------------------------------------------------
+# --- share files ----------------------------------------------------------
 
 
 def share_file_findings(share: Path, source: pl.DataFrame, release_name: str) -> list[str]:

@@ -1,6 +1,6 @@
 """Scenarios for the attack harness, and the adapter for ppdp's hierarchy release.
 
-Crafted cases (finding 1: records that appear, disappear or change between versions can be
+Crafted cases (records that appear, disappear or change between versions can be
 singled out by differencing versions) and seeded random insert / delete / update sequences over a
 small adult sample with four QIDs.
 """
@@ -157,7 +157,7 @@ def reinsert_flipped(key: int, original: dict[str, Any]) -> Step:
 
 
 def crafted_scenarios(base: pl.DataFrame) -> dict[str, Scenario]:
-    """Finding 1, case by case (k = 5). Keys 1..6 are the first rows of adult."""
+    """The difference attack, case by case (k = 5). Keys 1..6 are the first rows of adult."""
     row5 = base.filter(pl.col("id") == 5).row(0, named=True)
     return {
         "a-insert-one-copy": Scenario("a-insert-one-copy", (insert_copies(1, 1),)),
@@ -298,7 +298,7 @@ class HeterogeneousRelease(GeneralizationRelease):
 
 
 def item21_scenarios() -> dict[str, Scenario]:
-    """Issue #28 item 21 on a heterogeneous release: a lone departure, then a step with nothing
+    """A heterogeneous release: a lone departure, then a step with nothing
     for it (the ghost is carried on); a lone change of a sensitive value, then another lone
     change of someone else."""
     return {

@@ -1,5 +1,5 @@
 """Difference attacks on published versions (tests/attack): the harness's own logic on a hand-made
-history with a known answer, then finding 1's crafted cases and seeded random change sequences
+history with a known answer, then the difference attack's crafted cases and seeded random change sequences
 replayed through run_release on DuckDB and on a throwaway PostgreSQL server.
 
 A failing scenario test prints the scenario (and seed), the refused steps and a table of the
@@ -115,7 +115,7 @@ def test_candidate_sets_of_a_hand_made_history():
 
 
 def test_candidate_sets_when_rows_widen_and_ghosts_stand():
-    """``widen`` (the heterogeneous release, issue #28 item 21): a row whose sensitive value is
+    """``widen`` (the heterogeneous release): a row whose sensitive value is
     unchanged may be a departed person's ghost or a held-back change even when its range widened;
     a row must cover its present person now, and is never withdrawn while its person stays."""
     def interval(version, labels, raw):
@@ -364,7 +364,7 @@ def test_random_sequence_postgres(seed, tmp_path, postgres_database):
 
 
 
-# --- issue #28 item 21: a heterogeneous release follows a lone departure or a lone change -----
+# --- a heterogeneous release follows a lone departure or a lone change -----
 
 HET_ROWS = 300
 ITEM21 = sorted(item21_scenarios())
@@ -445,7 +445,7 @@ def test_item21_heterogeneous_lone_step_postgres(name, tmp_path, postgres_databa
     _item21(name, postgres_backend(postgres_database), tmp_path)
 
 
-# --- issue 28, item 1: the share file ------------------------------------------------------------
+# --- the share file ------------------------------------------------------------
 
 SHARE_ROWS = 1000
 

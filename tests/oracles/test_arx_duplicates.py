@@ -1,4 +1,4 @@
-"""ARX hierarchy files that repeat a leaf (issue #18 item 5).
+"""ARX hierarchy files that repeat a leaf.
 
 ARX's benchmark files do this: fars ``iage`` repeats a row identically, four cup hierarchies give
 33 leaves two differing rows, which ARX resolves silently by keeping the last one (its
@@ -199,6 +199,6 @@ def test_arx_benchmark_hierarchies_load_unchanged():
         if h.repeated_rows:
             report[f.name] = (h.repeated_rows, h.conflicting_leaves)
     print("\nrepeated rows, conflicting leaves:", report)
-    assert sum(c for _, c in report.values()) == 33  # issue #18: 33 conflicting rows in four cup files
+    assert sum(c for _, c in report.values()) == 33  # 33 conflicting rows in four cup files
     assert {n for n, (_, c) in report.items() if c} == ARX_KEEPS_LAST
     assert report["fars_int_hierarchy_iage.csv"] == (1, 0)

@@ -1,4 +1,4 @@
-"""The Numba kernels of the distribution models of issue #25 in the fused evaluator
+"""The Numba kernels of the distribution models in the fused evaluator
 (evaluator/_distribution_kernels.py): recursive (c, l)-diversity, EMD t-closeness with equal,
 ordered and hierarchical ground distance, basic and enhanced beta-likeness.
 

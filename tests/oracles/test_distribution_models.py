@@ -1,4 +1,4 @@
-"""The sensitive-distribution models of issue #25: EMD t-closeness (equal, ordered, hierarchical),
+"""The sensitive-distribution models: EMD t-closeness (equal, ordered, hierarchical),
 recursive (c, l)-diversity and beta-likeness.
 
 Each kernel equals its plain-Python twin on random releases; hand-worked values from the papers'

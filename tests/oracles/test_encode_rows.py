@@ -1,4 +1,4 @@
-"""The fast reading of prepare (issue #25) gives the table of the general one, field by field:
+"""The fast reading of prepare gives the table of the general one, field by field:
 encode_rows (a small DuckDB source's rows grouped by leaf codes) against encode_histogram of the
 same rows' GROUP BY, the typed text expressions against the general ``CASE typeof`` one on every
 DuckDB type, and stages.validate.read_encoded against the histogram query on DuckDB tables of

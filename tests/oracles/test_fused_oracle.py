@@ -1,7 +1,7 @@
-"""S*(G) and its evaluation in one pass (issue #18 item 1): ``Problem.evaluate_optimal`` through
+"""S*(G) and its evaluation in one pass: ``Problem.evaluate_optimal`` through
 ``_kernels.evaluate_optimal_batch`` gives bit for bit what the two steps give (the oracle
 ``optimal_pair_retention`` + ``rows_from_pairs``, then the fused evaluator), with a cold, a warm
-and an overflowing memo, and agrees with the plain-Python reference (tests/reference.py) on the
+and an overflowing memo, and agrees with the plain-Python reference (tests/support/reference.py) on the
 evaluation of the retained records."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ FIELDS = ("ad", "td", "feasible", "violation", "suppressed")
 
 
 def two_step(problem: Problem, G: np.ndarray):
-    """S*(G) by the oracle kernels, then an evaluation that classifies again (the path before #18)."""
+    """S*(G) by the oracle kernels, then an evaluation that classifies again (the two-step path)."""
     retained = np.stack([problem._optimal_retained(g) for g in G])
     return retained, problem.evaluator.evaluate(G, retained)
 

@@ -1,4 +1,4 @@
-"""The stale-cache guard of the Numba kernel modules (engine/kernels/cache.py, issue #24).
+"""The stale-cache guard of the Numba kernel modules (engine/kernels/cache.py).
 
 Numba's on-disk cache checks a cached function against its own file only, so a kernel that
 compiles in a jitted function of another module keeps the old code when that module changes.

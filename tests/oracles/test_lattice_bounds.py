@@ -1,8 +1,8 @@
-"""Proof tests of the certified lattice search's box bounds (engine/methods/generalization/optimizers/bounds.py, issue
-#18 item 3): every bound and pruning rule against exhaustive search on random instances.
+"""Proof tests of the certified lattice search's box bounds (engine/methods/generalization/optimizers/bounds.py):
+every bound and pruning rule against exhaustive search on random instances.
 
 (a) B(L, U) >= TD of every feasible (G, S) with G in [L, U], S any keep vector: brute force over
-    every S on tiny tables (plain Python, tests/reference.py).
+    every S on tiny tables (plain Python, tests/support/reference.py).
 (b) B(L, U) >= TD(G, S*(G)) of every node in the box, on larger random tables and random boxes;
     B only shrinks on sub-boxes and never exceeds TD(L, nothing suppressed) (the older bound).
 (c) With k-anonymity alone, B(G, G) is TD(G, S*(G)) exactly.
@@ -10,7 +10,7 @@
     bound of every partner.
 (e) The search (box branch and bound, batch 1 and 64, and the node best-first) returns the
     optimum of exhaustive search and says certified, also under a suppression limit.
-(f) The fast partner lists and packed meet vectors (issue #25) equal their plain twins.
+(f) The fast partner lists and packed meet vectors equal their plain twins.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def sub_box(rng: np.random.Generator, L: np.ndarray, U: np.ndarray) -> tuple[np.
 
 
 def exhaustive(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every node, TD(G, S*(G)) and its feasibility (the oracle is proven in tests/test_oracle.py)."""
+    """Every node, TD(G, S*(G)) and its feasibility (the oracle is proven in tests/oracles/test_oracle.py)."""
     nodes = all_nodes(problem.heights)
     _, ev = problem.evaluate_optimal(nodes)
     return nodes, np.asarray(ev.td, dtype=np.float64), np.asarray(ev.feasible, dtype=bool)
@@ -396,7 +396,7 @@ def test_small_lattices_without_partner_tables_take_the_node_search(monkeypatch:
     assert nodes.certified and boxes.certified and nodes.td == pytest.approx(boxes.td, abs=1e-9)
 
 
-# (f) The fast paths of issue #25 against their plain twins: the partner lists built in one
+# (f) The fast paths against their plain twins: the partner lists built in one
 # Numba pass (direct-addressed or hashed merging, meet table or hierarchy walks, packed
 # dominance) against ``row_partners_python``; the packed "u <= v" test against the QID loop;
 # the box bounds with packed meet vectors against the same bounds compared QID by QID.
@@ -473,7 +473,7 @@ def test_packed_box_bounds_equal_the_qid_loop(models_key: str, seed: int) -> Non
     assert np.array_equal(packed(L, U), looped(L, U))  # bit for bit: the same sums in the same order
 
 
-# (g) Row states (issue #25): a box's rows with too few partners inside U (ROW_NONE) or enough
+# (g) Row states: a box's rows with too few partners inside U (ROW_NONE) or enough
 # merged at L (ROW_AT_L) keep that state in every sub-box, so the sub-box skips their partner
 # scans. The bounds with the parent's states equal those of the full scan bit for bit, and a
 # search passing states returns what one without them does (same TD, node, evaluations, boxes).

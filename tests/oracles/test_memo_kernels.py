@@ -2,7 +2,7 @@
 twin (class_memo.DictClassMemo, the dict-based memo it replaced): the same slots for the same
 claims, predecessor lookups and batch plans, through evictions of the ring; and lattice
 searches whose classes are rolled up through it evaluate the same nodes, with the same results,
-as searches that classify every node from scratch (issue #25)."""
+as searches that classify every node from scratch."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Release metrics (engine/metrics): computed once per release, and no BLAS for small vectors.
 
 The workload error is checked against a record-by-record evaluation written independently of
-the vectorized code; the "no BLAS" rule is checked by making np.dot fail (issue #18: the small
+the vectorized code; the "no BLAS" rule is checked by making np.dot fail (the small
 dot products went to multi-threaded OpenBLAS, 0.1 s quiet and up to 3.3 s under load).
 """
 

@@ -1,4 +1,4 @@
-"""Every registered privacy model against its own declarations (issue #24).
+"""Every registered privacy model against its own declarations.
 
 For each model with a warm-up example: the kernel ``ad`` equals the plain-Python twin
 ``reference_ad`` on random releases; ``class_ad`` is each class's AD alone; a model declared

@@ -1,7 +1,7 @@
 """Evolutionary operators pinned on the papers' worked examples (engine/methods/generalization/optimizers/operators.py).
 
 ID-DGA Fig. 1, 3, 4, 5 (papers/id-dga_k-anonymity_distributed-ga.txt §4.2-4.6); HAEF eq. 9-21
-(papers/haef_t-closeness_ga-de.txt §4) with the fixes of PAPER_NOTES §5.
+(papers/haef_t-closeness_ga-de.txt §4) with the fixes of docs/design/paper_notes.md §5.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def test_de_indices_distinct_and_not_the_target():
 
 
 def test_boundary_rule_g():
-    # HAEF §4.3.2 / PAPER_NOTES §5: v < 0 -> 0; v > up -> random integer in (0, up]; else round.
+    # HAEF §4.3.2 / docs/design/paper_notes.md §5: v < 0 -> 0; v > up -> random integer in (0, up]; else round.
     rng = np.random.default_rng(0)
     up = np.array([3, 3, 3, 3, 3, 0])
     out = bound_g(np.array([-0.5, 1.4, 1.5, 2.6, 3.0, 0.3]), up, rng=rng)
@@ -232,7 +232,7 @@ def test_boundary_rule_s():
 
 
 def test_binomial_crossover_jrand_guarantees_one_mutant_gene():
-    # Eq. 20 with j_rand over the vector's length (PAPER_NOTES §5): with CR = 0 exactly one gene.
+    # Eq. 20 with j_rand over the vector's length (docs/design/paper_notes.md §5): with CR = 0 exactly one gene.
     rng = np.random.default_rng(0)
     x, v = np.zeros(9), np.ones(9)
     seen = set()

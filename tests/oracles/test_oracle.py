@@ -1,4 +1,4 @@
-"""The exact suppression oracle S*(G) (PAPER_NOTES §3) against brute force.
+"""The exact suppression oracle S*(G) (docs/design/paper_notes.md §3) against brute force.
 
 (a) ``optimal_pair_retention`` keeps, in every class, the largest number of records over all
     allocations, and what it keeps is feasible.
@@ -103,7 +103,7 @@ def test_pair_retention_with_t_and_l_is_feasible(active) -> None:
 
 
 def test_t_closeness_closed_form_for_a_binary_sa() -> None:
-    """PAPER_NOTES §3: binary SA keeps the most records with |p - q| <= t / sqrt(2)."""
+    """docs/design/paper_notes.md §3: binary SA keeps the most records with |p - q| <= t / sqrt(2)."""
     q = np.array([0.3, 0.7])
     for a, b in itertools.product(range(0, 7), repeat=2):
         if a + b == 0:

@@ -1,4 +1,4 @@
-"""delta-presence and k-map (issue 25): spec validation, k-map's derived k', the population
+"""delta-presence and k-map: spec validation, k-map's derived k', the population
 count kernel against a plain-Python twin, and every node's verdict on small random tables
 against the definitions computed from the raw records (brute force over the lattice)."""
 

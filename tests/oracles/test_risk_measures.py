@@ -1,4 +1,4 @@
-"""Re-identification risk (issue 26) against the reference tools' own test values.
+"""Re-identification risk against the reference tools' own test values.
 
 ARX's TestRiskMetrics (arx-deidentifier/arx, src/test/.../TestRiskMetrics.java) checks the
 shipped adult.csv with all nine hierarchy attributes as quasi-identifiers; sdcMicro's
@@ -139,7 +139,7 @@ def test_uniqueness_kernels_match_reference():
         assert (math.isinf(a) and math.isinf(b)) or a == pytest.approx(b)
 
 
-# ARX 3.9.2's own figures from ../shared/arx/ArxRisk (benchmarks/risk_vs_arx.py runs it): adult on
+# ARX 3.9.2's own figures from benchmarks/arx/ArxRisk.java (benchmarks/risk_vs_arx.py runs it): adult on
 # age, sex, race, where Pitman's Newton-Raphson path passes negative digamma/trigamma arguments
 # (ARX's reflection formulas) before it converges.
 ARX_AGE_SEX_RACE = {0.01: (3.103073808297786e-05, "pitman"), 0.1: (3.0720513392297775e-4, "pitman"),

@@ -1,4 +1,4 @@
-"""Checks with nothing suppressed from the classes alone (issue #18, Flash at a zero limit):
+"""Checks with nothing suppressed from the classes alone (Flash at a zero limit):
 ``Problem.evaluate_unsuppressed`` gives bit for bit what the evaluator gives with every record
 kept, whichever remembered node below each G its classes are rolled up from, and agrees with
 the plain-Python reference; the class memo (engine/methods/generalization/evaluators/class_memo.py) finds a node below

@@ -137,7 +137,7 @@ def test_cli_bad_input_exit_code_2_one_line(small_db, tmp_path):
     assert snapshot(small_db) == before
 
 
-# --- the bad-input sweep (issue 28): every refusal is one line, exit 2, nothing written ------------
+# --- the bad-input sweep: every refusal is one line, exit 2, nothing written ------------
 #
 # Each case builds its input in a fresh folder (a DuckDB file with 300 adult rows, and one with a
 # published release), runs the ``ppdp`` command (in this process: tests/support/cli_in_process.py;
@@ -319,7 +319,7 @@ def _files(folder: Path) -> set[str]:
 
 
 # Parameters no release can meet on this data: refused by the privacy model before any write,
-# exit 3 (README "Exit codes"), not 2, so an orchestrator tells them from a malformed spec.
+# exit 3 (docs/reference/exit-codes.md), not 2, so an orchestrator tells them from a malformed spec.
 MODEL_REFUSALS = {"k-larger-than-table", "l-above-distinct-values"}
 
 

@@ -1,4 +1,4 @@
-"""Issue #25's sensitive-distribution models released on adult, on DuckDB and PostgreSQL.
+"""The sensitive-distribution models released on adult, on DuckDB and PostgreSQL.
 
 Each release must pass its SQL verification (run in the database) and an independent re-check of
 the published view written here from the papers' definitions: the published multiset is the

@@ -112,7 +112,7 @@ def test_changed_column_type_skips_the_delta_and_says_so(tmp_path):
     con = duckdb.connect(str(db))
     con.execute("ALTER TABLE adult ADD COLUMN extra INTEGER DEFAULT 1")
     con.close()
-    # A new column must be given a role before it is released (finding 5): keep it.
+    # A new column must be given a role before it is released: keep it.
     keep = [c for c in ADULT_COLUMNS if c not in {"id", "age", "sex", "salary-class"}] + ["extra"]
     spec = load_spec(write_spec(tmp_path / "s2.toml", db=db, qids=["age", "sex"], models=K5, output="r", keep=keep))
     v2 = run_release(spec, progress=False)

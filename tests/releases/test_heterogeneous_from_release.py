@@ -1,4 +1,4 @@
-"""Issue #16 item 5: any ppdp generalization or microaggregation release as the starting graph of
+"""Any ppdp generalization or microaggregation release as the starting graph of
 the heterogeneous method (params.initial = "release", engine/methods/heterogeneous/convert.py), then improved by
 the local search; and the refusals when the release is missing, of another method or source."""
 

@@ -1,4 +1,4 @@
-"""The heterogeneous k-anonymity release method through the shared pipeline (issue #16): a
+"""The heterogeneous k-anonymity release method through the shared pipeline: a
 k-regular graph improved by local search, published with bound columns and value sets, and the
 SQL verification of the consistency graph, on DuckDB and on a real PostgreSQL server."""
 

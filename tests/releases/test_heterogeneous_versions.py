@@ -1,8 +1,8 @@
-"""Later versions of a heterogeneous k-anonymity release (issue #16 item 7): the previous graph
+"""Later versions of a heterogeneous k-anonymity release: the previous graph
 repaired locally then searched, versions and an exact __delta, and the method's cross-version
 rule (sql/heterogeneous.py cross_version_failures): a new record that could be narrowed below k is
 withheld, a record that would be singled out by leaving stands as a ghost and a change of its
-own columns is held back (issue #28 item 21); a second, independent attacker in Python re-derives
+own columns is held back; a second, independent attacker in Python re-derives
 every candidate set."""
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ FLIP = "UPDATE adult SET \"salary-class\" = CASE WHEN \"salary-class\" = '>50K' 
 
 @pytest.mark.parametrize("statement, held", [("DELETE FROM adult WHERE id = 9", "deletes_delayed"), (FLIP, "changes_delayed")])
 def test_a_lone_departure_or_own_change_is_followed_with_its_row_standing(tmp_path, statement, held):
-    """Issue #28 item 21. A lone departure (a lone change of a sensitive value) used to be refused:
+    """A lone departure (a lone change of a sensitive value) used to be refused:
     the one row that vanished (changed) was the person's. Now the person's v1 row stands in v2 with
     its own columns (a ghost node of the graph at the person's last QIDs; a held-back change), and
     nobody, the person included, has fewer than k rows; dynamic.policy = "strict" still refuses."""

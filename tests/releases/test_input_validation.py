@@ -45,7 +45,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) ->
         assert f in lines[0], lines[0]
 
 
-# --- finding 10: impossible parameters must not publish an empty release ----------------------
+# --- impossible parameters must not publish an empty release ----------------------
 
 
 def test_tiny_t_is_satisfied_by_a_nonempty_release(small_db, tmp_path):
@@ -59,7 +59,7 @@ def test_tiny_t_is_satisfied_by_a_nonempty_release(small_db, tmp_path):
     assert out.run.verification["checks"][0]["ad"] <= 1e-9
 
 
-# --- finding 4: the private schema, in any letter case ---------------------------------------
+# --- the private schema, in any letter case ---------------------------------------
 
 
 def base_spec(**sections) -> dict:
@@ -106,7 +106,7 @@ def published_db(tmp_path) -> Path:
     con.execute("CREATE TABLE _ppdp.suppressed AS SELECT 'secret' AS key")
     con.execute("CREATE TABLE main.source AS SELECT 'raw' AS x")
     con.close()
-    # ppdp's record that it published r v1 (export copies what the record names, issue 28)
+    # ppdp's record that it published r v1 (export copies what the record names)
     import datetime
 
     from ppdp.connectors import connect
@@ -155,7 +155,7 @@ def test_export_copies_the_published_relations_only(published_db, tmp_path):
 
 def test_export_leaves_out_a_view_reading_outside_its_schema(published_db, tmp_path):
     """A view that is not ppdp's (here: over the source) stays behind; the release is exported
-    (issue 28, item 1: export copies what ppdp published, whatever else the schema holds)."""
+    (export copies what ppdp published, whatever else the schema holds)."""
     from ppdp.connectors import connect
     from ppdp.engine.app.export import export_schema
 
@@ -175,7 +175,7 @@ def test_export_leaves_out_a_view_reading_outside_its_schema(published_db, tmp_p
     assert names == {"r", "r__v1"}
 
 
-# --- finding 5: every source column must be declared -----------------------------------------
+# --- every source column must be declared -----------------------------------------
 
 
 
@@ -229,14 +229,14 @@ def test_a_column_with_two_roles_is_a_spec_error(field, value, pattern):
 
 
 def test_qid_also_dropped_is_refused_before_any_write(small_db, tmp_path):
-    """Finding 16: a QID also in drop used to reach DuckDB as a raw binder error."""
+    """A QID also in drop used to reach DuckDB as a raw binder error."""
     spec = write_spec(tmp_path / "s.toml", db=small_db, qids=SMALL, drop=["age", "workclass"])
     before = snapshot(small_db)
     assert_one_line_error(cli("run", str(spec), "--no-progress"), "Column 'age' is both quasi-identifier and dropped column")
     assert snapshot(small_db) == before
 
 
-# --- finding 7: the run key covers hierarchy contents and the ppdp version ---------------------
+# --- the run key covers hierarchy contents and the ppdp version ---------------------
 
 
 def test_hierarchy_digest_follows_content_not_layout(tmp_path):
@@ -312,7 +312,7 @@ def test_undeclared_columns_are_refused_before_any_write(small_db, tmp_path):
     assert snapshot(small_db) == before
 
 
-# --- finding 10: impossible parameters ---------------------------------------------------------
+# --- impossible parameters ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(("model", "pattern"), [
@@ -421,7 +421,7 @@ def test_models_impossible_together_publish_nothing(small_db, tmp_path):
     assert published == 0
 
 
-# --- finding 15: one line, never a traceback ------------------------------------------------------
+# --- one line, never a traceback ------------------------------------------------------
 
 
 @pytest.fixture
@@ -496,7 +496,7 @@ def test_run_piped_into_head(small_db, tmp_path):
     assert "Traceback" not in err.read_text() and "BrokenPipe" not in err.read_text()
 
 
-# --- finding 16: names checked when the spec is parsed ---------------------------------------------
+# --- names checked when the spec is parsed ---------------------------------------------
 
 
 @pytest.mark.parametrize(("sections", "pattern"), [

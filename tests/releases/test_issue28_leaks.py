@@ -1,4 +1,4 @@
-"""Issue 28 on DuckDB: what leaked or went wrong around a release (items 1, 4, 5, 6, 10, 13, 14).
+"""What leaked or went wrong around a release, on DuckDB.
 
 Every test drives the command line (tests/support/cli_under_test.py: in this process, or in a
 subprocess with ``PPDP_TEST_CLI_SUBPROCESS=1``), so the same scenario can be replayed against an
@@ -61,7 +61,7 @@ def spec_for(tmp_path: Path, db: Path, *, output_schema: str = "published", name
 
 
 def ok(proc, code: int = 0) -> str:
-    """stdout of a command that exited with ``code`` (0 published, 99 skipped: README "Exit codes")."""
+    """stdout of a command that exited with ``code`` (0 published, 99 skipped: docs/reference/exit-codes.md)."""
     assert proc.returncode == code, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 

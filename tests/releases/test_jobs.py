@@ -20,7 +20,7 @@ SPEC = {
     "quasi_identifiers": [{"column": q, "hierarchy": {"type": "arx", "file": str(ADULT / f"adult_hierarchy_{q}.csv")}}
                           for q in ("age", "sex", "race", "marital-status")],
     "sensitive": {"columns": ["salary-class"]},
-    # the kept columns single out rows (issue 26); these tests are about jobs, so publish with the warning
+    # the kept columns single out rows; these tests are about jobs, so publish with the warning
     "privacy": {"models": [{"name": "k-anonymity", "k": 5}], "kept_columns": "warn"},
     "optimizer": {"name": "lattice", "budget": 5000, "seed": 3},
     "output": {"schema": "published", "name": "adult_job"},

@@ -1,7 +1,7 @@
-"""Issue #14's findings on releases and versions (each failed before its fix).
+"""What a review found leaking from releases and versions (each test failed before its fix).
 
-Finding 1 (the difference attack) is tests/test_attack.py; inputs (4, 5, 7, 10, 15, 16) are
-tests/test_input_validation.py; PostgreSQL (3, 9, 13, 14) are tests/test_postgres_*.py.
+The difference attack is tests/attack/test_attack.py; bad input is
+tests/releases/test_input_validation.py; PostgreSQL is tests/adapters/test_postgres_*.py.
 """
 
 from __future__ import annotations

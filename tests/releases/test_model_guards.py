@@ -1,4 +1,4 @@
-"""Issue #24: a privacy model or method that declares nothing fails closed.
+"""A privacy model or method that declares nothing fails closed.
 
 A toy model without an exact suppression oracle is released feasible but not certified, and the
 run record says why; the same model, not declared union-closed, makes a second version refuse

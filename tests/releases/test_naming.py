@@ -1,4 +1,4 @@
-"""Finding 14: release names longer than the database's identifier limit are refused up front."""
+"""Release names longer than the database's identifier limit are refused up front."""
 
 from __future__ import annotations
 

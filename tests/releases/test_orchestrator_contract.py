@@ -1,4 +1,4 @@
-"""The orchestrator contract (issue 27 item 2): every exit code of the table is produced here,
+"""The orchestrator contract: every exit code of the table is produced here,
 every ``--json`` output is one JSON object on stdout that validates against the checked-in
 schema, and the Python API returns the same frozen record.
 """

@@ -1,4 +1,4 @@
-"""delta-presence and k-map release on adult, on DuckDB and inside PostgreSQL (issue 25).
+"""delta-presence and k-map release on adult, on DuckDB and inside PostgreSQL.
 
 Each release must pass its own SQL verification (the population's classes recounted in the
 database from the stored hierarchies at the version's levels), and an independent re-check in

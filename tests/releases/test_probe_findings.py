@@ -1,9 +1,9 @@
-"""Issue 28, crashes and confusing output (items 8, 9, 11, 12, 15, 16, 17, 18), each as a user
+"""Crashes and confusing output, each as a user
 meets it: the ``ppdp`` command, its output and exit code (run in this process,
 tests/support/cli_in_process.py; ``PPDP_TEST_CLI_SUBPROCESS=1`` for a subprocess). Every test here
 failed on 6e1dadf (``PPDP_CLI_CHECKOUT``, tests/support/cli.py, runs that checkout in a subprocess).
 
-The refusal contract (README "Rules and defaults"): bad input gives one line on stderr, exit code
+The refusal contract (docs/reference/spec.md, "Rules and defaults"): bad input gives one line on stderr, exit code
 2, and nothing written to the database.
 """
 
@@ -274,7 +274,7 @@ def test_file_source_without_the_key_names_the_file_and_its_columns(tmp_path):
 
 
 def test_readme_says_how_to_give_a_keyless_csv_a_key():
-    readme = (PATHS.REPO / "README.md").read_text()
+    readme = (PATHS.REPO / "docs" / "reference" / "spec.md").read_text()
     i = readme.index("`source.file`")
     assert "row_number() OVER ()" in readme[i:i + 800] and "key" in readme[i:i + 800]
 

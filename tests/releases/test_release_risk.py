@@ -1,6 +1,6 @@
-"""Risk in every release (issue 26): source and release risk stored per version in _ppdp.risk,
+"""Risk in every release: source and release risk stored per version in _ppdp.risk,
 kept columns that single out records refused by default (or published with a warning), and the
-README's job example publishing no row unique on its published columns."""
+job example of docs/guides/jobs.md publishing no row unique on its published columns."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ppdp.engine.app.cli import main
 from tests.conftest import write_spec
 from tests.support.paths import REPO
 
-# The README's job example before issue 26: QIDs age and sex, six columns kept as they are.
+# The job example (docs/guides/jobs.md) before the kept-columns check: QIDs age and sex, six columns kept as they are.
 OLD_README_JOB = """{"source": {"table": "adult", "key": "id",
   "keep": ["race", "marital-status", "education", "native-country", "workclass", "occupation"]},
   "quasi_identifiers": [{"column": "age", "hierarchy": {"type": "intervals", "widths": [5, 10, 20]}},
@@ -25,9 +25,9 @@ OLD_README_JOB = """{"source": {"table": "adult", "key": "id",
 
 
 def readme_job_sql() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "guides" / "jobs.md").read_text()
     m = re.search(r"```sql\n(INSERT INTO _ppdp\.jobs .*?;)\n```", text, re.S)
-    assert m, "the README's job example is gone"
+    assert m, "the job example of docs/guides/jobs.md is gone"
     return m.group(1)
 
 
@@ -63,7 +63,7 @@ def test_readme_job_example_publishes_no_unique_row(adult_db, capsys):
 
 def test_old_readme_example_is_refused_with_the_counts(adult_db, capsys):
     register(adult_db, "INSERT INTO _ppdp.jobs (name, spec) VALUES ('adult_k5', '" + OLD_README_JOB % "" + "')")
-    assert main(["job", "run", "adult_k5", "--db", f"duckdb://{adult_db}", "--no-progress"]) == 3  # REFUSED: a privacy refusal, not bad input (README Exit codes)
+    assert main(["job", "run", "adult_k5", "--db", f"duckdb://{adult_db}", "--no-progress"]) == 3  # REFUSED: a privacy refusal, not bad input (docs/reference/exit-codes.md)
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     # the issue's own count: 13,999 of the 30,140 published rows are unique on the published columns
@@ -113,5 +113,5 @@ def test_warn_publishes_with_the_warning_and_stores_both_risks(adult_db, capsys)
 def test_kept_columns_default_is_refuse(adult_db, tmp_path, capsys):
     spec = write_spec(tmp_path / "s.toml", db=adult_db, qids=["age", "sex"], kept_columns=None,
                       hierarchies={"age": '{ type = "intervals", widths = [5, 10, 20] }', "sex": '"flat"'})
-    assert main(["run", str(spec), "--no-progress"]) == 3  # REFUSED: a privacy refusal, not bad input (README Exit codes)
+    assert main(["run", str(spec), "--no-progress"]) == 3  # REFUSED: a privacy refusal, not bad input (docs/reference/exit-codes.md)
     assert "single" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``ppdp report`` (#26 item 4): one self-contained page per release version, for the three
+"""``ppdp report``: one self-contained page per release version, for the three
 release methods, on DuckDB and PostgreSQL; what the external page must not contain; the risk
 table against ``ppdp risk --json``; bad input refused with exit code 2 and nothing written.
 

@@ -1,5 +1,5 @@
 """Releases requested from SQL on DuckDB: an INSERT into ``_ppdp.requests`` and ``ppdp worker --once``
-(one writer per file: no SKIP LOCKED needed, README "Releases requested from SQL")."""
+(one writer per file: no SKIP LOCKED needed, docs/guides/requests.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Risk-based privacy models in a release (issue 26): average-risk 0.05 on adult is found by the
+"""Risk-based privacy models in a release: average-risk 0.05 on adult is found by the
 search, verified in SQL and measured at most 0.05 by ``ppdp risk``; a threshold no release can
 meet is refused before anything is written."""
 
@@ -27,7 +27,7 @@ def test_infeasible_average_risk_is_refused_before_any_write(adult_db, tmp_path,
     before = snapshot(adult_db)
     spec = write_spec(tmp_path / "bad.toml", db=adult_db,
                       models='[[privacy.models]]\nname = "average-risk"\nthreshold = 0.00001\n')
-    assert main(["run", str(spec), "--no-progress"]) == 3  # REFUSED: a privacy refusal, not bad input (README Exit codes)
+    assert main(["run", str(spec), "--no-progress"]) == 3  # REFUSED: a privacy refusal, not bad input (docs/reference/exit-codes.md)
     assert "No release can satisfy average-risk" in capsys.readouterr().err
     assert snapshot(adult_db) == before
 

@@ -1,6 +1,6 @@
 """executor = "auto" (the default of every island optimizer), the warm worker pool of an
 ``IslandRuntime`` (the process's default one or a block's own) and the Numba cache the workers
-share with the master (issue #17, item 1)."""
+share with the master."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def test_same_seed_same_result_with_auto_local_and_process_and_the_pool_is_reuse
 def test_master_loads_the_kernels_before_starting_fresh_workers(k_problem: Problem, monkeypatch):
     """Fresh workers must find the kernels in Numba's cache: the master compiles (first run) or
     loads them before it starts any worker. Before, every worker compiled them at once on a
-    first run (issue #17: 133 s instead of 3.5 s)."""
+    first run (133 s instead of 3.5 s)."""
     events: list[str] = []
     real_warm = process_mod.warm_up_island
 

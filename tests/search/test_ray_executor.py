@@ -1,4 +1,4 @@
-"""Ray executors (issue #17 item 2) on a local one-node Ray cluster that this module starts and
+"""Ray executors on a local one-node Ray cluster that this module starts and
 stops: islands as Ray actors give the run of in-process islands for a seed, and the lattice
 search with its node batches on Ray workers is certified with the in-process optimum.
 

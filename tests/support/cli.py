@@ -39,7 +39,7 @@ def ppdp(*args: str, timeout: float = 600, env: dict[str, str] | None = None) ->
 
 def assert_refused(proc: subprocess.CompletedProcess, *fragments: str, code: int = 2) -> str:
     """The refusal contract: exit code ``code`` (2, a spec or data error; 3, refused by the privacy
-    model: README "Exit codes") and exactly one line on stderr, ``ppdp: error: ...``, containing
+    model: docs/reference/exit-codes.md) and exactly one line on stderr, ``ppdp: error: ...``, containing
     each fragment. Returns the line."""
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == code and len(lines) == 1 and lines[0].startswith("ppdp: error: "), \

@@ -1,5 +1,5 @@
 """Plain-Python twins of the evaluator and of the exact suppression oracle (after stumpy's
-``tests/naive.py``): dicts and loops straight from the definitions of PAPER_NOTES §1-3, no
+``naive.py``): dicts and loops straight from the definitions of docs/design/paper_notes.md §1-3, no
 Numba, no NumPy tricks, no use of the lookup arrays of ``EncodedTable``.
 
 Records are numbered by histogram row (engine/core/encoding.py): row h owns records
@@ -17,7 +17,7 @@ L_TOLERANCE = 1e-12  # engine/privacy/l_diversity.py
 
 
 def leaf_count(hierarchy, level, value):
-    """|v_g|: leaves of the hierarchy below ``value`` at ``level`` (PAPER_NOTES §1)."""
+    """|v_g|: leaves of the hierarchy below ``value`` at ``level`` (docs/design/paper_notes.md §1)."""
     n = 0
     for row in hierarchy.rows:
         if row[level] == value:
@@ -67,7 +67,7 @@ def classes(table, g, keep):
 
 
 def transparency(table, g, keep):
-    """TD = sum over retained records of sum over QIDs of 1/|v_g| (PAPER_NOTES §1)."""
+    """TD = sum over retained records of sum over QIDs of 1/|v_g| (docs/design/paper_notes.md §1)."""
     total = 0.0
     for r, (_, leaves, _) in enumerate(records(table)):
         if keep[r]:
@@ -96,7 +96,7 @@ def entropy(counts):
 
 
 def model_ad(model, class_counts, q):
-    """AD of one model over a release given as {class: {SA: n}} (PAPER_NOTES §2): the model's
+    """AD of one model over a release given as {class: {SA: n}} (docs/design/paper_notes.md §2): the model's
     own plain-Python twin (``PrivacyModel.reference_ad``)."""
     return model.reference_ad(class_counts, q)
 
@@ -132,7 +132,7 @@ def keep_from_retained(table, retained):
     return keep
 
 
-# --- exact suppression by brute force (PAPER_NOTES §3) ----------------------------------
+# --- exact suppression by brute force (docs/design/paper_notes.md §3) ----------------------------------
 
 
 def allocation_feasible(alloc, q_of, q, *, k=1, t=-1.0, l_distinct=1, l_entropy=1.0):

@@ -24,7 +24,7 @@ SKIP_LOCKED = "skip_locked"
 DEFINER_FUNCTIONS = "definer_functions"
 # The database runs in this process and hands a query's rows over as Arrow without a network
 # hop (``ArrowRowsConnector.query_arrow``): reading a small source's rows then costs less than
-# grouping them in the database (engine.release.stages.validate.read_encoded, issue #25).
+# grouping them in the database (engine.release.stages.validate.read_encoded).
 IN_PROCESS_ROWS = "in_process_rows"
 CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS,
                           IN_PROCESS_ROWS})
@@ -67,7 +67,7 @@ class Connector(Protocol):
 
     def identity(self) -> str:
         """Which database this is, however its URL was spelled (an embedded file's resolved path,
-        a server's system identifier and database name): part of the run key (issue 28, item 5)."""
+        a server's system identifier and database name): part of the run key."""
         ...
 
     def close(self) -> None: ...
@@ -93,7 +93,7 @@ def connect(url: str, *, read_only: bool = False, create: bool = True) -> Connec
     ``read_only`` (``ppdp show``, ``verify``, ``runs``, ``certificate``): nothing can be written,
     and a DuckDB file that does not exist is a ConnectorError instead of a new empty file.
     ``create=False`` (a release, a job): the database must exist already; an embedded database
-    is not created by opening it (issue 28, item 13: a mistyped path left an empty file behind).
+    is not created by opening it (a mistyped path would leave an empty file behind).
     Server databases are never created by connecting, whatever ``create`` says.
     """
     scheme, sep, _ = url.partition("://")

@@ -89,7 +89,7 @@ class DuckDBConnector:
     def query_arrow(self, sql: str) -> pa.Table:
         """A query's result as Arrow, the form DuckDB hands it over in: ``query`` without the
         conversion to Polars, whose fixed cost was a third of reading a 1,000-row source's rows
-        in prepare (engine.release.stages.validate.read_encoded, issue #25)."""
+        in prepare (engine.release.stages.validate.read_encoded)."""
         try:
             return self.con.sql(sql).to_arrow_table()
         except duckdb.Error as exc:

@@ -9,10 +9,11 @@ that leaves quoted strings, quoted identifiers, dollar-quoted strings and commen
 
 After every ``INSERT ... SELECT`` the target table is ANALYZEd: a release fills ppdp's private
 tables inside one open transaction, where autovacuum cannot see the rows, and the planner would
-otherwise take them for empty and nest loops over them (a 20,000-row release spent 7 s in a
-Nested Loop Anti Join over ``_ppdp.suppressed``; ANALYZE works inside a transaction).
+otherwise take them for empty and nest loops over them (a Nested Loop Anti Join over ``_ppdp.suppressed`` took most of a
+20,000-row release; ANALYZE works inside a transaction).
 
-Session safety (finding 13). URL options, removed before the URL reaches libpq:
+Session safety (a killed ppdp must not leave its backend holding the run lock). URL options,
+removed before the URL reaches libpq:
 
 * ``statement_timeout`` (PostgreSQL duration, e.g. ``?statement_timeout=30min``): any statement
   running longer is cancelled. Default: none (0), as PostgreSQL's own default: a 10M-row
@@ -28,7 +29,7 @@ Planner settings for ppdp's analytical statements, also URL options:
   groupings of a 1M-row release became sorts spilled to disk (hundreds of MB) instead of hash
   joins / hash aggregates.
 * ``jit`` (default ``off``): the release's wide generated expressions cost more to JIT-compile
-  than they save (21 of 37 s of the suppressed-keys statement on 1M rows were compilation).
+  than they save (on 1M rows, compilation was more than half of the suppressed-keys statement).
 
 Every statement sent is appended to ``statements`` and the Arrow bytes received / sent are
 summed in ``bytes_in`` / ``bytes_out``, so callers can see what ran where and what moved.
@@ -282,7 +283,7 @@ class PostgresConnector:
     max_identifier_length = 63  # NAMEDATALEN - 1 bytes; the server's own value replaces it on connect
 
     def __init__(self, url: str, *, read_only: bool = False, create: bool = True) -> None:
-        self.url = redact(url)  # for messages; the password is used below to connect and kept nowhere (issue 28, item 2)
+        self.url = redact(url)  # for messages; the password is used below to connect and kept nowhere
         self.read_only = read_only
         self.statements: list[str] = []
         self.bytes_in = 0  # Arrow bytes of query results

@@ -23,7 +23,7 @@ What Spark cannot promise, declared by leaving capabilities out:
 * no ``transactional_ddl``: ``transaction()`` cannot roll anything back. ppdp stays safe
   because of the order of its stages: the new version is written under a new table name
   (``<name>__v<N>``), verified by SQL, and only then does the view move; a failed or killed run
-  leaves the view on the previous, verified version (tests/test_spark_connector.py checks this).
+  leaves the view on the previous, verified version (tests/adapters/test_spark_connector.py checks this).
   What a failed run leaves behind is private: its unverified ``__v<N>`` table and its rows in
   ``_ppdp`` for version N, which is never a published version (``runs`` says ``failed``) and
   is written over by the next run (N is reused: it is the last *succeeded* version plus one).

@@ -37,7 +37,7 @@ def ddl(d: str = "duckdb") -> list[str]:
         "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP, source_rows BIGINT, spec VARCHAR, solution VARCHAR, "
         "metrics VARCHAR, verification VARCHAR, error VARCHAR, job VARCHAR, run_key VARCHAR, source_fingerprint VARCHAR, "
         "changes VARCHAR, cross_version VARCHAR)",
-        # Release jobs registered in the database (README: "Release jobs"); spec is the JSON form.
+        # Release jobs registered in the database (docs/guides/jobs.md); spec is the JSON form.
         f"CREATE TABLE IF NOT EXISTS {p('jobs')} ("
         "name VARCHAR PRIMARY KEY, spec VARCHAR NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
         "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, enabled BOOLEAN DEFAULT TRUE)",
@@ -52,7 +52,7 @@ def ddl(d: str = "duckdb") -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p('row_state')} (release VARCHAR NOT NULL, key VARCHAR NOT NULL, row_hash VARCHAR NOT NULL)",
         # The source's sensitive-value distribution Q at each version (t-closeness is checked
         # against what was true when the version was published, not against today's source).
-        # Re-identification risk of each version (issue 26): the source's and the release's
+        # Re-identification risk of each version: the source's and the release's
         # measures side by side (JSON of ppdp risk --json), and the kept-columns check.
         f"CREATE TABLE IF NOT EXISTS {p('risk')} ("
         "release VARCHAR NOT NULL, version INTEGER NOT NULL, run_id VARCHAR NOT NULL, columns VARCHAR NOT NULL, "

@@ -1,8 +1,8 @@
 """SQL of ``ppdp export``: which relations of a schema ppdp published, and the share file's DDL.
 
 The list of relations comes from ppdp's own record (``_ppdp.releases`` and the succeeded runs of
-``_ppdp.runs``), never from the schema's catalog: a schema may hold anything else (issue 28,
-item 1: the source table with its keys), and only what ppdp published may leave in a share file.
+``_ppdp.runs``), never from the schema's catalog: a schema may hold anything else
+(the source table with its keys), and only what ppdp published may leave in a share file.
 """
 
 from __future__ import annotations

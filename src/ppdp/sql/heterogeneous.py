@@ -43,7 +43,7 @@ def ddl(d: str = "duckdb") -> list[str]:
 
 OWN = "__own"  # hetero_sources attribute: digest of a record's own (non-QID) released columns
 # hetero_sources attribute marking a record whose published row is frozen at the previous
-# version's (issue #28 item 21): label GHOST for a departed record whose row is carried (its
+# version's: label GHOST for a departed record whose row is carried (its
 # QIDs and own digest are its last ones), DELAYED for a record whose own-column change is held
 # back (its own digest is the previous one). The cross-version check reads such a record as
 # present with those values: see engine/methods/heterogeneous/method.py.

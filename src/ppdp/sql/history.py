@@ -5,7 +5,7 @@ version in which it is present, the version number, a hash of its generalized QI
 mark when its sensitive value differs from the last version it was present in. Rows with equal
 histories form a *history class*: whoever holds all versions and knows when a person joined,
 left or changed, and their QIDs, can narrow that person down to a union of history classes, no
-further (README, "Privacy across versions"). Every history class must satisfy the privacy model
+further (docs/concepts/threat-model.md). Every history class must satisfy the privacy model
 on its sensitive values in each version in which it is present; since k, distinct-l, entropy-l and
 Euclidean t-closeness all survive taking unions of classes, this bounds every such attacker.
 

@@ -110,8 +110,8 @@ def text(col: str, alias: str = "src", dialect: str = "duckdb", sql_type: str | 
 # DuckDB types whose canonical text the type alone decides, so the histogram query can render
 # them with one expression chosen here instead of the run-time ``CASE typeof`` of text_expr:
 # DuckDB folds that CASE to the same expression, but binding and folding it was most of the
-# planning of a small table's histogram query (8 columns: 1 to 3 ms of a 1,000-record prepare,
-# issue #25). typeof() of a column is its declared type, so the choice is the one the CASE makes:
+# planning of a small table's histogram query (8 columns: a large share of a 1,000-record
+# prepare). typeof() of a column is its declared type, so the choice is the one the CASE makes:
 # the float types strip '.0', the others are a plain CAST (VARCHAR: the column itself). Any type
 # not listed (and every source.query column, whose types are not described) keeps text_expr.
 _PLAIN_CAST_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGEINT", "UBIGINT", "UINTEGER",
@@ -141,8 +141,8 @@ def _text_template(alias: str, dialect: str, kind: str | None = None) -> tuple[s
     """``text`` of a placeholder column, rendered by sqlglot once per (alias, dialect, kind), and
     the placeholder's quoted form: ``text`` puts the quoted column in its place. The same SQL as
     rendering ``text_expr`` per column, at the cost of quoting one identifier: the expression
-    tree's build, copies and generation were most of preparing a 1,000-record release (13 ms
-    of 35 for the histogram query's 8 columns, issue #25). ``kind`` "float"/"cast": the branch
+    tree's build, copies and generation were the largest part of preparing a 1,000-record release
+    (over a third of it, for the histogram query's 8 columns). ``kind`` "float"/"cast": the branch
     of text_expr that a column of a known type takes, "bare" the column itself (typed_text_kind)."""
     column = exp.column(_TEXT_PLACEHOLDER, alias, quoted=True)
     cast = exp.cast(column, exp.DataType.build("VARCHAR"))
@@ -169,7 +169,7 @@ def histogram_query(source: Source, qids: list[str], sensitive: list[str], types
 
 def text_rows_query(source: Source, columns: list[str], types: Mapping[str, str] | None = None, limit: int | None = None) -> str:
     """Every source row's ``columns`` as the canonical text of histogram_query, not grouped: a
-    small in-process table is grouped faster by its encoding than by the database (issue #25).
+    small in-process table is grouped faster by its encoding than by the database.
     ``limit``: at most that many rows."""
     d = source.dialect
     types = types or {}
@@ -213,7 +213,7 @@ def suppressed_keys_query(source: Source, key: str, qids: list[str], sensitive: 
 
     Only combinations kept in part are ranked, and combinations are matched by one hash column:
     ranking every row by all QID and SA texts, and joining on 2 conditions per column, made
-    PostgreSQL sort the whole source to disk several times (33 s of a 1M-row release).
+    PostgreSQL sort the whole source to disk several times (most of a 1M-row release).
     """
     d = source.dialect
     cols = qids + sensitive
@@ -269,7 +269,7 @@ def release_select(
         )
         # LEFT JOIN: PostgreSQL estimates each inner join on leaf from the leaf count of the
         # whole hierarchies table, so after a few QIDs it expects 1 row and nests loops over the
-        # source (17 s for 1M rows); an outer join keeps the estimate at the source's size. Same
+        # source (slow on 1M rows); an outer join keeps the estimate at the source's size. Same
         # rows: a row whose QID matches no leaf (NULL) is a suppressed key, removed below.
         select = select.join(table_expr(private_schema, "hierarchies", alias=alias), on=cond, join_type="left")
         projections.append(exp.alias_(exp.column("value", alias, quoted=True), ident(col)))
@@ -317,7 +317,7 @@ def verify_k_query(relation: str, qids: list[str], d: str = "duckdb") -> str:
 
 def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:
     """Largest Euclidean distance (HAEF eq. 2-4) between a class's SA distribution and Q,
-    Q taken over the whole source table (PAPER_NOTES §2)."""
+    Q taken over the whole source table (docs/design/paper_notes.md §2)."""
     d = source.dialect
     sa_src = ", ".join(f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
     sa_g = ", ".join(str(i + 1) for i in range(len(sensitive)))

@@ -16,7 +16,7 @@ def ident(name: str) -> exp.Identifier:
 def quote_ident(name: str, dialect: str = "duckdb") -> str:
     """``name`` as a quoted identifier in ``dialect`` (embedded quotes doubled). Cached: a pure
     function of its arguments, and sqlglot's generation per call was most of building a small
-    table's histogram query (17 identifiers, issue #25)."""
+    table's histogram query (17 identifiers)."""
     return ident(name).sql(dialect=dialect)
 
 

@@ -56,7 +56,7 @@ def function_ddl(d: str = "postgres") -> list[str]:
     registered, enabled job (missing and disabled read the same, so the error tells a caller no
     more than that); the requester is ``session_user``, the role that logged in, which SET ROLE
     and the definer's rights do not change. EXECUTE is revoked from PUBLIC: an administrator
-    grants it per role (README "Releases requested from SQL").
+    grants it per role (docs/guides/requests.md).
     """
     fn = function_name(d)
     jobs, requests = quote_table(PRIVATE_SCHEMA, "jobs", d), requests_table(d)

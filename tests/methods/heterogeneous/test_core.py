@@ -191,7 +191,7 @@ def _random_valid_move(rng, state):
 
 
 def test_incremental_equals_full_recomputation_after_10000_moves():
-    """Issue #16's acceptance point: 10,000 random moves, then GCP and SIL from the running
+    """The acceptance point: 10,000 random moves, then GCP and SIL from the running
     totals agree with a full recomputation to 1e-9; every 50th delta is checked too."""
     rng = np.random.default_rng(16)
     table = _random_table(rng, 300)

@@ -1,4 +1,4 @@
-"""Microaggregation baselines of issue #15 (engine/methods/microaggregation/{dpp,mdav,oka,ika,entropy_l,
+"""Microaggregation baselines (engine/methods/microaggregation/{dpp,mdav,oka,ika,entropy_l,
 t_closeness,m_invariance}.py) on the registry's common interface.
 
 Every registered algorithm: groups of at least K covering every real record once, the same seed
@@ -273,7 +273,7 @@ def test_dpp_forged_value_differs_from_the_inserted_one_but_may_be_synonymous():
         assert int(state.sa[fake]) != int(sa[i])
         synonymous += int(CAT.category_code[state.sa[fake]] == CAT.category_code[sa[i]])
     # No catalogue condition: with 2 of the 11 other values in the same category, some of 60
-    # draws are synonymous (DRASL's Alg. 3 never draws one: tests/test_drasl_dynamic.py).
+    # draws are synonymous (DRASL's Alg. 3 never draws one: tests/methods/microaggregation/test_drasl_dynamic.py).
     assert synonymous > 0
 
 

@@ -1,4 +1,4 @@
-"""DRASL core (issue #15): the paper's worked examples, kernel/twin agreement, catalogues.
+"""DRASL core: the paper's worked examples, kernel/twin agreement, catalogues.
 
 The paper's Table 4 (Examples 1-2) and Table 2 (Example 3) are missing from its text; they are
 rebuilt below from what the examples print, and each choice is explained where it is made.

@@ -1,4 +1,4 @@
-"""DRASL dynamic updates (issue #15, Alg. 2-5): engine/methods/microaggregation/dynamic.py.
+"""DRASL dynamic updates (Alg. 2-5): engine/methods/microaggregation/dynamic.py.
 
 Hand-made cases whose answer follows from the paper's rules (quoted in the module docstring),
 invariants after random sequences of operations, and the vectorized group scoring against its

@@ -3,7 +3,7 @@
 {% endtest %}
 
 {# t-closeness: each class's sensitive distribution P is within t of Q, the distribution over
-   `reference` (ppdp: the source table, PAPER_NOTES 2). euclidean = ||P - Q||_2 (HAEF eq. 2-4,
+   `reference` (ppdp: the source table, docs/design/paper_notes.md §2). euclidean = ||P - Q||_2 (HAEF eq. 2-4,
    ppdp's default); equal = Earth Mover's Distance with equal ground distance, which is half the
    L1 distance (Li et al. 2007, sec. 4.1). Values of P absent from Q count in full. #}
 {% macro default__test_ppdp_t_close(model, quasi_identifiers, sensitive, t, distance, reference) %}

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_code_of(exc)
         if isinstance(exc, PpdpError):
             # one line even when a database's message has several (libpq, DuckDB's "LINE 1: ... ^"),
-            # and no password of a URL in it (issue 28, item 2)
+            # and no password of a URL in it
             message = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
             print(f"ppdp: error: {redact_text(message)}", file=sys.stderr)
         elif code == ExitCode.INTERRUPTED:
@@ -356,7 +356,7 @@ def cmd_job(args: argparse.Namespace) -> int:
             for label, sql in (outcome.statements or {}).items():
                 print(f"-- {label}\n{sql};\n")
             _print_run(outcome.run)
-            if outcome.run.solution.get("would_skip"):  # issue 28, item 6: say what the real run would do
+            if outcome.run.solution.get("would_skip"):  # say what the real run would do
                 print(f"dry run: the real run would be skipped ({outcome.run.solution['would_skip']}: the source and the job "
                       "are unchanged); nothing was written but the run record")
             else:
@@ -462,7 +462,7 @@ COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "dem
 
 
 def _print_access(run) -> None:
-    """What the run changed in who may read the view (issue 28, items 7 and 19), when anything."""
+    """What the run changed in who may read the view, when anything."""
     a = (run.solution or {}).get("access") or {}
     if not (a.get("added") or a.get("revoked_select") or a.get("revoked_usage")):
         return
@@ -476,7 +476,7 @@ def _print_access(run) -> None:
 
 
 def _shown(text: str) -> str:
-    """Text as printed: any URL password masked (runs recorded before issue 28 stored it)."""
+    """Text as printed: any URL password masked (runs recorded by older versions of ppdp stored it)."""
     from ppdp.redact import redact_text
 
     return redact_text(text)

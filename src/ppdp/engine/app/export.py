@@ -1,6 +1,6 @@
 """``ppdp export``: copy what ppdp published into one schema, and nothing else, into a new DuckDB file.
 
-Issue 28, item 1: a schema may hold more than ppdp's releases (the source table with its keys, a
+A schema may hold more than ppdp's releases (the source table with its keys, a
 DBA's scratch copy), so the relations to copy come from ppdp's record of what it published
 (``_ppdp.releases`` and the succeeded runs), not from the schema's catalog: each release's
 published version tables ``<name>__v<N>``, its ``<name>__delta`` and its view ``<name>``, which

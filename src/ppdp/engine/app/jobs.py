@@ -1,7 +1,7 @@
 """Release jobs stored in the database (``_ppdp.jobs``) and the audit certificate.
 
 A job is a row: ``name``, ``spec`` (the release spec as JSON, same fields as the TOML form,
-see README "Release jobs"), ``created_at``, ``updated_at``, ``enabled``. It can be registered
+see docs/guides/jobs.md), ``created_at``, ``updated_at``, ``enabled``. It can be registered
 with ``ppdp job register`` or with a plain SQL INSERT; either way the JSON is validated when
 the job runs. A job always runs against the database that stores it.
 """
@@ -135,7 +135,7 @@ def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
         "method": s.get("method", "generalization"), "method_summary": dict(summary.method_lines(run)),
         "utility": summary.utility(m),
         "class_sizes": m.get("class_sizes"), "levels": s.get("levels"),
-        # only a method that searched with an optimizer has one (issue 28 item 16: no "None")
+        # only a method that searched with an optimizer has one (no "None")
         "optimizer": None if s.get("optimizer") is None else
         {"name": s.get("optimizer"), "budget": s.get("budget"), "seed": s.get("seed"),
          "evaluations": s.get("evaluations"), "certified_optimal": s.get("certified")},

@@ -3,7 +3,7 @@
 Orchestrators (Dagster, Airflow, cron, the request worker) must tell "the privacy model refused
 this step" from "the spec is wrong" from "ppdp crashed". Every command of the CLI ends with one
 of ``ExitCode``; ``run_release``/``run_job`` of the Python API (engine/app/api.py) return a
-``RunResult`` that carries the same code. The table is repeated in README "Exit codes"; the JSON
+``RunResult`` that carries the same code. The table is repeated in README "Exit codes" and docs/reference/exit-codes.md; the JSON
 form of a ``RunResult`` is described by ``data/schemas/run.schema.json``.
 """
 
@@ -18,7 +18,7 @@ from ppdp.errors import PpdpError, PrivacyRefusal, VerificationError
 
 
 class ExitCode(IntEnum):
-    """Exit codes of ``ppdp`` (README "Exit codes"). Values follow shell conventions where one
+    """Exit codes of ``ppdp`` (docs/reference/exit-codes.md). Values follow shell conventions where one
     exists: 2 for bad input (argparse uses it too), 70 = EX_SOFTWARE of sysexits.h, 99 = the code
     Airflow's BashOperator treats as "skipped" (``skip_on_exit_code``), 130 = 128 + SIGINT."""
 
@@ -159,7 +159,7 @@ def result_of_outcome(outcome: Any, *, dry_run: bool = False) -> RunResult:
 def result_of_error(exc: BaseException, *, job: str | None = None) -> RunResult:
     """The RunResult of a run that raised ``exc`` (run_release attaches the run's id when it had one)."""
     code = exit_code_of(exc)
-    from ppdp.redact import redact_text  # the JSON error is printed too (issue 28, item 2)
+    from ppdp.redact import redact_text  # the JSON error is printed too
 
     message = redact_text(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
     if code == ExitCode.INTERNAL_ERROR:

@@ -1,7 +1,7 @@
 """What a run record says, as the lines ``ppdp run``, ``ppdp show``, ``job run`` and the
-certificate print: only what the run's method recorded (issue 28 item 16: a microaggregation or
+certificate print: only what the run's method recorded (a microaggregation or
 heterogeneous release has no optimizer, levels or TD, so none is printed as "None" or "nan"),
-and what the cross-version check held back (item 15: a "[succeeded]" version that none of the
+and what the cross-version check held back (a "[succeeded]" version that none of the
 source's changes reached must say so).
 
 Each function returns ``(label, text)`` pairs; the callers lay them out.
@@ -138,7 +138,7 @@ def summary_lines(run: RunRecord) -> list[tuple[str, str]]:
 
     lines = method_lines(run) + metric_lines(run) + verification_lines(run) + risk_lines(run) + change_lines(run)
     if run.error:
-        lines.append(("error", redact_text(run.error)))  # a URL's password never printed (issue 28, item 2)
+        lines.append(("error", redact_text(run.error)))  # a URL's password never printed
     return lines
 
 

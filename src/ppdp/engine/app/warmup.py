@@ -1,8 +1,8 @@
 """Compile every Numba kernel into the cache before the first real run (``ppdp warm-up``).
 
 Numba compiles a kernel on its first call and keeps it in its on-disk cache (``cache=True``);
-a new installation's first release therefore pays 40-130 s of compilation (issue #17: a first
-``id-dga`` run took 133.5 s against 3.5 s warm). ``make demo`` and ``make test`` run this once
+a new installation's first release therefore pays for compiling every kernel it calls, which
+takes far longer than the release itself (a first ``id-dga`` run, dozens of times a warm one). ``make demo`` and ``make test`` run this once
 after installing, so users and CI meet warm kernels. It runs real releases of a 400-row sample
 of the bundled adult through every release method, optimizer and privacy model on a temporary
 DuckDB file: the kernels are compiled for exactly the argument types the releases use (a

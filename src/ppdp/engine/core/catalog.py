@@ -112,7 +112,7 @@ def resolve_release(con: Connector, name: str) -> str:
 
 
 def _row(rec: RunRecord) -> list[Any]:
-    """The stored row; the spec and the error never hold a URL's password (issue 28, item 2)."""
+    """The stored row; the spec and the error never hold a URL's password."""
     return [rec.run_id, rec.release, rec.version, rec.status, rec.started_at, rec.finished_at, rec.source_rows,
             json.dumps(redact_value(rec.spec), default=str), json.dumps(rec.solution, default=str), json.dumps(rec.metrics, default=str),
             json.dumps(rec.verification, default=str), None if rec.error is None else redact_text(rec.error), rec.job, rec.run_key, rec.source_fingerprint,
@@ -201,7 +201,7 @@ def stored_distribution(con: Connector, release: str, version: int) -> pl.DataFr
 
 
 def version_risks(con: Connector, release: str) -> list[dict[str, Any]]:
-    """The stored risk of each published version of ``release`` (``_ppdp.risk``, issue 26):
+    """The stored risk of each published version of ``release`` (``_ppdp.risk``):
     version, run id, QIDs, and the source's and the version's measures as ``ppdp risk --json``
     objects (the release's None when the method's rows are not classes), and the kept-columns check."""
     if con.relation_columns(PRIVATE_SCHEMA, "risk") is None:

@@ -64,7 +64,7 @@ class EncodedTable:
     ``values`` holds the original (text) values of each row's QIDs and SAs, in the same row
     order as ``codes``; the release joins it back to the source. It is made from
     ``values_source`` when first read: a frame, or the texts by code (``GroupTexts``), which a
-    search never reads (building the frame was a third of encoding a small table, issue #25).
+    search never reads (building the frame was a third of encoding a small table).
     """
 
     qids: tuple[str, ...]
@@ -239,7 +239,7 @@ def encode_rows(
     QID and SA columns of every source row, not grouped: sql.queries.text_rows_query, as Arrow),
     grouped here by leaf codes: one Arrow lookup of each QID in its hierarchy's leaves and one
     ``np.unique`` of a mixed-radix key, instead of the database's GROUP BY over text and a second
-    pass over the grouped text (issue #25).
+    pass over the grouped text.
 
     The same table, field by field: rows are grouped by exact text (a leaf code stands for one
     text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
@@ -373,8 +373,8 @@ def _null_qids_error(n_null: int, columns: list[str]) -> DataError:
 
 def _canonical_order(code_columns: list[np.ndarray], n_leaves: list[int], sa_codes: np.ndarray, n_sa: int) -> np.ndarray:
     """Row order by (leaf codes in QID order, SA code): one stable argsort of a mixed-radix key
-    when the radices fit in 62 bits (np.lexsort's pass per key was 15 ms on adult's 18,000
-    rows), else np.lexsort (its last key is its first). The same order either way."""
+    when the radices fit in 62 bits (np.lexsort makes one pass per key, the slow part on
+    adult's 18,000 rows), else np.lexsort (its last key is its first). The same order either way."""
     radices = [*n_leaves, max(n_sa, 1)]
     if math.prod(radices) < 1 << 62:
         key = np.zeros(sa_codes.shape[0], dtype=np.int64)
@@ -389,7 +389,7 @@ def _leaf_codes(column: pl.Series, name: str, h: Hierarchy) -> np.ndarray:
     """The leaf code (row of the hierarchy) of every value of a text column, as int32, or
     HierarchyError naming the values that are not leaves. One cast to an Enum of the leaves in
     code order (a leaf's category index is its code) instead of a per-value dictionary lookup:
-    most of the encoding's time on small tables (issue #25)."""
+    most of the encoding's time on small tables."""
     if column.dtype == pl.String:
         try:
             as_enum = column.cast(_leaf_enum(h))

@@ -1,7 +1,7 @@
 """Generalization hierarchies: loading (ARX CSV), generation, validation.
 
 A hierarchy is a tree whose leaves are the domain values of one quasi-identifier
-(PAPER_NOTES §1). Level 0 is the original value, the top level is the root. We store it the way
+(docs/design/paper_notes.md §1). Level 0 is the original value, the top level is the root. We store it the way
 ARX does: one row per leaf, one column per level, every cell a string. Leaves are compared with
 the data as ``CAST(column AS VARCHAR)`` everywhere (encoding, release SQL, verification), so a
 hierarchy covers a column exactly when its leaf strings equal the database's text of the values.
@@ -113,7 +113,7 @@ class Hierarchy:
         """sha256 of the canonical content: attribute, number of levels, every leaf's path.
 
         Independent of where the hierarchy came from (file path, CSV layout, row order), so an
-        edited ARX file changes the run key and a moved or reformatted one does not (finding 7).
+        edited ARX file changes the run key and a moved or reformatted one does not.
         """
         canonical = {"attribute": self.attribute, "levels": self.height + 1, "paths": sorted(list(r) for r in self.rows)}
         return hashlib.sha256(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
@@ -193,7 +193,7 @@ def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error")
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} does not exist. Hint: paths are relative to the spec file.") from None
-    except UnicodeDecodeError as exc:  # issue 28 item 9: one line naming the file, not a traceback
+    except UnicodeDecodeError as exc:  # one line naming the file, not a traceback
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} is not UTF-8 text (byte "
                              f"{exc.object[exc.start]:#04x} at offset {exc.start}). Hint: save it as UTF-8.") from None
     except OSError as exc:  # a directory, no permission, ...
@@ -274,7 +274,7 @@ def masking(attribute: str, values: Iterable[str], *, levels: int | None = None)
     """
     vals = sorted(set(values))
     width = max(len(v) for v in vals)
-    if levels is not None and levels > width:  # issue 28 item 18: refused, not silently clipped
+    if levels is not None and levels > width:  # refused, not silently clipped
         raise HierarchyError(f"Masking hierarchy for {attribute!r}: levels = {levels}, but its longest value has {width} "
                              f"character(s), so at most {width} levels can mask it. Hint: levels = {width} or fewer.")
     n = width if levels is None else levels

@@ -1,7 +1,7 @@
 """The release spec: what to anonymize, how, and where to publish it.
 
 Loaded from TOML (``load_spec``) or from a plain dict (``spec_from_dict``; the JSON form used
-by jobs stored in the database). Every field is documented in README.md; unknown keys are
+by jobs stored in the database). Every field is documented in docs/reference/spec.md; unknown keys are
 errors with a "did you mean" hint, so a typo never silently changes a release.
 """
 
@@ -52,7 +52,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class ReleaseSpec:
-    """A whole release job. See README.md, section "Release spec reference"."""
+    """A whole release job. See docs/reference/spec.md."""
 
     database: str | None  # None: given by --db or the job's database (release.database_url)
     key: str
@@ -66,8 +66,8 @@ class ReleaseSpec:
     sensitive: tuple[str, ...] = ()
     sensitive_hierarchy: str | None = None  # ARX hierarchy file of the sensitive column (hierarchical t-closeness)
     drop: tuple[str, ...] = ()
-    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role (finding 5)
-    # When QIDs plus kept columns single out records the QIDs alone do not (issue 26): "refuse"
+    keep: tuple[str, ...] = ()  # released as they are; every source column must have a role
+    # When QIDs plus kept columns single out records the QIDs alone do not: "refuse"
     # (default: the models' guarantee holds only for an attacker who knows the QIDs alone) or "warn".
     kept_columns: str = "refuse"
     null_policy: str = "error"

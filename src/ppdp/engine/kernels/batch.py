@@ -11,8 +11,8 @@ with scratch buffers allocated once per batch.
 
 Exactly the same numbers as the per-solution path: each step is the very kernel of
 ``_kernels.py`` that the per-solution path runs (through its scratch-buffer ``*_into`` form),
-so ids and every sum come in the same order (tests/test_batch_evaluator.py compares both on
-random instances and against tests/reference.py).
+so ids and every sum come in the same order (tests/oracles/test_batch_evaluator.py compares both on
+random instances and against tests/support/reference.py).
 
 Numba's on-disk cache (``cache=True``) is not invalidated when a function defined in another
 file changes; ``guard`` (engine/kernels/cache.py) drops this module's cache files when

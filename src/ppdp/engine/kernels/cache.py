@@ -1,4 +1,4 @@
-"""Stale-cache guard of the Numba kernel modules (issue #24).
+"""Stale-cache guard of the Numba kernel modules.
 
 Numba's on-disk cache (``@njit(cache=True)``) checks a cached function against the source of
 its own file only. A kernel that calls a jitted function of another module has that function

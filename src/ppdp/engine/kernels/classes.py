@@ -1,9 +1,9 @@
 """Numba kernels of the in-memory evaluator. Arrays in, arrays out; no Python objects.
 
-Every kernel has a plain-Python twin in ``tests/reference.py`` (after stumpy's naive twins);
+Every kernel has a plain-Python twin in ``tests/support/reference.py`` (after stumpy's naive twins);
 the tests check that both agree. ``evaluate_optimal_batch`` (S*(G) and its evaluation in one
 pass, for the lattice search) is checked bit for bit against the oracle kernels followed by the
-evaluator, and through them against the twins (tests/test_fused_oracle.py).
+evaluator, and through them against the twins (tests/oracles/test_fused_oracle.py).
 
 The batch kernels (``_batch.evaluate_batch`` and ``evaluate_optimal_batch`` / ``unsuppressed_batch``
 here) are compositions of the pieces below, each written once: ``_classify_into`` (mixed-radix
@@ -17,7 +17,7 @@ file (engine/kernels/cache.py). Conventions (see engine/core/encoding.py):
   sa[h]           joint sensitive-value code of row h
   ret[h]          retained records of row h (counts[h] when nothing is suppressed)
   gen[q, j, c]    code of the generalized value of leaf c at level j
-  weight[q, j, c] 1/|v_g| of the generalized value of leaf c at level j (PAPER_NOTES §1)
+  weight[q, j, c] 1/|v_g| of the generalized value of leaf c at level j (docs/design/paper_notes.md §1)
   n_gen[q, j]     number of generalized values of QID q at level j
 """
 
@@ -80,7 +80,7 @@ def _rank_into(keys, active, out, slot_key, slot_id):
 def _rank_bounded_into(keys, bound, active, out, slot_key, slot_id):
     """``_rank_into`` of keys known to lie in [0, bound): when bound is at most the hash table's
     size, each key is its own slot of ``slot_id`` (no hashing, no probing, a table that stays in
-    cache when the classes are few: most nodes of a roll-up, issue #25). The same ids, first-seen
+    cache when the classes are few: most nodes of a roll-up). The same ids, first-seen
     order."""
     if bound > slot_id.shape[0]:
         return _rank_into(keys, active, out, slot_key, slot_id)
@@ -232,7 +232,7 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
     """Smallest class size (inf for an empty table) and TD of each (G[p], nothing suppressed):
     the k-anonymity AD and the TD ``_batch.evaluate_batch`` gives with ``retained = counts``,
     bit for bit, at the cost of the classes alone (Flash with a zero suppression limit needs
-    nothing else: issue #18).
+    nothing else).
 
     ``ids`` holds class ids per row of remembered nodes (engine/methods/generalization/evaluators/class_memo.py): the
     classes of G[p] are rolled up (``_rollup_into``) from ``ids[parent_slot[p]]``, the classes of
@@ -281,7 +281,7 @@ def retained_from_records(s, offsets):
 
 @njit(cache=True)
 def transparency(g, codes, ret, weight):
-    """TD = sum over retained records of sum over QIDs of 1/|v_g| (PAPER_NOTES §1)."""
+    """TD = sum over retained records of sum over QIDs of 1/|v_g| (docs/design/paper_notes.md §1)."""
     n, nq = codes.shape
     total = 0.0
     for h in range(n):
@@ -515,7 +515,7 @@ def _ad_into(kinds, params, size, pair_class, pair_sa, pair_n, q, qq, n_pos, fa,
             out[j] = DK.largest_class_value(kind, params[j], size, pair_class, pair_sa, pair_n, q)
 
 
-# --- exact suppression S*(G) (PAPER_NOTES §3) ---------------------------------------------
+# --- exact suppression S*(G) (docs/design/paper_notes.md §3) ---------------------------------------------
 
 
 @njit(cache=True)
@@ -638,7 +638,7 @@ def _absent_q_mass(tq, qq_all, n_pos_all):
 
     Exactly 0 when every value with q > 0 is present: the subtraction qq_all - sum(tq^2) leaves
     ~1e-17 there, whose square root (~3e-9) made a class distributed exactly like Q fail
-    t = 1e-9, so the oracle suppressed everything (finding 10).
+    t = 1e-9, so the oracle suppressed everything.
     """
     qq_out = qq_all
     present = 0

@@ -1,4 +1,4 @@
-"""Numba kernels of the sensitive-distribution models of issue #25, one value per class: EMD
+"""Numba kernels of the sensitive-distribution models, one value per class: EMD
 t-closeness with equal, ordered and hierarchical ground distance (Li et al. 2007, as ARX 3.9.2's
 EqualDistanceTCloseness, OrderedDistanceTCloseness, HierarchicalDistanceTCloseness), recursive
 (c, l)-diversity's r_1 / (r_l + ... + r_m) (Machanavajjhala et al. 2007, Def. 4.1) and

@@ -2,15 +2,15 @@
 ``_batch.evaluate_batch`` and ``_kernels.evaluate_optimal_batch``).
 
 A model that one of these computes names its code in ``kernel_kind``; the kernels know
-computations, not models. Empty-release conventions follow PAPER_NOTES §2.
+computations, not models. Empty-release conventions follow docs/design/paper_notes.md §2.
 """
 
 SMALLEST_CLASS = 0  # smallest class size; inf when nothing is kept
 LARGEST_EUCLIDEAN_DISTANCE = 1  # largest ||S - Q||_2 over classes (HAEF eq. 2-4); 0 when empty
 FEWEST_DISTINCT = 2  # fewest distinct sensitive values in a class; inf when empty
 SMALLEST_EXP_ENTROPY = 3  # smallest exp(entropy) of a class's sensitive values; inf when empty
-# The models of issue #25, with parameters (``PrivacyModel.kernel_params``; layouts in
-# evaluator/_distribution_kernels.py). 0 when empty, beta-likeness -inf.
+# The sensitive-distribution models, with parameters (``PrivacyModel.kernel_params``; layouts in
+# kernels/distributions.py). 0 when empty, beta-likeness -inf.
 RECURSIVE_RATIO = 4  # largest r_1 / (r_l + ... + r_m) of a class (recursive (c, l)-diversity)
 EQUAL_EMD = 5  # largest equal-distance EMD of a class to Q
 ORDERED_EMD = 6  # largest ordered-distance EMD of a class to Q

@@ -1,5 +1,5 @@
 """Numba kernels of the class memo (class_memo.py): which remembered node each node of a batch
-rolls its classes up from, and which slot its own classes go to (issue #25).
+rolls its classes up from, and which slot its own classes go to.
 
 The lattice search evaluates a batch of up to 64 nodes per call; finding each node's
 predecessor in the memo and claiming its slot was Python per node (a dict keyed by the node's

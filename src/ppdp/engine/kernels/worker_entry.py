@@ -4,7 +4,7 @@ the worker's code.
 A spawned worker is a fresh interpreter: Numba takes its cache directory from NUMBA_CACHE_DIR
 when the kernel modules are imported (else the directory next to the sources). A master whose
 directory is set in ``numba.config`` only (not in the environment) would send its workers to
-another cache, where each compiles every kernel again (issue #17: 133 s for a run of 3.5 s).
+another cache, where each compiles every kernel again (far longer than the run itself).
 So the master passes its directory as an argument, and ``run`` sets it in the worker's own
 environment before it imports the worker's module (and through it Numba and the kernels); the
 master's environment is never changed.

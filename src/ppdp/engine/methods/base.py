@@ -99,7 +99,7 @@ class ChecksOwnHistory(Protocol):
 @runtime_checkable
 class ChecksInput(Protocol):
     """A method that refuses some validated inputs implements this: the guards stage calls it
-    before anything is written (issue 28 item 12: the plan found them after the run record)."""
+    before anything is written (found by the plan, they would come after the run record was written)."""
 
     def check_input(self, prep: Prepared) -> None: ...
 

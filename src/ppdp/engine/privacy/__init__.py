@@ -1,4 +1,4 @@
-"""Privacy models, registered by name (PAPER_NOTES §2): one module per model.
+"""Privacy models, registered by name (docs/design/paper_notes.md §2): one module per model.
 
 ``base.py`` defines ``PrivacyModel``, the unit of extension, with its safe defaults;
 ``oracle.py`` combines the models' terms of the exact suppression oracle; each other module is
@@ -35,7 +35,7 @@ def check_possible(table: EncodedTable, models: Sequence[PrivacyModel]) -> None:
     """Refuse, right after encoding and before the search, a model no non-empty release meets.
 
     Without this the optimizer's best solution is the empty release (feasible by definition,
-    PAPER_NOTES §2), which was published with every check "PASS" (finding 10).
+    docs/design/paper_notes.md §2), which would be published with every check "PASS".
     """
     for m in models:
         reason = m.impossible_reason(table)

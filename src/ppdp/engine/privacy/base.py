@@ -243,5 +243,5 @@ def distinct_sensitive_values(table: EncodedTable) -> int:
 
 
 def empty_ad(model: PrivacyModel) -> float:
-    """AD of the empty release: feasible by convention (PAPER_NOTES §2)."""
+    """AD of the empty release: feasible by convention (docs/design/paper_notes.md §2)."""
     return math.inf if model.higher_is_safer else 0.0

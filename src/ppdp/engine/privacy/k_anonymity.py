@@ -56,7 +56,7 @@ class KAnonymity(PrivacyModel):
         return stats.size.astype(np.float64)
 
     def feasible(self, ad: float) -> bool:
-        # An empty release (AD = inf) is feasible with TD 0 (PAPER_NOTES §2).
+        # An empty release (AD = inf) is feasible with TD 0 (docs/design/paper_notes.md §2).
         return ad >= self.k
 
     def violation(self, ad: float) -> float:

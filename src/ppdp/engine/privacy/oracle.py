@@ -1,4 +1,4 @@
-"""Combining the models' terms of the exact suppression oracle S*(G) (PAPER_NOTES §3).
+"""Combining the models' terms of the exact suppression oracle S*(G) (docs/design/paper_notes.md §3).
 
 S*(G) keeps, in every class of G, the largest set of records that satisfies the constraints
 ``OracleParams`` carries (the kernel is ``_kernels.optimal_pair_retention``). Each model with an

@@ -3,7 +3,7 @@ Distance of Li et al. 2007 with equal, ordered or hierarchical ground distance (
 EqualDistanceTCloseness, OrderedDistanceTCloseness, HierarchicalDistanceTCloseness).
 
 S = distribution of the (joint) sensitive value among a class's retained records, Q = its
-distribution over the whole source table (PAPER_NOTES §2), D = distance(S, Q), AD = max over
+distribution over the whole source table (docs/design/paper_notes.md §2), D = distance(S, Q), AD = max over
 classes; feasible when AD <= t. ``distance`` picks the subclass (one per distance, all in this
 module, all registered under the one name): ``TCloseness.from_params`` dispatches on it.
 
@@ -143,7 +143,7 @@ class TCloseness(PrivacyModel):
 
 class _EMD(TCloseness):
     """The EMD variants (Li et al. 2007): each names its kernel of the fused evaluator
-    (``kernel_kind``, evaluator/_distribution_kernels.py; its ``ad`` is that kernel); no DuckDB
+    (``kernel_kind``, kernels/distributions.py; its ``ad`` is that kernel); no DuckDB
     evaluator term and no exact suppression oracle (S*(G) knows only the Euclidean distance), so
     a search under them is not certified optimal; the SQL checks are ``sql/distributions.py``'s."""
 

@@ -1,4 +1,4 @@
-"""Reader access to a published view (finding 3: a role removed from ``[access] roles`` kept
+"""Reader access to a published view (a role removed from ``[access] roles`` must not keep
 SELECT on the view). ``apply_access`` makes the grants exactly the listed roles; the lead's
 release stages call ``missing_roles`` before the search and ``apply_access`` after the switch."""
 

@@ -1,4 +1,5 @@
-"""Every source column must have a declared role (finding 5): nothing is released by default.
+"""Every source column must have a declared role: nothing is released by default (a column added
+to the source later is refused, never published raw).
 
 Roles: the key, identifiers, quasi-identifiers, sensitive attributes, ``drop`` (left out) and
 ``keep`` (released as they are). A column added to the source later is therefore refused until

@@ -1,4 +1,4 @@
-"""The run record's figures describe the version that was published (issue 28, item 4).
+"""The run record's figures describe the version that was published.
 
 The release method measures its candidate (the optimizer's TD, class sizes, suppressed count).
 When the history stage then holds records back (inserts withheld, deletions and changes delayed:
@@ -11,7 +11,7 @@ on the version table, and the held-back counts stand beside them:
 
 (a delayed deletion is a published row whose record left the source; a delayed change keeps the
 record's previous row, one for one). The candidate's own figures stay under ``candidate``.
-TD is PAPER_NOTES §1's: sum over released rows and QIDs of 1/|v_g|, |v_g| the number of leaves
+TD is docs/design/paper_notes.md §1's: sum over released rows and QIDs of 1/|v_g|, |v_g| the number of leaves
 under the published value at the release's level; query precision = 100·TD/(nR·nQID) with nR
 the source's rows, as for the candidate. The workload error is the candidate's only (it would
 need the published rows mapped back to the source histogram).

@@ -1,6 +1,6 @@
 """Names ppdp derives from a release's output name, checked against the database's identifier
-limit before anything is written (finding 14: PostgreSQL truncates names at 63 bytes, so for a
-long name ``<name>__v1`` and ``<name>__v2`` became the same table)."""
+limit before anything is written (PostgreSQL truncates names at 63 bytes, so for a long
+name ``<name>__v1`` and ``<name>__v2`` would be the same table)."""
 
 from __future__ import annotations
 

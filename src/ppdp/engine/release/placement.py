@@ -1,4 +1,4 @@
-"""Where a release may be published: never into a schema the source is read from (issue 28, item 1).
+"""Where a release may be published: never into a schema the source is read from.
 
 Refused rather than warned about, because the published schema is the unit of sharing: ``ppdp
 export`` copies it, ``[access] roles`` get USAGE on it, and a DBA's ``GRANT SELECT ON ALL TABLES IN
@@ -39,6 +39,6 @@ def may_create_database(spec: ReleaseSpec) -> bool:
     """Whether a run may create its (embedded) database: only when the source is a file that the
     database reads, so the database is merely where the release goes. A table or query source
     needs a database that exists; creating an empty one would only fail later and leave the file
-    behind (issue 28, item 13)."""
+    behind."""
     source = spec.raw.get("source")
     return isinstance(source, dict) and source.get("file") is not None

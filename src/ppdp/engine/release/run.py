@@ -94,7 +94,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     """
     method = method_of(spec)
     con = (connector if connector is not None
-           else connect(database_url(spec, database), create=may_create_database(spec)))  # issue 28, item 13
+           else connect(database_url(spec, database), create=may_create_database(spec)))  # a mistyped path creates no file
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
     try:
@@ -150,7 +150,7 @@ def _dry_run(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
 
 
 def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
-    # issue 28, item 7: [access] is not in the run key, so a change of reader roles alone is
+    # [access] is not in the run key, so a change of reader roles alone is
     # applied here, to the current version's view, without publishing a copy of it
     with ctx.con.transaction():
         rec = record.record_skipped(ctx, prep, access.grant(ctx))

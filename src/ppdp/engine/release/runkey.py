@@ -1,11 +1,11 @@
 """The run key: a run whose key equals the current release's is skipped (nothing changed).
 
-Everything that can change the release must be in it (finding 7: hierarchy contents were not,
-so an edited ARX file gave "skipped"): the spec as given, the content digest of every
+Everything that can change the release must be in it (were the hierarchy contents not, an
+edited ARX file would give "skipped"): the spec as given, the content digest of every
 hierarchy, the source data's fingerprint, the seed, and the ppdp version (a new version may
 choose or verify differently).
 
-Nothing that cannot change the published rows may be in it (issue 28): ``source.database`` is a
+Nothing that cannot change the published rows may be in it: ``source.database`` is a
 spelling of the database (``duckdb://w/x.duckdb`` and ``duckdb://x.duckdb`` from another folder
 are one file), so the key holds the database's identity instead (Connector.identity); and
 ``[access]`` only says who may read the view, which a run applies without a new version.

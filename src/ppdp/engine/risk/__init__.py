@@ -1,4 +1,4 @@
-"""Re-identification risk of a table or of a published version (issue 26).
+"""Re-identification risk of a table or of a published version.
 
 ``assess`` counts classes by GROUP BY in the database (sql/risk.py) and runs small estimators
 on the frequency of frequencies here: prosecutor, journalist and marketer risk and the risk

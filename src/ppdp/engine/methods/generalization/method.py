@@ -1,6 +1,6 @@
 """Full-domain generalization by hierarchy levels plus record suppression, (G, S).
 
-The plan is a level per QID and, per histogram row, how many records to keep (S*(G), PAPER_NOTES
+The plan is a level per QID and, per histogram row, how many records to keep (S*(G), docs/design/paper_notes.md
 §3); the candidate rows are the source joined to the stored hierarchies at those levels, minus
 the suppressed keys. A later version keeps the previous levels unless the spec asks otherwise
 (dynamic.policy: "stable-levels" keeps them and recomputes S*; "reoptimize" searches again).

@@ -1,6 +1,6 @@
 """Utility metrics, registered by name. Each maps (encoded table, G, retained) to a number.
 
-TD and query precision follow PAPER_NOTES §1; ``workload_error`` is our workload-based
+TD and query precision follow docs/design/paper_notes.md §1; ``workload_error`` is our workload-based
 precision (random COUNT queries answered on the source and on the release).
 """
 
@@ -20,14 +20,14 @@ METRICS: Registry[Metric] = Registry("utility metric")
 
 @METRICS.register("td")
 def transparency_degree(table: EncodedTable, g: np.ndarray, retained: np.ndarray) -> float:
-    """TD = sum over retained records and QIDs of 1/|v_g| (PAPER_NOTES §1). Higher is better."""
+    """TD = sum over retained records and QIDs of 1/|v_g| (docs/design/paper_notes.md §1). Higher is better."""
     _, weight, _ = table.lookup
     return float(K.transparency(np.asarray(g, dtype=np.int64), table.codes, np.asarray(retained, dtype=np.int64), weight))
 
 
 @METRICS.register("query_precision")
 def query_precision(table: EncodedTable, g: np.ndarray, retained: np.ndarray) -> float:
-    """100 * TD / (nR * nQID): the ID-DGA paper's precision (Table 3, PAPER_NOTES §1)."""
+    """100 * TD / (nR * nQID): the ID-DGA paper's precision (Table 3, docs/design/paper_notes.md §1)."""
     return precision_from_td(table, transparency_degree(table, g, retained))
 
 
@@ -103,7 +103,7 @@ def workload_errors(table: EncodedTable, g: np.ndarray, retained: np.ndarray, *,
 
     The two sums per query are plain numpy reductions, not ``np.dot``: a dot product of two
     histogram-length vectors goes to multi-threaded OpenBLAS, whose threads spin against the
-    other processes on a loaded machine (issue #18: 0.1 s quiet, up to 3.3 s under load).
+    other processes on a loaded machine (many times slower under load than on a quiet one).
     """
     counts = table.counts.astype(np.float64)
     kept = np.asarray(retained, dtype=np.float64)

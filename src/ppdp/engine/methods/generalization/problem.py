@@ -2,7 +2,7 @@
 
 A solution is G (level per QID) and S (keep flag per record, records numbered by histogram
 row, see engine/core/encoding.py). Optimizers that search S bit by bit (the papers') pass S; the
-lattice search passes only G and lets the exact suppression oracle choose S (PAPER_NOTES §3).
+lattice search passes only G and lets the exact suppression oracle choose S (docs/design/paper_notes.md §3).
 Every evaluated (G, S) counts as one evaluation against the budget.
 """
 
@@ -127,7 +127,7 @@ class Problem:
         return np.where(s, sizes[t.offsets[:-1]][t.row_of_record], 0)
 
     def optimal_retained(self, g: np.ndarray) -> np.ndarray:
-        """S*(G) as retained counts per histogram row (PAPER_NOTES §3). Remembered per G."""
+        """S*(G) as retained counts per histogram row (docs/design/paper_notes.md §3). Remembered per G."""
         g = np.asarray(g, dtype=np.int64)
         key = g.tobytes()
         hit = self._oracle_cache.get(key)
@@ -149,7 +149,7 @@ class Problem:
         if not self._numba.needs_pairs and o.k <= 1:
             # No constraint of the oracle's (models without one, as delta-presence and k-map
             # against a population): every class of >= 1 record is kept, i.e. every record, with
-            # no classification (it cost as much as the node's evaluation: issue #25 rows).
+            # no classification (it cost as much as the node's evaluation).
             return np.array(counts, dtype=np.int64)
         cls, stats, pid = self._numba.class_stats(np.asarray(g, dtype=np.int64), counts)
         if not self._numba.needs_pairs:  # k-anonymity alone: keep classes of size >= k
@@ -164,9 +164,9 @@ class Problem:
 
         With the numba backend and built-in models, one fused kernel computes S*(G) and its
         evaluation from one classification per G, rolled up from a predecessor's classes when
-        one is known (issue #18: the separate evaluation classified again, and the oracle
+        one is known (the separate evaluation classified again, and the oracle
         recomputed the same class allocations on every node; a memo keeps them). The same
-        numbers as the two-step path, bit for bit (tests/test_fused_oracle.py).
+        numbers as the two-step path, bit for bit (tests/oracles/test_fused_oracle.py).
         """
         G = np.atleast_2d(np.asarray(G, dtype=np.int64))
         keys = [g.tobytes() for g in G]
@@ -179,7 +179,7 @@ class Problem:
         retained, ev = self.evaluate_optimal_fused(G)
         self.evaluations += G.shape[0]
         # One copy for the batch, its rows remembered (a copy per node was a tenth of the
-        # Python around the kernel on 1,000-record tables, issue #25).
+        # Python around the kernel on 1,000-record tables).
         for key, r in zip(keys, retained.copy(), strict=True):
             self._remember(key, r, copy=False)
         return retained, ev
@@ -230,7 +230,7 @@ class Problem:
 
         With the numba backend and k-anonymity alone (what Flash checks) from the classes
         alone, rolled up from a remembered node below each G, or the node itself
-        (``_kernels.unsuppressed_batch``): the same numbers, bit for bit (issue #18).
+        (``_kernels.unsuppressed_batch``): the same numbers, bit for bit.
         """
         ev = self._numba
         if self.evaluator is not ev or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):

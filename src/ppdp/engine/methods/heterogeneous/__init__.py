@@ -1,4 +1,4 @@
-"""Heterogeneous k-anonymity (issue #16): the pure computational core, no database.
+"""Heterogeneous k-anonymity: the pure computational core, no database.
 
 graph.py        the k-regular bipartite graph (cover[t, s], self edge in slot 0) and validation
 metrics.py      NCP/GCP (eq. 1-4) and SIL (eq. 5-7), full NumPy recomputation

@@ -1,7 +1,7 @@
 """Numba kernels of the incremental structures of §5 (plain-Python twin: ``_incremental_py.py``).
 
 Arrays in, arrays out; no Python objects. Every function here has a twin of the same name and
-signature in ``_incremental_py.py``; tests/test_hetero_core.py checks that both agree.
+signature in ``_incremental_py.py``; tests/methods/heterogeneous/test_core.py checks that both agree.
 
 Read-only inputs (see engine/methods/heterogeneous/metrics.py for the metrics):
   num[i, j]          value of numeric QID j of original i                     (n, qn) float64

@@ -1,6 +1,6 @@
 """Numba kernel of the nearest-neighbour lists (plain-Python twin: ``_neighbors_py.py``).
 
-Same name, signature and result as the twin; tests/test_hetero_neighbors.py checks both agree.
+Same name, signature and result as the twin; tests/methods/heterogeneous/test_neighbors.py checks both agree.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Any homogeneous release as a starting graph (§5.5, issue #16 item 5): classes -> k-regular graph.
+"""Any homogeneous release as a starting graph (§5.5): classes -> k-regular graph.
 
 A ppdp generalization or microaggregation release partitions (most of) its source records into
 classes of at least k; ``from_clusters`` turns such a partition into a k-regular graph, which the

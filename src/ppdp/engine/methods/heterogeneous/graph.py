@@ -1,4 +1,4 @@
-"""The k-regular bipartite graph of heterogeneous k-anonymity (PAPER_NOTES §7).
+"""The k-regular bipartite graph of heterogeneous k-anonymity (docs/design/paper_notes.md §7).
 
 Interpretation kept everywhere in ``engine/methods/heterogeneous``:
 

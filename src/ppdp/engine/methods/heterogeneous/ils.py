@@ -1,4 +1,4 @@
-"""Iterated local search for heterogeneous k-anonymity (Alg. 1-2 of the paper, PAPER_NOTES §7).
+"""Iterated local search for heterogeneous k-anonymity (Alg. 1-2 of the paper, docs/design/paper_notes.md §7).
 
 Alg. 1 (ILS): start from an initial k-regular graph; repeat { local search to a local optimum;
 acceptance; perturbation } until the time limit or the evaluation budget. Our readings of the

@@ -1,4 +1,4 @@
-"""Incremental evaluation of 2-opt moves on a k-regular graph (§5 of the paper, PAPER_NOTES §7).
+"""Incremental evaluation of 2-opt moves on a k-regular graph (§5 of the paper, docs/design/paper_notes.md §7).
 
 ``IncrementalState`` holds a mutable copy of the graph and the per-tuple structures of §5
 (min / second min / max / second max per numeric QID, support counts per category, sums for the

@@ -1,4 +1,4 @@
-"""Initial k-regular graphs for the local search (§5.5 of the paper, PAPER_NOTES §7).
+"""Initial k-regular graphs for the local search (§5.5 of the paper, docs/design/paper_notes.md §7).
 
 Four starting points, each returning a validated ``KRegularGraph`` (self edge in slot 0):
 

@@ -1,4 +1,4 @@
-"""Heterogeneous k-anonymity release method (PAPER_NOTES §7): every record its own generalization.
+"""Heterogeneous k-anonymity release method (docs/design/paper_notes.md §7): every record its own generalization.
 
 The solution is a k-regular bipartite graph between original tuples and anonymized tuples
 (engine/methods/heterogeneous/graph.py; the self edge (i, i') is always in it, Doka et al.'s first matching):
@@ -14,7 +14,7 @@ the source alone, every published tuple covers at least k source tuples and ever
 is covered by at least k published tuples; from the private edges, the graph is exactly
 k-regular with every self edge, and every edge is consistent.
 
-Later versions (issue #16 item 7). The previous version's graph is repaired locally
+Later versions. The previous version's graph is repaired locally
 (engine/methods/heterogeneous/repair.py: deleted pairs re-paired, inserted tuples swapped in with k-1 edges,
 modified tuples keep their edges), then the search runs for the budget from it. Rows keep their
 ``ppdp_row_id``; versions and ``__delta`` are the shared stages'.
@@ -42,7 +42,7 @@ can only widen across versions (a fresh release, a new output name, starts tight
 Holding back: a new person with fewer than k candidates is withheld (left out of the graph, the
 version re-planned without them) until later versions bring enough similar records.
 
-A departure or a change of own columns that would single someone out (issue #28 item 21: the one
+A departure or a change of own columns that would single someone out (the one
 vanished or changed row is the person's, and "publish less often" cannot help a lone departure)
 is held back too, and the version is still published:
   - a departed record becomes a *ghost*: it stays a node of the graph at its last QIDs (from the
@@ -63,7 +63,7 @@ A failing person who stayed unchanged while nothing of the step is left to hold 
 step refuse. ``dynamic.policy = "strict"`` refuses instead of holding back;
 ``dynamic.max_repair_fraction`` bounds the withheld, ghost and held rows together.
 
-Starting from another release (issue #16 item 5, §5.5). ``initial = "release"`` with
+Starting from another release (§5.5). ``initial = "release"`` with
 ``from = "<schema>.<name>"`` improves an existing ppdp generalization or microaggregation release
 of the same source (``source`` table/schema/query/file and key as given in both specs; otherwise
 a one-line SpecError names the difference): the classes of its current version are read
@@ -197,8 +197,8 @@ class HeteroState:
     own: tuple[str, ...]  # released non-QID columns (the record's own values)
     graph_keys: frozenset[str]  # the records in this version's graph (published unless withheld)
     new_keys: frozenset[str]  # graph records that were not in the previous version's graph
-    # quoted previous version table, when the version has ghosts or held changes (issue #28 item
-    # 21): their rows' own columns are copied from it
+    # quoted previous version table, when the version has ghosts or held changes:
+    # their rows' own columns are copied from it
     previous_table: str | None = None
 
 
@@ -225,7 +225,7 @@ class Heterogeneous:
 
     def check_continuation(self, ctx: RunContext, prep: Prepared) -> None:
         """The version guard's hook: refuse, before anything is written, a graph that cannot be
-        continued (issue 28 items 11 and 12: it was refused after the run record)."""
+        continued (refused later, it would come after the run record was written)."""
         if ctx.previous is not None:
             self._check_continuable(ctx, ctx.previous, prep, settings(prep.spec))
 
@@ -266,7 +266,7 @@ class Heterogeneous:
         numeric = [q for q in spec.qid_columns if _is_numeric(records.schema[q])]
         categorical = [q for q in spec.qid_columns if q not in numeric]
         # The previous version's stored persons (hetero_sources): a ghost's last QIDs and every
-        # frozen record's previous own digest (issue #28 item 21).
+        # frozen record's previous own digest.
         prev_person: dict[str, dict[str, Any]] = {}
         if ctx.previous is not None and (carried or delayed):
             for key, attribute, value, label in ctx.con.query(HS.state_select(
@@ -549,11 +549,11 @@ class Heterogeneous:
 
 def _graph_checks(con: Connector, spec: ReleaseSpec, release: str, version: int, table: str, numeric: list[str],
                   categorical: list[str], k: int, *, with_source: bool) -> list[dict[str, Any]]:
-    """The verification of PAPER_NOTES §7 on the version table ``table``: the private graph is
+    """The verification of docs/design/paper_notes.md §7 on the version table ``table``: the private graph is
     exactly k-regular with every self edge and, ``with_source``, every published tuple covers and
     every source tuple is covered by at least k (consistency graph) and every edge is consistent."""
     d = con.dialect
-    # a ghost is a node of the graph at its last QIDs, no longer in the source (issue #28 item 21);
+    # a ghost is a node of the graph at its last QIDs, no longer in the source;
     # read from the private state, so the same for the run's check and for `ppdp verify`
     ghosts = HS.ghost_persons(release, version, numeric, categorical, d) if version > 1 else None
     n = int(con.query(P.count_rows(table))["n"][0])  # the graph's records (new ones may be withheld)

@@ -1,7 +1,7 @@
 """Information loss of a heterogeneous k-anonymization: NCP/GCP (eq. 1-4) and SIL (eq. 5-7).
 
 Full (non-incremental) NumPy recomputation; the reference the incremental structures of
-``engine.methods.heterogeneous.incremental`` are checked against. Notation of the paper (PAPER_NOTES §7):
+``engine.methods.heterogeneous.incremental`` are checked against. Notation of the paper (docs/design/paper_notes.md §7):
 
 NCP_num(q'_t, j) = (max_{t,j} - min_{t,j}) / (max^j - min^j)                        (eq. 1)
     over the k originals covered by q'_t; the domain range is the whole column's. A constant
@@ -214,7 +214,7 @@ def tuple_ncp_lca(codes, levels: np.ndarray, graph: KRegularGraph) -> np.ndarray
     """Hierarchy variant of eq. 2 for one categorical QID, per anonymized tuple, shape (n,).
 
     The paper has no hierarchies; where a QID has one, q'_t may publish the lowest common
-    ancestor (LCA) of its covered values (issue #16, point 1), and an analyst must then assume
+    ancestor (LCA) of its covered values, and an analyst must then assume
     every leaf under it. So NCP = (|leaves under the LCA| - 1) / (|domain| - 1): 0 for a single
     value, 1 at the root, and never below eq. 2's set-size NCP. The incremental structures
     (incremental.py) implement eq. 2 only.

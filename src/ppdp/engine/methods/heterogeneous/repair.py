@@ -1,4 +1,4 @@
-"""Local repair of a k-regular graph after the source changed (issue #16 item 7, PAPER_NOTES §7).
+"""Local repair of a k-regular graph after the source changed (docs/design/paper_notes.md §7).
 
 A later version of a heterogeneous release starts from the previous version's graph instead of
 starting over, so that most published tuples keep their edges (and their generalizations move

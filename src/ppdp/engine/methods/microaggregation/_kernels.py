@@ -1,7 +1,7 @@
 """Numba kernels of DRASL: arrays in, arrays out (layout of ``distances.EncodedQids``).
 
 The plain-Python twin of ``distances_to_many`` is ``distances.record_distance`` (eq. 6 on the
-records' raw values); tests/test_drasl_core.py checks that both agree on random tables.
+records' raw values); tests/methods/microaggregation/test_drasl_core.py checks that both agree on random tables.
 """
 
 from __future__ import annotations

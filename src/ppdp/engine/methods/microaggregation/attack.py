@@ -1,6 +1,6 @@
 """A sensitive-value difference attacker against a sequence of microaggregation releases.
 
-None of the papers measures this (issue #15 item 7). The attacker keeps every published version
+None of the papers measures this. The attacker keeps every published version
 and knows, between two consecutive versions, who was inserted, deleted or modified and their
 QIDs (for a modification: the new QIDs). For each changed person it computes the probability of
 the person's exact sensitive value and of its catalogue category.

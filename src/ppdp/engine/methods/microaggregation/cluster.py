@@ -1,4 +1,4 @@
-"""DRASL first release (Alg. 1, PAPER_NOTES §6): greedy clustering by the metric f_link.
+"""DRASL first release (Alg. 1, docs/design/paper_notes.md §6): greedy clustering by the metric f_link.
 
 The algorithm figure is missing from the paper's text; the prose gives it:
 

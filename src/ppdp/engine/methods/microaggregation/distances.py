@@ -1,4 +1,4 @@
-"""QID distances of the DRASL paper, eq. 1-6 (PAPER_NOTES §6), and their array encoding.
+"""QID distances of the DRASL paper, eq. 1-6 (docs/design/paper_notes.md §6), and their array encoding.
 
 Four kinds of QID, declared per column by ``QidKind`` (defaults from the column's dtype):
 

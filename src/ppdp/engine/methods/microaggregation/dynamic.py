@@ -1,4 +1,4 @@
-"""DRASL dynamic updates (Alg. 2-5, PAPER_NOTES §6): insertion, deletion and modification on
+"""DRASL dynamic updates (Alg. 2-5, docs/design/paper_notes.md §6): insertion, deletion and modification on
 an in-memory state of groups, with forged records. Pure functions, no database.
 
 The algorithm figures are missing from the paper's text; the prose fixes the rules below. Where

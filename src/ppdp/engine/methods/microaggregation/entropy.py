@@ -1,6 +1,6 @@
 """Entropy increase (eq. 7-8) and the clustering metrics f (eq. 9) and f_link (eq. 14).
 
-Conventions (PAPER_NOTES §6), fixed by Example 2:
+Conventions (docs/design/paper_notes.md §6), fixed by Example 2:
 
 - Entropy is the ordinary, positive Shannon entropy with base-10 logarithms,
   ``H(G) = -sum p_i log10 p_i``. Eq. 8 is printed without the minus sign; Example 2 computes

@@ -1,5 +1,5 @@
 """m-invariance (Xiao and Tao 2007), the classic answer to re-publication, adapted to the
-per-change interface of ``algorithms.MicroAlgorithm``: the strongest dynamic baseline of #15.
+per-change interface of ``algorithms.MicroAlgorithm``: the strongest dynamic baseline DRASL is compared with.
 
 Xiao and Tao publish versions of a table; a version is *m-unique* when every QI group has at
 least m rows with pairwise distinct SA values, the *signature* of a row is the set of SA values

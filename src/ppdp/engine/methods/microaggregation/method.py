@@ -1,4 +1,4 @@
-"""Microaggregation release method: DRASL's groups of at least K (PAPER_NOTES §6), versioned.
+"""Microaggregation release method: DRASL's groups of at least K (docs/design/paper_notes.md §6), versioned.
 
 First version: the records are clustered by the algorithm named in the spec (DRASL Alg. 1 by
 default: the metric f_link of eq. 14 with the synonymous-linkage probability of eq. 13 from a

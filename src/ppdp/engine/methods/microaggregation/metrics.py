@@ -1,4 +1,4 @@
-"""The DRASL paper's evaluation metrics over a ``DynamicState`` (PAPER_NOTES §6).
+"""The DRASL paper's evaluation metrics over a ``DynamicState`` (docs/design/paper_notes.md §6).
 
 - ``total_pr`` (eq. 15): ``Total_Pr = sum over the published groups G_i of Pr_SA(SA_Gi)``, with
   ``Pr_SA`` of eq. 13 (``Tlink / (n (n - 1))``, linkage.py). A group is taken *as published*:

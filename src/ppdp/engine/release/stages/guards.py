@@ -78,9 +78,8 @@ def method_accepts_the_input(ctx: RunContext, prep: Prepared, method: ReleaseMet
 
 def earlier_versions_have_the_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
     """A later version's history classes group rows by their QID and sensitive values in every
-    published version (PAPER_NOTES, cross-version rule), so each published version must have
-    those columns; refused here, before the search, not by the database after it (issue 28
-    item 11)."""
+    published version (docs/concepts/threat-model.md), so each published version must have
+    those columns; refused here, before the search, not by the database after it."""
     if ctx.key.previous is None or not method.publishes_classes:
         return  # a first version; the heterogeneous method compares its own columns (_check_continuable)
     spec = ctx.spec

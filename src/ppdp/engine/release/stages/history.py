@@ -77,7 +77,7 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
     for m in prep.models:
         bad: set[str] = set()
         queries = m.history_failures(sig, values_at, q_at, present, d=d)
-        if queries is None:  # fail closed; engine/guards.py refuses such a model before any write
+        if queries is None:  # fail closed; engine/release/stages/guards.py refuses such a model before any write
             raise VerificationError(f"{m.name} has no history check across versions; nothing may be published under it.")
         for sql in queries:
             bad |= set(ctx.con.query(sql)["sig_now"].to_list())
@@ -143,7 +143,7 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     size = con.query(H.class_count(sig)).row(0, named=True)
     con.execute(C.drop_private(prefix_name, d))
     con.execute(C.drop_private(sig_name, d))
-    if not actions:  # nothing held back: publish never reads (nor drops) it (issue 28, item 14)
+    if not actions:  # nothing held back: publish never reads (nor drops) it
         con.execute(C.drop_private(name, d))
     record = {"versions_checked": len(versions), "passed": True, "history_classes": int(size["classes"]),
               "rows_ever_published": int(size["rows_ever"]), "smallest_history_class": int(size["smallest"] or 0),

@@ -58,7 +58,7 @@ def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate
     grants, its metrics with what was released and held back, the verification, the source's
     changes and the delta, and the cross-version check."""
     solution = plan.solution | {"access": grants}
-    metrics = published_figures(ctx.con, written.table, ctx.spec.qid_columns, prep.hierarchies, plan.metrics,  # issue 28, item 4
+    metrics = published_figures(ctx.con, written.table, ctx.spec.qid_columns, prep.hierarchies, plan.metrics,  # the published version's figures
                                 plan.solution.get("levels"), held.record.get("held_back", {}), written.rows, prep.source_rows)
     changes = candidate.changes | ({"delta": written.delta} if ctx.previous is not None else {})
     cross = held.record | ({"checks": verification.get("cross_version")} if "cross_version" in verification else {})
@@ -71,7 +71,7 @@ def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate
 
 def record_dry_run(ctx: RunContext, prep: Prepared, plan: ReleasePlan, statements: dict[str, str]) -> RunRecord:
     """A dry run's row: what the real run would do (publish ``ctx.version``, or be skipped when the
-    key equals the current version's: issue 28, item 6) and the SQL it would run."""
+    key equals the current version's) and the SQL it would run."""
     prev = ctx.previous
     would = ({"would_publish_version": None, "would_skip": f"same run key as run {prev.run_id} (version {prev.version})"}
              if ctx.key.unchanged and prev is not None else {"would_publish_version": ctx.version})

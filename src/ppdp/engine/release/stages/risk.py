@@ -1,4 +1,4 @@
-"""Risk stage (issue 26): what an attacker can do with the published version, measured in SQL.
+"""Risk stage: what an attacker can do with the published version, measured in SQL.
 
 Two steps, both inside the run's transaction:
 

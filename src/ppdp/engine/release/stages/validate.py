@@ -81,7 +81,7 @@ def population_histogram(spec: ReleaseSpec, con: Connector, models: list[Privacy
     return encode_population(frame, table, where)
 
 
-# A CSV without a key column (issue 28 item 17): README "A file as the source" says the same.
+# A CSV without a key column: docs/reference/spec.md (source.file) says the same.
 _KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines with row_number() "
                  "in a source.query over read_csv (README, source.file).")
 
@@ -113,8 +113,8 @@ def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> di
 # The most rows a DuckDB source may have to be read row by row and grouped by its encoding
 # (encode_rows) instead of by a GROUP BY over its text: on an in-process table, moving a row's
 # text costs less than grouping it, and the encoding maps every value to a leaf code anyway
-# (adult, 30,162 rows: about half the time of the GROUP BY and the encoding of its 18,109 groups,
-# issue #25). Above it the database's parallel GROUP BY and the smaller transfer win, and a
+# (adult, 30,162 rows: about half the time of the GROUP BY and the encoding of its 18,109 groups).
+# Above it the database's parallel GROUP BY and the smaller transfer win, and a
 # server's rows would cross the network: connectors without IN_PROCESS_ROWS keep the GROUP BY. One known
 # difference: texts equal under a DuckDB collation (a VARCHAR column declared COLLATE NOCASE, or
 # default_collation set) were one group of the GROUP BY, under whichever text DuckDB kept; here
@@ -144,7 +144,7 @@ def validate(ctx: RunContext, method: ReleaseMethod) -> Prepared:
     ``prepare`` checks. Writes nothing."""
     method.check_params(ctx.spec)
     method.check_database(ctx.spec, ctx.con)
-    check_output_apart_from_source(ctx.spec, ctx.con)  # issue 28, item 1
+    check_output_apart_from_source(ctx.spec, ctx.con)  # never publish beside the source
     return prepare(ctx.spec, ctx.con)
 
 

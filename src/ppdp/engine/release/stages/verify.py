@@ -31,7 +31,7 @@ def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: 
                     levels: dict[str, int] | None = None) -> str:
     """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``;
     a model that reads population counts against the population's classes of the version, which
-    needs the version's levels). A model without one fails closed (engine/guards.py refuses it
+    needs the version's levels). A model without one fails closed (engine/release/stages/guards.py refuses it
     before any write)."""
     if m.requirements.population:
         population = population_classes(spec, m, release, version, levels, d)

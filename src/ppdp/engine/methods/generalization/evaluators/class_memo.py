@@ -1,4 +1,4 @@
-"""Class ids of recently evaluated nodes, for the roll-up of a node's classes (issue #18).
+"""Class ids of recently evaluated nodes, for the roll-up of a node's classes.
 
 Classes only merge up the lattice: every class of G is a union of classes of any node below G,
 so G's classes can be built from a remembered node below it by classifying one row per class
@@ -8,7 +8,7 @@ work between neighbouring transformations. The memo is a ring of ``capacity`` sl
 slot; a new node takes the oldest slot.
 
 ``ClassMemo`` keeps its index in arrays that the Numba kernels of ``_memo_kernels.py`` search
-and update, a whole batch per call (``plan``; issue #25: the per-node Python of the dict-based
+and update, a whole batch per call (``plan``; the per-node Python of the dict-based
 memo cost about as much as the evaluation of a node on a 1,000-record table). ``DictClassMemo``
 is its plain-Python twin, the memo as it was (tests/oracles/test_memo_kernels.py: the same
 slots for the same calls).

@@ -79,7 +79,7 @@ class DuckDBEvaluator:
             lookup = {
                 # Join key level * n_leaves + leaf: one integer column joins faster than two.
                 "key": levels * n + leaves, "leaf": leaves, "level": levels, "gen": codes.astype(np.int32),
-                "w": weight[q, levels, leaves],  # 1/|v_g| (PAPER_NOTES §1)
+                "w": weight[q, levels, leaves],  # 1/|v_g| (docs/design/paper_notes.md §1)
             }
             if self.single_key:
                 lookup["scaled"] = codes * stride

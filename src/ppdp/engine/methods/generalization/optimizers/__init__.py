@@ -2,7 +2,7 @@
 
     optimize(problem, *, budget, seed, params, progress) -> OptimizerResult
 
-``budget`` counts evaluations of (G, S) (PAPER_NOTES §1); ``seed`` feeds a
+``budget`` counts evaluations of (G, S) (docs/design/paper_notes.md §1); ``seed`` feeds a
 ``np.random.Generator``; ``params`` are the optimizer's own options (paper defaults when
 absent); ``progress(evaluations, best_td, feasible)`` is called now and then. Each optimizer
 records best-so-far per evaluation count through ``Tracker`` for convergence curves.
@@ -61,7 +61,7 @@ class Optimizer(Protocol):
 OPTIMIZERS: Registry[Optimizer] = Registry("optimizer")
 
 # Each optimizer's check of its ``params`` alone (no problem needed), by optimizer name: a release
-# runs it before anything is written (issue 28 item 12); the optimizer runs the same code again.
+# runs it before anything is written; the optimizer runs the same code again.
 ParamsCheck = Callable[[dict[str, Any]], object]
 PARAMS_CHECKS: dict[str, ParamsCheck] = {}
 _C = TypeVar("_C", bound=ParamsCheck)
@@ -200,8 +200,8 @@ _BUILTIN_LOADED = False
 
 def _load_builtin() -> None:
     # Importing the modules registers them; kept lazy so that `ppdp --help` stays fast. Once per
-    # process: the package's listing cost 1-2 ms per run_optimizer call (a 1,000-record Flash
-    # run's search is about that, issue #25).
+    # process: listing the package on every run_optimizer call cost about as much as a
+    # 1,000-record Flash run's whole search.
     global _BUILTIN_LOADED
     if _BUILTIN_LOADED:
         return

@@ -1,4 +1,4 @@
-"""The box branch and bound's loop in Numba (issue #25): ``lattice._box_search``'s rounds
+"""The box branch and bound's loop in Numba: ``lattice._box_search``'s rounds
 (pop boxes, split them, bound the halves, push those above the best TD) without Python between
 them; plain-Python twin: ``lattice._box_search`` itself, which tests/oracles/test_lattice_bounds.py
 runs against this loop (the same leaves in the same batches, boxes bounded, bounds left).

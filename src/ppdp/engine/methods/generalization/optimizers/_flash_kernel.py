@@ -1,11 +1,11 @@
 """Flash with a zero suppression limit as one Numba call (``flash._Flash`` is the plain-Python
-twin; tests/test_flash_kernel.py runs both and compares the checked nodes, in order, and the
+twin; tests/oracles/test_flash_kernel.py runs both and compares the checked nodes, in order, and the
 results).
 
 Why: with a zero limit a check is only the classes of one node (rolled up from a checked node
 below it), a few hundred microseconds or less on small tables, while the Python traversal
 around it (strategy keys, successor lists, the heap, tags, the evaluator and Tracker calls)
-cost another 0.3-0.5 ms per node: ARX checks a node in 0.05-0.1 ms (issue #25). Here the
+cost several times what ARX spends on a whole node. Here the
 traversal and the checks are one call; the caller hands the checked nodes to the Tracker.
 
 Same traversal as the twin, step for step: levels bottom-up, each level's untagged nodes in the
@@ -270,7 +270,7 @@ def _rollup_classes(g, codes, gen, n_gen, reps, sizes, keys, newid, ones, slot_k
     Writes the first row of each class of g (ascending) to ``out_reps`` and its records to
     ``out_sizes``; returns how many classes. The rows themselves are never read beyond one per
     class: a check costs the parent's classes, not the table (ARX's roll-up of class
-    snapshots, issue #25). With no node below g: ``_classify_classes``."""
+    snapshots). With no node below g: ``_classify_classes``."""
     mp = reps.shape[0]
     m = K._rank_rows_into(g, codes, gen, n_gen, reps, keys, newid[:mp], ones, slot_key, slot_id)
     for c in range(m):

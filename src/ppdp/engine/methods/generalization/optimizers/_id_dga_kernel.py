@@ -1,10 +1,10 @@
 """ID-DGA generations for k-anonymity as a single Numba call per epoch (``IDDGAIsland.generation`` is
-the plain-Python reference; tests/test_id_dga_kernel.py runs both and compares every
+the plain-Python reference; tests/oracles/test_id_dga_kernel.py runs both and compares every
 population, evaluation and result).
 
 Why: an island of 10-20 individuals on a 400-record instance spends more time in the Python
 around a generation (pairing, one crossover and mutation call per child, two evaluation calls,
-the improvement step, the selection loop: about 100 us of fixed cost per generation) than in
+the improvement step, the selection loop: a fixed cost per generation) than in
 the evaluations themselves. That fixed cost does not halve when the population is split over
 islands, so it caps the island speedup (benchmarks/islands.py, "split ceiling"); here it is
 one call.
@@ -190,7 +190,7 @@ def epoch_k_anonymity(rng, generations, G, S, feas, viol, td, ad, sup, heights, 
                       has_best, best_feasible, best_second):
     """Up to ``generations`` generations (fewer when the budget ``remaining`` runs out), as
     ``Island.run`` calls ``generation``; one call, because handing a Generator to Numba costs
-    about 20 us. Returns the generations done, every evaluation in order: G (E, nQ),
+    more than a small generation. Returns the generations done, every evaluation in order: G (E, nQ),
     retained (E, H), AD (E, 1), TD, suppressed, feasible, violation, and the rows that are new
     local bests after the island's logged best (``has_best``, ``best_feasible``, ``best_second``)."""
     C = G.shape[0] // 2

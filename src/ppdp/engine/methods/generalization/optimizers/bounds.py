@@ -1,4 +1,4 @@
-"""Box bounds for the certified lattice search (issue #18 item 3).
+"""Box bounds for the certified lattice search.
 
 Notation: a node G (a level per QID), a histogram row h (records identical on every QID and
 SA), w_q(j, h) the TD weight 1/|v| of row h's value of QID q at level j (non-increasing in j),
@@ -72,7 +72,7 @@ class at U has kmin records, so on small tables the partner bound is never large
 their minimum would change nothing). Cost: one classification of the rows a box, O(rows x
 nQID), with no O(rows^2) table (``_class_bounds``, plain-Python twin ``class_bounds_python`` in tests/support/bounds_reference.py).
 
-**Row states and the running top-k** (issue #25) change no bound, only the work: a box's rows
+**Row states and the running top-k** change no bound, only the work: a box's rows
 with fewer than need partner records inside U, or need records merged at L, keep that bound in
 every sub-box (property (1)'s argument per row; ``_row_bounds``), so the search passes each
 box's states to its halves; the need-th largest v is kept in a running top-k that skips a
@@ -84,7 +84,7 @@ scan stops at the first partner inside U whose meet weight is below the running 
 from bitsets (``partner_bitsets``) instead of testing each. Neither changes a value or a state
 (tests: the Python twin, and the bitsets against the packed test).
 
-Proof tests (tests/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
+Proof tests (tests/oracles/test_lattice_bounds.py; the class bound's with ``MAX_PARTNER_ROWS`` = 0): B(L, U) >= TD of every feasible (G, S) in the box
 by brute force over every S on tiny tables, and >= TD(G, S*(G)) by exhaustive evaluation on
 random tables and boxes; (1) and (2); the exactness (3); the reduced tables against every
 candidate listed; need_t by hand; the search's certified optimum against exhaustive search.
@@ -133,7 +133,7 @@ def _meet_levels(h, codes, gen, heights):
 # Leaves per QID up to which ``_table`` precomputes every pair's meet level (an int8 table of
 # nQID x leaves^2 bytes, 2 MiB at most), so a row's meet vectors are lookups instead of walks
 # up the hierarchies: on a 5,000-record adult sample the walks were 40 % of building the
-# partner table (issue #25). Larger domains walk as before.
+# partner table. Larger domains walk as before.
 MEET_TABLE_MAX_LEAVES = 512
 
 
@@ -153,7 +153,7 @@ def _meet_table(gen, heights):
     return tab
 
 
-# Packed meet vectors (issue #25): a vector of levels as one int64, a field of
+# Packed meet vectors: a vector of levels as one int64, a field of
 # bit_length(heights[q] + 1) bits per QID (levels go up to heights[q] + 1, "never merge") with a
 # guard bit above it. For packed u, v and the mask G of the guard bits, u <= v componentwise iff
 # ((v | G) - u) & G == G: in each field (v_q + 2^b) - u_q lies in [1, 2^(b+1) - 1] since
@@ -341,7 +341,7 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
     is read and equal keys are merged, by direct addressing in ``dense`` (every entry -1, and
     left so) when it holds the key space, else by a hash table (``_rank_into``): only the d
     distinct vectors are sorted, not the rows: on a 5,000-record adult sample the sort of every
-    row's rows was most of building the partner table (issue #25). ``keys``, ``ids``,
+    row's rows was most of building the partner table. ``keys``, ``ids``,
     ``distinct``, ``merged``: scratch of n; ``slot_key``/``slot_id``: a power-of-two
     hash table of at least 2n slots.
 
@@ -349,8 +349,8 @@ def _row_partners(h, codes, gen, heights, mult, need, tab, keys, ids, slot_key, 
     give each distinct key's packed vector and level sum, so the (sum, key) order is one sort of
     d composite integers sum * n_keys + key (the order of the two stable argsorts below) and
     only the kept vectors are decoded: on a 5,000-record adult sample the two argsorts and the
-    decoding of every distinct vector were most of the partner table after the meet levels
-    (issue #25). With the meet table, ``row_keys[q, b]`` (scratch, nQ x leaves) holds row h's
+    decoding of every distinct vector were most of the partner table after the meet levels.
+    With the meet table, ``row_keys[q, b]`` (scratch, nQ x leaves) holds row h's
     key term of leaf b of QID q, its meet level times the QID's place value, so a candidate's
     key is a sum of nQ independent lookups (the same integer as the Horner form)."""
     n, nq = codes.shape
@@ -488,7 +488,7 @@ def _undominated(vecs, mult, need, packed, guard):
 # Needs up to this size take the k-th largest partner value (with multiplicity) from a running
 # top-k of the values seen (a selection, no arithmetic: the same value as sorting them all),
 # without a sort and its allocation per (box, row); on a 1,000-record creditcard sample (k = 5)
-# the argsorts were most of the box bounds' time (issue #25). Once k records are in it, a
+# the argsorts were most of the box bounds' time. Once k records are in it, a
 # partner whose meet weight sum_q w_q(m_q, h) (``_meet_weights``) is at most the k-th largest so
 # far is skipped unscanned: its v = sum_q w_q(max(L_q, m_q), h) is no larger (weights do not
 # increase with the level, and a float sum of termwise smaller non-negative terms in the same
@@ -496,7 +496,7 @@ def _undominated(vecs, mult, need, packed, guard):
 SELECT_MAX_NEED = 16
 
 
-# Bitsets of the partners inside U (issue #25): on a 5,000-record mach2019 sample a row has
+# Bitsets of the partners inside U: on a 5,000-record mach2019 sample a row has
 # about 250 partners of which about 15 lie inside a late box's U, and testing each was most of
 # the box bounds' time. For each row, QID q and level j, a bitset over the row's partners (in
 # table order) of those with m_q <= j; the partners inside U are the AND over q of the sets at
@@ -560,7 +560,7 @@ def wm_order(table: PartnerTable, wm: np.ndarray) -> tuple[PartnerTable, np.ndar
     """(table, wm) with each row's partners reordered by meet weight, largest first (ties in
     table order), as ``_row_bounds``'s early stop needs, and the partners of infinite weight
     (a level above the top: inside no box) dropped. The bound is a k-th largest value over the
-    partners inside U and the row states count them: neither depends on their order (issue #25)."""
+    partners inside U and the row states count them: neither depends on their order."""
     n = len(table.start) - 1
     row_of = np.repeat(np.arange(n, dtype=np.int64), np.diff(table.start))
     finite = np.isfinite(wm)
@@ -591,8 +591,8 @@ def _meet_weights(codes, weight, start, meet, heights):
 
 
 # Row states a box passes to its sub-boxes (``_row_bounds``'s ``parent`` and ``status``), so
-# that a sub-box skips the partner scan of rows whose bound the state already fixes (issue #25:
-# on a 5,000-record adult sample 70 % of the rows of a bounded box are in one of the first two).
+# that a sub-box skips the partner scan of rows whose bound the state already fixes (on a
+# 5,000-record adult sample 70 % of the rows of a bounded box are in one of the first two).
 ROW_NONE = 0  # fewer than need partner records inside U: bound 0 in every sub-box
 ROW_AT_L = 1  # at least need partner records merged at L: bound u_L(h) in every sub-box
 ROW_SCAN = 2  # anything else: scan the partners
@@ -629,7 +629,7 @@ def _row_bounds(L, U, codes, weight, start, meet, mult, need, packed, shifts, gu
     n_levels = weight.shape[1]
     # Rows outside, boxes inside: a row's partner list (a few dozen meet vectors) stays in cache
     # while every box of the batch reads it, where box-major order streamed the whole table
-    # (megabytes) once per box (issue #25). Each (box, row) value is computed as before.
+    # (megabytes) once per box. Each (box, row) value is computed as before.
     # The row's weights by QID and level, gathered once per row (the same values as
     # weight[q, level, codes[h, q]], read from a small array that stays in cache).
     wrow = np.empty((nq, weight.shape[1]))

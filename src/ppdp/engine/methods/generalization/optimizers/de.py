@@ -3,7 +3,7 @@ step of HAEF (Algorithm 3) and TLEF.
 
 For each target X_i a mutant V_i is built in reals from G and S (one strategy of HAEF eq. 14-19,
 the same random indices for both vectors), brought back to levels/bits by the boundary rules of
-HAEF §4.3.2 (PAPER_NOTES §5), crossed with the target by binomial crossover eq. 20 (separately
+HAEF §4.3.2 (docs/design/paper_notes.md §5), crossed with the target by binomial crossover eq. 20 (separately
 for G and S, each with its own j_rand over its length), evaluated, and the trial replaces the
 target if it beats it (eq. 21, two-dimension rule). The generation is synchronous: all trials
 come from the population at the start of the generation.

@@ -9,7 +9,7 @@ node, check all its unexpanded neighbours in one direction, and queue them; a di
 best new neighbour until there is none.
 
 ARX runs it bottom-up because its loss only grows upward. TD does the opposite: with S = S*(G)
-(the exact suppression oracle, PAPER_NOTES §3) the top node keeps every record in one class and
+(the exact suppression oracle, docs/design/paper_notes.md §3) the top node keeps every record in one class and
 is feasible whenever any node is, and TD grows as values are specialized until the records that
 must be suppressed outweigh the finer values. So ppdp starts at the top and expands a node's
 *predecessors* (one QID one level lower). Nodes are checked in batches (one evaluation each)

@@ -13,8 +13,8 @@ from which further paths start. The traversal ends when every node is tagged.
 Anonymity follows ARX 3.9: a node is anonymous when the records of classes smaller than k are
 at most ``suppression_limit * nR`` (a limit in [0, 1]; 1.0, ARX's most common setting, allows
 suppressing everything); those records are then suppressed (S = S*(G) for k-anonymity,
-PAPER_NOTES §3). A node that is not anonymous is reported as (G, nothing suppressed), which is
-infeasible. Each check is one evaluation on the budget (PAPER_NOTES §1).
+docs/design/paper_notes.md §3). A node that is not anonymous is reported as (G, nothing suppressed), which is
+infeasible. Each check is one evaluation on the budget (docs/design/paper_notes.md §1).
 
 Monotonicity (why the tags are sound): classes only merge up the lattice, so a record in a class
 of size >= k stays in one; the records of small classes, hence the suppression S*(G) needs,
@@ -40,12 +40,12 @@ array with one byte per lattice node (``max_lattice`` caps its size); predictive
 n-dimensional slice assignment.
 
 With a zero limit, k-anonymity alone and the numba backend, the whole traversal runs as one
-Numba call (``_flash_kernel.flash_zero_limit``, issue #25: the Python bookkeeping per node cost
+Numba call (``_flash_kernel.flash_zero_limit``: the Python bookkeeping per node cost
 several times the check itself); ``_Flash`` is its plain-Python twin, and the tests show both
 check the same nodes in the same order with the same results. The Tracker receives the checked
 nodes, in order, when the call returns (progress is reported then).
 
-``dfs``: the DFS baseline of the HAEF paper (PAPER_NOTES §5): depth-first traversal of the
+``dfs``: the DFS baseline of the HAEF paper (docs/design/paper_notes.md §5): depth-first traversal of the
 lattice from the bottom node (successors in QID order), S = all ones, until the budget or the
 lattice is exhausted; the result is the best feasible node seen.
 """
@@ -162,7 +162,7 @@ class _Flash:
     def successors(self, idx: int) -> list[int]:
         """Direct successors of a node, sorted by the strategy (remembered: a path's search and
         a failed check ask for the same node's; on mach2019's 1,000-record sample, 1,078 asks
-        for 434 checks, issue #25). Callers only read the list."""
+        for 434 checks). Callers only read the list."""
         succ = self._succ.get(idx)
         if succ is None:
             node = self.coords(idx)
@@ -502,7 +502,7 @@ def dfs_order(heights: np.ndarray) -> Iterator[tuple[int, ...]]:
 @OPTIMIZERS.register("dfs")
 def dfs(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any],
         progress: ProgressFn | None = None) -> OptimizerResult:
-    """Depth-first lattice traversal with S = all ones (HAEF's DFS baseline, PAPER_NOTES §5).
+    """Depth-first lattice traversal with S = all ones (HAEF's DFS baseline, docs/design/paper_notes.md §5).
 
     Deterministic (``seed`` unused). params: ``batch`` (nodes per evaluator call, default 64).
     ``info["complete"]`` says whether the whole lattice was visited; the result is then the

@@ -3,7 +3,7 @@
 
 Each generation pairs the population at random; each pair makes one child by uniform crossover
 (rate ``cr``) and per-gene mutation (rate ``mr``: G gene redrawn in [0, height], S bit flipped);
-the child replaces the worse parent if it beats it under the two-dimension rule (PAPER_NOTES
+the child replaces the worse parent if it beats it under the two-dimension rule (docs/design/paper_notes.md
 §4-5). No improvement operator. The papers do not give the GA baseline's parameters; the
 defaults are ID-DGA's population (N = 40) and mutation rate (MR = 0.1) and HAEF's CR_ga = 0.5.
 """

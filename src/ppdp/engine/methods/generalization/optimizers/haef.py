@@ -1,6 +1,6 @@
 """HAEF: hierarchical adaptive evolution framework (papers/haef_t-closeness_ga-de.txt), and TLEF.
 
-Algorithm 1 (loop ``while g < gamma``, PAPER_NOTES §5): each generation either the GA step
+Algorithm 1 (loop ``while g < gamma``, docs/design/paper_notes.md §5): each generation either the GA step
 (Algorithm 2, engine/methods/generalization/optimizers/ga.py) or the DE step (Algorithm 3, engine/methods/generalization/optimizers/de.py)
 updates the whole population. Two adaptive hierarchies choose:
 
@@ -11,18 +11,18 @@ updates the whole population. Two adaptive hierarchies choose:
   probabilities p_de^1..6, 1/6 at first, renewed every UpdateInterval generations by eq. 11-13
   (``p_de_strategies``).
 
-g / gamma: gamma follows from the evaluation budget (PAPER_NOTES §5); a GA generation costs
+g / gamma: gamma follows from the evaluation budget (docs/design/paper_notes.md §5); a GA generation costs
 NP/2 evaluations and a DE one NP, so we measure g / gamma as the fraction of the evaluation
 budget spent. The loop ends when the budget is spent.
 
-Registered names (HAEF Tables 2-5, PAPER_NOTES §5):
+Registered names (HAEF Tables 2-5, docs/design/paper_notes.md §5):
 
 * ``haef``: NP = 30, CR_ga = 0.5, MR_ga = 0.2, F = 1.3, CR_de = 0.3, UpdateInterval = 10.
 * ``haef-without-priority``: the g/gamma terms of eq. 9, 10, 12, 13 dropped.
 * ``haef-without-ga-de-adaptation``: DE strategies only (p_de = 1), still adaptive among them.
 * ``haef-without-de-adaptation``: GA and DE/best/1 only, GA-DE adaptation kept.
 * ``tlef``: GA and DE alternate generation by generation (even: GA, odd: DE/best/1).
-* ``haef+oracle`` (ours): every evaluated solution repaired with S := S*(G) (PAPER_NOTES §3).
+* ``haef+oracle`` (ours): every evaluated solution repaired with S := S*(G) (docs/design/paper_notes.md §3).
 """
 
 from __future__ import annotations

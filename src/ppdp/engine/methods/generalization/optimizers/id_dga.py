@@ -11,14 +11,14 @@ Evaluation count: deciding that the mutant is infeasible needs its AD, i.e. one 
 (G, S); the improved child is a second one. Both count against the budget (engine/methods/generalization/problem.py:
 every evaluated (G, S) is one evaluation) and both are candidates for the best-so-far.
 
-Registered names and their presets (PAPER_NOTES §4, ID-DGA Tables 2 and 4):
+Registered names and their presets (docs/design/paper_notes.md §4, ID-DGA Tables 2 and 4):
 
 * ``id-dga``: N = 40 over NSP = 4 islands, MR = 0.1, MI = 5.
 * ``id-ga`` and ``id-dga-without-framework``: one population of 40 (islands = 1).
 * ``id-dga-without-mutation``: plain GA mutation (per-gene random reset / bit flip, rate MR).
 * ``id-dga-without-improvement``: no improvement operator.
 * ``id-dga+oracle`` (ours, not the paper's): every evaluated solution is repaired with the exact
-  suppression oracle S := S*(G) (PAPER_NOTES §3); the improvement step is then never needed.
+  suppression oracle S := S*(G) (docs/design/paper_notes.md §3); the improvement step is then never needed.
 
 Speed (ours, not the paper's): with a single k-anonymity model an epoch's generations run as one
 Numba call (engine/methods/generalization/optimizers/_id_dga_kernel.py, parameter ``fused``, on by default), with the
@@ -69,9 +69,9 @@ ID_DGA_DEFAULTS: dict[str, Any] = {
     "mr": 0.1,  # MR (§5.2)
     "cr": 0.5,  # probability that a G gene comes from the second parent (§4.3: "randomly selected")
     "mutation": "info",  # "info" (§4.4) or "plain" (per-gene reset / flip: the ablation)
-    "mutation_per_gene": False,  # option of PAPER_NOTES §4: every gene with probability MR
+    "mutation_per_gene": False,  # option of docs/design/paper_notes.md §4: every gene with probability MR
     "improvement": True,  # §4.5; False = the ablation
-    "improve_until_feasible": False,  # option of PAPER_NOTES §4: repeat the improvement
+    "improve_until_feasible": False,  # option of docs/design/paper_notes.md §4: repeat the improvement
     # Ours: a generation as one Numba call where it applies (one k-anonymity model, the numba
     # evaluator, info-driven mutation, no oracle); the same results. False = the Python reference.
     "fused": True,

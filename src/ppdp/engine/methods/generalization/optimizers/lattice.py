@@ -1,10 +1,10 @@
-"""Lattice search with exact suppression (PAPER_NOTES §3): certified optimum TD.
+"""Lattice search with exact suppression (docs/design/paper_notes.md §3): certified optimum TD.
 
 For a fixed G the best S is S*(G) (the oracle), so the search space is the generalization
 lattice. Three modes:
 
-``mode = "bound"`` (default): best-first branch and bound over *boxes* of the lattice (issue #18
-item 3). A box [L, U] is every node G with L <= G <= U; its bound (engine/methods/generalization/optimizers/bounds.py,
+``mode = "bound"`` (default): best-first branch and bound over *boxes* of the lattice.
+A box [L, U] is every node G with L <= G <= U; its bound (engine/methods/generalization/optimizers/bounds.py,
 proved there) is an upper bound on TD(G, S*(G)) for every G in it: a kept record needs
 kmin - 1 partners (kmin = max(k, l)) that share its class at G <= U, or under t-closeness a
 number of partners with other SA values, and then contributes at most what it would at
@@ -154,7 +154,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     bound = BoxBound(problem)
     # The class bound classifies the table at every box's U, where the node search rolls each
     # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
-    # sooner (vs_arx: adult t-closeness 1.2 s against 2.8 s, cup 1.0 s against 2.5 s).
+    # sooner (about twice as fast on benchmarks/vs_arx.py's adult t-closeness and cup rows).
     if not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE):
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)

@@ -1,5 +1,5 @@
 """Nodes of the generalization lattice: its size, its nodes, the suppression limit in records
-and the evaluation of nodes with S = S*(G) (PAPER_NOTES §3).
+and the evaluation of nodes with S = S*(G) (docs/design/paper_notes.md §3).
 
 The lattice searches (``lattice``, ``descent``, ``flash``) and the Ray workers that evaluate
 node batches (``ray_executor``) all use these; they live apart from ``lattice.py`` so that

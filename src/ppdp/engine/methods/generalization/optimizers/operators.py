@@ -1,6 +1,6 @@
-"""Evolutionary operators as small free functions on NumPy genomes (STYLE.md, DEAP/pymoo).
+"""Evolutionary operators as small free functions on NumPy genomes (docs/design/style.md, DEAP/pymoo).
 
-A solution is a pair of vectors (PAPER_NOTES §1): ``g`` (nQ,) int levels in [0, heights] and
+A solution is a pair of vectors (docs/design/paper_notes.md §1): ``g`` (nQ,) int levels in [0, heights] and
 ``s`` (nR,) bool keep flags (True = the papers' S = 1, the record is released). Every function
 takes an explicit ``np.random.Generator`` as the keyword ``rng`` and never changes its inputs.
 
@@ -11,8 +11,8 @@ vectors, ``bound_*`` DE boundary rules, ``sel_*`` selection, ``p_*`` adaptive pr
   ``mut_info_driven`` (§4.4, Fig. 4), ``imp_info_driven`` (§4.5), ``sel_two_dimension`` (§4.6).
 * Plain GA (ID-DGA Table 2 baseline, HAEF Algorithm 2): ``cx_uniform``, ``mut_reset_flip``.
 * HAEF (papers/haef_t-closeness_ga-de.txt): the six DE strategies eq. 14-19, the boundary rules
-  of §4.3.2 as fixed by PAPER_NOTES §5 (``bound_g``, ``bound_s``), binomial crossover eq. 20
-  (``cx_binomial``, j_rand over the vector length, PAPER_NOTES §5), the two adaptive hierarchies
+  of §4.3.2 as fixed by docs/design/paper_notes.md §5 (``bound_g``, ``bound_s``), binomial crossover eq. 20
+  (``cx_binomial``, j_rand over the vector length, docs/design/paper_notes.md §5), the two adaptive hierarchies
   eq. 9-10 (``p_ga_de``, typo of eq. 9 fixed) and eq. 11-13 (``p_de_strategies``).
 """
 
@@ -44,7 +44,7 @@ def mut_info_driven(g: np.ndarray, s: np.ndarray, heights: np.ndarray, *, mr: fl
     """Information-driven mutation (ID-DGA §4.4, Fig. 4).
 
     With probability ``mr`` one random G gene is redrawn uniformly in [0, height]; independently,
-    with probability ``mr`` one random S gene is set to 1 (its record is released). PAPER_NOTES §4:
+    with probability ``mr`` one random S gene is set to 1 (its record is released). docs/design/paper_notes.md §4:
     Fig. 4 shows one gene per vector; ``per_gene=True`` is the documented option where every
     gene mutates with probability ``mr`` (G redraw, S set to 1).
     """
@@ -70,7 +70,7 @@ def imp_info_driven(s: np.ndarray, record_ad: np.ndarray, *, higher_is_safer: bo
     ``record_ad`` is each record's AD (the AD of its equivalence class, e.g. its class size
     for k-anonymity, ``Problem.record_class_sizes``); suppressed records are ignored. All
     retained records with the lowest AD (the highest when ``higher_is_safer`` is False, e.g.
-    a t-closeness distance or a violation) get S = 0. Applied once (PAPER_NOTES §4).
+    a t-closeness distance or a violation) get S = 0. Applied once (docs/design/paper_notes.md §4).
     """
     s = np.array(s, dtype=bool, copy=True)
     if not s.any():
@@ -85,7 +85,7 @@ def sel_two_dimension(feasible_a, violation_a, td_a, feasible_b, violation_b, td
     """Two-dimension selection (ID-DGA §4.6, HAEF eq. 21): does ``a`` beat ``b``? (strictly)
 
     (1) both infeasible: the one closer to feasibility wins (smaller normalized violation, i.e.
-    higher AD for k-anonymity, lower AD for t-closeness, PAPER_NOTES §2); (2) only one feasible:
+    higher AD for k-anonymity, lower AD for t-closeness, docs/design/paper_notes.md §2); (2) only one feasible:
     it wins; (3) both feasible: higher TD wins. Ties keep ``b``. Works on scalars or arrays.
     """
     fa = np.asarray(feasible_a, dtype=bool)
@@ -112,7 +112,7 @@ def cx_uniform(g1: np.ndarray, s1: np.ndarray, g2: np.ndarray, s2: np.ndarray, *
 def mut_reset_flip(g: np.ndarray, s: np.ndarray, heights: np.ndarray, *, mr: float,
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Per-gene mutation with rate ``mr`` (MR_ga): G gene redrawn uniformly in [0, height]
-    (random reset), S bit flipped (PAPER_NOTES §4-5). Vectors are the last axis (one or a batch)."""
+    (random reset), S bit flipped (docs/design/paper_notes.md §4-5). Vectors are the last axis (one or a batch)."""
     g = np.array(g, copy=True)
     s = np.array(s, copy=True)
     up = np.broadcast_to(np.asarray(heights), g.shape)
@@ -137,7 +137,7 @@ def pair_up(n: int, *, rng: np.random.Generator) -> np.ndarray:
 # index, ``best`` the best individual's index and ``r`` the random indices r1, r2, ... (last
 # axis). With an int ``i`` and ``r`` of shape (k,) it returns one mutant (n,); with ``i`` of
 # shape (m,) and ``r`` of shape (m, k) a batch (m, n). The arithmetic is in reals; the
-# boundary rules then bring G back to levels and S to bits (PAPER_NOTES §5).
+# boundary rules then bring G back to levels and S to bits (docs/design/paper_notes.md §5).
 # ---------------------------------------------------------------------------------------
 
 
@@ -200,7 +200,7 @@ def de_indices(n: int, i: int | np.ndarray, k: int, *, rng: np.random.Generator)
 
 
 def bound_g(v: np.ndarray, up: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
-    """Boundary rule for G (HAEF §4.3.2, PAPER_NOTES §5): v < 0 -> 0; v > up -> a random
+    """Boundary rule for G (HAEF §4.3.2, docs/design/paper_notes.md §5): v < 0 -> 0; v > up -> a random
     integer in (0, up]; otherwise the nearest integer (halves round up)."""
     v = np.asarray(v, dtype=np.float64)
     up = np.broadcast_to(np.asarray(up, dtype=np.int64), v.shape)
@@ -214,7 +214,7 @@ def bound_g(v: np.ndarray, up: np.ndarray, *, rng: np.random.Generator) -> np.nd
 
 
 def bound_s(v: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
-    """Boundary rule for S (HAEF §4.3.2, PAPER_NOTES §5): v < 0 -> random 0/1; v > 1 -> 1;
+    """Boundary rule for S (HAEF §4.3.2, docs/design/paper_notes.md §5): v < 0 -> random 0/1; v > 1 -> 1;
     0 <= v <= 1 -> 1 with probability v."""
     v = np.asarray(v, dtype=np.float64)
     u = rng.random(v.shape)
@@ -224,7 +224,7 @@ def bound_s(v: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
 def cx_binomial(x: np.ndarray, v: np.ndarray, *, cr: float, rng: np.random.Generator) -> np.ndarray:
     """Binomial crossover, HAEF eq. 20: u_j = v_j if rand_j <= CR or j = j_rand, else x_j.
 
-    j_rand is drawn over the vector's own length (PAPER_NOTES §5 fixes the printed [1, NP]),
+    j_rand is drawn over the vector's own length (docs/design/paper_notes.md §5 fixes the printed [1, NP]),
     so the trial always takes at least one gene from the mutant. Vectors are the last axis:
     ``x`` and ``v`` of shape (m, n) cross m pairs, each with its own j_rand.
     """
@@ -249,7 +249,7 @@ def p_ga_de(ns_ga: int, nf_ga: int, ns_de: int, nf_de: int, progress: float, *,
             priority: bool = True) -> tuple[float, float]:
     """GA-DE adaptation hierarchy, HAEF eq. 9-10 -> (p_ga, p_de).
 
-    a = ns_de (ns_ga + nf_ga) (eq. 9 with the typo ``ns`` -> ``ns_ga`` fixed, PAPER_NOTES §5),
+    a = ns_de (ns_ga + nf_ga) (eq. 9 with the typo ``ns`` -> ``ns_ga`` fixed, docs/design/paper_notes.md §5),
     b = ns_ga (ns_de + nf_de); p_de = (a / (a + b) + g/gamma) / 2, p_ga = (b / (a + b) + 1 -
     g/gamma) / 2, so p_ga + p_de = 1. ``progress`` is g/gamma. When a + b = 0 (no success
     counted for one of them) only the time term is used: p_de = g/gamma. ``priority=False``
@@ -274,7 +274,7 @@ def p_de_strategies(ns: np.ndarray, nf: np.ndarray, progress: float, *, priority
 
     sm_d = ns_d / (ns_d + nf_d + eps) + eps (eq. 11); random-based d = 1, 3, 5:
     p_d = (sm_d / sum sm + 1 - g/gamma) / 4 (eq. 12); best-based d = 2, 4, 6:
-    p_d = (sm_d / sum sm + g/gamma) / 4 (eq. 13). They sum to 1 (PAPER_NOTES §5).
+    p_d = (sm_d / sum sm + g/gamma) / 4 (eq. 13). They sum to 1 (docs/design/paper_notes.md §5).
     ``priority=False`` drops the g/gamma terms: p_d = sm_d / sum sm.
     """
     ns = np.asarray(ns, dtype=np.float64)

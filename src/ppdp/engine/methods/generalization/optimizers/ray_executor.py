@@ -1,4 +1,4 @@
-"""Ray for the optimizers (issue #17 item 2): the cluster, host actors and their pool, and
+"""Ray for the optimizers: the cluster, host actors and their pool, and
 lattice node batches evaluated on Ray workers.
 
 Optional dependency: ``pip install ppdp[ray]``. ``connect(address)`` joins the cluster at

@@ -39,7 +39,7 @@ class ProblemSpec:
         # views of its object store, and Numba types a read-only array apart from a writable
         # one, so every kernel of the worker's Problem was compiled a second time, never
         # served by the cache that ``ppdp warm-up`` and the local runs fill (ID-DGA's epoch
-        # kernel: 42 s in each of the master and its actors on a cold cache). Unpickled
+        # kernel, in each of the master and its actors on a cold cache). Unpickled
         # in-band, the arrays are the worker's own, writable, as in a local run.
         return _problem_spec_from_bytes, (pickle.dumps((self.table, self.models, self.backend), protocol=5),)
 

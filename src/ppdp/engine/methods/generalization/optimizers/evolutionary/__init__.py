@@ -2,7 +2,7 @@
 
 The whole population is divided into ``islands`` sub-populations that evolve independently;
 every ``migration_interval`` (MI) generations each island sends its best individual to the next
-island on a ring (PAPER_NOTES §4). One island is the ordinary single-population algorithm.
+island on a ring (docs/design/paper_notes.md §4). One island is the ordinary single-population algorithm.
 
 Modules (none imports one that imports it back):
 

@@ -121,7 +121,7 @@ class Island:
 
     @property
     def progress(self) -> float:
-        """Fraction of the island's evaluation budget spent (g / gamma of HAEF, PAPER_NOTES §5)."""
+        """Fraction of the island's evaluation budget spent (g / gamma of HAEF, docs/design/paper_notes.md §5)."""
         return min(self.used / self.budget, 1.0) if self.budget else 1.0
 
     def evaluate(self, G: np.ndarray, S: np.ndarray) -> tuple[Evaluation, np.ndarray] | None:
@@ -172,7 +172,7 @@ class Island:
         return int(self.G.shape[0])
 
     def initialize(self) -> None:
-        """Random population (HAEF eq. 7-8, PAPER_NOTES §4): G uniform in [0, height], S uniform
+        """Random population (HAEF eq. 7-8, docs/design/paper_notes.md §4): G uniform in [0, height], S uniform
         in {0, 1}; evaluated (cut short if the budget is smaller than the population)."""
         P = self.pop_size
         G = self.rng.integers(0, self.heights + 1, size=(P, len(self.heights)))

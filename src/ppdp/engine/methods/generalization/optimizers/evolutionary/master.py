@@ -3,7 +3,7 @@
 The whole population is divided into ``islands`` sub-populations that evolve independently.
 Every ``migration_interval`` (MI) generations each island sends its best individual to the next
 island on a ring; the receiver replaces a random individual that is not its own best
-(PAPER_NOTES §4). One island is the ordinary single-population algorithm.
+(docs/design/paper_notes.md §4). One island is the ordinary single-population algorithm.
 
 The master builds the islands' specs, has ``choose_executor`` pick the executor, runs the
 epochs, and merges the islands' reports into one ``Tracker`` (island by island within each

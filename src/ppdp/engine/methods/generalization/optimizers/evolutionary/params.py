@@ -27,7 +27,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "executor": "auto",
     "ray_address": "",  # executor = "ray": the cluster ("" = RAY_ADDRESS, a running one, or a new local one)
     "start_method": "spawn",  # multiprocessing start method of the worker processes
-    "oracle": False,  # memetic repair S := S*(G) on every evaluated solution (PAPER_NOTES §3)
+    "oracle": False,  # memetic repair S := S*(G) on every evaluated solution (docs/design/paper_notes.md §3)
     # Record the population diversity every n generations for HAEF Fig. 9 (0 = never). Off by
     # default: a release does not need it, and its snapshots are most of the islands' messages.
     "diversity_every": 0,

@@ -1,4 +1,4 @@
-"""``RayExecutor``: islands as Ray actors, one per island (issue #17 item 2).
+"""``RayExecutor``: islands as Ray actors, one per island.
 
 The Problem travels once, as a ``ProblemSpec`` (encoded arrays, models, backend) put in the
 object store; each actor builds its Problem and island from it and loads the Numba kernels

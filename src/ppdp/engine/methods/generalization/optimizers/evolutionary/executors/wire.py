@@ -1,7 +1,7 @@
 """What island worker processes send: migrants on the ring of pipes, reports to the master.
 
 Messages on the critical path are packed by hand: a migrant every epoch (tens of them in a
-50 ms run) and the islands' reports. Pickling dataclasses of small arrays cost more than the
+run that lasts a fraction of a second) and the islands' reports. Pickling dataclasses of small arrays cost more than the
 epochs' compute on the ID-DGA instances (benchmarks/islands.py).
 """
 

@@ -45,8 +45,10 @@ KINDS: dict[str, Kind] = {
     "evaluator": Kind("evaluator backend", "ppdp.evaluators", (f"{_GEN}.evaluators.numba_backend",
                                                                 f"{_GEN}.evaluators.duckdb_backend")),
     "metric": Kind("utility metric", "ppdp.metrics", (f"{_GEN}.metrics",)),
-    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", tuple(f"ppdp.engine.risk.{m}" for m in (
-        "prosecutor", "journalist", "uniqueness", "population", "bands", "attributes", "individual"))),
+    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", (
+        "ppdp.engine.risk.prosecutor", "ppdp.engine.risk.journalist", "ppdp.engine.risk.uniqueness",
+        "ppdp.engine.risk.population", "ppdp.engine.risk.bands", "ppdp.engine.risk.attributes",
+        "ppdp.engine.risk.individual")),
     # the built-in connectors are entry points of ppdp's own pyproject.toml (one per URL scheme)
     "connector": Kind("database connector", "ppdp.connectors", ()),
 }

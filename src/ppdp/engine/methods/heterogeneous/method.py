@@ -212,7 +212,7 @@ class Heterogeneous:
     name = "heterogeneous"
     publishes_classes = False
     generalizes_by_levels = False
-    private_tables = HS.PRIVATE_TABLES
+    private_tables: tuple[str, ...] = HS.PRIVATE_TABLES
 
     def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
         """Each initial heuristic under each objective, half a second of search each."""

@@ -185,7 +185,7 @@ class Microaggregation:
     name = "microaggregation"
     publishes_classes = True
     generalizes_by_levels = False
-    private_tables = M.PRIVATE_TABLES
+    private_tables: tuple[str, ...] = M.PRIVATE_TABLES
 
     def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
         """Each algorithm on the sample's catalogue column."""

@@ -15,7 +15,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppdp.engine.methods.base import WarmUp
 
 DATA = Path(__file__).parents[1] / "data"
 QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
@@ -33,7 +36,7 @@ def model_sets() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _spec(db: Path, output: str, method: str, w: Any):
+def _spec(db: Path, output: str, method: str, w: WarmUp):
     from ppdp.engine.core.spec import spec_from_dict
 
     keep = [c for c in ("salary-class", "disease") if c != w.sensitive]

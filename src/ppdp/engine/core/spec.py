@@ -138,9 +138,10 @@ def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
 
 
 def _registered(kind: str, name: str, where: str) -> str:
-    """``name`` if an object of ``kind`` (ppdp/registry.py ``KINDS``: optimizer, evaluator,
-    metric, method) is registered under it, built-in or from another package; a SpecError
-    with "did you mean" otherwise. The spec imports none of them."""
+    """``name`` if an object of ``kind`` (a key of ppdp/registry.py ``KINDS``: optimizer,
+    evaluator, metric) is registered under it, built-in or from another package; a SpecError
+    with "did you mean" otherwise. The spec imports none of them. (Release methods are looked
+    up by engine/methods ``method_of``, once the spec is read.)"""
     try:
         return check_name(kind, name)
     except UnknownNameError as exc:

@@ -12,6 +12,7 @@ importing that module (docs/extending.md).
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
@@ -69,20 +70,26 @@ class Registry(Generic[T]):
         self._group = entry_point_group
         self._builtins = builtins
         self._builtins_loaded = not builtins
+        self._loading = False
+        self._lock = threading.RLock()
         self._entry_points: dict[str, EntryPoint] | None = None
         self._clashes: dict[str, list[EntryPoint]] = {}
 
     def _load_builtins(self) -> None:
         if self._builtins_loaded:
             return
-        # set first: a built-in module that looks a name up while it is imported would import itself again
-        self._builtins_loaded = True
-        try:
-            for module in self._builtins:
-                importlib.import_module(module)
-        except BaseException:
-            self._builtins_loaded = False
-            raise
+        # A re-entrant lock: the importing thread may look a name up again while a built-in module
+        # is imported (and must not import it twice); another thread waits until all are registered.
+        with self._lock:
+            if self._builtins_loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                for module in self._builtins:
+                    importlib.import_module(module)
+                self._builtins_loaded = True
+            finally:
+                self._loading = False
 
     def _discovered(self) -> dict[str, EntryPoint]:
         if self._entry_points is None:

@@ -66,6 +66,15 @@ class RunInProgress(ConnectorError):
     """Another run of the same release holds its run lock (the request worker retries later)."""
 
 
+def did_you_mean(name: str, options) -> str:
+    """" Did you mean 'x'?" for the option closest to a mistyped ``name``, or "" when none is
+    close: the one place that suggests a name (registries, spec keys, choices, columns)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def known_names(names) -> str:
     """The tail of an "unknown name" message: " Known: a, b." or, with nothing to choose from,
     a sentence that says so (never "Known: .")."""

@@ -1,22 +1,58 @@
-"""A small name -> object registry with "did you mean" errors (after sqlglot's Dialect registry).
+"""Name -> object registries with "did you mean" errors (after sqlglot's Dialect registry).
 
-Privacy models, utility metrics, optimizers and connectors each keep one, so a job spec names
-them and adding one is one new module that calls ``register``. A registry may also discover
-objects through a group of package entry points (connectors: ``ppdp.connectors``), loaded on
-first use, so that another distribution can add one and an optional dependency is imported only
-when its object is asked for.
+Every kind of extension is found the same way (``KINDS``): the built-in ones, listed below by the
+dotted name of the module that registers them when imported, and the entry points of the kind's
+group, which another distribution declares in its ``pyproject.toml``. Both are loaded on first
+use, so ``ppdp --help`` imports none of them and an optional dependency is imported only when
+its object is asked for. ``registry(kind)`` is the one registry of a kind: the module that
+defines the kind's interface calls it, and the spec reader looks names up through it without
+importing that module (docs/extending.md).
 """
 
 from __future__ import annotations
 
-import difflib
+import importlib
+import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from ppdp.errors import PpdpError, UnknownNameError, known_names
+from ppdp.errors import PpdpError, UnknownNameError, did_you_mean, known_names
 
 T = TypeVar("T")
+
+_GEN = "ppdp.engine.methods.generalization"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of extension: its noun in messages, its entry-point group and the modules that
+    register its built-in objects when imported."""
+
+    noun: str
+    group: str
+    builtins: tuple[str, ...]
+
+
+# The one list of built-in extensions. A built-in module registers its objects itself
+# (``registry(kind).register(name)``); the privacy models' package imports each model module.
+KINDS: dict[str, Kind] = {
+    "model": Kind("privacy model", "ppdp.models", ("ppdp.engine.privacy",)),
+    "method": Kind("release method", "ppdp.methods", (f"{_GEN}.method", "ppdp.engine.methods.heterogeneous.method",
+                                                      "ppdp.engine.methods.microaggregation.method")),
+    "optimizer": Kind("optimizer", "ppdp.optimizers", tuple(f"{_GEN}.optimizers.{m}" for m in (
+        "lattice", "flash", "ga", "de", "descent", "haef", "id_dga"))),
+    "evaluator": Kind("evaluator backend", "ppdp.evaluators", (f"{_GEN}.evaluators.numba_backend",
+                                                                f"{_GEN}.evaluators.duckdb_backend")),
+    "metric": Kind("utility metric", "ppdp.metrics", (f"{_GEN}.metrics",)),
+    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", (
+        "ppdp.engine.risk.prosecutor", "ppdp.engine.risk.journalist", "ppdp.engine.risk.uniqueness",
+        "ppdp.engine.risk.population", "ppdp.engine.risk.bands", "ppdp.engine.risk.attributes",
+        "ppdp.engine.risk.individual")),
+    # the built-in connectors are entry points of ppdp's own pyproject.toml (one per URL scheme)
+    "connector": Kind("database connector", "ppdp.connectors", ()),
+}
 
 
 class UnavailableError(PpdpError):
@@ -25,23 +61,54 @@ class UnavailableError(PpdpError):
 
 class Registry(Generic[T]):
     """Named objects of one kind, e.g. ``Registry("privacy model")``; with ``entry_point_group``
-    also the entry points of that group, loaded when first asked for."""
+    also the entry points of that group, and with ``builtins`` the modules that register the
+    built-in objects, all loaded when first asked for."""
 
-    def __init__(self, kind: str, *, entry_point_group: str | None = None) -> None:
+    def __init__(self, kind: str, *, entry_point_group: str | None = None, builtins: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
         self._group = entry_point_group
+        self._builtins = builtins
+        self._builtins_loaded = not builtins
+        self._loading = False
+        self._lock = threading.RLock()
         self._entry_points: dict[str, EntryPoint] | None = None
+        self._clashes: dict[str, list[EntryPoint]] = {}
+
+    def _load_builtins(self) -> None:
+        if self._builtins_loaded:
+            return
+        # A re-entrant lock: the importing thread may look a name up again while a built-in module
+        # is imported (and must not import it twice); another thread waits until all are registered.
+        with self._lock:
+            if self._builtins_loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                for module in self._builtins:
+                    importlib.import_module(module)
+                self._builtins_loaded = True
+            finally:
+                self._loading = False
 
     def _discovered(self) -> dict[str, EntryPoint]:
         if self._entry_points is None:
-            self._entry_points = {} if self._group is None else {ep.name: ep for ep in entry_points(group=self._group)}
+            found: dict[str, EntryPoint] = {}
+            for ep in (entry_points(group=self._group) if self._group is not None else ()):
+                if ep.name in found and found[ep.name].value != ep.value:
+                    self._clashes.setdefault(ep.name, [found[ep.name]]).append(ep)
+                found[ep.name] = ep
+            self._entry_points = found
         return self._entry_points
 
     def _load(self, name: str) -> T | None:
         ep = self._discovered().get(name)
         if ep is None:
             return None
+        if name in self._clashes:  # two distributions offer the name: refuse rather than pick one
+            where = ", ".join(f"{e.value} ({e.dist.name if e.dist else 'unknown distribution'})" for e in self._clashes[name])
+            raise UnknownNameError(f"The {self.kind} {name!r} is offered by several packages: {where}. "
+                                   "Hint: uninstall all but one of them.")
         try:
             obj: T = ep.load()
         except ImportError as exc:
@@ -65,18 +132,42 @@ class Registry(Generic[T]):
         """The object registered as ``name``; UnknownNameError with a suggestion otherwise."""
         if name in self._items:
             return self._items[name]
+        self._load_builtins()
+        if name in self._items:
+            return self._items[name]
         loaded = self._load(name)
         if loaded is not None:
             return loaded
-        close = difflib.get_close_matches(name, self.names(), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise UnknownNameError(f"Unknown {self.kind} {name!r}.{hint}{known_names(self.names())}") from None
+        raise UnknownNameError(f"Unknown {self.kind} {name!r}.{did_you_mean(name, self.names())}{known_names(self.names())}") from None
 
     def names(self) -> list[str]:
+        self._load_builtins()
         return sorted(set(self._items) | set(self._discovered()))
 
     def __contains__(self, name: object) -> bool:
+        self._load_builtins()
         return name in self._items or name in self._discovered()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+_REGISTRIES: dict[str, Registry[Any]] = {}
+
+
+def registry(kind: str) -> Registry[Any]:
+    """The registry of ``kind`` (a key of ``KINDS``), made on first use: the module that defines
+    the kind's interface annotates it, e.g. ``MODELS: Registry[type[PrivacyModel]] = registry("model")``."""
+    if kind not in _REGISTRIES:
+        k = KINDS[kind]
+        _REGISTRIES[kind] = Registry(k.noun, entry_point_group=k.group, builtins=k.builtins)
+    return _REGISTRIES[kind]
+
+
+def check_name(kind: str, name: str) -> str:
+    """``name`` if an object of ``kind`` is registered under it (built-in or entry point), without
+    loading it; UnknownNameError with "did you mean" otherwise."""
+    reg = registry(kind)
+    if name not in reg:
+        reg.get(name)  # raises with the suggestion
+    return name

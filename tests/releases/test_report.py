@@ -19,9 +19,10 @@ from ppdp.connectors import connect
 from ppdp.engine.app import jobs
 from ppdp.engine.app.cli import main
 from ppdp.engine.app.report import build_report
-from ppdp.engine.app.report.html import RISK_ROWS, SECTIONS
+from ppdp.engine.app.report.html import SECTIONS
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.release.run import run_release
+from ppdp.engine.risk import risk_rows
 from tests.conftest import load_adult, snapshot, write_spec
 from tests.releases.test_heterogeneous_release import het_spec
 from tests.releases.test_microaggregation_release import adult_with_disease, micro_spec
@@ -124,7 +125,7 @@ def assert_risk_equals_cli(page: Page, capsys, db_url: str, name: str, qids: lis
     """Every number of the page's risk table equals ``ppdp risk --json`` of the same relation."""
     rel = risk_json(capsys, db_url, name, "--qids", ",".join(risk_columns(page)))
     src = risk_json(capsys, db_url, "--table", source, "--qids", ",".join(qids))
-    for _, path in RISK_ROWS:
+    for _, path in risk_rows():
         for side, expected in (("release", rel), ("source", src)):
             value = expected
             for part in path.split("."):

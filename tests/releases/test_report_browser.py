@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ppdp.engine.app.report.html import RISK_ROWS, SECTIONS
+from ppdp.engine.app.report.html import SECTIONS
+from ppdp.engine.risk import risk_rows
 from tests.releases.test_report import GEN_QIDS, Page, releases, report, risk_json  # noqa: F401 (fixture)
 from tests.support import browser
 
@@ -42,7 +43,7 @@ def test_report_in_headless_chromium(chromium, releases, tmp_path, capsys, exter
     assert dom.sections == [key for key, _ in SECTIONS]
     rel = risk_json(capsys, f"duckdb://{db}", "adult_gen", "--qids", ",".join(GEN_QIDS))
     src = risk_json(capsys, f"duckdb://{db}", "--table", "main.adult", "--qids", ",".join(GEN_QIDS))
-    for _, key in RISK_ROWS:
+    for _, key in risk_rows():
         for side, expected in (("release", rel), ("source", src)):
             value = expected
             for part in key.split("."):

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import polars as pl
 
 from ppdp.errors import ConnectorError
-from ppdp.registry import Registry, UnavailableError
+from ppdp.registry import Registry, UnavailableError, registry
 
 # Optional features a connector declares in ``capabilities`` (callers test these, never the
 # dialect name): database roles and GRANT/REVOKE; run locks that exclude other sessions
@@ -84,7 +84,7 @@ class ArrowRowsConnector(Connector, Protocol):
 # Connectors are entry points of the group ``ppdp.connectors`` (pyproject.toml), one per URL
 # scheme, so a database driver is imported only when a URL of its scheme is opened and another
 # distribution can add a database; ``CONNECTORS.register`` adds one in code.
-CONNECTORS: Registry[type] = Registry("database connector", entry_point_group="ppdp.connectors")
+CONNECTORS: Registry[type] = registry("connector")
 
 
 def connect(url: str, *, read_only: bool = False, create: bool = True) -> Connector:

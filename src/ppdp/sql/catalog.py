@@ -240,10 +240,9 @@ def list_jobs(d: str = "duckdb") -> str:
     return f"SELECT name, enabled, created_at, updated_at FROM {private('jobs', d)} ORDER BY name"
 
 
-# Private tables holding per-version rows (release, version, ...): the shared ones here, the
-# methods' in sql/heterogeneous.py and sql/microaggregation.py.
-VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "risk", "hetero_edges", "hetero_values", "hetero_members", "hetero_sources",
-                    "micro_groups", "micro_labels", "micro_values", "micro_forged")
+# The shared private tables holding per-version rows (release, version, ...); each release
+# method declares its own (``ReleaseMethod.private_tables``).
+VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "risk")
 
 
 def delete_unpublished_versions(table: str, d: str = "duckdb") -> str:

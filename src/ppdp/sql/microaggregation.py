@@ -29,6 +29,10 @@ from ppdp.sql.quoting import quote_ident, quote_literal, quote_table
 _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _(),]*")
 
 
+# The method's tables in ``_ppdp`` (rows per release and version), created by ``ddl``.
+PRIVATE_TABLES = ("micro_groups", "micro_labels", "micro_values", "micro_forged")
+
+
 def ddl(d: str = "duckdb") -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {private('micro_groups', d)} (release VARCHAR NOT NULL, version INTEGER NOT NULL, "

@@ -97,6 +97,9 @@ class RunResult:
     verified: bool | None = None
     held_back: HeldBack | None = None
     error: str | None = None
+    # The re-identification risk the run measured (stages/risk.py): the attacker's columns, the
+    # source's and the release's measures (each risk estimator's keys) and the kept-columns check.
+    risk: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -153,7 +156,8 @@ def result_of_outcome(outcome: Any, *, dry_run: bool = False) -> RunResult:
         suppressed=_int(m.get("suppressed")), td=_finite(m.get("td")),
         verified=None if skipped or dry_run else bool(v.get("passed", False)),
         held_back=HeldBack(**{f: int(held.get(f, 0)) for f in ("inserts_withheld", "deletes_delayed", "changes_delayed")})
-        if held else None)
+        if held else None,
+        risk=strict_json(v["risk"]) if not skipped and not dry_run and v.get("risk") else None)
 
 
 def result_of_error(exc: BaseException, *, job: str | None = None) -> RunResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.risk import RiskAssessment
+from ppdp.engine.risk.base import estimators, values_of
 from ppdp.errors import SpecError
 from ppdp.sql.quoting import quote_table
 
@@ -41,28 +42,12 @@ def target(con: Connector, release: str | None, table: str | None, version: int 
     return quote_table(schema, table, con.dialect), qids
 
 
-def _r(x: float | None) -> str:
-    return "n/a (no convergence)" if x is None else f"{x:.6f}"
-
-
 def describe(a: RiskAssessment) -> str:
-    """The human-readable summary ``ppdp risk`` prints."""
-    p, j, pu = a.prosecutor, a.journalist, a.population_uniques
-    lines = [
-        f"risk of {a.relation}: {a.rows:,} rows, {a.classes:,} classes on {', '.join(a.columns)}",
-        f"  prosecutor     : average {p.average:.6f}, highest {p.highest:.6f}, records at risk (> {a.threshold:g}) "
-        f"{p.records_at_risk:.2%}, success rate {p.success_rate:.6f}",
-        f"  journalist     : average {j.average:.6f}, highest {j.highest:.6f}, records at risk {j.records_at_risk:.2%}",
-        f"  marketer       : success rate {a.marketer_success_rate:.6f}",
-        f"  sample uniques : {a.sample_uniques:.2%} of the records",
-        f"  population uniques (f = {a.sampling_fraction:.6g}, N = {a.population:,}): Pitman {_r(pu.pitman)}, "
-        f"Zayatz {_r(pu.zayatz)}, SNB {_r(pu.snb)}; Dankar {_r(pu.dankar)} ({pu.dankar_model})",
-    ]
-    if a.individual is not None:
-        i = a.individual
-        lines.append(f"  individual risk (sdcMicro, weight {a.weight}): average {i.average:.6f}, highest {i.highest:.6f}, "
-                     f"expected re-identifications {i.expected_reidentifications:.2f}")
-    lines.append("  risk bands     : " + ", ".join(f"({b.low:g}, {b.high:g}] {b.share:.1%}" for b in a.bands if b.records))
-    lines.append("  distinction / separation per attacker columns:")
-    lines += [f"    {' + '.join(s.columns):<40} {s.distinction:.4f} / {s.separation:.4f}" for s in a.separations]
+    """The human-readable summary ``ppdp risk`` prints: a header, then each estimator's lines."""
+    measured, basis = a.to_json(), a.basis()
+    lines = [f"risk of {a.relation}: {a.rows:,} rows, {a.classes:,} classes on {', '.join(a.columns)}"]
+    for e in estimators():
+        values = values_of(e, measured)
+        if values:
+            lines += e.lines(values, basis)
     return "\n".join(lines)

@@ -117,15 +117,16 @@ def risk_lines(run: RunRecord) -> list[tuple[str, str]]:
     rk = (run.verification or {}).get("risk")
     if not rk:
         return []
+    from ppdp.engine.risk.base import estimators, values_of  # each estimator phrases its own keys
+
     out: list[tuple[str, str]] = []
     for side in ("source", "release"):
         r = rk.get(side)
         if r is None:
             out.append((f"risk {side}", "not measured (the method's rows do not form equivalence classes)"))
             continue
-        p = r["prosecutor"]
-        out.append((f"risk {side}", f"prosecutor average {p['average']:.4f}, highest {p['highest']:.4f}, "
-                    f"records at risk {p['records_at_risk']:.2%}; sample uniques {r['sample_uniques']:.2%}"))
+        phrases = [p for e in estimators() if (v := values_of(e, r)) and (p := e.summary(v)) is not None]
+        out.append((f"risk {side}", "; ".join(phrases)))
     kept = rk.get("kept_columns") or {}
     if kept.get("message"):
         out.append(("WARNING", kept["message"]))

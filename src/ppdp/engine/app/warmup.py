@@ -15,7 +15,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppdp.engine.methods.base import WarmUp
 
 DATA = Path(__file__).parents[1] / "data"
 QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
@@ -33,51 +36,38 @@ def model_sets() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _spec(db: Path, output: str, models: list[dict[str, Any]], optimizer: str, method: dict[str, Any] | None,
-          sensitive: str = "salary-class", budget: int = 300):
+def _spec(db: Path, output: str, method: str, w: WarmUp):
     from ppdp.engine.core.spec import spec_from_dict
 
-    keep = [c for c in ("salary-class", "disease") if c != sensitive]
+    keep = [c for c in ("salary-class", "disease") if c != w.sensitive]
     raw: dict[str, Any] = {
         "source": {"database": f"duckdb://{db}", "table": "adult", "key": "id", "keep": keep},
         "quasi_identifiers": [{"column": q, "hierarchy": str(DATA / "adult" / f"adult_hierarchy_{q}.csv")} for q in QIDS],
-        "sensitive": {"columns": [sensitive]},
+        "sensitive": {"columns": [w.sensitive]},
         # a compile-only sample: its kept column may single out rows, which does not matter here
-        "privacy": {"models": models, "kept_columns": "warn"},
-        "optimizer": {"name": optimizer, "budget": budget, "seed": 1},
+        "privacy": {"models": [dict(m) for m in w.models], "kept_columns": "warn"},
+        "optimizer": {"name": w.optimizer, "budget": w.budget, "seed": 1},
         "output": {"schema": "published", "name": output},
+        "method": {"name": method, **({"params": dict(w.method_params)} if w.method_params else {})},
     }
-    if method:
-        raw["method"] = method
     return spec_from_dict(raw, base_dir=DATA)
 
 
 def releases(db: Path) -> list[tuple[str, Any]]:
-    """(label, spec) of every warm-up release on the sample in ``db``."""
-    from ppdp.engine.methods.generalization.optimizers import optimizer_names
-    from ppdp.engine.methods.heterogeneous.method import INITIAL
-    from ppdp.engine.methods.microaggregation.algorithms import ALGORITHMS
-    from ppdp.engine.privacy.k_anonymity import KAnonymity
+    """(label, spec) of every warm-up release on the sample in ``db``: what each registered
+    release method declares (``ReleaseMethod.warm_ups``)."""
+    from ppdp.engine.methods import METHODS
+    from ppdp.engine.methods.base import WarmUpModels
 
     sets = model_sets()
-    k_only = sets.pop(KAnonymity.name)
+    base_name = next(iter(sets))
+    base = tuple(sets.pop(base_name))
+    models = WarmUpModels(base_name, base, tuple((label, tuple(ms)) for label, ms in sets.items()))
     out: list[tuple[str, Any]] = []
-    for name in optimizer_names():
-        out.append((f"generalization, {name}, {KAnonymity.name}", _spec(db, f"w_{len(out)}", k_only, name, None)))
-    for label, models in sets.items():
-        for name in ("lattice", "id-dga+oracle"):
-            out.append((f"generalization, {name}, {label}", _spec(db, f"w_{len(out)}", models, name, None)))
-    for algorithm in ALGORITHMS:
-        params: dict[str, Any] = {"algorithm": algorithm, "catalogue": "diseases32"}
-        out.append((f"microaggregation, {algorithm}", _spec(db, f"w_{len(out)}", k_only,
-                                                            "lattice", {"name": "microaggregation", "params": params},
-                                                            sensitive="disease")))
-    for initial in INITIAL:
-        for objective in ("gcp", "sil"):
-            params = {"initial": initial, "objective": objective, "seconds": 0.5}  # (dict[str, Any], as above)
-            out.append((f"heterogeneous, {initial}, {objective}",
-                        _spec(db, f"w_{len(out)}", k_only, "lattice",
-                              {"name": "heterogeneous", "params": params}, budget=20_000)))
+    for name in METHODS:
+        method = METHODS.get(name)
+        for w in (method() if isinstance(method, type) else method).warm_ups(models):
+            out.append((w.label, _spec(db, f"w_{len(out)}", name, w)))
     return out
 
 

@@ -7,7 +7,6 @@ errors with a "did you mean" hint, so a typo never silently changes a release.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import tomllib
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ppdp.engine.core.hierarchy import ARX_DUPLICATE_POLICIES
-from ppdp.errors import SpecError, known_names
+from ppdp.errors import SpecError, UnknownNameError, did_you_mean, known_names
+from ppdp.registry import check_name, registry
 from ppdp.sql.queries import PRIVATE_SCHEMA
 
 NULL_POLICIES = ("error", "suppress")
@@ -133,35 +133,19 @@ def _check_keys(section: str, table: dict[str, Any], where: str) -> None:
         if key not in known:
             if not known:
                 raise SpecError(f"Unknown key {key!r} in {where}: no keys are allowed there.")
-            close = difflib.get_close_matches(key, known, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else known_names(known)
+            hint = did_you_mean(key, known) or known_names(known)
             raise SpecError(f"Unknown key {key!r} in {where}.{hint}")
 
 
 def _registered(kind: str, name: str, where: str) -> str:
-    """``name`` if it is a registered optimizer / evaluator / metric; a SpecError otherwise. (Release
-    methods are looked up by engine/methods ``method_of``: they import this module.)"""
-    from ppdp.errors import UnknownNameError
-
+    """``name`` if an object of ``kind`` (a key of ppdp/registry.py ``KINDS``: optimizer,
+    evaluator, metric) is registered under it, built-in or from another package; a SpecError
+    with "did you mean" otherwise. The spec imports none of them. (Release methods are looked
+    up by engine/methods ``method_of``, once the spec is read.)"""
     try:
-        if kind == "optimizer":
-            from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, _load_builtin
-
-            _load_builtin()
-            OPTIMIZERS.get(name)
-        elif kind == "evaluator":
-            from ppdp.engine.methods.generalization.evaluators import (
-                EVALUATORS,  # registers the built-ins
-            )
-
-            EVALUATORS.get(name)
-        else:
-            from ppdp.engine.methods.generalization.metrics import METRICS
-
-            METRICS.get(name)
+        return check_name(kind, name)
     except UnknownNameError as exc:
         raise SpecError(f"{where}: {exc}") from None
-    return name
 
 
 def _need(table: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -197,8 +181,7 @@ def _hierarchy(raw: Any, where: str) -> HierarchySpec:
     _check_keys("hierarchy", raw, where)
     kind = _need(raw, "type", where, str)
     if kind not in HIERARCHY_TYPES:
-        close = difflib.get_close_matches(kind, HIERARCHY_TYPES, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(kind, HIERARCHY_TYPES)
         raise SpecError(f"{where}.type {kind!r} is not a hierarchy type.{hint} Known: {', '.join(HIERARCHY_TYPES)}.")
     file = raw.get("file")
     if kind == "arx" and not isinstance(file, str):
@@ -217,8 +200,7 @@ def _hierarchy(raw: Any, where: str) -> HierarchySpec:
     duplicates = raw.get("duplicates", "error")
     _typed(duplicates, f"{where}.duplicates", str)
     if duplicates not in ARX_DUPLICATE_POLICIES:
-        close = difflib.get_close_matches(duplicates, ARX_DUPLICATE_POLICIES, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(duplicates, ARX_DUPLICATE_POLICIES)
         raise SpecError(f"{where}.duplicates {duplicates!r} is not a choice.{hint} Known: {', '.join(ARX_DUPLICATE_POLICIES)}.")
     if "duplicates" in raw and kind != "arx":
         raise SpecError(f"{where}.duplicates applies to ARX files only, not to type {kind!r}. Hint: remove it.")
@@ -279,9 +261,8 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _check_keys("privacy", priv, "[privacy]")
     mraw = _need(priv, "models", "privacy", list)
     if not mraw:
-        from ppdp.engine.privacy.k_anonymity import KAnonymity
-
-        raise SpecError(f"privacy.models is empty. Hint: [[privacy.models]] name = \"{KAnonymity.name}\" k = 5.")
+        raise SpecError("privacy.models is empty. Hint: [[privacy.models]] name = ... with the model's parameters "
+                        f"(known models: {', '.join(registry('model').names())}).")
     kept_policy = _typed(priv.get("kept_columns", "refuse"), "privacy.kept_columns", str)
     if kept_policy not in KEPT_COLUMNS_POLICIES:
         raise SpecError(f"privacy.kept_columns must be one of {', '.join(KEPT_COLUMNS_POLICIES)}, got {kept_policy!r}. "
@@ -292,9 +273,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         _typed(m, where, dict)
         name = _need(m, "name", where, str)
         params = tuple(sorted((k, v) for k, v in m.items() if k != "name"))
-        from ppdp.engine.privacy import build_model  # validates the name and the parameters now
-
-        build_model(name, dict(params))
+        registry("model").get(name).from_params(dict(params))  # the model validates its name and parameters now
         models.append(ModelSpec(name, params))
 
     util = raw.get("utility", {})

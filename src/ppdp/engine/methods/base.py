@@ -3,7 +3,9 @@
 
 This module imports no method: the stages receive the method object as an argument typed by
 this protocol, and the methods import the stages' pieces (context, results, history), never the
-other way round. The registry ``METHODS`` is in engine/methods/.
+other way round. The registry ``METHODS`` is here too: each method module registers its method,
+built-ins are listed in ppdp/registry.py ``KINDS``, other packages add entry points of group
+``ppdp.methods`` (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Candidate, HistoryOutcome, Prepared
 from ppdp.engine.privacy import PrivacyModel
+from ppdp.registry import Registry, registry
 from ppdp.sql.dialects import RebuildRows
 
 
@@ -33,6 +36,32 @@ class ReleasePlan:
     notices: tuple[str, ...] = field(default=())
 
 
+@dataclass(frozen=True)
+class WarmUpModels:
+    """The model sets ``ppdp warm-up`` offers each method: k-anonymity alone (``base``), and
+    each other registered model that has a warm-up example beside k = 2 (``others``, by model
+    name). Each set is a list of ``[[privacy.models]]`` tables."""
+
+    base_name: str
+    base: tuple[dict[str, Any], ...]
+    others: tuple[tuple[str, tuple[dict[str, Any], ...]], ...]
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """One release ``ppdp warm-up`` runs on its 400-row sample of adult (columns of
+    engine/app/warmup.py ``QIDS``, sensitive ``salary-class`` or ``disease``, a diseases32
+    catalogue value), so that the method's kernels are compiled for the argument types a real
+    release uses."""
+
+    label: str
+    models: tuple[dict[str, Any], ...]
+    optimizer: str = "lattice"
+    method_params: tuple[tuple[str, Any], ...] = ()  # [method] params
+    sensitive: str = "salary-class"
+    budget: int = 300
+
+
 class ReleaseMethod(Protocol):
     name: str
     # True when the published rows fall into equivalence classes (equal QID values), so the
@@ -42,6 +71,14 @@ class ReleaseMethod(Protocol):
     # level per QID (the version's ``levels``), so a population can be generalized alike and
     # counted per class (models with ``Requirements.population`` or ``research_subset``).
     generalizes_by_levels: bool
+    # The method's own tables in ``_ppdp`` that hold rows per (release, version): what a failed
+    # run leaves there without a rollback is removed before the version number is reused
+    # (engine/release/leftovers.py). The shared ones are sql/catalog.py ``VERSIONED_TABLES``.
+    private_tables: tuple[str, ...]
+
+    def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
+        """The releases ``ppdp warm-up`` runs to compile this method's kernels ([] if none)."""
+        ...
 
     def check_params(self, spec: ReleaseSpec) -> None:
         """Refuse bad ``[method] params`` (SpecError), before anything is read or written."""
@@ -84,6 +121,10 @@ class ReleaseMethod(Protocol):
         SELECT that derives the published rows from it and the source. A method whose rows cannot
         be derived that way raises a one-line SpecError saying why."""
         ...
+
+
+# built-ins: ppdp/registry.py KINDS; other packages: entry points of group ``ppdp.methods``
+METHODS: Registry[ReleaseMethod] = registry("method")
 
 
 @runtime_checkable

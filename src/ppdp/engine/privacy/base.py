@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ppdp.registry import Registry
+from ppdp.registry import Registry, registry
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -229,7 +229,8 @@ class PrivacyModel:
         return type(self).history_failures is not PrivacyModel.history_failures
 
 
-MODELS: Registry[type[PrivacyModel]] = Registry("privacy model")
+# built-ins: every module of this package; other packages: entry points of group ``ppdp.models``
+MODELS: Registry[type[PrivacyModel]] = registry("model")
 
 
 def build_model(name: str, params: dict[str, Any]) -> PrivacyModel:

@@ -8,10 +8,8 @@ someone decides what it is, instead of being published raw.
 
 from __future__ import annotations
 
-import difflib
-
 from ppdp.engine.core.spec import ReleaseSpec
-from ppdp.errors import DataError
+from ppdp.errors import DataError, did_you_mean
 
 
 def declared_columns(spec: ReleaseSpec) -> list[str]:
@@ -30,8 +28,7 @@ def check_declared(spec: ReleaseSpec, source_columns: list[str]) -> None:
     present = set(source_columns)
     for name in spec.keep:
         if name not in present:
-            close = difflib.get_close_matches(name, source_columns, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else " Hint: remove it from source.keep."
+            hint = did_you_mean(name, source_columns) or " Hint: remove it from source.keep."
             raise DataError(f"The kept column {name!r} (source.keep) is not in the source.{hint}")
     missing = undeclared_columns(spec, source_columns)
     if missing:

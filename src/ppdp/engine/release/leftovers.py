@@ -12,6 +12,7 @@ So before a run writes version N, every private row of versions >= N of its rele
 from __future__ import annotations
 
 from ppdp.connectors.base import TRANSACTIONAL_DDL, Connector
+from ppdp.engine.methods.base import METHODS
 from ppdp.sql import catalog as C
 
 
@@ -23,7 +24,9 @@ def discard_unpublished_versions(con: Connector, release: str, version: int) -> 
     if TRANSACTIONAL_DDL in con.capabilities:
         return []
     cleaned = []
-    for table in C.VERSIONED_TABLES:
+    # every method's tables, not only this run's: a failed run may have used another method
+    tables = dict.fromkeys([*C.VERSIONED_TABLES, *(t for name in METHODS for t in METHODS.get(name).private_tables)])
+    for table in tables:
         if con.relation_columns(C.PRIVATE_SCHEMA, table) is None:
             continue
         if not int(con.query(C.count_unpublished_versions(table, con.dialect), [release, version])["n"][0]):

@@ -1,46 +1,37 @@
 """Re-identification risk of a table or of a published version.
 
-``assess`` counts classes by GROUP BY in the database (sql/risk.py) and runs small estimators
-on the frequency of frequencies here: prosecutor, journalist and marketer risk and the risk
-bands (prosecutor.py, after ARX's ``RiskModelSampleSummary``), sample and population uniqueness
-(population.py, ARX's ``RiskModelPopulationUniqueness`` with Dankar's rule), sdcMicro's
-individual risk from sampling weights (individual.py) and ARX's distinction and separation of
-the attacker's column combinations.
+``assess`` counts classes by GROUP BY in the database (sql/risk.py) and hands the frequency of
+frequencies to every registered risk estimator (base.py), one module each: prosecutor risk
+(prosecutor.py, after ARX's ``RiskModelSampleSummary``), journalist and marketer risk
+(journalist.py), sample uniques (uniqueness.py), population uniques (population.py, ARX's
+``RiskModelPopulationUniqueness`` with Dankar's rule), sdcMicro's individual risk from sampling
+weights (individual.py), the risk bands (bands.py) and ARX's distinction and separation of the
+attacker's column combinations (attributes.py). Each estimator declares its JSON keys and how
+they render; nothing else names them.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ppdp.connectors.base import Connector
-from ppdp.engine.risk.individual import IndividualRisk, individual
+from ppdp.engine.risk.base import RiskInput, estimators, risk_rows
 from ppdp.engine.risk.population import Histogram, PopulationUniques, estimate, population_size
-from ppdp.engine.risk.prosecutor import (
-    AttackerRisk,
-    Band,
-    Separation,
-    bands,
-    journalist,
-    marketer,
-    prosecutor,
-    separation,
-)
+from ppdp.engine.risk.prosecutor import AttackerRisk, prosecutor
 from ppdp.errors import DataError, SpecError
 from ppdp.sql import risk as R
 
-__all__ = ["AttackerRisk", "Band", "Histogram", "IndividualRisk", "PopulationUniques", "RiskAssessment", "Separation",
-           "assess", "histogram", "summarize"]
+__all__ = ["Histogram", "RiskAssessment", "assess", "histogram", "risk_rows", "summarize"]
 
-# Up to this many attacker columns every combination is shown; above it, those of size 1 and 2.
-ALL_COMBINATIONS_UP_TO = 3
+# The assessment's own keys beside the estimators' (``to_json``).
+_BASE_KEYS = ("rows", "classes", "sampling_fraction", "threshold", "relation", "columns", "population")
 
 
 @dataclass(frozen=True)
 class RiskAssessment:
-    """The risk of one relation against one attacker (the columns he knows)."""
+    """The risk of one relation against one attacker (the columns he knows): the counts, and each
+    estimator's keys and values in estimator order (``measures``)."""
 
     relation: str
     columns: tuple[str, ...]  # QIDs, then the columns the attacker also knows
@@ -49,40 +40,23 @@ class RiskAssessment:
     sampling_fraction: float
     population: int
     threshold: float
-    prosecutor: AttackerRisk
-    journalist: AttackerRisk
-    marketer_success_rate: float
-    sample_uniques: float
-    population_uniques: PopulationUniques
-    bands: tuple[Band, ...]
-    separations: tuple[Separation, ...]
-    individual: IndividualRisk | None = None
+    measures: tuple[tuple[str, Any], ...]
     weight: str | None = None
 
+    def summary(self) -> dict[str, Any]:
+        """What a release stores of its source's and its version's risk: the counts and every
+        estimator's keys (not the relation and columns, which the risk row holds once)."""
+        return {"rows": self.rows, "classes": self.classes, "sampling_fraction": self.sampling_fraction,
+                "threshold": self.threshold, **dict(self.measures)}
+
     def to_json(self) -> dict[str, Any]:
-        """The ``ppdp risk --json`` object (the issue's keys first, then ppdp's additions)."""
-        pu = self.population_uniques
-        out: dict[str, Any] = {
-            "rows": self.rows,
-            "classes": self.classes,
-            "sampling_fraction": self.sampling_fraction,
-            "threshold": self.threshold,
-            "prosecutor": asdict(self.prosecutor),
-            "journalist": asdict(self.journalist),
-            "marketer": {"success_rate": self.marketer_success_rate},
-            "sample_uniques": self.sample_uniques,
-            "population_uniques": {"pitman": pu.pitman, "zayatz": pu.zayatz, "snb": pu.snb, "dankar": pu.dankar,
-                                   "dankar_model": pu.dankar_model},
-            "relation": self.relation,
-            "columns": list(self.columns),
-            "population": self.population,
-            "bands": [asdict(b) for b in self.bands],
-            "attributes": [{"columns": list(s.columns), "distinction": s.distinction, "separation": s.separation}
-                           for s in self.separations],
-        }
-        if self.individual is not None:
-            out["individual"] = {"weight": self.weight, **asdict(self.individual)}
-        return out
+        """The ``ppdp risk --json`` object."""
+        return self.summary() | {"relation": self.relation, "columns": list(self.columns), "population": self.population}
+
+    def basis(self) -> dict[str, Any]:
+        """What the estimators' text lines may quote beside their own values."""
+        return {"rows": self.rows, "classes": self.classes, "sampling_fraction": self.sampling_fraction,
+                "population": self.population, "threshold": self.threshold, "weight": self.weight}
 
 
 def histogram(con: Connector, relation: str, cols: list[str]) -> Histogram:
@@ -98,11 +72,6 @@ def summarize(h: Histogram, *, sampling_fraction: float | None = None, populatio
     pop = population if population is not None else population_size(n, sampling_fraction or 1.0)
     pu = estimate(h, pop)
     return prosecutor(h, threshold), h.of_size(1) / n, pu
-
-
-def _combinations(cols: list[str]) -> list[tuple[str, ...]]:
-    top = len(cols) if len(cols) <= ALL_COMBINATIONS_UP_TO else 2
-    return [c for r in range(1, top + 1) for c in itertools.combinations(cols, r)]
 
 
 def assess(connector: Connector, relation: str, qids: list[str], *, also: tuple[str, ...] | list[str] = (),
@@ -125,7 +94,6 @@ def assess(connector: Connector, relation: str, qids: list[str], *, also: tuple[
         raise SpecError(f"the sampling fraction must be in (0, 1], got {sampling_fraction!r}. Hint: --sampling-fraction 0.1.")
     if not (0 <= threshold <= 1) or isinstance(threshold, bool):
         raise SpecError(f"the risk threshold must be in [0, 1], got {threshold!r}. Hint: --threshold 0.2.")
-    d = connector.dialect
     h = histogram(connector, relation, cols)
     n = h.records
     if n == 0:
@@ -133,27 +101,14 @@ def assess(connector: Connector, relation: str, qids: list[str], *, also: tuple[
     if population is not None and population < n:
         raise SpecError(f"the population ({population}) cannot be smaller than the sample ({n} rows).")
     pop = population if population is not None else population_size(n, sampling_fraction or 1.0)
-    pros, uniques, pu = summarize(h, population=pop, threshold=threshold)
-    if population_table is not None:
-        frame = connector.query(R.population_sizes(relation, population_table, cols, d))
-        pairs = [(int(a), int(b), int(c)) for a, b, c in frame.select("size", "population_size", "classes").iter_rows()]
-        jour, mark = journalist(pairs, threshold), marketer(pairs)
-    else:
-        jour, mark = pros, pros.success_rate
-    combos = _combinations(cols) if attributes else []
-    per: dict[int, dict[int, int]] = {}
-    if combos:
-        frame = connector.query(R.combination_sizes(relation, [list(c) for c in combos], d))
-        for combo, size, classes in frame.select("combo", "size", "classes").iter_rows():
-            per.setdefault(int(combo), {})[int(size)] = int(classes)
-    seps = tuple(separation(c, Histogram.of(per.get(i, {}))) for i, c in enumerate(combos))
-    ind = None
-    if weight is not None:
-        frame = connector.query(R.weighted_sizes(relation, cols, weight, d))
-        triples = [(int(a), float(b), int(c)) for a, b, c in frame.select("fk", "fw", "classes").iter_rows()
-                   if b is not None and not math.isnan(float(b))]
-        if not triples:
-            raise DataError(f"the weight column {weight!r} has no values.")
-        ind = individual(triples, threshold)
-    return RiskAssessment(relation, tuple(cols), n, h.classes, n / pop, pop, threshold, pros, jour, mark, uniques, pu,
-                          bands(h), seps, ind, weight)
+    inp = RiskInput(connector, relation, tuple(cols), h, pop, n / pop, threshold, population_table, weight, attributes)
+    measures: dict[str, Any] = {}
+    for e in estimators():
+        values = e.estimate(inp)
+        if values is None:
+            continue
+        bad = [k for k in values if k not in e.keys or k in measures or k in _BASE_KEYS]
+        if bad:  # an estimator writes only the keys it declares, and no other estimator's
+            raise ValueError(f"risk estimator {e.name!r} writes keys {bad} that it does not declare or that another one writes")
+        measures.update(values)
+    return RiskAssessment(relation, tuple(cols), n, h.classes, n / pop, pop, threshold, tuple(measures.items()), weight)

@@ -16,8 +16,13 @@ number of re-identifications, the sum of the records' risks (sdcMicro's ``global
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ppdp.engine.risk.base import RISK_ESTIMATORS, RiskEstimator, RiskInput
+from ppdp.errors import DataError
+from ppdp.sql import risk as R
 
 
 @dataclass(frozen=True)
@@ -55,3 +60,30 @@ def individual(classes: Iterable[tuple[int, float, int]], threshold: float) -> I
         if r > threshold:
             at_risk += fk * c
     return IndividualRisk(er / records, highest, at_risk / records, er, er / records)
+
+
+class SamplingWeightRisk(RiskEstimator):
+    """sdcMicro's individual and global risk; only with a sampling-weight column (``--weight``)."""
+
+    name = "individual"
+    keys = {"individual": {"type": "object", "required": ["weight", "average", "highest", "records_at_risk",
+                                                          "expected_reidentifications", "global_risk"]}}
+    order = 45
+
+    def estimate(self, inp: RiskInput) -> dict[str, Any] | None:
+        if inp.weight is None:
+            return None
+        frame = inp.con.query(R.weighted_sizes(inp.relation, list(inp.columns), inp.weight, inp.con.dialect))
+        triples = [(int(a), float(b), int(c)) for a, b, c in frame.select("fk", "fw", "classes").iter_rows()
+                   if b is not None and not math.isnan(float(b))]
+        if not triples:
+            raise DataError(f"the weight column {inp.weight!r} has no values.")
+        return {"individual": {"weight": inp.weight, **asdict(individual(triples, inp.threshold))}}
+
+    def lines(self, values: Mapping[str, Any], basis: Mapping[str, Any]) -> list[str]:
+        i = values["individual"]
+        return [f"  individual risk (sdcMicro, weight {i['weight']}): average {i['average']:.6f}, highest {i['highest']:.6f}, "
+                f"expected re-identifications {i['expected_reidentifications']:.2f}"]
+
+
+RISK_ESTIMATORS.register(SamplingWeightRisk.name)(SamplingWeightRisk())

@@ -21,11 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ppdp.engine.risk import _newton
 from ppdp.engine.risk._special import digamma, gamma, log_gamma, trigamma
+from ppdp.engine.risk.base import RISK_ESTIMATORS, RiskEstimator, RiskInput
 
 f64 = np.float64
 
@@ -286,3 +288,34 @@ def estimate(h: Histogram, population: int, *, zayatz_fallback: bool = True) -> 
     fr = {k: (v / population if _valid(v) else None) for k, v in num.items()}
     dankar = fr[model] if model is not None else None
     return PopulationUniques(population, f, fr["pitman"], fr["zayatz"], fr["snb"], dankar, model)
+
+
+def _r(x: float | None) -> str:
+    return "n/a (no convergence)" if x is None else f"{x:.6f}"
+
+
+class PopulationUniqueness(RiskEstimator):
+    """The four estimates of population uniques for the assessment's population size."""
+
+    name = "population-uniques"
+    keys = {"population_uniques": {"type": "object", "required": ["pitman", "zayatz", "snb", "dankar", "dankar_model"]}}
+    order = 40
+
+    def estimate(self, inp: RiskInput) -> dict[str, Any]:
+        pu = estimate(inp.histogram, inp.population)
+        return {"population_uniques": {"pitman": pu.pitman, "zayatz": pu.zayatz, "snb": pu.snb, "dankar": pu.dankar,
+                                       "dankar_model": pu.dankar_model}}
+
+    def lines(self, values: Mapping[str, Any], basis: Mapping[str, Any]) -> list[str]:
+        pu = values["population_uniques"]
+        return [f"  population uniques (f = {basis['sampling_fraction']:.6g}, N = {basis['population']:,}): Pitman "
+                f"{_r(pu['pitman'])}, Zayatz {_r(pu['zayatz'])}, SNB {_r(pu['snb'])}; Dankar {_r(pu['dankar'])} "
+                f"({pu['dankar_model']})"]
+
+    def rows(self) -> tuple[tuple[str, str], ...]:
+        return (("population uniques: Pitman", "population_uniques.pitman"), ("population uniques: Zayatz", "population_uniques.zayatz"),
+                ("population uniques: SNB", "population_uniques.snb"), ("population uniques: Dankar", "population_uniques.dankar"),
+                ("population uniques: Dankar's model", "population_uniques.dankar_model"))
+
+
+RISK_ESTIMATORS.register(PopulationUniqueness.name)(PopulationUniqueness())

@@ -6,13 +6,18 @@ A record in a class of f records has prosecutor risk 1/f: the attacker knows the
 the data and picks one of the f records that match. Journalist risk replaces f by the size F of
 the matching class in a population the data were drawn from (1/F); marketer success is the
 expected share of records re-identified when the attacker links every record.
+
+The estimator of this module is the prosecutor's; journalist.py, bands.py and attributes.py use
+the other functions here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
+from ppdp.engine.risk.base import RISK_ESTIMATORS, RiskEstimator, RiskInput
 from ppdp.engine.risk.population import Histogram
 
 # Upper edges of the risk bands (ARX's risk distribution view uses the same kind of steps).
@@ -105,3 +110,32 @@ def separation(columns: tuple[str, ...], h: Histogram) -> Separation:
         left -= size * mult
         separated += mult * size * left + ((mult - 1.0) * mult * (size * size)) / 2.0
     return Separation(columns, h.classes / n, separated / total if total else 0.0)
+
+
+class ProsecutorRisk(RiskEstimator):
+    """El Emam's prosecutor model (ARX's ``RiskModelSampleSummary``): the attacker knows the
+    person is in the data."""
+
+    name = "prosecutor"
+    keys = {"prosecutor": {"type": "object", "required": ["average", "highest", "records_at_risk", "success_rate"]}}
+    order = 10
+
+    def estimate(self, inp: RiskInput) -> dict[str, Any]:
+        return {"prosecutor": asdict(prosecutor(inp.histogram, inp.threshold))}
+
+    def lines(self, values: Mapping[str, Any], basis: Mapping[str, Any]) -> list[str]:
+        p = values["prosecutor"]
+        return [f"  prosecutor     : average {p['average']:.6f}, highest {p['highest']:.6f}, records at risk "
+                f"(> {basis['threshold']:g}) {p['records_at_risk']:.2%}, success rate {p['success_rate']:.6f}"]
+
+    def rows(self) -> tuple[tuple[str, str], ...]:
+        return (("prosecutor: average risk", "prosecutor.average"), ("prosecutor: highest risk", "prosecutor.highest"),
+                ("prosecutor: records at risk", "prosecutor.records_at_risk"),
+                ("prosecutor: success rate", "prosecutor.success_rate"))
+
+    def summary(self, values: Mapping[str, Any]) -> str:
+        p = values["prosecutor"]
+        return f"prosecutor average {p['average']:.4f}, highest {p['highest']:.4f}, records at risk {p['records_at_risk']:.2%}"
+
+
+RISK_ESTIMATORS.register(ProsecutorRisk.name)(ProsecutorRisk())

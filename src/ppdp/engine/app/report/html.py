@@ -14,22 +14,12 @@ from typing import Any
 
 from ppdp.engine.app.report import svg
 from ppdp.engine.app.report.gather import ReportData, RiskView
+from ppdp.engine.risk.base import estimators, risk_rows, values_of
 
 SECTIONS = (("summary", "Summary"), ("certificate", "Certificate"), ("levels", "Levels per quasi-identifier"),
             ("classes", "Class sizes"), ("suppression", "Suppression"), ("utility", "Utility per attribute"),
             ("sensitive", "Sensitive values per class against the source"), ("risk", "Re-identification risk"),
             ("history", "Version history"))
-
-# Rows of the risk table: (label, key path in `ppdp risk --json`).
-RISK_ROWS = (("rows", "rows"), ("classes", "classes"), ("sampling fraction", "sampling_fraction"), ("threshold", "threshold"),
-             ("prosecutor: average risk", "prosecutor.average"), ("prosecutor: highest risk", "prosecutor.highest"),
-             ("prosecutor: records at risk", "prosecutor.records_at_risk"), ("prosecutor: success rate", "prosecutor.success_rate"),
-             ("journalist: average risk", "journalist.average"), ("journalist: highest risk", "journalist.highest"),
-             ("journalist: records at risk", "journalist.records_at_risk"), ("journalist: success rate", "journalist.success_rate"),
-             ("marketer: success rate", "marketer.success_rate"), ("sample uniques", "sample_uniques"),
-             ("population uniques: Pitman", "population_uniques.pitman"), ("population uniques: Zayatz", "population_uniques.zayatz"),
-             ("population uniques: SNB", "population_uniques.snb"), ("population uniques: Dankar", "population_uniques.dankar"),
-             ("population uniques: Dankar's model", "population_uniques.dankar_model"))
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2933;background:#f7f8fa}
@@ -209,25 +199,29 @@ def _risk_cell(obj: dict[str, Any] | None, path: str, side: str) -> _Raw:
 
 
 def _risk(d: ReportData) -> str:
+    """The risk table (the assessment's rows, then each risk estimator's, as ``ppdp risk
+    --json`` keys) and each estimator's chart of source against release."""
     r: RiskView = d.risk
     if r.source is None and r.release is None:
         return _section("risk", f"<p>{escape(r.note)}</p>")
-    rows = [[label, _risk_cell(r.source, path, "source"), _risk_cell(r.release, path, "release")] for label, path in RISK_ROWS]
+    rows = [[label, _risk_cell(r.source, path, "source"), _risk_cell(r.release, path, "release")] for label, path in risk_rows()]
     parts = [_table(["", ""], [["attacker columns", ", ".join(r.qids)]]), f'<p class="note">{escape(r.note)}</p>',
              _table(["measure (ppdp risk --json)", "source", "release"], rows, cls="risk")]
-    bands_s, bands_r = _bands(r.source), _bands(r.release)
-    # only the bands that hold records on either side (ARX's bands are fine near 0 and mostly empty)
-    labels = [b for b, _ in (bands_r or bands_s) if dict(bands_s).get(b, 0.0) > 0 or dict(bands_r).get(b, 0.0) > 0]
-    if labels:
-        parts.append(svg.bars(labels, [("source", [dict(bands_s).get(b, 0.0) for b in labels], svg.SOURCE),
-                                       ("release", [dict(bands_r).get(b, 0.0) for b in labels], svg.RELEASE)],
-                              title="records per risk band (bands holding records)", x_label="prosecutor risk up to", y_label="share of records"))
+    for e in estimators():
+        vs, vr = values_of(e, r.source), values_of(e, r.release)
+        cs, cr = e.chart(vs) if vs else None, e.chart(vr) if vr else None
+        if cs is None and cr is None:
+            continue
+        src, rel = dict(cs.bars) if cs else {}, dict(cr.bars) if cr else {}
+        meta = cr or cs
+        assert meta is not None  # (one of the two is set)
+        # only the bars that hold something on either side (ARX's bands are fine near 0 and mostly empty)
+        labels = [b for b, _ in meta.bars if src.get(b, 0.0) > 0 or rel.get(b, 0.0) > 0]
+        if labels:
+            parts.append(svg.bars(labels, [("source", [src.get(b, 0.0) for b in labels], svg.SOURCE),
+                                           ("release", [rel.get(b, 0.0) for b in labels], svg.RELEASE)],
+                                  title=meta.title, x_label=meta.x_label, y_label=meta.y_label))
     return _section("risk", "".join(parts))
-
-
-def _bands(obj: dict[str, Any] | None) -> list[tuple[str, float]]:
-    """The risk distribution of a ``ppdp risk --json`` object: (band "(low, high]", share of records)."""
-    return [(f"≤{b['high']:.3g}", float(b["share"])) for b in (obj or {}).get("bands", [])]
 
 
 def _history(d: ReportData) -> str:

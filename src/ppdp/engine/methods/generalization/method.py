@@ -20,7 +20,7 @@ from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import COUNT_COLUMN
 from ppdp.engine.core.spec import ReleaseSpec
-from ppdp.engine.methods.base import ReleasePlan
+from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.generalization.metrics import class_size_summary, report_metrics
 from ppdp.engine.methods.generalization.optimizers import (
@@ -28,6 +28,7 @@ from ppdp.engine.methods.generalization.optimizers import (
     Tracker,
     check_optimizer_models,
     check_optimizer_params,
+    optimizer_names,
     run_optimizer,
 )
 from ppdp.engine.methods.generalization.problem import Problem
@@ -113,6 +114,15 @@ class Generalization:
     name = "generalization"
     publishes_classes = True
     generalizes_by_levels = True
+    private_tables: tuple[str, ...] = ()  # its levels and suppressed keys are in the shared tables
+
+    def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
+        """Every optimizer under the base model; each other model set with the lattice and the
+        GA with the exact oracle (their kernels differ per model kind)."""
+        out = [WarmUp(f"{self.name}, {name}, {models.base_name}", models.base, name) for name in optimizer_names()]
+        for label, sets in models.others:
+            out += [WarmUp(f"{self.name}, {name}, {label}", sets, name) for name in ("lattice", "id-dga+oracle")]
+        return out
 
     def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """Nothing in the database beyond the source (validated by the shared stage)."""
@@ -176,3 +186,6 @@ class Generalization:
         levels = {q: int(g) for q, g in run.solution["levels"].items()}
         return RebuildRows(GeneralizedRows(levels), (hierarchies_table(tuple(hierarchies.rows())),
                                                      suppressed_table(tuple(suppressed.rows()))))
+
+
+METHODS.register(Generalization.name)(Generalization())

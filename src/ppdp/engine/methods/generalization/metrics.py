@@ -12,10 +12,10 @@ import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
 from ppdp.engine.kernels import classes as K
-from ppdp.registry import Registry
+from ppdp.registry import Registry, registry
 
 Metric = Callable[[EncodedTable, np.ndarray, np.ndarray], float]
-METRICS: Registry[Metric] = Registry("utility metric")
+METRICS: Registry[Metric] = registry("metric")
 
 
 @METRICS.register("td")

@@ -99,7 +99,7 @@ from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.spec import ReleaseSpec
-from ppdp.engine.methods.base import ReleasePlan
+from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import MAX_ROUNDS, RunContext, published_versions
 from ppdp.engine.methods.heterogeneous import initial as I
 from ppdp.engine.methods.heterogeneous.convert import graph_from_classes
@@ -212,6 +212,13 @@ class Heterogeneous:
     name = "heterogeneous"
     publishes_classes = False
     generalizes_by_levels = False
+    private_tables: tuple[str, ...] = HS.PRIVATE_TABLES
+
+    def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
+        """Each initial heuristic under each objective, half a second of search each."""
+        return [WarmUp(f"{self.name}, {initial}, {objective}", models.base, budget=20_000,
+                       method_params=(("initial", initial), ("objective", objective), ("seconds", 0.5)))
+                for initial in INITIAL for objective in ("gcp", "sil")]
 
     def check_params(self, spec: ReleaseSpec) -> None:
         settings(spec)
@@ -648,3 +655,6 @@ def _refuse(ctx: RunContext, failing: pl.DataFrame, why: str, hint: str) -> None
         f"knowing who joined, left or changed could narrow {failing.height} record(s) ({departed} of them left at this step) "
         f"to fewer than k rows (fewest: {int(failing.select(pl.min('candidates')).item())}); {why}. Nothing was published. Hint: {hint}."
     )
+
+
+METHODS.register(Heterogeneous.name)(Heterogeneous())

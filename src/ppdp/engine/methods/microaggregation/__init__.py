@@ -10,20 +10,6 @@
   one module each (``dpp``, ``mdav``, ``oka``, ``ika``, ``entropy_l``, ``t_closeness``,
   ``m_invariance``); ``static`` holds what the static ones share (re-clustering on change).
 
-No database and no pipeline here: the release method that uses this lives in engine/methods/.
+No database and no pipeline here: the release method that uses this is ``method.py``. The
+algorithms' modules are imported by the registry's first lookup (``algorithms.ALGORITHMS``).
 """
-
-# Each algorithm registers itself in algorithms.ALGORITHMS; importing them with the package makes
-# the registry complete (the registry module itself imports none of them: no import cycle).
-from ppdp.engine.methods.microaggregation import (
-    algorithms,
-    dpp,
-    entropy_l,
-    ika,
-    m_invariance,
-    mdav,
-    oka,
-    t_closeness,
-)
-
-__all__ = ["algorithms", "dpp", "entropy_l", "ika", "m_invariance", "mdav", "oka", "t_closeness"]

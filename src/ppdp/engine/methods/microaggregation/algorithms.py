@@ -60,7 +60,10 @@ class MicroAlgorithm(Protocol):
         ...
 
 
-ALGORITHMS: Registry[MicroAlgorithm] = Registry("microaggregation algorithm")
+# The baselines register themselves in their own modules, imported on the first lookup (the
+# package imports none of them: no import cycle through it).
+ALGORITHMS: Registry[MicroAlgorithm] = Registry("microaggregation algorithm", builtins=tuple(
+    f"ppdp.engine.methods.microaggregation.{m}" for m in ("dpp", "entropy_l", "ika", "m_invariance", "mdav", "oka", "t_closeness")))
 
 
 class Drasl:

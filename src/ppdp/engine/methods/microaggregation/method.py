@@ -41,7 +41,7 @@ from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.spec import ReleaseSpec
-from ppdp.engine.methods.base import ReleasePlan
+from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.microaggregation import stored
 from ppdp.engine.methods.microaggregation.algorithms import ALGORITHMS, Params
@@ -185,6 +185,13 @@ class Microaggregation:
     name = "microaggregation"
     publishes_classes = True
     generalizes_by_levels = False
+    private_tables: tuple[str, ...] = M.PRIVATE_TABLES
+
+    def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
+        """Each algorithm on the sample's catalogue column."""
+        return [WarmUp(f"{self.name}, {algorithm}", models.base, sensitive="disease",
+                       method_params=(("algorithm", algorithm), ("catalogue", "diseases32")))
+                for algorithm in ALGORITHMS]
 
     def check_database(self, spec: ReleaseSpec, con: Connector) -> None:
         """Nothing in the database beyond the source (validated by the shared stage)."""
@@ -354,3 +361,6 @@ class Microaggregation:
             sa = spec.sensitive[0]
             forged = (sa, dict(con.relation_columns(spec.output_schema, name) or [])[sa], d)
         return RebuildRows(M.MicroRows(tuple(spec.qid_columns), forged), tables)
+
+
+METHODS.register(Microaggregation.name)(Microaggregation())

@@ -75,20 +75,14 @@ def check_kept_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod, c
     return check
 
 
-def _summary(a) -> dict[str, Any]:
-    j = a.to_json()
-    return {k: j[k] for k in ("rows", "classes", "sampling_fraction", "threshold", "prosecutor", "journalist", "marketer",
-                              "sample_uniques", "population_uniques", "bands")}
-
-
 def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, kept: KeptColumnsCheck | None) -> dict[str, Any]:
     """Risk of the source and of ``table`` (the written version) on the QIDs, stored in
     ``_ppdp.risk``; the source is taken as its own population (sampling fraction 1). A method
     whose rows do not form equivalence classes gets no class-based release risk (None)."""
     con, spec = ctx.con, ctx.spec
     qids = spec.qid_columns
-    source = _summary(assess(con, prep.source.sql(), qids, attributes=False))
-    released = _summary(assess(con, table, qids, attributes=False)) if method.publishes_classes else None
+    source = assess(con, prep.source.sql(), qids, attributes=False).summary()
+    released = assess(con, table, qids, attributes=False).summary() if method.publishes_classes else None
     out = {"columns": qids, "source": source, "release": released,
            "kept_columns": None if kept is None else kept.as_dict()}
     con.execute(C.insert_risk(ctx.dialect), [ctx.release, ctx.version, ctx.run_id, json.dumps(qids), json.dumps(source),

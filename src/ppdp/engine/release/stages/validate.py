@@ -6,7 +6,6 @@ any problem raises a PpdpError with one line, and the database is left as it was
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -35,7 +34,7 @@ from ppdp.engine.release.columns import check_declared
 from ppdp.engine.release.naming import check_release_identifiers
 from ppdp.engine.release.placement import check_output_apart_from_source
 from ppdp.engine.release.stages.population import population_source
-from ppdp.errors import DataError, SpecError
+from ppdp.errors import DataError, SpecError, did_you_mean
 from ppdp.sql import history as H
 from ppdp.sql import inspect
 from ppdp.sql import predicate as SP
@@ -43,8 +42,7 @@ from ppdp.sql import queries as Q
 
 
 def _closest(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    return did_you_mean(name, options)
 
 
 def research_of(models: list[PrivacyModel]) -> str | None:

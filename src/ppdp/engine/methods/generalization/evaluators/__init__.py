@@ -27,10 +27,3 @@ __all__ = ["EVALUATORS", "Evaluation", "EvaluatorBackend", "finish", "make_evalu
 def make_evaluator(name: str, table: EncodedTable, models: list[PrivacyModel]) -> EvaluatorBackend:
     """Instantiate a registered backend by name."""
     return EVALUATORS.get(name)(table, models)
-
-
-# The built-in backends register themselves in EVALUATORS.
-from ppdp.engine.methods.generalization.evaluators import (  # noqa: E402
-    duckdb_backend,  # noqa: F401
-    numba_backend,  # noqa: F401
-)

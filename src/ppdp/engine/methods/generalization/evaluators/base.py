@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from ppdp.registry import Registry
+from ppdp.registry import Registry, registry
 
 if TYPE_CHECKING:
     from ppdp.engine.privacy import PrivacyModel
@@ -62,4 +62,4 @@ class EvaluatorBackend(Protocol):
         ...
 
 
-EVALUATORS: Registry[type] = Registry("evaluator backend")
+EVALUATORS: Registry[type] = registry("evaluator")

@@ -19,7 +19,7 @@ import numpy as np
 
 from ppdp.engine.methods.generalization.evaluators import Evaluation
 from ppdp.engine.methods.generalization.problem import Problem, fitness_key
-from ppdp.registry import Registry
+from ppdp.registry import Registry, registry
 
 ProgressFn = Callable[[int, float, bool], None]
 
@@ -58,7 +58,8 @@ class Optimizer(Protocol):
                  progress: ProgressFn | None = None) -> OptimizerResult: ...
 
 
-OPTIMIZERS: Registry[Optimizer] = Registry("optimizer")
+# built-ins: ppdp/registry.py KINDS; other packages: entry points of group ``ppdp.optimizers``
+OPTIMIZERS: Registry[Optimizer] = registry("optimizer")
 
 # Each optimizer's check of its ``params`` alone (no problem needed), by optimizer name: a release
 # runs it before anything is written; the optimizer runs the same code again.
@@ -96,7 +97,7 @@ def checks_models(name: str) -> Callable[[ModelsCheck], ModelsCheck]:
 
 def check_optimizer_params(name: str, params: dict[str, Any]) -> None:
     """SpecError when optimizer ``name`` would refuse ``params``; reads and writes nothing."""
-    _load_builtin()
+    OPTIMIZERS.get(name)  # loads the module that registers the optimizer and its checks
     check = PARAMS_CHECKS.get(name)
     if check is not None:
         check(dict(params))
@@ -104,7 +105,7 @@ def check_optimizer_params(name: str, params: dict[str, Any]) -> None:
 
 def check_optimizer_models(name: str, models: Sequence[Any]) -> None:
     """SpecError when optimizer ``name`` would refuse these privacy models; writes nothing."""
-    _load_builtin()
+    OPTIMIZERS.get(name)
     check = MODELS_CHECKS.get(name)
     if check is not None:
         check(models)
@@ -185,32 +186,9 @@ class Tracker:
 def run_optimizer(name: str, problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any] | None = None,
                   progress: ProgressFn | None = None) -> OptimizerResult:
     """Look up ``name`` in the registry and run it."""
-    _load_builtin()
     return OPTIMIZERS.get(name)(problem, budget=budget, seed=seed, params=dict(params or {}), progress=progress)
 
 
 def optimizer_names() -> list[str]:
     """Every registered optimizer's name (the built-in modules imported first)."""
-    _load_builtin()
     return OPTIMIZERS.names()
-
-
-_BUILTIN_LOADED = False
-
-
-def _load_builtin() -> None:
-    # Importing the modules registers them; kept lazy so that `ppdp --help` stays fast. Once per
-    # process: listing the package on every run_optimizer call cost about as much as a
-    # 1,000-record Flash run's whole search.
-    global _BUILTIN_LOADED
-    if _BUILTIN_LOADED:
-        return
-    import importlib
-    import pkgutil
-
-    import ppdp.engine.methods.generalization.optimizers as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"ppdp.engine.methods.generalization.optimizers.{mod.name}")
-    _BUILTIN_LOADED = True

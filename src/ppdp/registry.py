@@ -12,6 +12,7 @@ importing that module (docs/extending.md).
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,13 +47,20 @@ KINDS: dict[str, Kind] = {
     "evaluator": Kind("evaluator backend", "ppdp.evaluators", (f"{_GEN}.evaluators.numba_backend",
                                                                 f"{_GEN}.evaluators.duckdb_backend")),
     "metric": Kind("utility metric", "ppdp.metrics", (f"{_GEN}.metrics",)),
-    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", (
-        "ppdp.engine.risk.prosecutor", "ppdp.engine.risk.journalist", "ppdp.engine.risk.uniqueness",
-        "ppdp.engine.risk.population", "ppdp.engine.risk.bands", "ppdp.engine.risk.attributes",
-        "ppdp.engine.risk.individual")),
+    # every public module of engine/risk/ (a new built-in estimator is one module there)
+    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", ("ppdp.engine.risk.*",)),
     # the built-in connectors are entry points of ppdp's own pyproject.toml (one per URL scheme)
     "connector": Kind("database connector", "ppdp.connectors", ()),
 }
+
+
+def _modules(name: str) -> list[str]:
+    """``name``, or for ``package.*`` every public module of that package, by name."""
+    if not name.endswith(".*"):
+        return [name]
+    package = importlib.import_module(name[:-2])
+    return [f"{package.__name__}.{m.name}" for m in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
+            if not m.name.startswith("_")]
 
 
 class UnavailableError(PpdpError):
@@ -86,7 +94,8 @@ class Registry(Generic[T]):
             self._loading = True
             try:
                 for module in self._builtins:
-                    importlib.import_module(module)
+                    for name in _modules(module):
+                        importlib.import_module(name)
                 self._builtins_loaded = True
             finally:
                 self._loading = False

@@ -56,3 +56,29 @@ def test_every_kind_has_its_group_and_one_registry() -> None:
                                                  "ppdp.metrics", "ppdp.risk_estimators", "ppdp.connectors"}
     assert registry("optimizer") is registry("optimizer")
     assert did_you_mean("numbaa", ["duckdb", "numba"]) == " Did you mean 'numba'?" and did_you_mean("zzz", ["numba"]) == ""
+
+
+def test_a_package_of_built_ins_is_every_public_module_in_it(tmp_path: Path, monkeypatch) -> None:
+    """``package.*`` (the risk estimators): a new built-in is one new module, no list to edit."""
+    pkg = tmp_path / "ppdp_probe_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from ppdp.registry import Registry\nREG = Registry('probe', builtins=('ppdp_probe_pkg.*',))\n")
+    (pkg / "one.py").write_text("from ppdp_probe_pkg import REG\nREG.register('one')(1)\n")
+    (pkg / "two.py").write_text("from ppdp_probe_pkg import REG\nREG.register('two')(2)\n")
+    (pkg / "_private.py").write_text("raise RuntimeError('a private module is not a built-in')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from ppdp_probe_pkg import REG  # type: ignore[import-not-found]  # (written just above)
+
+    try:
+        assert REG.names() == ["one", "two"] and REG.get("two") == 2
+    finally:
+        for name in ("ppdp_probe_pkg", "ppdp_probe_pkg.one", "ppdp_probe_pkg.two"):
+            sys.modules.pop(name, None)
+
+
+def test_the_risk_estimators_are_the_modules_of_engine_risk() -> None:
+    from ppdp.engine.risk.base import estimators
+    from ppdp.registry import _modules
+
+    modules = {type(e).__module__ for e in estimators()}
+    assert modules == set(_modules("ppdp.engine.risk.*")) - {"ppdp.engine.risk.base"}

@@ -1,7 +1,8 @@
 """Stage 1: read and check every input before anything is written or searched.
 
-The source's columns, key, hierarchies, histogram and the models' feasibility are checked here;
-any problem raises a PpdpError with one line, and the database is left as it was.
+The names the release will create, the source's columns, key, hierarchies, histogram and the
+models' feasibility are checked here; any problem raises a PpdpError with one line, and the
+database is left as it was.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from ppdp.engine.methods.results import Prepared
 from ppdp.engine.privacy import ModelContext, PrivacyModel, build_model, check_possible
 from ppdp.engine.release.access import missing_roles
 from ppdp.engine.release.columns import check_declared
-from ppdp.engine.release.naming import check_release_identifiers
 from ppdp.engine.release.placement import check_output_apart_from_source
 from ppdp.engine.release.stages.population import population_source
 from ppdp.errors import DataError, SpecError
@@ -45,6 +45,34 @@ from ppdp.sql import queries as Q
 def _closest(name: str, options: list[str]) -> str:
     close = difflib.get_close_matches(name, options, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+# Names ppdp derives from a release's output name are checked against the database's identifier
+# limit before anything is written: PostgreSQL truncates names at 63 bytes, so for a long name
+# ``<name>__v1`` and ``<name>__v2`` became the same table.
+
+
+def release_identifiers(schema: str, name: str, max_versions_digits: int = 6) -> list[tuple[str, str]]:
+    """(what, identifier) of every name a release creates, the longest version table included."""
+    return [("output.schema", schema), ("output.name", name),
+            ("version table", f"{name}__v{'9' * max_versions_digits}"), ("delta table", f"{name}__delta")]
+
+
+def check_release_identifiers(con: Connector, schema: str, name: str, max_versions_digits: int = 6) -> None:
+    """Raise SpecError (one line, with a hint) when a name the release would create is longer
+    than ``con.max_identifier_length`` UTF-8 bytes (the database would truncate or refuse it)."""
+    limit = int(getattr(con, "max_identifier_length", 0) or 0)
+    if limit <= 0:
+        return
+    for what, ident in release_identifiers(schema, name, max_versions_digits):
+        size = len(ident.encode("utf-8"))
+        if size > limit:
+            room = limit - (len(ident.encode("utf-8")) - len(name.encode("utf-8"))) if what != "output.schema" else limit
+            raise SpecError(
+                f"The {what} {ident!r} is {size} bytes (UTF-8) but {con.dialect} keeps at most {limit}: "
+                f"names would be truncated and versions would collide. Hint: shorten "
+                f"{'output.schema' if what == 'output.schema' else f'output.name to at most {room} bytes'}."
+            )
 
 
 def research_of(models: list[PrivacyModel]) -> str | None:

@@ -1,4 +1,4 @@
-"""Stage 3 (under the run lock): what this run's input is, and what the release has published.
+"""Stage 3: what this run's input is, and what the release has published (under the run lock).
 
 The source's fingerprint (row count and an order-free sum of row hashes, computed in the
 database), the run key over the spec, the hierarchies' contents, the fingerprint and the ppdp
@@ -24,6 +24,7 @@ from importlib import metadata
 from typing import Any
 
 from ppdp.engine.core import catalog
+from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared, RunKey
@@ -57,11 +58,18 @@ def run_key(spec: ReleaseSpec, fingerprint: str, hierarchy_digests: list[str], d
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
-def identify(ctx: RunContext, prep: Prepared) -> RunKey:
-    """Reads only; the orchestrator puts the result into the context of every later stage."""
+def previous_run(ctx: RunContext) -> RunRecord | None:
+    """The run that published the release's current version (None: none yet). The orchestrator
+    reads it once, holding the run lock, and hands it to validate and identify: read before the
+    lock, it could be a version that another run has replaced by the time this one writes."""
+    return catalog.latest_success(ctx.con, ctx.release) if catalog.has_catalog(ctx.con) else None
+
+
+def identify(ctx: RunContext, prep: Prepared, previous: RunRecord | None) -> RunKey:
+    """Reads only; the orchestrator puts the result into the context of every later stage.
+    ``previous``: ``previous_run``'s, read under the run lock."""
     con = ctx.con
     fingerprint = source_fingerprint(con, prep.source, ctx.spec.key, prep.columns)
     key = run_key(ctx.spec, fingerprint, [h.digest() for h in prep.hierarchies], con.identity())
-    previous = catalog.latest_success(con, ctx.release) if catalog.has_catalog(con) else None
     ctx.clock.mark("fingerprint")
     return RunKey(fingerprint, key, previous)

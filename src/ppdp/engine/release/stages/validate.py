@@ -18,6 +18,7 @@ import polars as pl
 from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import (
     EncodedTable,
     PopulationHistogram,
@@ -167,17 +168,20 @@ def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: l
     return encode_histogram(histogram, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
 
 
-def validate(ctx: RunContext, method: ReleaseMethod) -> Prepared:
+def validate(ctx: RunContext, method: ReleaseMethod, previous: RunRecord | None) -> Prepared:
     """The stage: the method's parameters and its database preconditions, then everything
-    ``prepare`` checks. Writes nothing."""
+    ``prepare`` checks. Writes nothing. ``previous``: the run that published the current version,
+    read by the orchestrator under the run lock (identify.previous_run)."""
     method.check_params(ctx.spec)
     method.check_database(ctx.spec, ctx.con)
     check_output_apart_from_source(ctx.spec, ctx.con)  # issue 28, item 1
-    return prepare(ctx.spec, ctx.con)
+    return prepare(ctx.spec, ctx.con, previous)
 
 
-def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
-    """Read and validate the source, hierarchies and models (what every method needs). Writes nothing."""
+def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None) -> Prepared:
+    """Read and validate the source, hierarchies and models (what every method needs). Writes
+    nothing. ``previous``: the run that published the release's current version (its stored Q is
+    kept while the models are unchanged); None reads the release as if it had no version yet."""
     check_release_identifiers(con, spec.output_schema, spec.output_name)
     missing = missing_roles(con, spec.reader_roles)
     if missing:
@@ -212,7 +216,7 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
         raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
 
     hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
-    distribution = reference_distribution(spec, con, source)
+    distribution = reference_distribution(spec, con, source, previous)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = read_encoded(con, source, spec.qid_columns, list(spec.sensitive), hierarchies, n_rows=n_rows, types=types,
@@ -233,7 +237,8 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)
 
 
-def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) -> pl.DataFrame | None:
+def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
+                           previous: RunRecord | None) -> pl.DataFrame | None:
     """t-closeness's Q for this run: the distribution stored with the release's previous version
     while its privacy models and sensitive columns are unchanged (a class that a version left
     as it was must not start failing because the population drifted: the release would be stuck),
@@ -241,7 +246,6 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) 
     if not spec.sensitive:
         return None
     release = catalog.release_id(spec.output_schema, spec.output_name)
-    previous = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
     if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:

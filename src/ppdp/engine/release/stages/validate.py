@@ -27,7 +27,7 @@ from ppdp.engine.core.encoding import (
     encode_rows,
 )
 from ppdp.engine.core.hierarchy import Hierarchy
-from ppdp.engine.core.spec import QuasiIdentifier, ReleaseSpec
+from ppdp.engine.core.spec import QuasiIdentifier, ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import ReleaseMethod
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared
@@ -246,7 +246,7 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
     if not spec.sensitive:
         return None
     release = catalog.release_id(spec.output_schema, spec.output_name)
-    if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
+    if previous is not None and not spec_diff(previous.spec, spec.raw).changed("privacy", "sensitive"):
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored

@@ -5,9 +5,9 @@ reserve_version -> materialize -> history -> publish -> verify -> switch -> acce
 dry run: plan -> preview -> record. The run lock is taken first and the run that published the
 current version is read once under it, so every stage sees the same previous run, and a run
 that finished while this one started is that previous run. Everything that can be wrong with
-the input is checked in ``validate`` and ``guards`` before the first write. The writes from ``materialize`` to the view switch and the run
-record are one transaction: a failed check, a refused step or a killed process leaves nothing
-visible. The release method (engine/methods/) decides the rows; every other stage is shared by
+the input is checked in ``validate`` and ``guards`` before the first write. The writes from
+``materialize`` to the view switch and the run record are one transaction: a failed check, a
+refused step or a killed process leaves nothing visible. The release method (engine/methods/) decides the rows; every other stage is shared by
 all methods.
 
 Each stage is ``stage(ctx, *inputs) -> frozen result`` (engine/release/stages/__init__.py). Only this

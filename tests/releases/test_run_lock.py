@@ -108,3 +108,17 @@ def test_the_same_on_postgres_where_the_run_lock_is_an_advisory_lock(tmp_path, p
     plain, spelled = _specs(tmp_path, db)
     _check(*_race(postgres_database, plain, plain, spelled))
 
+
+
+def test_only_identify_reads_the_previous_run() -> None:
+    """No other stage asks the catalog for the current version's run: the orchestrator reads it
+    once under the lock (identify.previous_run) and hands it on."""
+    import ast
+
+    from tests.support import paths as PATHS
+
+    stages = PATHS.PACKAGE / "engine" / "release" / "stages"
+    readers = sorted(p.name for p in stages.glob("*.py")
+                     if any(isinstance(n, ast.Attribute) and n.attr == "latest_success"
+                            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))))
+    assert readers == ["identify.py"]

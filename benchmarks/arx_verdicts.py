@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     cp_file = Path(os.environ.get("ARX_CLASSPATH_FILE", "/tmp/arx-build/classpath.txt"))
     classpath = os.environ.get("ARX_CLASSPATH") or (cp_file.read_text().strip() if cp_file.exists() else "")
     if not classpath:
-        print(f"ARX is not built ({cp_file} missing): see ../shared/arx/README.md", file=sys.stderr)
+        print(f"ARX is not built ({cp_file} missing): see docs/design/arx.md", file=sys.stderr)
         return 2
     wanted = [c.strip() for c in args.cases.split(",")] if args.cases else None
     cases = [c for c in CASES if wanted is None or any(c.key.startswith(w) for w in wanted)]

@@ -270,7 +270,7 @@ def _require(root: Path, relative: str) -> None:
     if not (Path(root) / relative).exists():
         raise DataMissing(f"benchmark data not found: {Path(root) / relative} does not exist. Hint: pass --data DIR "
                           f"or set PPDP_DATA to the folder holding arx/ and sparcs/ (this project's shared data; "
-                          f"README, 'Data for benchmarks').")
+                          f"docs/design/scale.md, 'Data for benchmarks').")
 
 
 def build(family: str, root: Path, seed: int = DEFAULT_SEED) -> list[Instance]:

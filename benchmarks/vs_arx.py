@@ -615,7 +615,7 @@ def main(argv: list[str] | None = None) -> int:
             arx = Arx(cp_file.read_text().strip(), args.work)
             arx_note = f"3.9.2 (java {arx.java})"
         else:
-            arx_note = f"not run: {cp_file} missing (build ARX: ../shared/arx/README.md)"
+            arx_note = f"not run: {cp_file} missing (build ARX: docs/design/arx.md)"
     meta = {"mode": "quick" if args.quick else "full", "reps": reps, "warmups": args.warmups, "commit": git_commit(),
             "label": args.label, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "

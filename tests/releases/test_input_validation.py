@@ -263,31 +263,31 @@ def test_edited_arx_file_changes_the_digest(tmp_path):
 
 def test_run_key_changes_with_each_input(monkeypatch):
     from ppdp.engine.core.spec import spec_from_dict
-    from ppdp.engine.release import runkey
+    from ppdp.engine.release.stages import identify
 
     spec = spec_from_dict(base_spec())
-    key = runkey.run_key(spec, "500:123", ["d1", "d2"])
-    assert key == runkey.run_key(spec_from_dict(base_spec()), "500:123", ["d1", "d2"])  # deterministic
+    key = identify.run_key(spec, "500:123", ["d1", "d2"])
+    assert key == identify.run_key(spec_from_dict(base_spec()), "500:123", ["d1", "d2"])  # deterministic
     other_seed = spec_from_dict(base_spec(optimizer={"seed": 7}))
     other_spec = spec_from_dict(base_spec(privacy={"models": [{"name": "k-anonymity", "k": 3}]}))
-    variants = [runkey.run_key(spec, "500:124", ["d1", "d2"]), runkey.run_key(spec, "500:123", ["d1", "d3"]),
-                runkey.run_key(spec, "500:123", ["d2", "d1"]), runkey.run_key(other_seed, "500:123", ["d1", "d2"]),
-                runkey.run_key(other_spec, "500:123", ["d1", "d2"])]
-    monkeypatch.setattr(runkey, "ppdp_version", lambda: "999.0")
-    variants.append(runkey.run_key(spec, "500:123", ["d1", "d2"]))
+    variants = [identify.run_key(spec, "500:124", ["d1", "d2"]), identify.run_key(spec, "500:123", ["d1", "d3"]),
+                identify.run_key(spec, "500:123", ["d2", "d1"]), identify.run_key(other_seed, "500:123", ["d1", "d2"]),
+                identify.run_key(other_spec, "500:123", ["d1", "d2"])]
+    monkeypatch.setattr(identify, "ppdp_version", lambda: "999.0")
+    variants.append(identify.run_key(spec, "500:123", ["d1", "d2"]))
     assert key not in variants and len(set(variants)) == len(variants)
 
 
 def test_ppdp_version_falls_back_to_dev(monkeypatch):
     from importlib import metadata
 
-    from ppdp.engine.release import runkey
+    from ppdp.engine.release.stages import identify
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(runkey.metadata, "version", missing)
-    assert runkey.ppdp_version() == "dev"
+    monkeypatch.setattr(identify.metadata, "version", missing)
+    assert identify.ppdp_version() == "dev"
 
 
 def test_edited_arx_hierarchy_is_not_skipped(small_db, tmp_path):

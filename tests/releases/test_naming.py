@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.release.naming import check_release_identifiers
+from ppdp.engine.release.stages.validate import check_release_identifiers
 from ppdp.errors import SpecError
 
 

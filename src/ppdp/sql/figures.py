@@ -1,4 +1,4 @@
-"""SQL of the figures computed on a published version table (engine/release/figures.py)."""
+"""SQL of the figures computed on a published version table (engine/release/stages/record.py)."""
 
 from __future__ import annotations
 

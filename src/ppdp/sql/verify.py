@@ -2,13 +2,19 @@
 
 t-closeness is checked against the source distribution Q stored when the version was published
 (``_ppdp.distributions``), so a version's check does not drift when the source changes later.
+
+The history classes across versions (a row's presence, generalized labels and sensitive changes
+in every version, followed by its ``ppdp_row_id``) are derived here again from the version tables
+alone, without sql/history.py's hashed histories: one row per row id with its labels and
+sensitive value in each version side by side, the classes numbered by DENSE_RANK over them. The
+sensitive key of Q (``sa_key``) is the one thing shared: it is how Q is stored.
 """
 
 from __future__ import annotations
 
 from ppdp.sql.catalog import private
 from ppdp.sql.history import sa_key
-from ppdp.sql.queries import null_safe_eq, text
+from ppdp.sql.queries import ROW_ID, null_safe_eq, text
 from ppdp.sql.quoting import quote_ident, quote_literal
 
 
@@ -82,3 +88,51 @@ def verify_k_map(relation: str, qids: list[str], population: str, d: str = "duck
     class (0 when a released class matches none). One row (ad, classes); ad NULL when empty."""
     return (f"SELECT MIN(COALESCE(p.persons, 0)) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
             f"LEFT JOIN {population} AS p ON {_matched(qids, d)}")
+
+
+def _exact(cols: list[str], alias: str, d: str) -> str:
+    """An exact text form of ``alias``'s ``cols``: each value's length, a colon and the value, or
+    '-' for NULL (never the start of a length), so two rows give the same text only when every
+    value is the same."""
+    if not cols:
+        return "''"
+    parts = [f"COALESCE(CAST(LENGTH({x}) AS VARCHAR) || ':' || {x}, '-')" for x in (text(c, alias, d) for c in cols)]
+    return " || ".join(parts)
+
+
+def history_classes(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], d: str = "duckdb") -> str:
+    """SELECT (rid, sig_now) of every row id in any of ``versions`` ((version, relation), oldest
+    first): ``sig_now`` numbers its history class. Rows are in one class when, in every version,
+    both are absent, or both are present with the same QID labels and both did or did not change
+    their sensitive value since their last presence."""
+    rid = quote_ident(ROW_ID, d)
+    rows = " UNION ALL ".join(
+        f"SELECT t.{rid} AS rid, {i} AS k, {_exact(qids, 't', d)} AS lab, {_exact(sensitive, 't', d)} AS sa FROM {rel} AS t"
+        for i, (_, rel) in enumerate(versions))
+    wide = ", ".join(f"MAX(CASE WHEN st.k = {i} THEN st.lab END) AS l{i}, MAX(CASE WHEN st.k = {i} THEN st.sa END) AS s{i}"
+                     for i in range(len(versions)))
+
+    def changed(i: int) -> str:  # the value differs from the one at the row's last presence before
+        if i == 0:
+            return "0"
+        last = ", ".join(f"w.s{j}" for j in range(i - 1, -1, -1))
+        return f"CASE WHEN w.s{i} <> COALESCE({last}) THEN 1 ELSE 0 END"
+
+    order = ", ".join(f"w.l{i}, {changed(i)}" for i in range(len(versions)))
+    return (f"SELECT w.rid AS rid, DENSE_RANK() OVER (ORDER BY {order}) AS sig_now "
+            f"FROM (SELECT st.rid AS rid, {wide} FROM ({rows}) AS st GROUP BY st.rid) AS w")
+
+
+def history_class_values(classes: str, relation: str, sensitive: list[str], d: str = "duckdb") -> str:
+    """SELECT (sig_now, s, n): per history class of ``classes`` (a relation of
+    ``history_classes``) present in the version table ``relation``, its rows per sensitive key."""
+    key = sa_key(sensitive, "t", d)
+    return (f"SELECT h.sig_now AS sig_now, {key} AS s, COUNT(*) AS n FROM {relation} AS t "
+            f"JOIN {classes} AS h ON h.rid = t.{quote_ident(ROW_ID, d)} GROUP BY h.sig_now, {key}")
+
+
+def history_class_sizes(classes: str) -> str:
+    """One row: the number of history classes of ``classes``, the row ids ever published, and
+    the smallest class's size."""
+    return ("SELECT COUNT(*) AS classes, SUM(c.n) AS rows_ever, MIN(c.n) AS smallest "
+            f"FROM (SELECT h.sig_now, COUNT(*) AS n FROM {classes} AS h GROUP BY h.sig_now) AS c")

@@ -16,6 +16,7 @@ from typing import Any
 
 from ppdp.engine.core.hierarchy import ARX_DUPLICATE_POLICIES
 from ppdp.errors import SpecError, UnknownNameError, did_you_mean, known_names
+from ppdp.redact import redact_value
 from ppdp.registry import check_name, registry
 from ppdp.sql.queries import PRIVATE_SCHEMA
 
@@ -150,7 +151,7 @@ def _registered(kind: str, name: str, where: str) -> str:
 
 def _need(table: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
     if key not in table:
-        raise SpecError(f"Missing {where}.{key}. Hint: see the spec reference in README.md.")
+        raise SpecError(f"Missing {where}.{key}. Hint: see the spec reference, docs/reference/spec.md.")
     return _typed(table[key], f"{where}.{key}", kind)
 
 
@@ -406,3 +407,48 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
 
 def spec_summary(spec: ReleaseSpec) -> dict[str, Any]:
     return asdict(spec) | {"raw": None}
+
+
+@dataclass(frozen=True)
+class SpecDiff:
+    """What differs between two specs as given (``ReleaseSpec.raw``, or a run record's stored
+    spec): ``keys``, the dotted paths of the values that differ (a table is followed key by key;
+    a list, like ``privacy.models``, is one value; a key on one side only is a path), sorted;
+    ``sections``, their top-level sections, in the same order."""
+
+    sections: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+
+    def changed(self, *sections: str) -> bool:
+        """Whether any of ``sections`` differs."""
+        return any(s in self.sections for s in sections)
+
+    def among(self, sections: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """Those of ``sections`` that differ, in the order given."""
+        return tuple(s for s in sections if s in self.sections)
+
+
+def _stored_form(raw: Any) -> Any:
+    """``raw`` as the run record stores a spec: credentials masked, then JSON (datetimes as
+    text, tuples as lists)."""
+    return json.loads(json.dumps(redact_value(raw), sort_keys=True, default=str))
+
+
+def _differing(old: Any, new: Any, path: str) -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new)):
+            where = f"{path}.{key}" if path else key
+            out += _differing(old[key], new[key], where) if key in old and key in new else [where]
+        return out
+    same = json.dumps(old, sort_keys=True) == json.dumps(new, sort_keys=True)  # NaN equals NaN here
+    return [] if same else [path]
+
+
+def spec_diff(old: dict[str, Any] | None, new: dict[str, Any] | None) -> SpecDiff:
+    """What changed from the spec ``old`` to ``new`` (either None: no spec, every section of the
+    other differs). The one rule for "did this part of the spec change" between versions: both
+    sides are compared in the form the run record stores, so a spec read back from
+    ``_ppdp.runs`` equals the one it was stored from."""
+    keys = tuple(_differing(_stored_form(old or {}), _stored_form(new or {}), ""))
+    return SpecDiff(tuple(dict.fromkeys(k.split(".", 1)[0] for k in keys)), keys)

@@ -63,5 +63,5 @@ def plan_oracle(models: Sequence[PrivacyModel]) -> OraclePlan:
         else:
             params = params.merge(term)
     if not params.kernel_exact:
-        reasons.append("S*(G) is not proven optimal for t-closeness combined with l-diversity (PAPER_NOTES §3)")
+        reasons.append("S*(G) is not proven optimal for t-closeness combined with l-diversity (docs/design/paper_notes.md §3)")
     return OraclePlan(params, tuple(reasons))

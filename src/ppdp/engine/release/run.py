@@ -1,11 +1,13 @@
 """A release run: a short orchestrator over the stages of engine/release/stages/, in order.
 
-validate -> guards -> (lock) identify -> (skip if nothing changed) -> plan -> reserve_version ->
-materialize -> history -> publish -> verify -> switch -> access -> record; a dry run: plan ->
-preview -> record. Everything that can be wrong with the input is checked in ``validate`` and
-``guards`` before the first write. The writes from ``materialize`` to the view switch and the run
-record are one transaction: a failed check, a refused step or a killed process leaves nothing
-visible. The release method (engine/methods/) decides the rows; every other stage is shared by
+(lock) previous run -> validate -> guards -> identify -> (skip if nothing changed) -> plan ->
+reserve_version -> materialize -> history -> publish -> verify -> switch -> access -> record; a
+dry run: plan -> preview -> record. The run lock is taken first and the run that published the
+current version is read once under it, so every stage sees the same previous run, and a run
+that finished while this one started is that previous run. Everything that can be wrong with
+the input is checked in ``validate`` and ``guards`` before the first write. The writes from
+``materialize`` to the view switch and the run record are one transaction: a failed check, a
+refused step or a killed process leaves nothing visible. The release method (engine/methods/) decides the rows; every other stage is shared by
 all methods.
 
 Each stage is ``stage(ctx, *inputs) -> frozen result`` (engine/release/stages/__init__.py). Only this
@@ -98,11 +100,14 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
     try:
-        prep = validate.validate(ctx, method)
-        guards.guard(ctx, prep, method)
-        ctx.clock.mark("histogram_and_validation")
         with _run_lock(con, ctx.release):
-            ctx = replace(ctx, key=identify.identify(ctx, prep))
+            # read once, under the lock: a run that published while this one started is the
+            # previous run of every stage (t-closeness's Q in validate, the run key, history)
+            previous = identify.previous_run(ctx)
+            prep = validate.validate(ctx, method, previous)
+            guards.guard(ctx, prep, method)
+            ctx.clock.mark("histogram_and_validation")
+            ctx = replace(ctx, key=identify.identify(ctx, prep, previous))
             if ctx.key.unchanged and not dry_run:
                 return _skipped(ctx, prep)
             guards.guard_versions(ctx, prep, method)

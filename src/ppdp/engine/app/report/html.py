@@ -233,7 +233,7 @@ def _history(d: ReportData) -> str:
                       ("held back", [h.inserts_withheld + h.deletes_delayed + h.changes_delayed for h in d.history], "#edc948")],
                      title="source changes, held back", x_label="version", y_label="rows", height=200)
     return _section("history", '<p class="note">Held back: insertions withheld, deletions and changes delayed so that '
-                    "every history class over all versions still meets the models (README, \"Privacy across versions\").</p>"
+                    "every history class over all versions still meets the models (docs/concepts/threat-model.md, \"Privacy across versions\").</p>"
                     + _table(["version", "published (UTC)", "optimizer", "source rows", "released", "suppressed", "inserted",
                               "deleted", "updated", "delta +", "delta -", "inserts withheld", "deletes delayed",
                               "changes delayed", "history classes", "smallest history class", "verified"],

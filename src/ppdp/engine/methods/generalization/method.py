@@ -8,7 +8,6 @@ the suppressed keys. A later version keeps the previous levels unless the spec a
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -19,7 +18,7 @@ from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import COUNT_COLUMN
-from ppdp.engine.core.spec import ReleaseSpec
+from ppdp.engine.core.spec import ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.generalization.metrics import class_size_summary, report_metrics
@@ -82,11 +81,6 @@ def solution_record(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
     } | ({"not_certified_because": list(result.not_certified_because)} if result.not_certified_because else {})
 
 
-def _changed_sections(prep: Prepared, previous: RunRecord) -> list[str]:
-    raw, old = prep.spec.raw, previous.spec or {}
-    return [s for s in _SEARCH_INPUTS if json.dumps(raw.get(s), sort_keys=True, default=str) != json.dumps(old.get(s), sort_keys=True, default=str)]
-
-
 def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tuple[OptimizerResult, tuple[str, ...]]:
     """The dynamic policy: keep the previous levels (recomputing S*) unless told to re-optimize
     or the quasi-identifiers changed; say so when the spec's search settings changed but the
@@ -99,7 +93,7 @@ def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tup
         return optimize(prep, progress=progress)[1], (
             f"dynamic.policy {spec.dynamic_policy!r}: the quasi-identifiers or their hierarchies differ from "
             f"v{previous.version}'s, so the levels were searched again",)
-    changed = _changed_sections(prep, previous)
+    changed = spec_diff(previous.spec, spec.raw).among(_SEARCH_INPUTS)
     notices = (f"dynamic.policy {spec.dynamic_policy!r} kept v{previous.version}'s levels although the spec's "
                f"{', '.join(changed)} changed since; set dynamic.policy = \"reoptimize\" to search again",) if changed else ()
     problem = Problem(prep.table, prep.models, backend=spec.evaluator)

@@ -1,15 +1,16 @@
-"""The stages of a release run, one module each, in the order engine/release/run.py runs them:
+"""The stages of a release run, one module each, in the order engine/release/run.py runs them,
+all under the run lock (the orchestrator takes it first, then reads the run that published the
+current version, once: identify.previous_run, passed on to validate and identify):
 
 validate (read and check every input; writes nothing) -> guards (refuse unsafe combinations of
-inputs; writes nothing) -> identify (under the run lock: fingerprint, run key, the previous
-version) -> plan (the release method's plan: published rows, withheld rows, private state) ->
-materialize (reserve the version number; the candidate rows aside) -> risk.check_kept_columns
-(kept columns that single out records: refuse or warn) -> history (difference-attack
-check across versions and deltas; holds changes back or refuses) -> publish (the version table,
-shuffled) -> verify (independent SQL checks) -> risk.measure (source and release risk into
-_ppdp.risk) -> switch (delta and view) -> access (grants and
-revokes) -> record (the run row). A dry run replaces reserve_version..access by preview (the SQL
-it would run).
+inputs; writes nothing) -> identify (fingerprint, run key, the previous version) -> plan (the
+release method's plan: published rows, withheld rows, private state) -> materialize (reserve the
+version number; the candidate rows aside) -> risk.check_kept_columns (kept columns that single
+out records: refuse or warn) -> history (difference-attack check across versions and deltas;
+holds changes back or refuses) -> publish (the version table, shuffled) -> verify (independent
+SQL checks) -> risk.measure (source and release risk into _ppdp.risk) -> switch (delta and
+view) -> access (grants and revokes) -> record (the run row). A dry run replaces
+reserve_version..access by preview (the SQL it would run).
 
 One calling convention. A stage is a function ``stage(ctx, *inputs) -> result``: ``ctx`` is the
 run's frozen ``RunContext`` (context.py), the inputs are earlier stages' frozen results, passed

@@ -35,6 +35,7 @@ import hashlib
 
 import polars as pl
 
+from ppdp.engine.core.spec import spec_diff
 from ppdp.engine.methods.base import ChecksOwnHistory, ReleaseMethod, ReleasePlan
 from ppdp.engine.methods.context import MAX_ROUNDS, RunContext
 from ppdp.engine.methods.results import Candidate, HistoryOutcome, Prepared
@@ -59,7 +60,7 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
     classes this step reveals anew, unless the models changed since the previous version (then
     every class must meet the new models). ``sig``: the row histories (default: computed from
     every version, ``sql.history.signatures``)."""
-    only_fresh = ctx.previous is not None and ctx.previous.spec.get("privacy") == ctx.spec.raw.get("privacy")
+    only_fresh = ctx.previous is not None and not spec_diff(ctx.previous.spec, ctx.spec.raw).changed("privacy")
     d, spec = ctx.dialect, ctx.spec
     qids, sens = spec.qid_columns, list(spec.sensitive)
     sig = sig or H.signatures(versions, qids, sens, current, d)

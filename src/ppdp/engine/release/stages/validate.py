@@ -1,7 +1,8 @@
 """Stage 1: read and check every input before anything is written or searched.
 
-The source's columns, key, hierarchies, histogram and the models' feasibility are checked here;
-any problem raises a PpdpError with one line, and the database is left as it was.
+The names the release will create, the source's columns, key, hierarchies, histogram and the
+models' feasibility are checked here; any problem raises a PpdpError with one line, and the
+database is left as it was.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import polars as pl
 from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import (
     EncodedTable,
     PopulationHistogram,
@@ -24,14 +26,13 @@ from ppdp.engine.core.encoding import (
     encode_rows,
 )
 from ppdp.engine.core.hierarchy import Hierarchy
-from ppdp.engine.core.spec import QuasiIdentifier, ReleaseSpec
+from ppdp.engine.core.spec import QuasiIdentifier, ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import ReleaseMethod
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared
 from ppdp.engine.privacy import ModelContext, PrivacyModel, build_model, check_possible
 from ppdp.engine.release.access import missing_roles
 from ppdp.engine.release.columns import check_declared
-from ppdp.engine.release.naming import check_release_identifiers
 from ppdp.engine.release.placement import check_output_apart_from_source
 from ppdp.engine.release.stages.population import population_source
 from ppdp.errors import DataError, SpecError, did_you_mean
@@ -43,6 +44,34 @@ from ppdp.sql import queries as Q
 
 def _closest(name: str, options: list[str]) -> str:
     return did_you_mean(name, options)
+
+
+# Names ppdp derives from a release's output name are checked against the database's identifier
+# limit before anything is written: PostgreSQL truncates names at 63 bytes, so for a long name
+# ``<name>__v1`` and ``<name>__v2`` became the same table.
+
+
+def release_identifiers(schema: str, name: str, max_versions_digits: int = 6) -> list[tuple[str, str]]:
+    """(what, identifier) of every name a release creates, the longest version table included."""
+    return [("output.schema", schema), ("output.name", name),
+            ("version table", f"{name}__v{'9' * max_versions_digits}"), ("delta table", f"{name}__delta")]
+
+
+def check_release_identifiers(con: Connector, schema: str, name: str, max_versions_digits: int = 6) -> None:
+    """Raise SpecError (one line, with a hint) when a name the release would create is longer
+    than ``con.max_identifier_length`` UTF-8 bytes (the database would truncate or refuse it)."""
+    limit = int(getattr(con, "max_identifier_length", 0) or 0)
+    if limit <= 0:
+        return
+    for what, ident in release_identifiers(schema, name, max_versions_digits):
+        size = len(ident.encode("utf-8"))
+        if size > limit:
+            room = limit - (len(ident.encode("utf-8")) - len(name.encode("utf-8"))) if what != "output.schema" else limit
+            raise SpecError(
+                f"The {what} {ident!r} is {size} bytes (UTF-8) but {con.dialect} keeps at most {limit}: "
+                f"names would be truncated and versions would collide. Hint: shorten "
+                f"{'output.schema' if what == 'output.schema' else f'output.name to at most {room} bytes'}."
+            )
 
 
 def research_of(models: list[PrivacyModel]) -> str | None:
@@ -81,7 +110,7 @@ def population_histogram(spec: ReleaseSpec, con: Connector, models: list[Privacy
 
 # A CSV without a key column: docs/reference/spec.md (source.file) says the same.
 _KEYLESS_HINT = (" Hint: give the file a column that identifies each person, or number its lines with row_number() "
-                 "in a source.query over read_csv (README, source.file).")
+                 "in a source.query over read_csv (docs/reference/spec.md, source.file).")
 
 
 def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:
@@ -137,17 +166,20 @@ def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: l
     return encode_histogram(histogram, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
 
 
-def validate(ctx: RunContext, method: ReleaseMethod) -> Prepared:
+def validate(ctx: RunContext, method: ReleaseMethod, previous: RunRecord | None) -> Prepared:
     """The stage: the method's parameters and its database preconditions, then everything
-    ``prepare`` checks. Writes nothing."""
+    ``prepare`` checks. Writes nothing. ``previous``: the run that published the current version,
+    read by the orchestrator under the run lock (identify.previous_run)."""
     method.check_params(ctx.spec)
     method.check_database(ctx.spec, ctx.con)
     check_output_apart_from_source(ctx.spec, ctx.con)  # never publish beside the source
-    return prepare(ctx.spec, ctx.con)
+    return prepare(ctx.spec, ctx.con, previous)
 
 
-def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
-    """Read and validate the source, hierarchies and models (what every method needs). Writes nothing."""
+def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None) -> Prepared:
+    """Read and validate the source, hierarchies and models (what every method needs). Writes
+    nothing. ``previous``: the run that published the release's current version (its stored Q is
+    kept while the models are unchanged); None reads the release as if it had no version yet."""
     check_release_identifiers(con, spec.output_schema, spec.output_name)
     missing = missing_roles(con, spec.reader_roles)
     if missing:
@@ -182,7 +214,7 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
         raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
 
     hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
-    distribution = reference_distribution(spec, con, source)
+    distribution = reference_distribution(spec, con, source, previous)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = read_encoded(con, source, spec.qid_columns, list(spec.sensitive), hierarchies, n_rows=n_rows, types=types,
@@ -203,7 +235,8 @@ def prepare(spec: ReleaseSpec, con: Connector) -> Prepared:
     return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)
 
 
-def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) -> pl.DataFrame | None:
+def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
+                           previous: RunRecord | None) -> pl.DataFrame | None:
     """t-closeness's Q for this run: the distribution stored with the release's previous version
     while its privacy models and sensitive columns are unchanged (a class that a version left
     as it was must not start failing because the population drifted: the release would be stuck),
@@ -211,8 +244,7 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source) 
     if not spec.sensitive:
         return None
     release = catalog.release_id(spec.output_schema, spec.output_name)
-    previous = catalog.latest_success(con, release) if catalog.has_catalog(con) else None
-    if previous is not None and all(previous.spec.get(k) == spec.raw.get(k) for k in ("privacy", "sensitive")):
+    if previous is not None and not spec_diff(previous.spec, spec.raw).changed("privacy", "sensitive"):
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored

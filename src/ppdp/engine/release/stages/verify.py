@@ -3,8 +3,9 @@
 Each privacy model is checked on the version table by a query of its own (t-closeness against
 the Q stored for this version); the row count must be what the plan and the history stage
 decided; every history class over all versions must satisfy every model (the cross-version
-guarantee, re-checked from the published tables alone); and applying the delta to the previous
-version must give this one exactly. Any failure raises: the transaction rolls back.
+guarantee, derived again from the published tables alone by SQL of its own, sql/verify.py: this
+stage imports nothing of the history stage, whose work it checks); and applying the delta to
+the previous version must give this one exactly. Any failure raises: the transaction rolls back.
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from ppdp.engine.methods.base import ReleaseMethod, ReleasePlan
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared, Published
 from ppdp.engine.privacy import PrivacyModel, empty_ad
-from ppdp.engine.release.stages.history import failing_classes, version_tables
 from ppdp.engine.release.stages.population import population_classes
 from ppdp.errors import VerificationError
 from ppdp.sql import catalog as C
-from ppdp.sql import history as H
 from ppdp.sql import publish as P
 from ppdp.sql import verify as V
 from ppdp.sql.quoting import quote_table
@@ -56,6 +55,35 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
     return checks
 
 
+def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int]) -> dict[str, Any]:
+    """Every history class over the published versions and this one, derived again from the
+    version tables alone (sql/verify.py, not the history stage's histories), checked against
+    every model in every version in which it is present: all classes, not only those this step
+    reveals anew, so what the history stage left unchecked is checked here. The classes are
+    written once (a private table) for the models' queries. Returns the number of versions and
+    classes, and the failing classes' count per model."""
+    con, d, spec = ctx.con, ctx.dialect, ctx.spec
+    versions = [(v, quote_table(spec.output_schema, f"{spec.output_name}__v{v}", d)) for v in [*published, ctx.version]]
+    tables = dict(versions)
+    name = f"vclasses_{ctx.run_id}"
+    classes = quote_table(C.PRIVATE_SCHEMA, name, d)
+    con.execute(P.create_as(classes, V.history_classes(versions, spec.qid_columns, list(spec.sensitive), d)))
+    sizes = con.query(V.history_class_sizes(classes)).row(0, named=True)
+    failing: dict[str, int] = {}
+    for m in prep.models:
+        queries = m.history_failures(P.select_all(classes), lambda v: V.history_class_values(classes, tables[v], list(spec.sensitive), d),
+                                     lambda v: V.stored_q(ctx.release, v, d), list(tables), d=d)
+        if queries is None:  # fail closed; engine/guards.py refuses such a model before any write
+            raise VerificationError(f"{m.name} has no history check across versions; nothing may be published under it.")
+        bad: set[Any] = set()
+        for sql in queries:
+            bad |= set(con.query(sql)["sig_now"].to_list())
+        if bad:
+            failing[f"{m.name} {m.params()}"] = len(bad)
+    con.execute(P.drop_table(classes))
+    return {"versions": len(versions), "history_classes": int(sizes["classes"]), "failing_classes": failing}
+
+
 def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan, written: Published,
            expected_rows: int, published: list[int]) -> dict[str, Any]:
     """The checks of the written version ``written.table``, or VerificationError. The method's own
@@ -77,15 +105,9 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     if rows == 0:
         problems.append("the version is empty")
     if published and classes:
-        versions = version_tables(ctx, published + [ctx.version])
-        # every row's history recomputed from the published tables alone (not the history
-        # stage's), written once for the model queries
-        sig_table = quote_table(C.PRIVATE_SCHEMA, f"vsig_{ctx.run_id}", ctx.dialect)
-        con.execute(P.create_as(sig_table, H.signatures(versions, spec.qid_columns, list(spec.sensitive), ctx.version, ctx.dialect)))
-        failing = failing_classes(ctx, prep, versions, ctx.version, P.select_all(sig_table))
-        con.execute(P.drop_table(sig_table))
-        out["cross_version"] = {"versions": len(versions), "failing_classes": {k: len(v) for k, v in failing.items()}}
-        problems += [f"{model} fails on {len(sigs)} history class(es) across versions" for model, sigs in failing.items()]
+        out["cross_version"] = check_history_classes(ctx, prep, published)
+        problems += [f"{model} fails on {n} history class(es) across versions"
+                     for model, n in out["cross_version"]["failing_classes"].items()]
     if published:  # without classes the method re-checks its own cross-version rule in ``extra``
         prev = quote_table(spec.output_schema, f"{spec.output_name}__v{published[-1]}", ctx.dialect)
         delta = quote_table(spec.output_schema, f"{spec.output_name}__delta", ctx.dialect)

@@ -79,7 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import instances as inst_mod  # noqa: E402
 
 from ppdp.engine.core.encoding import encode_histogram  # noqa: E402
-from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, run_optimizer  # noqa: E402
 from ppdp.engine.methods.generalization.optimizers.evolutionary.runtime import IslandRuntime  # noqa: E402
 from ppdp.engine.methods.generalization.optimizers.remote import ProblemSpec  # noqa: E402
 from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
@@ -110,7 +110,7 @@ def _kernel_worker(conn, pspec, budget: int, optimizer: str = "id-dga", fresh: b
     ``reps`` and answers with the wall time; None stops it. The islands' own workload, for
     ``kernel_capacity``. ``fresh``: a new Problem for every run (the oracle's S*(G) cache of one
     run would make the next runs of the same seeds cheaper: an island's Problem lives one run)."""
-    _load_builtin()
+    OPTIMIZERS.names()  # imports the built-in optimizers
     problem = pspec.build()
     run_optimizer(optimizer, problem, budget=budget, seed=0, params={"islands": 1})  # load the kernels
     while (reps := conn.recv()) is not None:
@@ -556,7 +556,7 @@ def heavy(args: argparse.Namespace) -> int:
     n_cpu, usable = cores()
     data = inst_mod.data_dir(args.data)
     inst_mod._require(data, "sparcs")
-    _load_builtin()
+    OPTIMIZERS.names()  # imports the built-in optimizers
     table, n_rows, qids = heavy_table(data)
     lattice = int(np.prod(table.heights + 1))
     print(f"H1: {n_rows:,} SPARCS records, {len(qids)} QIDs, {len(table.counts):,} distinct QID combinations, "
@@ -742,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     n_cpu, usable = cores()
     print(f"cores: {n_cpu} on the machine, {usable} usable by this process; load average {load():.2f} "
           f"(cores' worth is probed around each instance's runs)", flush=True)
-    _load_builtin()
+    OPTIMIZERS.names()  # imports the built-in optimizers
     if "id-dga" not in OPTIMIZERS:
         print("id-dga is not registered (engine/methods/generalization/optimizers/id_dga.py missing): nothing to measure", flush=True)
         return 1

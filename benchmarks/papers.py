@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import instances as inst_mod  # noqa: E402
 
-from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, _load_builtin, run_optimizer  # noqa: E402
+from ppdp.engine.methods.generalization.optimizers import OPTIMIZERS, run_optimizer  # noqa: E402
 from ppdp.errors import SpecError  # noqa: E402
 
 
@@ -188,7 +188,7 @@ _INSTANCES: dict[tuple[str, str], inst_mod.Instance] = {}
 
 
 def _init_worker(root: str, seed: int, families: list[str]) -> None:
-    _load_builtin()
+    OPTIMIZERS.names()  # imports the built-in optimizers
     for fam in families:
         for inst in inst_mod.build(fam, Path(root), seed):
             _INSTANCES[(fam, inst.name)] = inst

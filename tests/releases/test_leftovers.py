@@ -9,7 +9,7 @@ from pathlib import Path
 from ppdp.connectors.duckdb_connector import DuckDBConnector
 from ppdp.engine.core import catalog
 from ppdp.engine.methods import METHODS
-from ppdp.engine.release.leftovers import discard_unpublished_versions
+from ppdp.engine.release.stages.materialize import discard_unpublished_versions
 from ppdp.sql import catalog as C
 from ppdp.sql import heterogeneous as HS
 from ppdp.sql import microaggregation as M

@@ -9,13 +9,14 @@ on connectors declaring the "roles" capability).
 
 from __future__ import annotations
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.queries import PRIVATE_SCHEMA
 from ppdp.sql.quoting import quote_ident, quote_table
 
 GRANTS_TABLE = "grants"
 
 
-def grants_ddl(d: str = "postgres") -> list[str]:
+def grants_ddl(d: Dialect) -> list[str]:
     return [
         f"CREATE SCHEMA IF NOT EXISTS {quote_ident(PRIVATE_SCHEMA, d)}",
         f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, GRANTS_TABLE, d)} ("
@@ -24,21 +25,21 @@ def grants_ddl(d: str = "postgres") -> list[str]:
     ]
 
 
-def recorded_roles_query(d: str = "postgres") -> str:
+def recorded_roles_query(d: Dialect) -> str:
     """Roles ppdp granted SELECT on a view (params: schema, view)."""
     return f"SELECT role FROM {quote_table(PRIVATE_SCHEMA, GRANTS_TABLE, d)} WHERE schema_name = ? AND view_name = ? ORDER BY role"
 
 
-def roles_with_views_in_schema_query(d: str = "postgres") -> str:
+def roles_with_views_in_schema_query(d: Dialect) -> str:
     """Roles holding a ppdp-granted view in a schema (param: schema)."""
     return f"SELECT DISTINCT role FROM {quote_table(PRIVATE_SCHEMA, GRANTS_TABLE, d)} WHERE schema_name = ?"
 
 
-def forget_grants_statement(d: str = "postgres") -> str:
+def forget_grants_statement(d: Dialect) -> str:
     return f"DELETE FROM {quote_table(PRIVATE_SCHEMA, GRANTS_TABLE, d)} WHERE schema_name = ? AND view_name = ?"
 
 
-def record_grant_statement(d: str = "postgres") -> str:
+def record_grant_statement(d: Dialect) -> str:
     return f"INSERT INTO {quote_table(PRIVATE_SCHEMA, GRANTS_TABLE, d)} (schema_name, view_name, role) VALUES (?, ?, ?)"
 
 
@@ -62,21 +63,21 @@ def existing_roles_query() -> str:
     return "SELECT CAST(rolname AS VARCHAR) AS role FROM pg_catalog.pg_roles"
 
 
-def _grantee(role: str, d: str) -> str:
+def _grantee(role: str, d: Dialect) -> str:
     return "PUBLIC" if role == "PUBLIC" else quote_ident(role, d)
 
 
-def grant_usage(schema: str, role: str, d: str = "postgres") -> str:
+def grant_usage(schema: str, role: str, d: Dialect) -> str:
     return f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}"
 
 
-def grant_select(schema: str, view: str, role: str, d: str = "postgres") -> str:
+def grant_select(schema: str, view: str, role: str, d: Dialect) -> str:
     return f"GRANT SELECT ON {quote_table(schema, view, d)} TO {quote_ident(role, d)}"
 
 
-def revoke_select(schema: str, view: str, role: str, d: str = "postgres") -> str:
+def revoke_select(schema: str, view: str, role: str, d: Dialect) -> str:
     return f"REVOKE SELECT ON {quote_table(schema, view, d)} FROM {_grantee(role, d)}"
 
 
-def revoke_usage(schema: str, role: str, d: str = "postgres") -> str:
+def revoke_usage(schema: str, role: str, d: Dialect) -> str:
     return f"REVOKE USAGE ON SCHEMA {quote_ident(schema, d)} FROM {quote_ident(role, d)}"

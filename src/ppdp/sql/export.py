@@ -8,12 +8,13 @@ item 1: the source table with its keys), and only what ppdp published may leave 
 from __future__ import annotations
 
 from ppdp.sql.catalog import private
+from ppdp.sql.dialect import DUCKDB, Dialect
 from ppdp.sql.quoting import quote_ident, quote_table
 
 EXPORT_FRAME = "__ppdp_export"  # name a copied table's rows are registered under in the target
 
 
-def published_versions_query(d: str = "duckdb") -> str:
+def published_versions_query(d: Dialect) -> str:
     """(output_name, version) of every version ppdp published into one schema (bind the schema)."""
     return (f"SELECT r.output_name AS name, u.version AS version FROM {private('releases', d)} AS r "
             f"JOIN {private('runs', d)} AS u ON u.release = r.release "
@@ -21,20 +22,20 @@ def published_versions_query(d: str = "duckdb") -> str:
             "GROUP BY r.output_name, u.version ORDER BY 1, 2")
 
 
-def select_all(schema: str, name: str, d: str = "duckdb") -> str:
+def select_all(schema: str, name: str, d: Dialect) -> str:
     return f"SELECT * FROM {quote_table(schema, name, d)}"
 
 
 def create_schema(schema: str) -> str:
     """In the share file (DuckDB); ``main`` exists in every DuckDB file already."""
-    return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}"
+    return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, DUCKDB)}"
 
 
 def create_table_from_frame(schema: str, name: str) -> str:
     """Create ``schema.name`` from the frame registered as EXPORT_FRAME."""
-    return f"CREATE TABLE {quote_table(schema, name)} AS SELECT * FROM {EXPORT_FRAME}"
+    return f"CREATE TABLE {quote_table(schema, name, DUCKDB)} AS SELECT * FROM {EXPORT_FRAME}"
 
 
 def create_view(schema: str, view: str, table: str) -> str:
     """The release's view over its current version, as ppdp defines it (sql/publish.create_view)."""
-    return f"CREATE VIEW {quote_table(schema, view)} AS SELECT * FROM {quote_table(schema, table)}"
+    return f"CREATE VIEW {quote_table(schema, view, DUCKDB)} AS SELECT * FROM {quote_table(schema, table, DUCKDB)}"

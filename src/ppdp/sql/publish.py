@@ -7,6 +7,7 @@ from the callers (``quote_table``); values are bound parameters.
 
 from __future__ import annotations
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.quoting import quote_ident
 
 ROW_ID = "ppdp_row_id"
@@ -29,7 +30,7 @@ def select_all(relation: str) -> str:
     return f"SELECT * FROM {relation}"
 
 
-def final_version(candidate: str, previous: str | None, reverts: str | None, d: str) -> str:
+def final_version(candidate: str, previous: str | None, reverts: str | None, d: Dialect) -> str:
     """SELECT of the version's rows, shuffled: the candidate rows, minus reverted row ids, plus the
     previous version's row for each row id held back: 'carry' (it left: it stays) or 'keep'
     (it changed: its previous row stays)."""
@@ -44,7 +45,7 @@ def final_version(candidate: str, previous: str | None, reverts: str | None, d: 
     return f"SELECT x.* FROM ({keep} UNION ALL {carry}) AS x ORDER BY random()"
 
 
-def effective_version(candidate: str, previous: str | None, reverts: str, d: str) -> str:
+def effective_version(candidate: str, previous: str | None, reverts: str, d: Dialect) -> str:
     """The same rows as ``final_version`` as a FROM-able subquery (no order), aliased by caller."""
     rid = quote_ident(ROW_ID, d)
     keep = f"SELECT c.* FROM {candidate} AS c WHERE NOT EXISTS (SELECT 1 FROM {reverts} AS r WHERE r.row_id = c.{rid})"
@@ -73,7 +74,7 @@ def insert_delta(delta: str, version: int, current: str, previous: str) -> str:
             f") AS x ORDER BY random()")
 
 
-def delta_mismatch(delta: str, version: int, current: str, previous: str, columns: list[str], d: str) -> str:
+def delta_mismatch(delta: str, version: int, current: str, previous: str, columns: list[str], d: Dialect) -> str:
     """Rows by which the previous version with the delta applied (drop '-', add '+') and the
     current version differ, and the two row counts: (mismatch, applied_rows, current_rows)."""
     cols = ", ".join(quote_ident(c, d) for c in columns)
@@ -94,13 +95,13 @@ def drop_view(view: str) -> str:
     return f"DROP VIEW {view}"
 
 
-def create_schema(schema: str, d: str) -> str:
+def create_schema(schema: str, d: Dialect) -> str:
     return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, d)}"
 
 
-def grant_usage(schema: str, role: str, d: str) -> str:
+def grant_usage(schema: str, role: str, d: Dialect) -> str:
     return f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}"
 
 
-def grant_select(view: str, role: str, d: str) -> str:
+def grant_select(view: str, role: str, d: Dialect) -> str:
     return f"GRANT SELECT ON {view} TO {quote_ident(role, d)}"

@@ -6,21 +6,27 @@ import functools
 
 from sqlglot import exp
 
+from ppdp.sql.dialect import Dialect
+
 
 def ident(name: str) -> exp.Identifier:
     """A always-quoted sqlglot identifier."""
     return exp.Identifier(this=name, quoted=True)
 
 
+def quote_ident(name: str, dialect: Dialect) -> str:
+    """``name`` as a quoted identifier in ``dialect`` (embedded quotes doubled)."""
+    return _quoted(name, dialect)
+
+
 @functools.lru_cache(maxsize=4096)
-def quote_ident(name: str, dialect: str = "duckdb") -> str:
-    """``name`` as a quoted identifier in ``dialect`` (embedded quotes doubled). Cached: a pure
-    function of its arguments, and sqlglot's generation per call was most of building a small
-    table's histogram query (17 identifiers, issue #25)."""
-    return ident(name).sql(dialect=dialect)
+def _quoted(name: str, dialect: Dialect) -> str:
+    """Cached: a pure function of its arguments, and sqlglot's generation per call was most of
+    building a small table's histogram query (17 identifiers, issue #25)."""
+    return ident(name).sql(dialect=dialect.name)
 
 
-def quote_table(schema: str | None, name: str, dialect: str = "duckdb") -> str:
+def quote_table(schema: str | None, name: str, dialect: Dialect) -> str:
     return (f"{quote_ident(schema, dialect)}." if schema else "") + quote_ident(name, dialect)
 
 
@@ -31,7 +37,7 @@ def table_expr(schema: str | None, name: str, alias: str | None = None) -> exp.T
     return t
 
 
-def quote_literal(value: str, dialect: str = "duckdb") -> str:
+def quote_literal(value: str, dialect: Dialect) -> str:
     """``value`` as an escaped SQL string literal in ``dialect`` (for values in SQL text that
     cannot be bound, e.g. inside view definitions and subqueries reused as relations)."""
-    return exp.Literal.string(value).sql(dialect=dialect)
+    return exp.Literal.string(value).sql(dialect=dialect.name)

@@ -9,31 +9,32 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.quoting import ident, quote_ident
 
 
-def _group(cols: list[str], d: str) -> str:
+def _group(cols: list[str], d: Dialect) -> str:
     return ", ".join(quote_ident(c, d) for c in cols)
 
 
-def _double(d: str) -> str:
-    return exp.DataType.build("double").sql(dialect=d)
+def _double(d: Dialect) -> str:
+    return exp.DataType.build("double").sql(dialect=d.name)
 
 
-def class_sizes(relation: str, cols: list[str], d: str) -> str:
+def class_sizes(relation: str, cols: list[str], d: Dialect) -> str:
     """Frequency of frequencies: (size, classes) — how many classes have each size."""
     return (f"SELECT n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} "
             f"GROUP BY {_group(cols, d)}) AS c GROUP BY n")
 
 
-def combination_sizes(relation: str, combos: list[list[str]], d: str) -> str:
+def combination_sizes(relation: str, combos: list[list[str]], d: Dialect) -> str:
     """(combo, size, classes) for several column combinations in one statement."""
     parts = [f"SELECT {i} AS combo, n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} "
              f"GROUP BY {_group(cols, d)}) AS c{i} GROUP BY n" for i, cols in enumerate(combos)]
     return " UNION ALL ".join(parts)
 
 
-def weighted_sizes(relation: str, cols: list[str], weight: str, d: str) -> str:
+def weighted_sizes(relation: str, cols: list[str], weight: str, d: Dialect) -> str:
     """(fk, fw, classes): classes by sample size fk and sum of sampling weights fw (sdcMicro's
     fk and Fk)."""
     w = f"CAST({quote_ident(weight, d)} AS {_double(d)})"
@@ -41,19 +42,19 @@ def weighted_sizes(relation: str, cols: list[str], weight: str, d: str) -> str:
             f"GROUP BY {_group(cols, d)}) AS c GROUP BY fk, fw")
 
 
-def population_sizes(sample: str, population: str, cols: list[str], d: str) -> str:
+def population_sizes(sample: str, population: str, cols: list[str], d: Dialect) -> str:
     """(size, population_size, classes): each sample class's size and the size of the matching
     class in the population table (the sample's own size where the population lacks it)."""
     g = _group(cols, d)
     on = exp.and_(*[exp.NullSafeEQ(this=exp.Column(this=ident(c), table=ident("s")),
-                                   expression=exp.Column(this=ident(c), table=ident("p"))) for c in cols]).sql(dialect=d)
+                                   expression=exp.Column(this=ident(c), table=ident("p"))) for c in cols]).sql(dialect=d.name)
     return (f"WITH s AS (SELECT {g}, COUNT(*) AS n FROM {sample} GROUP BY {g}), "
             f"p AS (SELECT {g}, COUNT(*) AS pn FROM {population} GROUP BY {g}) "
             f"SELECT s.n AS size, COALESCE(p.pn, s.n) AS population_size, COUNT(*) AS classes "
             f"FROM s LEFT JOIN p ON {on} GROUP BY s.n, COALESCE(p.pn, s.n)")
 
 
-def average_risk_check(relation: str, qids: list[str], small: int, records_at_risk: float | None, d: str) -> str:
+def average_risk_check(relation: str, qids: list[str], small: int, records_at_risk: float | None, d: Dialect) -> str:
     """The average-risk model's check: one row (ad, classes). ad = classes / records (the
     average prosecutor risk), or 1 + the share of records in classes smaller than ``small``
     when that share exceeds ``records_at_risk`` (ARX's AverageReidentificationRisk); NULL when
@@ -68,7 +69,7 @@ def average_risk_check(relation: str, qids: list[str], small: int, records_at_ri
     return f"SELECT {ad} AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
 
 
-def sample_uniques_check(relation: str, qids: list[str], d: str) -> str:
+def sample_uniques_check(relation: str, qids: list[str], d: Dialect) -> str:
     """The sample-uniqueness model's check: one row (ad = share of records alone in their class,
     classes)."""
     return (f"SELECT CAST(SUM(CASE WHEN n = 1 THEN 1 ELSE 0 END) AS {_double(d)}) / SUM(n) AS ad, COUNT(*) AS classes "

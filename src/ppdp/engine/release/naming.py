@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ppdp.connectors.base import Connector
 from ppdp.errors import SpecError
+from ppdp.sql.relations import delta_name, version_name
 
 
 def release_identifiers(schema: str, name: str, max_versions_digits: int = 6) -> list[tuple[str, str]]:
     """(what, identifier) of every name a release creates, the longest version table included."""
     return [("output.schema", schema), ("output.name", name),
-            ("version table", f"{name}__v{'9' * max_versions_digits}"), ("delta table", f"{name}__delta")]
+            ("version table", version_name(name, int("9" * max_versions_digits))), ("delta table", delta_name(name))]
 
 
 def check_release_identifiers(con: Connector, schema: str, name: str, max_versions_digits: int = 6) -> None:

@@ -7,8 +7,10 @@ share state. Values are always bound parameters; the only identifiers are ppdp's
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ppdp.sql.dialect import Dialect
-from ppdp.sql.quoting import quote_ident, quote_table
+from ppdp.sql.quoting import quote_ident, quote_table, table_expr
 
 PRIVATE_SCHEMA = "_ppdp"
 
@@ -19,6 +21,24 @@ RUN_COLUMNS = ("run_id", "release", "version", "status", "started_at", "finished
 def private(table: str, d: Dialect) -> str:
     """``_ppdp.<table>``, quoted for dialect ``d``."""
     return quote_table(PRIVATE_SCHEMA, table, d)
+
+
+def private_table(table: str, alias: str | None = None) -> exp.Table:
+    """``_ppdp.<table>`` as a sqlglot table."""
+    return table_expr(PRIVATE_SCHEMA, table, alias)
+
+
+def version_rows(table: str, release: str, version: int | list[int], *columns: str, distinct: bool = False) -> exp.Select:
+    """SELECT ``columns`` (all: none given) of private table ``table`` for one release and one
+    version (or several): the release name is a user value, a sqlglot string literal here."""
+    of_version: exp.Expr
+    if isinstance(version, int):
+        of_version = exp.column("version").eq(exp.Literal.number(int(version)))
+    else:
+        of_version = exp.column("version").isin(*[exp.Literal.number(int(v)) for v in version])
+    cond = exp.and_(exp.column("release").eq(exp.Literal.string(release)), of_version)
+    projection: list[exp.Expr] = [exp.column(c) for c in columns] or [exp.Star()]
+    return exp.select(*projection).from_(private_table(table)).where(cond).distinct(distinct=distinct)
 
 
 def ddl(d: Dialect) -> list[str]:

@@ -7,9 +7,11 @@ item 1: the source table with its keys), and only what ppdp published may leave 
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ppdp.sql.catalog import private
 from ppdp.sql.dialect import DUCKDB, Dialect
-from ppdp.sql.quoting import quote_ident, quote_table
+from ppdp.sql.quoting import quote_ident, quote_table, table_expr
 
 EXPORT_FRAME = "__ppdp_export"  # name a copied table's rows are registered under in the target
 
@@ -23,7 +25,7 @@ def published_versions_query(d: Dialect) -> str:
 
 
 def select_all(schema: str, name: str, d: Dialect) -> str:
-    return f"SELECT * FROM {quote_table(schema, name, d)}"
+    return exp.select(exp.Star()).from_(table_expr(schema, name)).sql(dialect=d.name)
 
 
 def create_schema(schema: str) -> str:

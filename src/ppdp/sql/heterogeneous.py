@@ -19,7 +19,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from ppdp.sql.catalog import PRIVATE_SCHEMA, private
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private, version_rows
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.dialects import PrivateRows
 from ppdp.sql.errors import build_error
@@ -55,8 +55,7 @@ PRIVATE_TABLES = ("hetero_edges", "hetero_members", "hetero_values", "hetero_sou
 
 def state_select(table: str, release: str, version: int, d: Dialect) -> str:
     """Every row of private table ``hetero_<table>`` for one version of a release."""
-    return (f"SELECT * FROM {private('hetero_' + table, d)} WHERE release = {quote_literal(release, d)} "
-            f"AND version = {int(version)}")
+    return version_rows("hetero_" + table, release, int(version)).sql(dialect=d.name)
 
 
 def delete_version(table: str, d: Dialect) -> str:
@@ -67,9 +66,7 @@ def delete_version(table: str, d: Dialect) -> str:
 
 def versions_stored(release: str, versions: list[int], d: Dialect) -> str:
     """The versions among ``versions`` whose source QIDs are stored (``hetero_sources``)."""
-    listed = ", ".join(str(int(v)) for v in versions)
-    return (f"SELECT DISTINCT version FROM {private('hetero_sources', d)} WHERE release = {quote_literal(release, d)} "
-            f"AND version IN ({listed})")
+    return version_rows("hetero_sources", release, [int(v) for v in versions], "version", distinct=True).sql(dialect=d.name)
 
 
 

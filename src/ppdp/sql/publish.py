@@ -7,8 +7,10 @@ from the callers (``quote_table``); values are bound parameters.
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ppdp.sql.dialect import Dialect
-from ppdp.sql.quoting import quote_ident
+from ppdp.sql.quoting import quote_ident, table_expr
 
 ROW_ID = "ppdp_row_id"
 
@@ -96,12 +98,5 @@ def drop_view(view: str) -> str:
 
 
 def create_schema(schema: str, d: Dialect) -> str:
-    return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, d)}"
+    return exp.Create(this=table_expr(None, schema), kind="SCHEMA", exists=True).sql(dialect=d.name)
 
-
-def grant_usage(schema: str, role: str, d: Dialect) -> str:
-    return f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}"
-
-
-def grant_select(view: str, role: str, d: Dialect) -> str:
-    return f"GRANT SELECT ON {view} TO {quote_ident(role, d)}"

@@ -6,7 +6,9 @@ t-closeness is checked against the source distribution Q stored when the version
 
 from __future__ import annotations
 
-from ppdp.sql.catalog import private
+from sqlglot import exp
+
+from ppdp.sql.catalog import private, version_rows
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.history import sa_key
 from ppdp.sql.queries import null_safe_eq, text
@@ -15,8 +17,7 @@ from ppdp.sql.quoting import quote_ident, quote_literal
 
 def stored_q(release: str, version: int, d: Dialect) -> str:
     """FROM-able subquery (sa_key, q) of version ``version``'s stored Q (values as escaped literals)."""
-    lit = quote_literal(release, d)
-    return f"(SELECT sa_key, q FROM {private('distributions', d)} WHERE release = {lit} AND version = {int(version)})"
+    return exp.paren(version_rows("distributions", release, int(version), "sa_key", "q")).sql(dialect=d.name)
 
 
 def verify_t_stored(relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:

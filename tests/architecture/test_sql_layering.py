@@ -88,3 +88,28 @@ def test_version_table_names_are_formatted_in_one_place() -> None:
             if VERSION_FORMAT.search(line):
                 hits.append(f"{path.relative_to(PATHS.PACKAGE)}:{no}: {line.strip()}")
     assert hits == []
+
+
+def test_dialects_are_registered_singletons() -> None:
+    import pickle
+
+    from ppdp.errors import SpecError
+    from ppdp.sql.dialect import DIALECTS, POSTGRES, dialect_named
+
+    assert dialect_named("postgresql") is POSTGRES and str(POSTGRES) == "postgres"
+    for d in DIALECTS.values():  # one object per dialect, across a process boundary too
+        assert pickle.loads(pickle.dumps(d)) is d
+    with pytest.raises(SpecError, match="Unknown dialect 'oracle'"):
+        dialect_named("oracle")
+
+
+def test_release_relation_names_every_published_relation() -> None:
+    from ppdp.sql.dialect import DUCKDB, SPARK
+    from ppdp.sql.relations import ReleaseRelation, joint_column
+
+    rel = ReleaseRelation("pub", 'ad"ult', DUCKDB)
+    assert (rel.version_name(3), rel.delta_name()) == ('ad"ult__v3', 'ad"ult__delta')
+    assert (rel.version_table(3), rel.delta_table(), rel.view()) == ('"pub"."ad""ult__v3"', '"pub"."ad""ult__delta"', '"pub"."ad""ult"')
+    assert ReleaseRelation("pub", "adult", SPARK).version_table(1) == "`pub`.`adult__v1`"
+    assert rel.version_expr(2).sql(dialect="postgres") == '"pub"."ad""ult__v2"'
+    assert joint_column("age", 0) == "age__v0"

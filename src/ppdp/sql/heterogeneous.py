@@ -199,8 +199,7 @@ def coverage_degrees(table: str, source: Source, numeric: list[str], categorical
 
 def graph_degrees(release: str, version: int, d: Dialect) -> str:
     """From the private edge table: min/max degree of anonymized and original nodes, self edges."""
-    rel, v = quote_literal(release, d), int(version)
-    e = f"(SELECT * FROM {private('hetero_edges', d)} WHERE release = {rel} AND version = {v}) AS e"
+    e = exp.paren(version_rows("hetero_edges", release, int(version))).sql(dialect=d.name) + " AS e"
     return (f"SELECT (SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY anonymized) AS a) AS min_anon, "
             f"(SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY anonymized) AS a) AS max_anon, "
             f"(SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY original) AS b) AS min_orig, "

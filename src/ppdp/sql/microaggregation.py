@@ -20,7 +20,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from ppdp.sql.catalog import PRIVATE_SCHEMA, private
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private, private_table, version_rows
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.dialects import PrivateRows
 from ppdp.sql.errors import build_error
@@ -46,13 +46,13 @@ def ddl(d: Dialect) -> list[str]:
 
 def state_select(table: str, release: str, version: int, d: Dialect) -> str:
     """Every row of private table ``micro_<table>`` for one version of a release."""
-    return (f"SELECT * FROM {private('micro_' + table, d)} WHERE release = {quote_literal(release, d)} "
-            f"AND version = {int(version)}")
+    return version_rows("micro_" + table, release, int(version)).sql(dialect=d.name)
 
 
 def drop_older_values(release: str, version: int, d: Dialect) -> str:
     """The grouped values are needed for the latest version only (the next run compares with them)."""
-    return f"DELETE FROM {private('micro_values', d)} WHERE release = {quote_literal(release, d)} AND version < {int(version)}"
+    older = exp.and_(exp.column("release").eq(exp.Literal.string(release)), exp.column("version") < exp.Literal.number(int(version)))
+    return exp.delete(private_table("micro_values"), where=older).sql(dialect=d.name)
 
 
 

@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from ppdp.sql.catalog import private
 from ppdp.sql.dialect import DUCKDB, Dialect
-from ppdp.sql.quoting import quote_ident, quote_table, table_expr
+from ppdp.sql.quoting import table_expr
 
 EXPORT_FRAME = "__ppdp_export"  # name a copied table's rows are registered under in the target
 
@@ -30,14 +30,16 @@ def select_all(schema: str, name: str, d: Dialect) -> str:
 
 def create_schema(schema: str) -> str:
     """In the share file (DuckDB); ``main`` exists in every DuckDB file already."""
-    return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, DUCKDB)}"
+    return exp.Create(this=table_expr(None, schema), kind="SCHEMA", exists=True).sql(dialect=DUCKDB.name)
 
 
 def create_table_from_frame(schema: str, name: str) -> str:
     """Create ``schema.name`` from the frame registered as EXPORT_FRAME."""
-    return f"CREATE TABLE {quote_table(schema, name, DUCKDB)} AS SELECT * FROM {EXPORT_FRAME}"
+    frame = exp.select(exp.Star()).from_(exp.to_table(EXPORT_FRAME))
+    return exp.Create(this=table_expr(schema, name), kind="TABLE", expression=frame).sql(dialect=DUCKDB.name)
 
 
 def create_view(schema: str, view: str, table: str) -> str:
     """The release's view over its current version, as ppdp defines it (sql/publish.create_view)."""
-    return f"CREATE VIEW {quote_table(schema, view, DUCKDB)} AS SELECT * FROM {quote_table(schema, table, DUCKDB)}"
+    current = exp.select(exp.Star()).from_(table_expr(schema, table))
+    return exp.Create(this=table_expr(schema, view), kind="VIEW", expression=current).sql(dialect=DUCKDB.name)

@@ -18,7 +18,8 @@ from sqlglot import exp
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.errors import build_error
 from ppdp.sql.predicate import parse_predicate, predicate_sql, qualified
-from ppdp.sql.quoting import ident, quote_ident, quote_table, table_expr
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident, quote_table, table_expr
+from ppdp.sql.quoting import relation as as_relation
 from ppdp.sql.relations import joint_column
 
 PRIVATE_SCHEMA = "_ppdp"
@@ -314,7 +315,8 @@ def _group(cols: list[str], d: Dialect) -> str:
 
 def verify_k_query(relation: str, qids: list[str], d: Dialect) -> str:
     """Smallest class size of the released table (NULL when empty)."""
-    return f"SELECT MIN(n) AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
+    sizes = exp.select(count_star("n")).from_(as_relation(relation, d)).group_by(*columns(qids))
+    return exp.select(exp.alias_(exp.Min(this=exp.column("n")), "ad"), count_star("classes")).from_(sizes.subquery("c")).sql(dialect=d.name)
 
 
 def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:

@@ -37,6 +37,25 @@ def table_expr(schema: str | None, name: str, alias: str | None = None) -> exp.T
     return t
 
 
+def relation(quoted: str, dialect: Dialect, alias: str | None = None) -> exp.Table:
+    """A relation that ``quote_table`` quoted for ``dialect`` (``"schema"."name"``), back as a
+    sqlglot table, so that a builder handed one can compose an expression over it."""
+    table = exp.to_table(quoted, dialect=dialect.name)
+    if alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    return table
+
+
+def columns(names: list[str]) -> list[exp.Column]:
+    """Quoted column references, one per name."""
+    return [exp.Column(this=ident(n)) for n in names]
+
+
+def count_star(alias: str) -> exp.Expr:
+    """``COUNT(*) AS <alias>``."""
+    return exp.alias_(exp.Count(this=exp.Star()), alias)
+
+
 def quote_literal(value: str, dialect: Dialect) -> str:
     """``value`` as an escaped SQL string literal in ``dialect`` (for values in SQL text that
     cannot be bound, e.g. inside view definitions and subqueries reused as relations)."""

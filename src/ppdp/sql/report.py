@@ -7,10 +7,13 @@ report decides what of it to show (engine/app/report/gather.py).
 
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ppdp.sql.catalog import private
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.queries import text
-from ppdp.sql.quoting import quote_ident
+from ppdp.sql.quoting import columns, count_star, quote_ident
+from ppdp.sql.quoting import relation as as_relation
 
 
 def _cols(cols: list[str], d: Dialect) -> str:
@@ -19,8 +22,9 @@ def _cols(cols: list[str], d: Dialect) -> str:
 
 def class_size_counts(relation: str, cols: list[str], d: Dialect) -> str:
     """(size, classes): how many equivalence classes on ``cols`` have each size."""
-    return (f"SELECT n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} AS r "
-            f"GROUP BY {_cols(cols, d)}) AS c GROUP BY n ORDER BY n")
+    sizes = exp.select(count_star("n")).from_(as_relation(relation, d, "r")).group_by(*columns(cols))
+    return (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(sizes.subquery("c"))
+            .group_by(exp.column("n")).order_by(exp.column("n")).sql(dialect=d.name))
 
 
 def value_counts(relation: str, cols: list[str], d: Dialect) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
-from ppdp.sql.quoting import ident, quote_ident
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident
+from ppdp.sql.quoting import relation as as_relation
 
 
 def _group(cols: list[str], d: Dialect) -> str:
@@ -23,8 +24,9 @@ def _double(d: Dialect) -> str:
 
 def class_sizes(relation: str, cols: list[str], d: Dialect) -> str:
     """Frequency of frequencies: (size, classes) — how many classes have each size."""
-    return (f"SELECT n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} "
-            f"GROUP BY {_group(cols, d)}) AS c GROUP BY n")
+    sizes = exp.select(count_star("n")).from_(as_relation(relation, d)).group_by(*columns(cols))
+    return (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(sizes.subquery("c"))
+            .group_by(exp.column("n")).sql(dialect=d.name))
 
 
 def combination_sizes(relation: str, combos: list[list[str]], d: Dialect) -> str:

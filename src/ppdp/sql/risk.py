@@ -19,29 +19,34 @@ def _group(cols: list[str], d: Dialect) -> str:
 
 
 def _double(d: Dialect) -> str:
-    return exp.DataType.build("double").sql(dialect=d.name)
+    return d.double_type
+
+
+def _sizes(relation: str, cols: list[str], d: Dialect, *projections: exp.Expr) -> exp.Select:
+    """SELECT ``projections`` (COUNT(*) AS n: none given) FROM ``relation`` GROUP BY ``cols``."""
+    return exp.select(*(projections or [count_star("n")])).from_(as_relation(relation, d)).group_by(*columns(cols))
 
 
 def class_sizes(relation: str, cols: list[str], d: Dialect) -> str:
     """Frequency of frequencies: (size, classes) — how many classes have each size."""
-    sizes = exp.select(count_star("n")).from_(as_relation(relation, d)).group_by(*columns(cols))
-    return (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(sizes.subquery("c"))
+    return (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(_sizes(relation, cols, d).subquery("c"))
             .group_by(exp.column("n")).sql(dialect=d.name))
 
 
 def combination_sizes(relation: str, combos: list[list[str]], d: Dialect) -> str:
     """(combo, size, classes) for several column combinations in one statement."""
-    parts = [f"SELECT {i} AS combo, n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} "
-             f"GROUP BY {_group(cols, d)}) AS c{i} GROUP BY n" for i, cols in enumerate(combos)]
-    return " UNION ALL ".join(parts)
+    parts = [exp.select(exp.alias_(exp.Literal.number(i), "combo"), exp.alias_(exp.column("n"), "size"), count_star("classes"))
+             .from_(_sizes(relation, cols, d).subquery(f"c{i}")).group_by(exp.column("n")) for i, cols in enumerate(combos)]
+    return exp.union(*parts, distinct=False).sql(dialect=d.name)
 
 
 def weighted_sizes(relation: str, cols: list[str], weight: str, d: Dialect) -> str:
     """(fk, fw, classes): classes by sample size fk and sum of sampling weights fw (sdcMicro's
     fk and Fk)."""
-    w = f"CAST({quote_ident(weight, d)} AS {_double(d)})"
-    return (f"SELECT fk, fw, COUNT(*) AS classes FROM (SELECT COUNT(*) AS fk, SUM({w}) AS fw FROM {relation} "
-            f"GROUP BY {_group(cols, d)}) AS c GROUP BY fk, fw")
+    w = exp.cast(exp.Column(this=ident(weight)), exp.DataType.build("double"))
+    sizes = _sizes(relation, cols, d, count_star("fk"), exp.alias_(exp.Sum(this=w), "fw"))
+    fk, fw = exp.column("fk"), exp.column("fw")
+    return exp.select(fk, fw, count_star("classes")).from_(sizes.subquery("c")).group_by(fk.copy(), fw.copy()).sql(dialect=d.name)
 
 
 def population_sizes(sample: str, population: str, cols: list[str], d: Dialect) -> str:
@@ -68,11 +73,14 @@ def average_risk_check(relation: str, qids: list[str], small: int, records_at_ri
     else:
         share = f"CAST(SUM(CASE WHEN n < {int(small)} THEN n ELSE 0 END) AS {dbl}) / SUM(n)"
         ad = f"CASE WHEN {share} <= {float(records_at_risk)!r} THEN {avg} ELSE 1.0 + {share} END"
-    return f"SELECT {ad} AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
+    # ``ad`` is fixed text (numbers formatted here); the relation and QIDs enter as expressions
+    return (exp.select(f"{ad} AS ad", "COUNT(*) AS classes", dialect=d.name).from_(_sizes(relation, qids, d).subquery("c"))
+            .sql(dialect=d.name))
 
 
 def sample_uniques_check(relation: str, qids: list[str], d: Dialect) -> str:
     """The sample-uniqueness model's check: one row (ad = share of records alone in their class,
     classes)."""
-    return (f"SELECT CAST(SUM(CASE WHEN n = 1 THEN 1 ELSE 0 END) AS {_double(d)}) / SUM(n) AS ad, COUNT(*) AS classes "
-            f"FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c")
+    ad = f"CAST(SUM(CASE WHEN n = 1 THEN 1 ELSE 0 END) AS {_double(d)}) / SUM(n) AS ad"
+    return (exp.select(ad, "COUNT(*) AS classes", dialect=d.name).from_(_sizes(relation, qids, d).subquery("c"))
+            .sql(dialect=d.name))

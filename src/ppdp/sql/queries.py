@@ -345,18 +345,18 @@ def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: li
 
 def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entropy: bool, d: Dialect) -> str:
     """Smallest distinct count (or exp(entropy)) of sensitive values over classes."""
-    g = _group(qids, d)
-    s = _group(sensitive, d)
+    rel = as_relation(relation, d)
     if not entropy:
-        return (
-            f"SELECT MIN(dv) AS ad, COUNT(*) AS classes FROM (SELECT {g}, COUNT(*) AS dv FROM "
-            f"(SELECT DISTINCT {g}, {s} FROM {relation}) AS x GROUP BY {g}) AS c"
-        )
-    return (
-        f"SELECT MIN(EXP(-h)) AS ad, COUNT(*) AS classes FROM (SELECT {g}, SUM(p * LN(p)) AS h FROM "
-        f"(SELECT {g}, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER (PARTITION BY {g}) AS p FROM {relation} GROUP BY {g}, {s}) AS x "
-        f"GROUP BY {g}) AS c"
-    )
+        pairs = exp.select(*columns(qids), *columns(sensitive)).distinct().from_(rel)
+        per_class = exp.select(*columns(qids), count_star("dv")).from_(pairs.subquery("x")).group_by(*columns(qids))
+        return exp.select("MIN(dv) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")).sql(dialect=d.name)
+    count = exp.Count(this=exp.Star())
+    # typed: the dialect's own '/' (the numerator is a decimal already), no emulating cast
+    share = exp.Div(this=exp.Mul(this=count, expression=exp.Literal.number("1.0")),
+                    expression=exp.Window(this=exp.Sum(this=count.copy()), partition_by=columns(qids)), typed=True)
+    shares = exp.select(*columns(qids), exp.alias_(share, "p")).from_(rel).group_by(*columns(qids), *columns(sensitive))
+    per_class = exp.select(*columns(qids), "SUM(p * LN(p)) AS h").from_(shares.subquery("x")).group_by(*columns(qids))
+    return exp.select("MIN(EXP(-h)) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")).sql(dialect=d.name)
 
 
 # --- dynamic publishing ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ from sqlglot import exp
 from ppdp.sql.catalog import private
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.queries import text
-from ppdp.sql.quoting import columns, count_star, quote_ident
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident
 from ppdp.sql.quoting import relation as as_relation
 
 
@@ -80,11 +80,14 @@ def micro_group_labels(d: Dialect) -> str:
 
 def range_widths(relation: str, lo: str, hi: str, d: Dialect) -> str:
     """(width, n): how many published records carry a numeric range of each width."""
-    w = f"(r.{quote_ident(hi, d)} - r.{quote_ident(lo, d)})"
-    return f"SELECT {w} AS width, COUNT(*) AS n FROM {relation} AS r GROUP BY {w} ORDER BY 1"
+    w = exp.paren(exp.Sub(this=exp.Column(this=ident(hi), table=exp.to_identifier("r")), expression=exp.Column(this=ident(lo), table=exp.to_identifier("r"))))
+    return (exp.select(exp.alias_(w, "width"), count_star("n")).from_(as_relation(relation, d, "r")).group_by(w.copy())
+            .order_by(exp.Literal.number(1)).sql(dialect=d.name))
 
 
 def numeric_domain(relation: str, lo: str, hi: str, d: Dialect) -> str:
     """The smallest lower and largest upper bound published (the range widths' yardstick)."""
-    return f"SELECT MIN(r.{quote_ident(lo, d)}) AS lo, MAX(r.{quote_ident(hi, d)}) AS hi FROM {relation} AS r"
+    low = exp.alias_(exp.Min(this=exp.Column(this=ident(lo), table=exp.to_identifier("r"))), "lo")
+    high = exp.alias_(exp.Max(this=exp.Column(this=ident(hi), table=exp.to_identifier("r"))), "hi")
+    return exp.select(low, high).from_(as_relation(relation, d, "r")).sql(dialect=d.name)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
+from ppdp.sql.quoting import columns as column_refs
 from ppdp.sql.quoting import quote_ident, table_expr
+from ppdp.sql.quoting import relation as as_relation
 
 ROW_ID = "ppdp_row_id"
 
@@ -79,14 +81,19 @@ def insert_delta(delta: str, version: int, current: str, previous: str) -> str:
 def delta_mismatch(delta: str, version: int, current: str, previous: str, columns: list[str], d: Dialect) -> str:
     """Rows by which the previous version with the delta applied (drop '-', add '+') and the
     current version differ, and the two row counts: (mismatch, applied_rows, current_rows)."""
-    cols = ", ".join(quote_ident(c, d) for c in columns)
     v = int(version)
-    applied = (f"SELECT {cols} FROM (SELECT {cols} FROM {previous} EXCEPT SELECT {cols} FROM {delta} WHERE version = {v} AND op = '-') AS kept "
-               f"UNION ALL SELECT {cols} FROM {delta} WHERE version = {v} AND op = '+'")
-    return (f"WITH applied AS ({applied}), cur AS (SELECT {cols} FROM {current}) "
-            "SELECT (SELECT COUNT(*) FROM (SELECT * FROM applied EXCEPT SELECT * FROM cur) AS a) "
-            "+ (SELECT COUNT(*) FROM (SELECT * FROM cur EXCEPT SELECT * FROM applied) AS b) AS mismatch, "
-            "(SELECT COUNT(*) FROM applied) AS applied_rows, (SELECT COUNT(*) FROM cur) AS current_rows")
+
+    def rows(relation: str, op: str | None = None) -> exp.Select:
+        select = exp.select(*column_refs(columns)).from_(as_relation(relation, d))
+        return select if op is None else select.where(f"version = {v} AND op = '{op}'", dialect=d.name)
+
+    kept = exp.except_(rows(previous), rows(delta, "-"))
+    applied = exp.union(exp.select(*column_refs(columns)).from_(kept.subquery("kept")), rows(delta, "+"), distinct=False)
+    counts = ["(SELECT COUNT(*) FROM (SELECT * FROM applied EXCEPT SELECT * FROM cur) AS a) "
+              "+ (SELECT COUNT(*) FROM (SELECT * FROM cur EXCEPT SELECT * FROM applied) AS b) AS mismatch",
+              "(SELECT COUNT(*) FROM applied) AS applied_rows", "(SELECT COUNT(*) FROM cur) AS current_rows"]
+    query = exp.select(*counts, dialect=d.name).with_("applied", as_=applied).with_("cur", as_=rows(current))
+    return query.sql(dialect=d.name)
 
 
 def create_view(view: str, relation: str) -> str:

@@ -113,3 +113,18 @@ def test_release_relation_names_every_published_relation() -> None:
     assert ReleaseRelation("pub", "adult", SPARK).version_table(1) == "`pub`.`adult__v1`"
     assert rel.version_expr(2).sql(dialect="postgres") == '"pub"."ad""ult__v2"'
     assert joint_column("age", 0) == "age__v0"
+
+
+@pytest.mark.parametrize("relation", ['"pub"."t__v1"', '"src_1"."adult" AS src',
+                                      "(SELECT * FROM (SELECT a FROM t WHERE x = 'it''s ?') AS r WHERE r.a > 1) AS src"])
+def test_builders_put_a_relation_given_as_text_verbatim(relation: str) -> None:
+    """A builder composing a sqlglot tree around a relation it is handed as text (a quoted table,
+    or a source's FROM item with its alias) neither parses nor requotes that text."""
+    from ppdp.sql import figures, risk
+    from ppdp.sql import queries as Q
+    from ppdp.sql.dialect import DUCKDB, POSTGRES
+
+    for d in (DUCKDB, POSTGRES):
+        for sql in (figures.class_counts(relation, ["a b"], d), risk.class_sizes(relation, ["a b"], d),
+                    risk.sample_uniques_check(relation, ["a b"], d), Q.verify_k_query(relation, ["a b"], d)):
+            assert f"FROM {relation} GROUP BY" in sql and "ppdp_relation_slot" not in sql

@@ -11,8 +11,7 @@ from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.quoting import columns as column_refs
-from ppdp.sql.quoting import quote_ident, table_expr
-from ppdp.sql.quoting import relation as as_relation
+from ppdp.sql.quoting import quote_ident, render, slot, table_expr
 
 ROW_ID = "ppdp_row_id"
 
@@ -84,16 +83,16 @@ def delta_mismatch(delta: str, version: int, current: str, previous: str, column
     v = int(version)
 
     def rows(relation: str, op: str | None = None) -> exp.Select:
-        select = exp.select(*column_refs(columns)).from_(as_relation(relation, d))
+        select = exp.select(*column_refs(columns)).from_(slot(relation))
         return select if op is None else select.where(f"version = {v} AND op = '{op}'", dialect=d.name)
 
-    kept = exp.except_(rows(previous), rows(delta, "-"))
-    applied = exp.union(exp.select(*column_refs(columns)).from_(kept.subquery("kept")), rows(delta, "+"), distinct=False)
+    kept = exp.except_(rows("previous"), rows("delta", "-"))
+    applied = exp.union(exp.select(*column_refs(columns)).from_(kept.subquery("kept")), rows("delta", "+"), distinct=False)
     counts = ["(SELECT COUNT(*) FROM (SELECT * FROM applied EXCEPT SELECT * FROM cur) AS a) "
               "+ (SELECT COUNT(*) FROM (SELECT * FROM cur EXCEPT SELECT * FROM applied) AS b) AS mismatch",
               "(SELECT COUNT(*) FROM applied) AS applied_rows", "(SELECT COUNT(*) FROM cur) AS current_rows"]
-    query = exp.select(*counts, dialect=d.name).with_("applied", as_=applied).with_("cur", as_=rows(current))
-    return query.sql(dialect=d.name)
+    query = exp.select(*counts, dialect=d.name).with_("applied", as_=applied).with_("cur", as_=rows("current"))
+    return render(query, d, {"delta": delta, "current": current, "previous": previous})
 
 
 def create_view(view: str, relation: str) -> str:

@@ -18,8 +18,16 @@ from sqlglot import exp
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.errors import build_error
 from ppdp.sql.predicate import parse_predicate, predicate_sql, qualified
-from ppdp.sql.quoting import columns, count_star, ident, quote_ident, quote_table, table_expr
-from ppdp.sql.quoting import relation as as_relation
+from ppdp.sql.quoting import (
+    columns,
+    count_star,
+    ident,
+    quote_ident,
+    quote_table,
+    render,
+    slot,
+    table_expr,
+)
 from ppdp.sql.relations import joint_column
 
 PRIVATE_SCHEMA = "_ppdp"
@@ -315,8 +323,9 @@ def _group(cols: list[str], d: Dialect) -> str:
 
 def verify_k_query(relation: str, qids: list[str], d: Dialect) -> str:
     """Smallest class size of the released table (NULL when empty)."""
-    sizes = exp.select(count_star("n")).from_(as_relation(relation, d)).group_by(*columns(qids))
-    return exp.select(exp.alias_(exp.Min(this=exp.column("n")), "ad"), count_star("classes")).from_(sizes.subquery("c")).sql(dialect=d.name)
+    sizes = exp.select(count_star("n")).from_(slot()).group_by(*columns(qids))
+    tree = exp.select(exp.alias_(exp.Min(this=exp.column("n")), "ad"), count_star("classes")).from_(sizes.subquery("c"))
+    return render(tree, d, {"relation": relation})
 
 
 def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:
@@ -345,18 +354,18 @@ def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: li
 
 def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entropy: bool, d: Dialect) -> str:
     """Smallest distinct count (or exp(entropy)) of sensitive values over classes."""
-    rel = as_relation(relation, d)
+    rel = slot()
     if not entropy:
         pairs = exp.select(*columns(qids), *columns(sensitive)).distinct().from_(rel)
         per_class = exp.select(*columns(qids), count_star("dv")).from_(pairs.subquery("x")).group_by(*columns(qids))
-        return exp.select("MIN(dv) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")).sql(dialect=d.name)
+        return render(exp.select("MIN(dv) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")), d, {"relation": relation})
     count = exp.Count(this=exp.Star())
     # typed: the dialect's own '/' (the numerator is a decimal already), no emulating cast
     share = exp.Div(this=exp.Mul(this=count, expression=exp.Literal.number("1.0")),
                     expression=exp.Window(this=exp.Sum(this=count.copy()), partition_by=columns(qids)), typed=True)
     shares = exp.select(*columns(qids), exp.alias_(share, "p")).from_(rel).group_by(*columns(qids), *columns(sensitive))
     per_class = exp.select(*columns(qids), "SUM(p * LN(p)) AS h").from_(shares.subquery("x")).group_by(*columns(qids))
-    return exp.select("MIN(EXP(-h)) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")).sql(dialect=d.name)
+    return render(exp.select("MIN(EXP(-h)) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")), d, {"relation": relation})
 
 
 # --- dynamic publishing ----------------------------------------------------------------------

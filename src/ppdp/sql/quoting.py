@@ -37,13 +37,26 @@ def table_expr(schema: str | None, name: str, alias: str | None = None) -> exp.T
     return t
 
 
-def relation(quoted: str, dialect: Dialect, alias: str | None = None) -> exp.Table:
-    """A relation that ``quote_table`` quoted for ``dialect`` (``"schema"."name"``), back as a
-    sqlglot table, so that a builder handed one can compose an expression over it."""
-    table = exp.to_table(quoted, dialect=dialect.name)
-    if alias:
+_SLOT = "ppdp_relation_slot_"
+
+
+def slot(name: str = "relation", alias: str | None = None) -> exp.Table:
+    """A stand-in table for a relation a builder is handed as SQL text (a table ``quote_table``
+    quoted, or a FROM item such as ``Source.sql()``, subquery and alias included): the builder
+    composes its expression around it and ``render`` puts the text in its place verbatim, so a
+    relation is never parsed and generated again."""
+    table = exp.Table(this=ident(_SLOT + name))
+    if alias:  # ppdp's own short alias, unquoted as the templates wrote it
         table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     return table
+
+
+def render(tree: exp.Expr, dialect: Dialect, relations: dict[str, str]) -> str:
+    """``tree`` as SQL for ``dialect``, each ``slot(name)`` replaced by ``relations[name]``."""
+    sql = tree.sql(dialect=dialect.name)
+    for name, text in relations.items():
+        sql = sql.replace(quote_ident(_SLOT + name, dialect), text)
+    return sql
 
 
 def columns(names: list[str]) -> list[exp.Column]:

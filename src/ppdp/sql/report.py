@@ -12,8 +12,7 @@ from sqlglot import exp
 from ppdp.sql.catalog import private
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.queries import text
-from ppdp.sql.quoting import columns, count_star, ident, quote_ident
-from ppdp.sql.quoting import relation as as_relation
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident, render, slot
 
 
 def _cols(cols: list[str], d: Dialect) -> str:
@@ -22,9 +21,10 @@ def _cols(cols: list[str], d: Dialect) -> str:
 
 def class_size_counts(relation: str, cols: list[str], d: Dialect) -> str:
     """(size, classes): how many equivalence classes on ``cols`` have each size."""
-    sizes = exp.select(count_star("n")).from_(as_relation(relation, d, "r")).group_by(*columns(cols))
-    return (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(sizes.subquery("c"))
-            .group_by(exp.column("n")).order_by(exp.column("n")).sql(dialect=d.name))
+    sizes = exp.select(count_star("n")).from_(slot(alias="r")).group_by(*columns(cols))
+    tree = (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(sizes.subquery("c"))
+            .group_by(exp.column("n")).order_by(exp.column("n")))
+    return render(tree, d, {"relation": relation})
 
 
 def value_counts(relation: str, cols: list[str], d: Dialect) -> str:
@@ -81,13 +81,13 @@ def micro_group_labels(d: Dialect) -> str:
 def range_widths(relation: str, lo: str, hi: str, d: Dialect) -> str:
     """(width, n): how many published records carry a numeric range of each width."""
     w = exp.paren(exp.Sub(this=exp.Column(this=ident(hi), table=exp.to_identifier("r")), expression=exp.Column(this=ident(lo), table=exp.to_identifier("r"))))
-    return (exp.select(exp.alias_(w, "width"), count_star("n")).from_(as_relation(relation, d, "r")).group_by(w.copy())
-            .order_by(exp.Literal.number(1)).sql(dialect=d.name))
+    tree = exp.select(exp.alias_(w, "width"), count_star("n")).from_(slot(alias="r")).group_by(w.copy()).order_by(exp.Literal.number(1))
+    return render(tree, d, {"relation": relation})
 
 
 def numeric_domain(relation: str, lo: str, hi: str, d: Dialect) -> str:
     """The smallest lower and largest upper bound published (the range widths' yardstick)."""
     low = exp.alias_(exp.Min(this=exp.Column(this=ident(lo), table=exp.to_identifier("r"))), "lo")
     high = exp.alias_(exp.Max(this=exp.Column(this=ident(hi), table=exp.to_identifier("r"))), "hi")
-    return exp.select(low, high).from_(as_relation(relation, d, "r")).sql(dialect=d.name)
+    return render(exp.select(low, high).from_(slot(alias="r")), d, {"relation": relation})
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
-from ppdp.sql.quoting import columns, count_star, ident, quote_ident
-from ppdp.sql.quoting import relation as as_relation
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident, render, slot
 
 
 def _group(cols: list[str], d: Dialect) -> str:
@@ -22,31 +21,32 @@ def _double(d: Dialect) -> str:
     return d.double_type
 
 
-def _sizes(relation: str, cols: list[str], d: Dialect, *projections: exp.Expr) -> exp.Select:
-    """SELECT ``projections`` (COUNT(*) AS n: none given) FROM ``relation`` GROUP BY ``cols``."""
-    return exp.select(*(projections or [count_star("n")])).from_(as_relation(relation, d)).group_by(*columns(cols))
+def _sizes(cols: list[str], *projections: exp.Expr) -> exp.Select:
+    """SELECT ``projections`` (COUNT(*) AS n: none given) FROM the relation (``slot()``) GROUP BY ``cols``."""
+    return exp.select(*(projections or [count_star("n")])).from_(slot()).group_by(*columns(cols))
 
 
 def class_sizes(relation: str, cols: list[str], d: Dialect) -> str:
     """Frequency of frequencies: (size, classes) — how many classes have each size."""
-    return (exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(_sizes(relation, cols, d).subquery("c"))
-            .group_by(exp.column("n")).sql(dialect=d.name))
+    return render(exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(_sizes(cols).subquery("c"))
+            .group_by(exp.column("n")), d, {"relation": relation})
 
 
 def combination_sizes(relation: str, combos: list[list[str]], d: Dialect) -> str:
     """(combo, size, classes) for several column combinations in one statement."""
     parts = [exp.select(exp.alias_(exp.Literal.number(i), "combo"), exp.alias_(exp.column("n"), "size"), count_star("classes"))
-             .from_(_sizes(relation, cols, d).subquery(f"c{i}")).group_by(exp.column("n")) for i, cols in enumerate(combos)]
-    return exp.union(*parts, distinct=False).sql(dialect=d.name)
+             .from_(_sizes(cols).subquery(f"c{i}")).group_by(exp.column("n")) for i, cols in enumerate(combos)]
+    return render(exp.union(*parts, distinct=False), d, {"relation": relation})
 
 
 def weighted_sizes(relation: str, cols: list[str], weight: str, d: Dialect) -> str:
     """(fk, fw, classes): classes by sample size fk and sum of sampling weights fw (sdcMicro's
     fk and Fk)."""
     w = exp.cast(exp.Column(this=ident(weight)), exp.DataType.build("double"))
-    sizes = _sizes(relation, cols, d, count_star("fk"), exp.alias_(exp.Sum(this=w), "fw"))
+    sizes = _sizes(cols, count_star("fk"), exp.alias_(exp.Sum(this=w), "fw"))
     fk, fw = exp.column("fk"), exp.column("fw")
-    return exp.select(fk, fw, count_star("classes")).from_(sizes.subquery("c")).group_by(fk.copy(), fw.copy()).sql(dialect=d.name)
+    return render(exp.select(fk, fw, count_star("classes")).from_(sizes.subquery("c")).group_by(fk.copy(), fw.copy()), d,
+                  {"relation": relation})
 
 
 def population_sizes(sample: str, population: str, cols: list[str], d: Dialect) -> str:
@@ -74,13 +74,13 @@ def average_risk_check(relation: str, qids: list[str], small: int, records_at_ri
         share = f"CAST(SUM(CASE WHEN n < {int(small)} THEN n ELSE 0 END) AS {dbl}) / SUM(n)"
         ad = f"CASE WHEN {share} <= {float(records_at_risk)!r} THEN {avg} ELSE 1.0 + {share} END"
     # ``ad`` is fixed text (numbers formatted here); the relation and QIDs enter as expressions
-    return (exp.select(f"{ad} AS ad", "COUNT(*) AS classes", dialect=d.name).from_(_sizes(relation, qids, d).subquery("c"))
-            .sql(dialect=d.name))
+    return render(exp.select(f"{ad} AS ad", "COUNT(*) AS classes", dialect=d.name).from_(_sizes(qids).subquery("c")), d,
+                  {"relation": relation})
 
 
 def sample_uniques_check(relation: str, qids: list[str], d: Dialect) -> str:
     """The sample-uniqueness model's check: one row (ad = share of records alone in their class,
     classes)."""
     ad = f"CAST(SUM(CASE WHEN n = 1 THEN 1 ELSE 0 END) AS {_double(d)}) / SUM(n) AS ad"
-    return (exp.select(ad, "COUNT(*) AS classes", dialect=d.name).from_(_sizes(relation, qids, d).subquery("c"))
-            .sql(dialect=d.name))
+    return render(exp.select(ad, "COUNT(*) AS classes", dialect=d.name).from_(_sizes(qids).subquery("c")), d,
+                  {"relation": relation})

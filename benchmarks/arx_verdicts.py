@@ -151,6 +151,7 @@ def research_table(root: Path, sa: str, research: str) -> tuple[EncodedTable, li
     as the table, all of adult as its population; and the rows' 0-based indices for ARX."""
     import duckdb
 
+    from ppdp.sql.dialect import DUCKDB
     from ppdp.sql.predicate import parse_predicate, predicate_sql
 
     qids = [q for q in ADULT_QIDS if q != sa]
@@ -159,7 +160,7 @@ def research_table(root: Path, sa: str, research: str) -> tuple[EncodedTable, li
     frame = pl.read_csv(folder / "adult.csv", separator=";", infer_schema=False).with_row_index("__row")
     # adult.csv read as text; age is numeric in the SQL tables (the predicate compares it as a number).
     typed = duckdb.sql("SELECT * REPLACE (CAST(age AS INTEGER) AS age) FROM frame")  # noqa: F841 (read by name below)
-    where = predicate_sql(parse_predicate(research, "research"), "r", "duckdb")
+    where = predicate_sql(parse_predicate(research, "research", DUCKDB), "r", DUCKDB)
     rows = sorted(int(r[0]) for r in duckdb.sql(f"SELECT __row FROM typed AS r WHERE {where}").fetchall())
     subset = frame.filter(pl.col("__row").is_in(rows))
     hist = subset.group_by(qids + [sa]).agg(pl.len().cast(pl.Int64).alias(COUNT_COLUMN))

@@ -86,6 +86,7 @@ from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
 from ppdp.engine.privacy import build_model  # noqa: E402
 from ppdp.engine.release.stages.validate import read_encoded  # noqa: E402
 from ppdp.sql import queries as Q  # noqa: E402
+from ppdp.sql.dialect import DUCKDB  # noqa: E402
 from ppdp.sql.predicate import parse_predicate, predicate_sql  # noqa: E402
 
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
@@ -339,7 +340,7 @@ def subset(loaded: Loaded, predicate: str, work: Path) -> Subset:
     table, made once per dataset and predicate, outside the timing."""
     if predicate in loaded.subsets:
         return loaded.subsets[predicate]
-    cond = predicate_sql(parse_predicate(predicate, "subset"), "src", "duckdb")
+    cond = predicate_sql(parse_predicate(predicate, "subset", DUCKDB), "src", DUCKDB)
     indexed = loaded.frame.with_row_index("ppdp_row")
     loaded.con.register("indexed_frame", indexed)
     rows = [r[0] for r in loaded.con.execute(f"SELECT ppdp_row FROM indexed_frame AS src WHERE {cond} ORDER BY 1").fetchall()]
@@ -364,7 +365,7 @@ def prepare(loaded: Loaded, sa: list[str], models: list | None = None, source_ta
     models = models or []
     research = next((m.research_predicate() for m in models if m.requirements.research_subset), None)
     qids = list(loaded.ds.qids)
-    source = Q.Source(None, source_table, None, "duckdb", research=research)
+    source = Q.Source(None, source_table, None, DUCKDB, research=research)
     types, n_rows = loaded.source_facts(source_table, source)
     assert loaded.connector is not None
     table = read_encoded(loaded.connector, source, qids, sa, loaded.hierarchies, types=types, n_rows=n_rows)
@@ -372,8 +373,8 @@ def prepare(loaded: Loaded, sa: list[str], models: list | None = None, source_ta
     if populations:
         (name,) = populations  # None: the source itself before the research subset
         schema, _, relation = (name or "").rpartition(".")
-        pop_source = Q.Source(None, "source", None, "duckdb") if name is None else Q.Source(schema or None, relation, None,
-                                                                                            "duckdb")
+        pop_source = Q.Source(None, "source", None, DUCKDB) if name is None else Q.Source(schema or None, relation, None,
+                                                                                            DUCKDB)
         frame = loaded.con.sql(Q.histogram_query(pop_source, qids, [])).pl()
         table = replace(table, population=encode_population(frame, table, "the source" if name is None else name))
     return table

@@ -71,13 +71,14 @@ def release(dbt: Any, session: Any, *, spec: str | Path | dict[str, Any], source
 
 def _table_of(source: Any) -> tuple[str | None, str]:
     """(schema, table) of a ``dbt.ref()`` relation or of a ``"schema.table"`` string."""
+    from ppdp.sql.dialect import DUCKDB
     from ppdp.sql.inspect import scanned_table
 
     if isinstance(source, str):
         schema, _, table = source.rpartition(".")
         return (schema or None, table)
     query = getattr(source, "sql_query", None)
-    found = scanned_table(query()) if callable(query) else None
+    found = scanned_table(query(), DUCKDB) if callable(query) else None  # dbt-duckdb's relation
     if found is None:
         raise SpecError("ppdp.dbt.release: source must be dbt.ref('model') of a table or a 'schema.table' name.")
     return found

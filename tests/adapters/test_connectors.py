@@ -20,6 +20,7 @@ from ppdp.connectors import connect
 from ppdp.connectors.base import ADVISORY_LOCKS, TRANSACTIONAL_DDL, Connector
 from ppdp.connectors.postgres_connector import first_keyword, number_placeholders
 from ppdp.errors import ConnectorError
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.quoting import quote_ident, quote_table
 
 
@@ -57,7 +58,7 @@ class ConnectorSuite:
 
     def test_protocol_attributes(self, con: Connector, url: str) -> None:
         assert con.url == url
-        assert isinstance(con.dialect, str) and con.dialect
+        assert isinstance(con.dialect, Dialect) and con.dialect.name
         assert isinstance(con.default_schema, str) and con.default_schema
 
     def test_query_with_parameters(self, con: Connector) -> None:

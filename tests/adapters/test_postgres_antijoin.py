@@ -10,6 +10,7 @@ import pytest
 from ppdp.connectors import connect
 from ppdp.engine.core import catalog
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import POSTGRES
 
 pytestmark = pytest.mark.postgres
 
@@ -42,7 +43,7 @@ def assert_hash_anti_join(text: str) -> None:
 
 
 def test_new_row_ids_is_a_hash_anti_join(con):
-    source = Q.Source("public", "src", None, "postgres", key="id")
+    source = Q.Source("public", "src", None, POSTGRES, key="id")
     assert_hash_anti_join(plan(con, Q.new_row_ids_statement(source), ["r", "r"]))
     # and it still does what it says: only keys without an id get one, once
     con.execute(Q.new_row_ids_statement(source), ["r", "r"])
@@ -52,14 +53,14 @@ def test_new_row_ids_is_a_hash_anti_join(con):
 
 
 def test_withheld_filter_is_a_hash_anti_join(con):
-    source = Q.Source("public", "src", None, "postgres", withheld="withheld_x", key="id")
+    source = Q.Source("public", "src", None, POSTGRES, withheld="withheld_x", key="id")
     sql = f"SELECT COUNT(*) AS n FROM {source.sql()}"
     assert_hash_anti_join(plan(con, sql))
     assert con.query(sql)["n"][0] == ROWS - len(range(0, ROWS, 5))
 
 
 def test_release_select_suppression_is_a_hash_anti_join(con):
-    source = Q.Source("public", "src", None, "postgres")
+    source = Q.Source("public", "src", None, POSTGRES)
     select = Q.release_select(source, release="r", version=1, columns=["a"], levels={}, key="id")
     sql = select.sql(dialect="postgres")
     assert_hash_anti_join(plan(con, sql))

@@ -21,6 +21,7 @@ from ppdp.connectors.postgres_connector import PostgresConnector
 from ppdp.engine.core.spec import ReleaseSpec, load_spec
 from ppdp.engine.release.run import run_release
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import POSTGRES
 from tests.conftest import ADULT, ADULT_COLUMNS, ADULT_QIDS, toml_str, write_spec
 
 pytestmark = pytest.mark.postgres
@@ -102,7 +103,7 @@ def test_adult_release_inside_postgres_matches_duckdb(adult_sources, opened, tmp
     assert pg_out.run.status == "succeeded" and pg_out.result.certified
     assert pg_out.run.verification["passed"]
     log = pg_con.statements
-    histogram = Q.histogram_query(Q.Source("public", "adult", None, "postgres"), ADULT_QIDS, ["salary-class"])
+    histogram = Q.histogram_query(Q.Source("public", "adult", None, POSTGRES), ADULT_QIDS, ["salary-class"])
     assert histogram in log, "the histogram GROUP BY was not sent to PostgreSQL"
     for check in pg_out.run.verification["checks"]:
         assert check["query"] in log, f"verification of {check['model']} did not run in PostgreSQL"

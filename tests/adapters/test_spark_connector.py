@@ -19,6 +19,7 @@ from ppdp.connectors.base import TRANSACTIONAL_DDL
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.release.run import run_release
 from ppdp.errors import ConnectorError, VerificationError
+from ppdp.sql.dialect import DUCKDB, SPARK
 from ppdp.sql.spark import spark_statements
 from tests.conftest import load_adult, write_spec
 
@@ -66,7 +67,7 @@ def spec_for(env: dict, file: str, models: str, output: str, budget: int = 10000
 def test_spark_declares_what_it_cannot_promise(spark_url: str) -> None:
     con = connect(spark_url)
     try:
-        assert con.dialect == "spark" and TRANSACTIONAL_DDL not in con.capabilities
+        assert con.dialect is SPARK and TRANSACTIONAL_DDL not in con.capabilities
         assert con.capabilities == frozenset()  # no transactions, advisory locks, roles or timeouts
     finally:
         con.close()
@@ -175,11 +176,11 @@ def test_fingerprint_of_a_large_table_equals_duckdbs(env: dict) -> None:
     rows = 100_000
     schema = env["schema"]
     env["con"].execute(f"CREATE TABLE `{schema}`.`big` AS SELECT id, CAST(id * 7 AS STRING) AS v FROM range({rows})")
-    spark = source_fingerprint(env["con"], Source(schema, "big", None, "spark"), "id", ["id", "v"])
+    spark = source_fingerprint(env["con"], Source(schema, "big", None, SPARK), "id", ["id", "v"])
     duck = connect(f"duckdb://{env['folder'] / 'big.duckdb'}")
     try:
         duck.execute(f"CREATE TABLE big AS SELECT CAST(range AS BIGINT) AS id, CAST(range * 7 AS VARCHAR) AS v FROM range({rows})")
-        want = source_fingerprint(duck, Source(None, "big", None, "duckdb"), "id", ["id", "v"])
+        want = source_fingerprint(duck, Source(None, "big", None, DUCKDB), "id", ["id", "v"])
     finally:
         duck.close()
     assert spark.startswith(f"{rows}:") and spark == want

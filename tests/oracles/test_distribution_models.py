@@ -26,6 +26,7 @@ from ppdp.engine.privacy import distributions as D
 from ppdp.errors import HierarchyError, SpecError
 from ppdp.sql import distributions as DS
 from ppdp.sql import history as H
+from ppdp.sql.dialect import DUCKDB
 from tests.support.class_stats import class_stats as _stats
 
 VARIANTS = [
@@ -238,7 +239,7 @@ def _sql_world(rng: np.random.Generator, values: list[str]):
     q /= q.sum()
     con.execute("CREATE TABLE qv (sa VARCHAR, q DOUBLE)")
     con.executemany("INSERT INTO qv VALUES (?, ?)", [(v, float(x)) for v, x in zip(values, q, strict=True)])
-    con.execute(f"CREATE TABLE qd AS SELECT {H.sa_key(['sa'], 'qv', 'duckdb')} AS sa_key, qv.q FROM qv")
+    con.execute(f"CREATE TABLE qd AS SELECT {H.sa_key(['sa'], 'qv', DUCKDB)} AS sa_key, qv.q FROM qv")
     classes: dict[tuple, Counter] = {}
     for g1, g2, sa in rows:
         classes.setdefault((g1, g2), Counter())[values.index(sa)] += 1
@@ -254,7 +255,7 @@ def test_the_version_and_history_sql_agree_with_the_kernel(name, params, tmp_pat
         model = _bound(name, params, values, tmp_path)
         con, classes, q, names = _sql_world(rng, values)
         stats = _stats(classes, q)
-        row = con.execute(model.version_sql("t", ["g1", "g2"], ["sa"], "qd", "duckdb")).fetchone()
+        row = con.execute(model.version_sql("t", ["g1", "g2"], ["sa"], "qd", DUCKDB)).fetchone()
         per = model.class_ad(stats)
         assert row[1] == len(classes)
         expected = float(per.max())
@@ -265,8 +266,8 @@ def test_the_version_and_history_sql_agree_with_the_kernel(name, params, tmp_pat
             assert model.feasible(row[0]) == model.feasible(expected)
         # history classes: one "version" whose classes are these, keyed by sig_now
         con.execute("CREATE TABLE cv AS SELECT g1 || '/' || g2 AS sig_now, "
-                    f"{H.sa_key(['sa'], 't', 'duckdb')} AS s, COUNT(*) AS n FROM t GROUP BY 1, 2")
-        (failing,) = model.history_failures("unused", lambda v: "SELECT * FROM cv", lambda v: "qd", [1], d="duckdb")
+                    f"{H.sa_key(['sa'], 't', DUCKDB)} AS s, COUNT(*) AS n FROM t GROUP BY 1, 2")
+        (failing,) = model.history_failures("unused", lambda v: "SELECT * FROM cv", lambda v: "qd", [1], d=DUCKDB)
         got = {r[0] for r in con.execute(failing).fetchall()}
         bad = {f"{g1}/{g2}" for (g1, g2), ad in zip(names, per, strict=True) if not model.feasible(float(ad))}
         assert got == bad

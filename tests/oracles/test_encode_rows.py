@@ -21,6 +21,7 @@ from ppdp.engine.core.hierarchy import from_rows
 from ppdp.engine.release.stages.validate import read_encoded
 from ppdp.errors import DataError, HierarchyError
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import DUCKDB, dialect_named
 from tests.oracles.test_flash import random_hierarchy
 
 
@@ -127,7 +128,7 @@ TYPED_COLUMNS: dict[str, tuple[str, list]] = {
 @pytest.fixture()
 def typed_table():
     con = duckdb.connect()
-    cols = ", ".join(f"{Q.quote_ident(c)} {t}" for c, (t, _) in TYPED_COLUMNS.items())
+    cols = ", ".join(f"{Q.quote_ident(c, DUCKDB)} {t}" for c, (t, _) in TYPED_COLUMNS.items())
     con.execute(f"CREATE TABLE typed (id INTEGER, {cols})")
     n = len(next(iter(TYPED_COLUMNS.values()))[1])
     marks = ", ".join("?" for _ in range(len(TYPED_COLUMNS) + 1))
@@ -141,32 +142,33 @@ def test_every_typed_text_is_the_general_text(typed_table):
     described = dict(typed_table.relation_columns("main", "typed"))
     for column in TYPED_COLUMNS:
         assert Q.typed_text_kind(described[column]) is not None, (column, described[column])
-        typed, general = Q.text(column, sql_type=described[column]), Q.text(column)
+        typed, general = Q.text(column, "src", DUCKDB, sql_type=described[column]), Q.text(column, "src", DUCKDB)
         assert typed != general
         frame = typed_table.query(f"SELECT {typed} AS typed, {general} AS general FROM main.typed AS src ORDER BY src.id")
         assert frame["typed"].to_list() == frame["general"].to_list(), column
     # the float rule is the one the data needs: integral doubles lose '.0', -0.0 stays apart from 0.0
-    d = typed_table.query(f"SELECT {Q.text('d', sql_type='DOUBLE')} AS t FROM main.typed AS src ORDER BY src.id")["t"].to_list()
+    d = typed_table.query(f"SELECT {Q.text('d', 'src', DUCKDB, sql_type='DOUBLE')} AS t FROM main.typed AS src ORDER BY src.id")["t"].to_list()
     assert d[:4] == ["39", "39.5", "-0", "0"]
 
 
 def test_types_without_a_known_text_keep_the_general_expression():
     for sql_type in (None, "ENUM('a', 'b')", "STRUCT(a INTEGER)", "INTEGER[]", "TIME", "INTERVAL", "BLOB", "DECIMAL"):
         assert Q.typed_text_kind(sql_type) is None
-        assert Q.text("c", sql_type=sql_type) == Q.text("c")
+        assert Q.text("c", "src", DUCKDB, sql_type=sql_type) == Q.text("c", "src", DUCKDB)
     for dialect in ("postgres", "spark"):  # only DuckDB's text takes the type into account
-        assert Q.text("c", dialect=dialect, sql_type="DOUBLE") == Q.text("c", dialect=dialect)
+        d = dialect_named(dialect)
+        assert Q.text("c", "src", d, sql_type="DOUBLE") == Q.text("c", "src", d)
 
 
 def typed_hierarchy(con: DuckDBConnector, column: str, extra: list[str] = ()) -> object:
     """A two-level hierarchy whose leaves are the column's canonical texts (and ``extra``)."""
-    leaves = [v for v in con.query(f"SELECT DISTINCT {Q.text(column)} AS v FROM main.typed AS src ORDER BY 1")["v"].to_list()
+    leaves = [v for v in con.query(f"SELECT DISTINCT {Q.text(column, 'src', DUCKDB)} AS v FROM main.typed AS src ORDER BY 1")["v"].to_list()
               if v is not None]
     return from_rows(column, [[v, "*"] for v in [*extra, *leaves] if v is not None], source=f"test: {column}")
 
 
 def general_table(con: DuckDBConnector, qids, sensitive, hierarchies, **kw) -> EncodedTable:
-    source = Q.Source("main", "typed", None, "duckdb")
+    source = Q.Source("main", "typed", None, DUCKDB)
     return encode_histogram(con.query(Q.histogram_query(source, qids, sensitive)), qids, sensitive, hierarchies, **kw)
 
 
@@ -174,10 +176,10 @@ def general_table(con: DuckDBConnector, qids, sensitive, hierarchies, **kw) -> E
 def test_read_encoded_is_the_histogram_path_on_every_type(typed_table, sensitive):
     con = typed_table
     types = dict(con.relation_columns("main", "typed"))
-    source = Q.Source("main", "typed", None, "duckdb")
+    source = Q.Source("main", "typed", None, DUCKDB)
     # NULL-free quasi-identifiers of each type ("01" and "1" are two leaves; 39.0 is the leaf "39")
     qids = ["i64", "dec", "f", "dt"]
-    kept = " AND ".join(f"src.{Q.quote_ident(c)} IS NOT NULL" for c in qids)
+    kept = " AND ".join(f"src.{Q.quote_ident(c, DUCKDB)} IS NOT NULL" for c in qids)
     con.execute(f"DELETE FROM main.typed AS src WHERE NOT ({kept})")
     hs = [typed_hierarchy(con, c, extra=["01", "unused"]) for c in qids]
     expected = general_table(con, qids, sensitive, hs)
@@ -190,7 +192,7 @@ def test_read_encoded_is_the_histogram_path_on_every_type(typed_table, sensitive
 def test_read_encoded_refuses_or_withholds_nulls_and_names_non_leaves_as_the_histogram_path(typed_table):
     con = typed_table
     types = dict(con.relation_columns("main", "typed"))
-    source = Q.Source("main", "typed", None, "duckdb")
+    source = Q.Source("main", "typed", None, DUCKDB)
     qids = ["v", "i32"]  # each has one NULL row
     hs = [typed_hierarchy(con, c) for c in qids]
     with pytest.raises(DataError, match="2 source rows have NULL"):
@@ -234,7 +236,7 @@ def test_read_encoded_reads_rows_through_a_connector_declaring_in_process_rows(t
     con = typed_table
     assert IN_PROCESS_ROWS in con.capabilities
     types = dict(con.relation_columns("main", "typed"))
-    source = Q.Source("main", "typed", None, "duckdb")
+    source = Q.Source("main", "typed", None, DUCKDB)
     qids = ["i64", "dt"]
     con.execute("DELETE FROM main.typed AS src WHERE src.i64 IS NULL OR src.dt IS NULL")
     hs = [typed_hierarchy(con, c) for c in qids]

@@ -18,6 +18,7 @@ from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.privacy import ModelContext, build_model
 from ppdp.engine.privacy.k_map import derived_k
 from ppdp.errors import SpecError
+from ppdp.sql.dialect import DUCKDB
 from ppdp.sql.predicate import check_columns, parse_predicate
 
 # -- spec validation --------------------------------------------------------------------------
@@ -42,10 +43,10 @@ def test_delta_presence_refuses_bad_parameters_in_one_line(params, fragment):
 
 
 def test_a_research_predicate_may_only_read_source_columns():
-    tree = parse_predicate("age > 30 AND \"salary-class\" = '>50K'", "research")
+    tree = parse_predicate("age > 30 AND \"salary-class\" = '>50K'", "research", DUCKDB)
     check_columns(tree, "research", ["age", "salary-class"])
     with pytest.raises(SpecError, match="'secret'"):
-        check_columns(parse_predicate("secret = 1", "research"), "research", ["age"])
+        check_columns(parse_predicate("secret = 1", "research", DUCKDB), "research", ["age"])
 
 
 @pytest.mark.parametrize("params, fragment", [

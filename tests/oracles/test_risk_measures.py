@@ -19,6 +19,7 @@ from ppdp.engine.privacy import ClassStats, build_model
 from ppdp.engine.risk.individual import rk
 from ppdp.engine.risk.population import Histogram, estimate, population_size
 from ppdp.engine.risk.prosecutor import separation
+from ppdp.sql.dialect import DUCKDB
 
 NINE = "age,education,marital-status,native-country,occupation,race,salary-class,sex,workclass"
 # TestRiskMetrics.testAverageRisk2 and testDecisionRule2
@@ -175,7 +176,7 @@ def test_version_sql_agrees_with_the_kernel(tmp_path, name, params):
             rows = [(c, 1) for c, s in enumerate(size) for _ in range(int(s))]
             con.execute(f'CREATE TABLE t{i} (q INTEGER, x INTEGER)')
             con.execute(f"INSERT INTO t{i} SELECT * FROM (VALUES {', '.join(f'({a}, {b})' for a, b in rows)})")
-            ad, classes = m.check_result(con.query(m.version_sql(f'"main"."t{i}"', ["q"], [], "", "duckdb")))
+            ad, classes = m.check_result(con.query(m.version_sql(f'"main"."t{i}"', ["q"], [], "", DUCKDB)))
             stats = ClassStats(size, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.ones(1))
             expected = m.ad(stats)
             assert classes == len(size)

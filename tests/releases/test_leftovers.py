@@ -23,7 +23,7 @@ def test_the_shared_and_every_methods_tables_lose_the_unpublished_versions(tmp_p
     con = NoRollback(f"duckdb://{tmp_path / 'l.duckdb'}")
     try:
         catalog.ensure_schema(con)
-        for stmt in [*M.ddl(), *HS.ddl()]:
+        for stmt in [*M.ddl(con.dialect), *HS.ddl(con.dialect)]:
             con.execute(stmt)
         method_tables = {t for name in METHODS for t in METHODS.get(name).private_tables}
         assert {"micro_groups", "hetero_edges"} <= method_tables

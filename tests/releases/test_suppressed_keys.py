@@ -11,6 +11,7 @@ import polars as pl
 
 from ppdp.connectors import connect
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import DUCKDB
 
 
 def test_suppressed_keys_follow_the_rule(tmp_path):
@@ -32,7 +33,7 @@ def test_suppressed_keys_follow_the_rule(tmp_path):
                                 schema={"a": pl.String, "b": pl.String, "sa": pl.String, Q.COUNT_COLUMN: pl.Int64})
         con.execute("CREATE SCHEMA _ppdp")
         con.write_frame("_ppdp", "retained_t", retained)
-        sql = Q.suppressed_keys_query(Q.Source("main", "src", None, "duckdb"), "id", ["a", "b"], ["sa"], "retained_t")
+        sql = Q.suppressed_keys_query(Q.Source("main", "src", None, DUCKDB), "id", ["a", "b"], ["sa"], "retained_t")
         got = sorted(int(k) for k in con.query(sql)["key"].to_list())
     finally:
         con.close()

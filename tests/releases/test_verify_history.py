@@ -20,6 +20,7 @@ from ppdp.engine.release.run import run_release
 from ppdp.errors import VerificationError
 from ppdp.sql import history as H
 from ppdp.sql import verify as V
+from ppdp.sql.dialect import DUCKDB
 from tests.conftest import load_adult, snapshot, write_spec
 
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
@@ -57,14 +58,14 @@ def test_history_classes_of_a_small_example() -> None:
         3: [("r1", "x", "1", "s"), ("r2", "x", "1", "t"), ("r4", "x", "1", "s"), ("r5", "x", "1", "s"), ("r6", None, "1", "s"),
             ("r7", "y", "1", "t"), ("r8", "y", "1", "t")],
     })
-    got = _partition(con, V.history_classes(versions, ["a", "b"], ["s"]))
+    got = _partition(con, V.history_classes(versions, ["a", "b"], ["s"], DUCKDB))
     assert got == {frozenset({"r1", "r5"}), frozenset({"r2"}), frozenset({"r3"}), frozenset({"r4"}), frozenset({"r6"}),
                    frozenset({"r7"}), frozenset({"r8"})}
-    classes = con.sql(f"SELECT * FROM ({V.history_classes(versions, ['a', 'b'], ['s'])}) AS x").pl()
+    classes = con.sql(f"SELECT * FROM ({V.history_classes(versions, ['a', 'b'], ['s'], DUCKDB)}) AS x").pl()
     con.register("hc", classes.to_arrow())
     (sizes,) = con.sql(V.history_class_sizes("hc")).fetchall()
     assert sizes == (7, 8, 1)
-    values = con.sql(f"SELECT n FROM ({V.history_class_values('hc', 'v3', ['s'])}) AS x ORDER BY n DESC").fetchall()
+    values = con.sql(f"SELECT n FROM ({V.history_class_values('hc', 'v3', ['s'], DUCKDB)}) AS x ORDER BY n DESC").fetchall()
     assert values[0] == (2,) and sum(n for (n,) in values) == 7  # r1 and r5 together; 7 rows in v3
 
 
@@ -77,8 +78,8 @@ def test_the_same_partition_as_the_history_stage_on_random_versions(seed: int) -
         data[v] = [(f"r{i}", rnd.choice(["x", "y", None]), rnd.choice(["1", "2"]), rnd.choice(["s", "t", "u"]))
                    for i in range(60) if rnd.random() < 0.8]
     versions = _versions(con, data)
-    ours = _partition(con, V.history_classes(versions, ["a", "b"], ["s"]))
-    theirs = _partition(con, H.signatures(versions, ["a", "b"], ["s"], 4, "duckdb"))
+    ours = _partition(con, V.history_classes(versions, ["a", "b"], ["s"], DUCKDB))
+    theirs = _partition(con, H.signatures(versions, ["a", "b"], ["s"], 4, DUCKDB))
     assert ours == theirs and len(ours) > 10
 
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from ppdp.engine.kernels import classes as K
 from ppdp.engine.privacy import MODELS, ClassStats, PrivacyModel
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import Dialect
 
 TOY_NAME = "toy-min-class"
 
@@ -45,7 +46,7 @@ class ToyMinClass(PrivacyModel):
     def violation(self, ad: float) -> float:
         return 0.0 if ad >= self.k else (self.k - ad) / self.k
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         return Q.verify_k_query(relation, qids, d)
 
 

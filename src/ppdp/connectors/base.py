@@ -10,6 +10,7 @@ import polars as pl
 
 from ppdp.errors import ConnectorError
 from ppdp.registry import Registry, UnavailableError, registry
+from ppdp.sql.dialect import Dialect
 
 # Optional features a connector declares in ``capabilities`` (callers test these, never the
 # dialect name): database roles and GRANT/REVOKE; run locks that exclude other sessions
@@ -33,7 +34,7 @@ CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TI
 class Connector(Protocol):
     """What ppdp needs from a database."""
 
-    dialect: str  # sqlglot dialect name
+    dialect: Dialect  # the SQL the builders of sql/ write for it
     url: str
     capabilities: frozenset[str]  # a subset of CAPABILITIES
     max_identifier_length: int  # in UTF-8 bytes; longer names are truncated or refused by the database

@@ -13,7 +13,8 @@ import pyarrow as pa
 
 from ppdp.connectors.base import IN_PROCESS_ROWS, TRANSACTIONAL_DDL
 from ppdp.errors import ConnectorError
-from ppdp.sql.quoting import quote_ident, quote_table
+from ppdp.sql import connectors as S
+from ppdp.sql.dialect import DUCKDB
 
 
 def duckdb_path(url: str) -> str:
@@ -26,7 +27,7 @@ def duckdb_path(url: str) -> str:
 
 
 class DuckDBConnector:
-    dialect = "duckdb"
+    dialect = DUCKDB
     default_schema = "main"
     # No roles (share with ppdp export); one writing process per file instead of advisory locks.
     capabilities = frozenset({TRANSACTIONAL_DDL, IN_PROCESS_ROWS})
@@ -70,7 +71,7 @@ class DuckDBConnector:
         self = cls.__new__(cls)
         # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open, and the owner's next
         # register() on its connection is then refused ("unfinished result from execute()")
-        rows = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+        rows = con.execute(S.DUCKDB_DATABASE_PATH).fetchall()
         self.path = (rows[0][0] if rows else None) or ":memory:"
         self.url = f"duckdb://{self.path}"
         self.read_only = False
@@ -105,7 +106,7 @@ class DuckDBConnector:
         view = "__ppdp_frame"
         self.con.register(view, frame.to_arrow())
         try:
-            self.execute(f"CREATE TABLE {quote_table(schema, name)} AS SELECT * FROM {quote_ident(view)}")
+            self.execute(S.duckdb_table_from_view(schema, name, view))
         finally:
             self.con.unregister(view)
 
@@ -114,24 +115,20 @@ class DuckDBConnector:
         if self._in_tx:  # nested: join the outer transaction
             yield
             return
-        self.con.execute("BEGIN TRANSACTION")
+        self.con.execute(S.DUCKDB_BEGIN)
         self._in_tx = True
         try:
             yield
         except BaseException:
-            self.con.execute("ROLLBACK")
+            self.con.execute(S.DUCKDB_ROLLBACK)
             raise
         else:
-            self.con.execute("COMMIT")
+            self.con.execute(S.DUCKDB_COMMIT)
         finally:
             self._in_tx = False
 
     def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
-        rows = self.con.execute(
-            "SELECT column_name, data_type FROM information_schema.columns "
-            "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
-            [schema, name],
-        ).fetchall()
+        rows = self.con.execute(S.DUCKDB_RELATION_COLUMNS, [schema, name]).fetchall()
         return [(r[0], r[1]) for r in rows] or None
 
     def try_lock(self, name: str) -> bool:

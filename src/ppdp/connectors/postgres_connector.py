@@ -62,6 +62,8 @@ from ppdp.connectors.base import (
 )
 from ppdp.errors import ConnectorError
 from ppdp.redact import redact_url
+from ppdp.sql import connectors as S
+from ppdp.sql.dialect import POSTGRES
 from ppdp.sql.quoting import quote_table
 
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
@@ -277,7 +279,7 @@ def _ingestable(frame: pl.DataFrame) -> pa.Table:
 
 
 class PostgresConnector:
-    dialect = "postgres"  # sqlglot's name
+    dialect = POSTGRES
     default_schema = "public"
     capabilities = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS})
     max_identifier_length = 63  # NAMEDATALEN - 1 bytes; the server's own value replaces it on connect
@@ -304,8 +306,7 @@ class PostgresConnector:
 
     def _configure_session(self) -> None:
         """Session settings (module docstring): timeouts, client checks, read-only; values bound."""
-        row = self.query("SELECT CAST(current_setting('server_version_num') AS INTEGER) AS v, "
-                         "CAST(current_setting('max_identifier_length') AS INTEGER) AS m").row(0, named=True)
+        row = self.query(S.POSTGRES_SERVER_SETTINGS).row(0, named=True)
         self.server_version = int(row["v"])
         self.max_identifier_length = int(row["m"])
         settings = {k: v for k, v in self.session_options.items() if k != "client_connection_check_interval"}
@@ -314,7 +315,7 @@ class PostgresConnector:
         if self.read_only:
             settings["default_transaction_read_only"] = "on"
         for name, value in settings.items():
-            self.query("SELECT set_config(?, ?, false) AS v", [name, value])
+            self.query(S.POSTGRES_SET_CONFIG, [name, value])
 
     # -- statements ------------------------------------------------------------------------
 
@@ -331,8 +332,8 @@ class PostgresConnector:
             if not fetch:
                 target = insert_select_target(text)
                 if target is not None:  # see the module docstring: statistics for the planner
-                    self.statements.append(f"ANALYZE {target}")
-                    self.cur.execute(f"ANALYZE {target}")
+                    self.statements.append(S.postgres_analyze(target))
+                    self.cur.execute(S.postgres_analyze(target))
                 return None
             table = self.cur.fetch_arrow_table()
         except adbc_driver_manager.Error as exc:
@@ -359,7 +360,7 @@ class PostgresConnector:
 
     def write_frame(self, schema: str, name: str, frame: pl.DataFrame) -> None:
         table = _ingestable(frame)
-        self.statements.append(f"COPY {quote_table(schema, name, self.dialect)} FROM STDIN -- ADBC bulk ingest, {table.num_rows} rows")
+        self.statements.append(S.postgres_copy_log(schema, name, table.num_rows))
         try:
             self.cur.adbc_ingest(name, table, mode="create", db_schema_name=schema)
         except adbc_driver_manager.Error as exc:
@@ -368,52 +369,48 @@ class PostgresConnector:
         self.bytes_out += table.nbytes
         # A fresh table has no statistics until autovacuum comes by; the planner would take it
         # for a few rows and nest loops over it (ANALYZE also works inside a transaction).
-        self.execute(f"ANALYZE {quote_table(schema, name, self.dialect)}")
+        self.execute(S.postgres_analyze(quote_table(schema, name, self.dialect)))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         if self._in_tx:  # nested: join the outer transaction
             yield
             return
-        self.execute("BEGIN")
+        self.execute(S.POSTGRES_BEGIN)
         self._in_tx = True
         try:
             yield
         except BaseException:
             try:
-                self.execute("ROLLBACK")
+                self.execute(S.POSTGRES_ROLLBACK)
             except ConnectorError:  # the session is gone (and its transaction with it): keep the cause
                 pass
             raise
         else:
-            self.execute("COMMIT")
+            self.execute(S.POSTGRES_COMMIT)
         finally:
             self._in_tx = False
 
     def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
-        rows = self.query(
-            "SELECT CAST(column_name AS VARCHAR) AS name, CAST(data_type AS VARCHAR) AS type "
-            "FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
-            [schema, name],
-        )
+        rows = self.query(S.POSTGRES_RELATION_COLUMNS, [schema, name])
         return [(r[0], r[1]) for r in rows.iter_rows()] or None
 
     def try_lock(self, name: str) -> bool:
         """A session-level advisory lock on a 64-bit hash of ``name`` (freed by ``unlock`` or on close)."""
-        return bool(self.query("SELECT pg_try_advisory_lock(?) AS ok", [lock_key(name)])["ok"][0])
+        return bool(self.query(S.POSTGRES_TRY_LOCK, [lock_key(name)])["ok"][0])
 
     def unlock(self, name: str) -> None:
-        self.query("SELECT pg_advisory_unlock(?) AS ok", [lock_key(name)])
+        self.query(S.POSTGRES_UNLOCK, [lock_key(name)])
 
     def identity(self) -> str:
         """The cluster's system identifier (pg_control_system) and the database name; the server's
         address and port stand in where the function is not granted to the connecting role. Runs
         outside any transaction (identify), so a refused probe poisons nothing."""
-        name = str(self.query("SELECT CAST(current_database() AS VARCHAR) AS d")["d"][0])
+        name = str(self.query(S.POSTGRES_DATABASE)["d"][0])
         try:
-            system = str(self.query("SELECT CAST(system_identifier AS VARCHAR) AS s FROM pg_control_system()")["s"][0])
+            system = str(self.query(S.POSTGRES_SYSTEM_IDENTIFIER)["s"][0])
         except ConnectorError:
-            row = self.query("SELECT CAST(inet_server_addr() AS VARCHAR) AS a, inet_server_port() AS p").row(0)
+            row = self.query(S.POSTGRES_SERVER_ADDRESS).row(0)
             system = f"{row[0]}:{row[1]}"
         return f"postgres:{system}/{name}"
 

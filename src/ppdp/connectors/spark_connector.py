@@ -52,7 +52,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from ppdp.errors import ConnectorError
-from ppdp.sql.quoting import quote_table
+from ppdp.sql import connectors as S
+from ppdp.sql.dialect import SPARK
 from ppdp.sql.spark import StatementError, spark_statements
 
 _OPTIONS = ("warehouse", "catalog")
@@ -161,7 +162,7 @@ def _plain_arrow(table: pa.Table) -> pa.Table:
 
 
 class SparkConnector:
-    dialect = "spark"  # sqlglot's name
+    dialect = SPARK
     default_schema = "default"
     capabilities: frozenset[str] = frozenset()  # see the module docstring: no transactions, locks, roles
     max_identifier_length = 1 << 20  # Spark does not truncate names
@@ -184,7 +185,7 @@ class SparkConnector:
         schema = table.args.get("db")
         cols = self.relation_columns(schema.name if schema else self.default_schema, table.name)
         if cols is None:
-            raise ConnectorError(f"Spark cannot update {table.sql(dialect='spark')}: it does not exist.")
+            raise ConnectorError(f"Spark cannot update {table.sql(dialect=self.dialect.name)}: it does not exist.")
         return [c for c, _ in cols]
 
     def _translate(self, sql: str, params: list[Any] | None) -> list[str]:
@@ -220,7 +221,7 @@ class SparkConnector:
             self._sql(text, "statement")  # session.sql runs DDL and DML eagerly
 
     def write_frame(self, schema: str, name: str, frame: pl.DataFrame) -> None:
-        target = quote_table(schema, name, self.dialect)
+        target = S.spark_table(schema, name)
         if self.relation_columns(schema, name) is not None:
             raise ConnectorError(f"Spark cannot create {target} from a frame: the table already exists.")
         casts = [pl.col(n).cast(pl.String) for n, t in frame.schema.items() if t in (pl.Null, pl.Categorical) or isinstance(t, pl.Enum)]
@@ -228,7 +229,7 @@ class SparkConnector:
         # Spark's Arrow reader takes string / binary, not Polars' large_string / string_view
         table = table.cast(pa.schema([pa.field(f.name, pa.string() if pa.types.is_large_string(f.type) or pa.types.is_string_view(f.type)
                                                else f.type, f.nullable) for f in table.schema]))
-        self.statements.append(f"CREATE TABLE {target} USING parquet -- from a frame, {table.num_rows} rows")
+        self.statements.append(S.spark_table_log(target, table.num_rows))
         try:
             df = self.session.createDataFrame(table)
             df.write.format("parquet").mode("errorifexists").saveAsTable(target)
@@ -243,7 +244,7 @@ class SparkConnector:
 
     def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
         try:
-            fields = self.session.table(quote_table(schema, name, self.dialect)).schema.fields
+            fields = self.session.table(S.spark_table(schema, name)).schema.fields
         except PySparkException:
             return None
         return [(f.name, f.dataType.simpleString().upper()) for f in fields]

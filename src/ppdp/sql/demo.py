@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from ppdp.sql.dialect import DUCKDB
 from ppdp.sql.quoting import quote_ident
 
 
 def load_csv_with_id(table: str) -> str:
     """CREATE ``table`` from the ';'-separated CSV whose path is bound as ``?``, with a BIGINT
     ``id`` column numbering the rows first (the release spec's key)."""
-    return (f"CREATE TABLE {quote_ident(table)} AS SELECT CAST(row_number() OVER () AS BIGINT) AS id, * "
+    return (f"CREATE TABLE {quote_ident(table, DUCKDB)} AS SELECT CAST(row_number() OVER () AS BIGINT) AS id, * "
             "FROM read_csv(?, delim = ';', header = true, all_varchar = false)")
 
 
@@ -30,6 +31,6 @@ def load_csv_sample_with_id(table: str, rows: int) -> str:
 def add_catalogue_column(table: str, column: str) -> list[str]:
     """Statements adding ``column`` filled from the list bound as ``?`` by a fixed hash of ``id``
     (a sensitive value for the warm-up's microaggregation release)."""
-    t, c = quote_ident(table), quote_ident(column)
+    t, c = quote_ident(table, DUCKDB), quote_ident(column, DUCKDB)
     return [f"ALTER TABLE {t} ADD COLUMN {c} VARCHAR",
             f"UPDATE {t} SET {c} = list_extract(?, CAST(hash(id, 7) % len(?) AS INTEGER) + 1)"]

@@ -23,17 +23,15 @@ from sqlglot.errors import ErrorLevel
 from sqlglot.optimizer.qualify import qualify
 
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.errors import build_error
 from ppdp.sql.quoting import ident, table_expr
+from ppdp.sql.relations import ReleaseRelation
 
-DIALECTS = ("duckdb", "postgres", "snowflake", "bigquery", "spark")
+DIALECTS = ("duckdb", "postgres", "snowflake", "bigquery", "spark")  # the script's targets
 REBUILD_SCHEMA = "ppdp_rebuild"
 CHUNK = 500
 
-# Keys give PostgreSQL's planner the statistics it needs for the generalization joins (without
-# them the rebuild nested-loops for over a minute on adult); dialects that do not take keys in
-# CREATE TABLE (BigQuery, Spark) get none.
-_KEYED_DIALECTS = ("duckdb", "postgres", "snowflake")
 
 
 @dataclass(frozen=True)
@@ -92,9 +90,11 @@ class RebuildRows:
     tables: tuple[PrivateRows, ...]
 
 
-def _create_table(table: PrivateRows, dialect: str) -> exp.Create:
+def _create_table(table: PrivateRows, dialect: Dialect) -> exp.Create:
     cols: list[exp.Expression] = [exp.ColumnDef(this=ident(c), kind=exp.DataType.build(t)) for c, t in table.columns]
-    if table.key and dialect in _KEYED_DIALECTS:
+    # Keys give PostgreSQL's planner the statistics it needs for the generalization joins
+    # (without them the rebuild nested-loops for over a minute on adult).
+    if table.key and dialect.keyed_tables:
         cols.append(exp.PrimaryKey(expressions=[ident(c) for c in table.key]))
     return exp.Create(this=exp.Schema(this=table_expr(REBUILD_SCHEMA, table.name), expressions=cols), kind="TABLE")
 
@@ -132,7 +132,7 @@ class RebuildData:
     source_schema: str | None
     source_table: str | None
     source_query: str | None
-    source_dialect: str  # the dialect the release ran in (source.query is written in it)
+    source_dialect: Dialect  # the dialect the release ran in (source.query is written in it)
     key: str
     columns: tuple[str, ...]  # released columns in order, without the row id
     rows: RowsSelect  # the method's SELECT of the published rows
@@ -143,24 +143,24 @@ class RebuildData:
     research: str | None = None  # the research subset's predicate (delta-presence): only its rows are released
 
 
-def portable_query(query: str, read: str, write: str, tables: dict[str, dict[str, dict[str, str]]]) -> str:
+def portable_query(query: str, read: Dialect, write: Dialect, tables: dict[str, dict[str, dict[str, str]]]) -> str:
     """``query`` with stars that exclude, replace or rename columns expanded to explicit columns
     (sqlglot otherwise writes DuckDB's ``* EXCLUDE (c)`` as ``* EXCEPT (c)`` for PostgreSQL,
     which PostgreSQL rejects); unchanged when it has none or ``write == read``."""
-    parsed = sqlglot.parse_one(query, read=read)
+    parsed = sqlglot.parse_one(query, read=read.name)
     special = [s for s in parsed.find_all(exp.Star) if any(s.args.get(a) for a in ("except", "except_", "replace", "rename"))]
     if not special or write == read:
         return query
     schema: dict[str, object] = dict(tables)  # (qualify's parameter is an invariant dict)
     try:
-        expanded = qualify(parsed, schema=schema, dialect=read, quote_identifiers=True, validate_qualify_columns=True)
+        expanded = qualify(parsed, schema=schema, dialect=read.name, quote_identifiers=True, validate_qualify_columns=True)
     except (sqlglot.errors.OptimizeError, sqlglot.errors.SchemaError) as exc:
         raise build_error(f"source.query cannot be written in {write}: {str(exc).splitlines()[0]}. "
                           "Hint: list the columns instead of * EXCLUDE / REPLACE.") from None
-    return expanded.sql(dialect=read)
+    return expanded.sql(dialect=read.name)
 
 
-def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.Expression]:
+def rebuild_statements(data: RebuildData, dialect: Dialect) -> list[exp.Expression]:
     """The statements, as expressions, that rebuild version ``data.version`` of ``data.name``."""
     query = data.source_query
     if query is not None:
@@ -171,8 +171,8 @@ def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.E
                       research=data.research)
     select = data.rows.select(source, release=data.release, version=data.version, columns=list(data.columns), key=data.key,
                               private_schema=REBUILD_SCHEMA)
-    table = table_expr(data.output_schema, f"{data.name}__v{data.version}")
-    view = table_expr(data.output_schema, data.name)
+    published = ReleaseRelation(data.output_schema, data.name, dialect)
+    table, view = published.version_expr(data.version), published.view_expr()
     stmts: list[exp.Expression] = [
         exp.Create(this=table_expr(None, REBUILD_SCHEMA).this, kind="SCHEMA", exists=True),
         exp.Create(this=ident(data.output_schema), kind="SCHEMA", exists=True),
@@ -182,17 +182,17 @@ def rebuild_statements(data: RebuildData, dialect: str = "duckdb") -> list[exp.E
         stmts += _inserts(t.name, list(t.rows))
     stmts.append(exp.Create(this=table, kind="TABLE", expression=select))
     stmts.append(exp.Create(this=view, kind="VIEW", replace=True,
-                            expression=exp.select(exp.Star()).from_(table_expr(data.output_schema, f"{data.name}__v{data.version}"))))
+                            expression=exp.select(exp.Star()).from_(published.version_expr(data.version))))
     return stmts
 
 
-def render_script(data: RebuildData, dialect: str) -> str:
+def render_script(data: RebuildData, dialect: Dialect) -> str:
     """The rebuild script in ``dialect``; unsupported constructs raise instead of vanishing."""
-    if dialect not in DIALECTS:
-        raise build_error(f"Unknown dialect {dialect!r}. Known: {', '.join(DIALECTS)}.")
+    if dialect.name not in DIALECTS:
+        raise build_error(f"Unknown dialect {dialect.name!r}. Known: {', '.join(DIALECTS)}.")
     stmts = rebuild_statements(data, dialect)
     try:
-        body = [s.sql(dialect=dialect, unsupported_level=ErrorLevel.RAISE) for s in stmts]
+        body = [s.sql(dialect=dialect.name, unsupported_level=ErrorLevel.RAISE) for s in stmts]
     except sqlglot.errors.UnsupportedError as exc:
         raise build_error(f"The release cannot be expressed in {dialect}: {exc}") from None
     header = f"-- ppdp: rebuild {data.name!r} (current version) in {dialect}; needs the source table under its own name\n"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.history import sa_key
 from ppdp.sql.quoting import quote_ident, quote_literal
 
@@ -23,11 +24,11 @@ from ppdp.sql.quoting import quote_ident, quote_literal
 NOT_DIVERSE = 1e300
 
 
-def _cols(cols: list[str], alias: str, d: str) -> str:
+def _cols(cols: list[str], alias: str, d: Dialect) -> str:
     return ", ".join(f"{alias}.{quote_ident(c, d)}" for c in cols)
 
 
-def version_counts(relation: str, qids: list[str], sensitive: list[str], d: str) -> str:
+def version_counts(relation: str, qids: list[str], sensitive: list[str], d: Dialect) -> str:
     """(cid, s, n): records per (class, sensitive value) of a published table; classes numbered
     by DENSE_RANK over their QID labels (NULL labels form a class like any other)."""
     g = _cols(qids, "x", d)
@@ -46,11 +47,11 @@ def _shares(counts: str) -> str:
     return f"SELECT k.cid, k.s, k.n * 1.0 / SUM(k.n) OVER (PARTITION BY k.cid) AS p FROM ({counts}) AS k"
 
 
-def literal_rows(columns: Sequence[str], rows: Sequence[Sequence[str | int | None]], d: str) -> str:
+def literal_rows(columns: Sequence[str], rows: Sequence[Sequence[str | int | None]], d: Dialect) -> str:
     """A relation of literal rows: text as escaped literals, integers as numbers, None as NULL."""
     def lit(v: str | int | None) -> str:
         if v is None:
-            return "CAST(NULL AS VARCHAR)" if d != "spark" else "CAST(NULL AS STRING)"
+            return f"CAST(NULL AS {d.text_type})"
         if isinstance(v, int):
             return str(int(v))
         return quote_literal(v, d)
@@ -58,13 +59,13 @@ def literal_rows(columns: Sequence[str], rows: Sequence[Sequence[str | int | Non
         "SELECT " + ", ".join(f"{lit(v)} AS {quote_ident(c, d)}" for c, v in zip(columns, row, strict=True)) for row in rows)
 
 
-def order_relation(columns: list[str], rows: Sequence[Sequence[str | None]], ranks: Sequence[int], d: str) -> str:
+def order_relation(columns: list[str], rows: Sequence[Sequence[str | None]], ranks: Sequence[int], d: Dialect) -> str:
     """(k, rnk): the sa_key of each sensitive value (its text per column in ``rows``) and its rank."""
     lit = literal_rows([*columns, "rnk"], [(*r, int(k)) for r, k in zip(rows, ranks, strict=True)], d)
     return f"SELECT {sa_key(columns, 'ov', d)} AS k, ov.rnk AS rnk FROM ({lit}) AS ov"
 
 
-def tree_relation(columns: list[str], rows: Sequence[Sequence[str | None]], node: Sequence[Sequence[int]], d: str) -> str:
+def tree_relation(columns: list[str], rows: Sequence[Sequence[str | None]], node: Sequence[Sequence[int]], d: Dialect) -> str:
     """(k, lvl, child, parent): for each sensitive value (``rows``) and level lvl in 1..H, its
     ancestor ids at lvl - 1 and lvl (``node[j][i]``: value i's ancestor at level j)."""
     lit = literal_rows([*columns, "lvl", "child", "parent"],

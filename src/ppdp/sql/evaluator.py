@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ppdp.sql.dialect import DUCKDB
 from ppdp.sql.quoting import quote_ident
 
 FRAME = "__ppdp_frame"  # name a frame is registered under while it is copied into a table
@@ -94,12 +95,12 @@ def settings(threads: int | None) -> list[str]:
 
 def create_from_frame(table: str) -> str:
     """Copy the frame registered as ``FRAME`` into table ``table``."""
-    return f"CREATE TABLE {quote_ident(table)} AS SELECT * FROM {FRAME}"
+    return f"CREATE TABLE {quote_ident(table, DUCKDB)} AS SELECT * FROM {FRAME}"
 
 
 def class_columns(n_qids: int, single_key: bool) -> list[str]:
     """The columns identifying a class: one mixed-radix ``key``, or the generalized code of every QID."""
-    return ['"key"'] if single_key else [quote_ident(f"g{q}") for q in range(n_qids)]
+    return ['"key"'] if single_key else [quote_ident(f"g{q}", DUCKDB) for q in range(n_qids)]
 
 
 def _gen_select(n_qids: int, single_key: bool) -> str:

@@ -19,7 +19,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from ppdp.sql.catalog import PRIVATE_SCHEMA, private
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private, version_rows
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.dialects import PrivateRows
 from ppdp.sql.errors import build_error
 from ppdp.sql.queries import Source, text
@@ -28,7 +29,7 @@ from ppdp.sql.quoting import quote_ident, quote_literal, quote_table
 SET_SEPARATOR = "|"
 
 
-def ddl(d: str = "duckdb") -> list[str]:
+def ddl(d: Dialect) -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {private('hetero_edges', d)} (release VARCHAR NOT NULL, version INTEGER NOT NULL, "
         "original VARCHAR NOT NULL, anonymized VARCHAR NOT NULL)",
@@ -52,23 +53,20 @@ GHOST, DELAYED = "ghost", "change"
 PRIVATE_TABLES = ("hetero_edges", "hetero_members", "hetero_values", "hetero_sources")
 
 
-def state_select(table: str, release: str, version: int, d: str = "duckdb") -> str:
+def state_select(table: str, release: str, version: int, d: Dialect) -> str:
     """Every row of private table ``hetero_<table>`` for one version of a release."""
-    return (f"SELECT * FROM {private('hetero_' + table, d)} WHERE release = {quote_literal(release, d)} "
-            f"AND version = {int(version)}")
+    return version_rows("hetero_" + table, release, int(version)).sql(dialect=d.name)
 
 
-def delete_version(table: str, d: str = "duckdb") -> str:
+def delete_version(table: str, d: Dialect) -> str:
     """Remove one version's rows of private table ``hetero_<table>`` (parameters: release, version),
     when the cross-version check re-plans the version without the records it withholds."""
     return f"DELETE FROM {private('hetero_' + table, d)} WHERE release = ? AND version = ?"
 
 
-def versions_stored(release: str, versions: list[int], d: str = "duckdb") -> str:
+def versions_stored(release: str, versions: list[int], d: Dialect) -> str:
     """The versions among ``versions`` whose source QIDs are stored (``hetero_sources``)."""
-    listed = ", ".join(str(int(v)) for v in versions)
-    return (f"SELECT DISTINCT version FROM {private('hetero_sources', d)} WHERE release = {quote_literal(release, d)} "
-            f"AND version IN ({listed})")
+    return version_rows("hetero_sources", release, [int(v) for v in versions], "version", distinct=True).sql(dialect=d.name)
 
 
 
@@ -93,7 +91,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
     record whose own-column change is held back) own columns are copied from its row there."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
-    key_text = text(key, dialect=d)
+    key_text = text(key, 'src', dialect=d)
     rid_col = quote_ident("ppdp_row_id", d)
     if previous is None:
         base, row_key = source.sql(), key_text
@@ -124,7 +122,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
     return f"SELECT {', '.join(out)} FROM {base} {' '.join(joins)}"
 
 
-def ghost_persons(release: str, version: int, numeric: list[str], categorical: list[str], d: str = "duckdb") -> str:
+def ghost_persons(release: str, version: int, numeric: list[str], categorical: list[str], d: Dialect) -> str:
     """The ghosts of one version (departed records whose row is carried): key ``__key`` and their
     last QIDs as stored, for the checks that read the source (a ghost is no longer there)."""
     rel = quote_literal(release, d)
@@ -149,7 +147,7 @@ class HeteroRows:
                     for c in columns if not (c.endswith("_max") and c[: -len("_max")] in numeric)]
         sql = candidate_select(source, release=release, version=version, columns=released, numeric=list(self.numeric),
                                categorical=list(self.categorical), key=key, private_schema=private_schema)
-        parsed = sqlglot.parse_one(sql, read=source.dialect)
+        parsed = sqlglot.parse_one(sql, read=source.dialect.name)
         if not isinstance(parsed, exp.Query):
             raise build_error(f"The heterogeneous SELECT did not parse back as a query in {source.dialect}.")
         return parsed
@@ -165,7 +163,7 @@ def values_table(rows: tuple[tuple[Any, ...], ...]) -> PrivateRows:
 REBUILD_VALUE_COLUMNS = ("release", "version", "key", "attribute", "lo", "hi", "label")
 
 
-def _covers(p: str, s: str, numeric: list[str], categorical: list[str], d: str) -> str:
+def _covers(p: str, s: str, numeric: list[str], categorical: list[str], d: Dialect) -> str:
     """SQL condition: published row ``p`` covers source row ``s``."""
     conds = [f"CAST({s}.{quote_ident(c, d)} AS DOUBLE PRECISION) BETWEEN {p}.{quote_ident(c + '_min', d)} "
              f"AND {p}.{quote_ident(c + '_max', d)}" for c in numeric]
@@ -199,10 +197,9 @@ def coverage_degrees(table: str, source: Source, numeric: list[str], categorical
             "(SELECT COUNT(DISTINCT pid) FROM m) AS published_tuples, (SELECT COUNT(DISTINCT sid) FROM m) AS source_tuples")
 
 
-def graph_degrees(release: str, version: int, d: str = "duckdb") -> str:
+def graph_degrees(release: str, version: int, d: Dialect) -> str:
     """From the private edge table: min/max degree of anonymized and original nodes, self edges."""
-    rel, v = quote_literal(release, d), int(version)
-    e = f"(SELECT * FROM {private('hetero_edges', d)} WHERE release = {rel} AND version = {v}) AS e"
+    e = exp.paren(version_rows("hetero_edges", release, int(version))).sql(dialect=d.name) + " AS e"
     return (f"SELECT (SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY anonymized) AS a) AS min_anon, "
             f"(SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY anonymized) AS a) AS max_anon, "
             f"(SELECT MIN(n) FROM (SELECT COUNT(*) AS n FROM {e} GROUP BY original) AS b) AS min_orig, "
@@ -221,7 +218,7 @@ def inconsistent_edges(table: str, source: Source, *, release: str, version: int
     edges = (f"FROM {private('hetero_edges', d)} AS e "
              f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.key = e.anonymized "
              f"JOIN {table} AS p ON p.{quote_ident('ppdp_row_id', d)} = i.row_id ")
-    sql = (f"SELECT COUNT(*) AS n {edges}JOIN {source.sql()} ON {text(key, dialect=d)} = e.original "
+    sql = (f"SELECT COUNT(*) AS n {edges}JOIN {source.sql()} ON {text(key, 'src', dialect=d)} = e.original "
            f"WHERE e.release = {rel} AND e.version = {v} AND NOT ({_covers('p', 'src', numeric, categorical, d)})")
     if ghosts is None:
         return sql
@@ -230,7 +227,7 @@ def inconsistent_edges(table: str, source: Source, *, release: str, version: int
     return f"SELECT SUM(n) AS n FROM ({sql} UNION ALL {ghost_sql}) AS x"
 
 
-def _person_versions(release: str, versions: list[int], numeric: list[str], categorical: list[str], d: str) -> str:
+def _person_versions(release: str, versions: list[int], numeric: list[str], categorical: list[str], d: Dialect) -> str:
     """One row per (version, person): the person's QIDs in that version and the own digest."""
     listed = ", ".join(str(int(v)) for v in versions)
     cols = [f"MAX(CASE WHEN attribute = {quote_literal(q, d)} THEN num END) AS {quote_ident(q, d)}" for q in numeric]
@@ -241,7 +238,7 @@ def _person_versions(release: str, versions: list[int], numeric: list[str], cate
             "GROUP BY version, key")
 
 
-def _src_covers(p: str, s: str, numeric: list[str], categorical: list[str], d: str) -> str:
+def _src_covers(p: str, s: str, numeric: list[str], categorical: list[str], d: Dialect) -> str:
     """Published row ``p`` covers the stored QIDs ``s`` of a person (both sides as stored)."""
     conds = [f"{s}.{quote_ident(c, d)} BETWEEN {p}.{quote_ident(c + '_min', d)} AND {p}.{quote_ident(c + '_max', d)}"
              for c in numeric]
@@ -262,7 +259,7 @@ class CrossVersionCheck:
 
 
 def cross_version_failures(versions: list[tuple[int, str]], *, release: str, k: int, numeric: list[str],
-                           categorical: list[str], own: list[str], stage: str, d: str = "duckdb") -> CrossVersionCheck:
+                           categorical: list[str], own: list[str], stage: str, d: Dialect) -> CrossVersionCheck:
     """Persons whom someone holding every version could narrow to fewer than ``k`` rows.
 
     ``versions``: (version, quoted table) of every published version in order, the new one last;
@@ -334,7 +331,7 @@ def cross_version_failures(versions: list[tuple[int, str]], *, release: str, k: 
 
 # -- a homogeneous release as the starting graph (params.initial = "release") ----------------------
 
-def generalized_classes(version_table: str, qids: list[str], d: str = "duckdb") -> str:
+def generalized_classes(version_table: str, qids: list[str], d: Dialect) -> str:
     """(source key, class number) of every row a generalization release published in the version
     table ``version_table`` (quoted): a class is a generalized QID tuple (``qids``, that release's
     quasi-identifiers). Suppressed keys are not in the table. Parameter: the release's identity."""
@@ -344,7 +341,7 @@ def generalized_classes(version_table: str, qids: list[str], d: str = "duckdb") 
             f"JOIN {private('row_ids', d)} AS i ON i.release = ? AND i.row_id = CAST(p.{rid} AS VARCHAR)")
 
 
-def micro_classes(d: str = "duckdb") -> str:
+def micro_classes(d: Dialect) -> str:
     """(source key, group) of the real records of one version of a microaggregation release
     (params: release, version); forged rows are not source records and are not listed."""
     return f"SELECT key, grp FROM {private('micro_groups', d)} WHERE release = ? AND version = ?"

@@ -15,18 +15,19 @@ GROUP BY / window queries over it, so the database does the work.
 
 from __future__ import annotations
 
+from ppdp.sql.dialect import DUCKDB, Dialect
 from ppdp.sql.queries import text
 from ppdp.sql.quoting import quote_ident, quote_literal
 
 ROW_ID = "ppdp_row_id"
 
 
-def _text(col: str, alias: str, d: str) -> str:
+def _text(col: str, alias: str, d: Dialect) -> str:
     """A value's text, as the histogram and the hierarchy leaves see it."""
     return text(col, alias, d)
 
 
-def tuple_hash(cols: list[str], alias: str, d: str) -> str:
+def tuple_hash(cols: list[str], alias: str, d: Dialect) -> str:
     """md5 of a NULL-safe, unambiguous text form of ``alias``'s ``cols`` (a class or SA key)."""
     if not cols:
         return "md5('')"
@@ -34,12 +35,12 @@ def tuple_hash(cols: list[str], alias: str, d: str) -> str:
     return f"md5({parts})"
 
 
-def sa_key(sensitive: list[str], alias: str, d: str) -> str:
+def sa_key(sensitive: list[str], alias: str, d: Dialect) -> str:
     """The key of a sensitive value (joint over the sensitive columns), as stored with Q."""
     return tuple_hash(sensitive, alias, d)
 
 
-def states(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], d: str) -> str:
+def states(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], d: Dialect) -> str:
     """UNION ALL over (version, relation) of rid, v, g (QID label hash), s (SA key)."""
     rid = quote_ident(ROW_ID, d)
     parts = [f"SELECT t.{rid} AS rid, {int(v)} AS v, {tuple_hash(qids, 't', d)} AS g, {sa_key(sensitive, 't', d)} AS s "
@@ -47,7 +48,7 @@ def states(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str
     return " UNION ALL ".join(parts)
 
 
-def signatures(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], current: int, d: str) -> str:
+def signatures(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], current: int, d: Dialect) -> str:
     """rid, sig_prev (history before ``current``), sig_now (with ``current``), present_now,
     present_prev (in version ``current - 1``) and changed (labels or SA differ from the last
     presence) of every row id ever published: a CTE body named by the caller."""
@@ -72,7 +73,7 @@ def small_classes_k(sig: str, k: int) -> str:
     return f"SELECT sig_now, COUNT(*) AS n FROM ({sig}) AS sg GROUP BY sig_now HAVING COUNT(*) < {int(k)}"
 
 
-def class_values(sig: str, versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], version: int, d: str) -> str:
+def class_values(sig: str, versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], version: int, d: Dialect) -> str:
     """Per history class present in ``version``: (sig_now, s, n) counts of sensitive values."""
     st = states([(v, r) for v, r in versions if v == version], qids, sensitive, d)
     return (f"SELECT sg.sig_now AS sig_now, st.s AS s, COUNT(*) AS n FROM ({sig}) AS sg "
@@ -114,7 +115,7 @@ def class_count(sig: str) -> str:
             f"(SELECT sig_now, COUNT(*) AS n FROM ({sig}) AS sg GROUP BY sig_now) AS c")
 
 
-def distribution_query(source_from: str, sensitive: list[str], d: str) -> str:
+def distribution_query(source_from: str, sensitive: list[str], d: Dialect) -> str:
     """The source's joint sensitive distribution: each column's text, sa_key and share q, over
     every row of ``source_from`` (a FROM-clause text aliased ``src``), NULL QIDs included."""
     key = sa_key(sensitive, "src", d)
@@ -129,7 +130,7 @@ def fresh(sig: str, new_history: str) -> str:
     appears or changes now, classes of records never published before, and the parts of a class
     of the previous version that this step splits. A class this step leaves whole and unchanged
     shows nothing that earlier versions did not (it was checked then), so it is not checked again."""
-    lit = quote_literal(new_history, "duckdb")  # hex digits: the same text in every dialect
+    lit = quote_literal(new_history, DUCKDB)  # hex digits: the same text in every dialect
     return (
         "SELECT x.rid, x.sig_prev, x.sig_now, x.present_now, x.present_prev, x.changed FROM (SELECT sg.*, "
         "MAX(CASE WHEN sg.present_now = 1 AND (sg.present_prev = 0 OR sg.changed = 1) THEN 1 ELSE 0 END) OVER (PARTITION BY sg.sig_now) AS ev, "
@@ -138,7 +139,7 @@ def fresh(sig: str, new_history: str) -> str:
     )
 
 
-def prefix_select(previous: list[tuple[int, str]], qids: list[str], sensitive: list[str], last_version: int, d: str) -> str:
+def prefix_select(previous: list[tuple[int, str]], qids: list[str], sensitive: list[str], last_version: int, d: Dialect) -> str:
     """Per row id ever published before this step: sig_prev (its history up to ``last_version``),
     its labels hash and SA key at its last presence, and whether it is in ``last_version``.
     Computed once per run; each round of the history stage then only joins the new version."""
@@ -153,7 +154,7 @@ def prefix_select(previous: list[tuple[int, str]], qids: list[str], sensitive: l
 
 
 def step_signatures(prefix_table: str, current: tuple[int, str], qids: list[str], sensitive: list[str],
-                    new_history: str, d: str) -> str:
+                    new_history: str, d: Dialect) -> str:
     """The same columns as ``signatures`` for this step, from the stored prefix and the new
     version alone: sig_now extends sig_prev by the new version's entry (a hash chain: the same
     partition into history classes as ``signatures``' hash of the whole history)."""

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from ppdp.sql.dialect import Dialect
+
 
 def empty_select(source_from: str) -> str:
     """No rows, all columns: the column names of a FROM-clause text (``Source.sql()``)."""
     return f"SELECT * FROM {source_from} LIMIT 0"
 
 
-def scanned_table(query: str, dialect: str = "duckdb") -> tuple[str | None, str] | None:
+def scanned_table(query: str, dialect: Dialect) -> tuple[str | None, str] | None:
     """``(schema, table)`` when ``query`` is exactly ``SELECT * FROM [catalog.][schema.]table``
     (what dbt-duckdb's ``dbt.ref()`` relation runs), else None: anything more is not a table."""
     import sqlglot
     from sqlglot import exp
 
     try:
-        tree = sqlglot.parse_one(query, read=dialect)
+        tree = sqlglot.parse_one(query, read=dialect.name)
     except sqlglot.errors.ParseError:
         return None
     if not isinstance(tree, exp.Select):
@@ -29,7 +31,7 @@ def scanned_table(query: str, dialect: str = "duckdb") -> tuple[str | None, str]
     return (table.db or None, table.name)
 
 
-def query_schemas(query: str, dialect: str, default_schema: str) -> set[str]:
+def query_schemas(query: str, dialect: Dialect, default_schema: str) -> set[str]:
     """The schemas of the tables a source.query reads (``default_schema`` for unqualified names).
 
     Parsed with sqlglot, never pasted; CTE names are not tables. Table functions such as
@@ -38,7 +40,7 @@ def query_schemas(query: str, dialect: str, default_schema: str) -> set[str]:
     from sqlglot import exp
 
     try:
-        tree = sqlglot.parse_one(query, read=dialect)
+        tree = sqlglot.parse_one(query, read=dialect.name)
     except sqlglot.errors.ParseError:
         return set()  # the source check reports the bad SQL in its own words
     ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}

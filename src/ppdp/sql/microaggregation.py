@@ -20,7 +20,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from ppdp.sql.catalog import PRIVATE_SCHEMA, private
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private, private_table, version_rows
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.dialects import PrivateRows
 from ppdp.sql.errors import build_error
 from ppdp.sql.queries import Source, text
@@ -33,7 +34,7 @@ _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _(),]*")
 PRIVATE_TABLES = ("micro_groups", "micro_labels", "micro_values", "micro_forged")
 
 
-def ddl(d: str = "duckdb") -> list[str]:
+def ddl(d: Dialect) -> list[str]:
     return [
         f"CREATE TABLE IF NOT EXISTS {private('micro_groups', d)} (release VARCHAR NOT NULL, version INTEGER NOT NULL, "
         "key VARCHAR NOT NULL, grp INTEGER NOT NULL)",
@@ -47,24 +48,24 @@ def ddl(d: str = "duckdb") -> list[str]:
     ]
 
 
-def state_select(table: str, release: str, version: int, d: str = "duckdb") -> str:
+def state_select(table: str, release: str, version: int, d: Dialect) -> str:
     """Every row of private table ``micro_<table>`` for one version of a release."""
-    return (f"SELECT * FROM {private('micro_' + table, d)} WHERE release = {quote_literal(release, d)} "
-            f"AND version = {int(version)}")
+    return version_rows("micro_" + table, release, int(version)).sql(dialect=d.name)
 
 
-def drop_older_values(release: str, version: int, d: str = "duckdb") -> str:
+def drop_older_values(release: str, version: int, d: Dialect) -> str:
     """The grouped values are needed for the latest version only (the next run compares with them)."""
-    return f"DELETE FROM {private('micro_values', d)} WHERE release = {quote_literal(release, d)} AND version < {int(version)}"
+    older = exp.and_(exp.column("release").eq(exp.Literal.string(release)), exp.column("version") < exp.Literal.number(int(version)))
+    return exp.delete(private_table("micro_values"), where=older).sql(dialect=d.name)
 
 
 
 def record_select(source: Source, key: str, qids: list[str], sensitive: list[str]) -> str:
     """Every source row: key text, QIDs as stored, sensitive values as text."""
     d = source.dialect
-    cols = [f"{text(key, dialect=d)} AS {quote_ident('__key', d)}"]
+    cols = [f"{text(key, 'src', dialect=d)} AS {quote_ident('__key', d)}"]
     cols += [f"src.{quote_ident(q, d)} AS {quote_ident(q, d)}" for q in qids]
-    cols += [f"{text(s, dialect=d)} AS {quote_ident(s, d)}" for s in sensitive]
+    cols += [f"{text(s, 'src', dialect=d)} AS {quote_ident(s, d)}" for s in sensitive]
     return f"SELECT {', '.join(cols)} FROM {source.sql()}"
 
 
@@ -76,7 +77,7 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
     ``private_schema``: for the rebuild script (``MicroRows``)."""
     d = source.dialect
     rel, v = quote_literal(release, d), int(version)
-    key_text = text(key, dialect=d)
+    key_text = text(key, 'src', dialect=d)
 
     def state(table: str) -> str:
         return quote_table(private_schema, table, d)
@@ -122,10 +123,10 @@ class MicroRows:
         forged = None
         if self.forged is not None:
             column, type_name, named_in = self.forged
-            forged = (column, exp.DataType.build(type_name, dialect=named_in).sql(dialect=source.dialect))
+            forged = (column, exp.DataType.build(type_name, dialect=named_in).sql(dialect=source.dialect.name))
         sql = candidate_select(source, release=release, version=version, columns=columns, qids=list(self.qids), key=key,
                                forged=forged, private_schema=private_schema)
-        parsed = sqlglot.parse_one(sql, read=source.dialect)
+        parsed = sqlglot.parse_one(sql, read=source.dialect.name)
         if not isinstance(parsed, exp.Query):
             raise build_error(f"The microaggregation SELECT did not parse back as a query in {source.dialect}.")
         return parsed
@@ -143,7 +144,7 @@ REBUILD_TABLES: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] =
 }
 
 
-def published_state_select(table: str, release: str, version: int, version_table: str, d: str = "duckdb") -> str:
+def published_state_select(table: str, release: str, version: int, version_table: str, d: Dialect) -> str:
     """The rows of private table ``table`` (one of ``REBUILD_TABLES``) for one version, in its
     columns there, restricted to the rows published in ``version_table``: a record withheld for
     privacy across versions is grouped (``micro_groups``, ``micro_forged``) but not published."""
@@ -196,8 +197,8 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
         return f"STRPOS('|' || p.{quote_ident(c, d)} || '|', '|' || {value} || '|') > 0"
 
     nominal = list(nominal)
-    now = ([within(c, f"src.{quote_ident(c, d)}") for c in continuous] + [under(c, text(c, dialect=d)) for c in semantic]
-           + [member(c, text(c, dialect=d)) for c in nominal])
+    now = ([within(c, f"src.{quote_ident(c, d)}") for c in continuous] + [under(c, text(c, 'src', dialect=d)) for c in semantic]
+           + [member(c, text(c, 'src', dialect=d)) for c in nominal])
     then = ([within(c, grouped(c)) for c in continuous] + [under(c, grouped(c)) for c in semantic]
             + [member(c, grouped(c)) for c in nominal])
     ok = f"(({' AND '.join(now)}) OR ({' AND '.join(then)}))" if now else "TRUE"
@@ -208,11 +209,11 @@ def uncovered_query(table: str, source: Source, *, release: str, version: int, k
                     f"p.{quote_ident('ppdp_row_id', d)} AND {same})")
     return (f"SELECT COUNT(*) AS uncovered FROM {table} AS p "
             f"JOIN {private('row_ids', d)} AS i ON i.release = {rel} AND i.row_id = p.{quote_ident('ppdp_row_id', d)} "
-            f"JOIN {source.sql()} ON {text(key, dialect=d)} = i.key WHERE NOT {ok}{standing}")
+            f"JOIN {source.sql()} ON {text(key, 'src', dialect=d)} = i.key WHERE NOT {ok}{standing}")
 
 
 def forged_query(table: str, *, release: str, version: int, qids: list[str], previous: str | None = None,
-                 d: str = "duckdb") -> str:
+                 d: Dialect) -> str:
     """The version's published forged rows (``forged``) and how many of them do not carry exactly
     their group's labels (``mislabeled``, 0 when a forged row looks like its group's rows); a row
     standing exactly as in ``previous`` (held back by the history stage) keeps its earlier labels."""

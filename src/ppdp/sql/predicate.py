@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.errors import build_error
 
 # Node kinds a predicate may contain. Anything else (Select, Subquery, Table, Star, Placeholder,
@@ -32,12 +33,12 @@ _BOOLEAN_ROOTS: tuple[type[exp.Expression], ...] = (
 )
 
 
-def parse_predicate(text: str, what: str, dialect: str = "duckdb") -> exp.Expr:
+def parse_predicate(text: str, what: str, dialect: Dialect) -> exp.Expr:
     """``text`` as one boolean expression tree, or a one-line error naming ``what``."""
     if not isinstance(text, str) or not text.strip():
         raise build_error(f"{what} must be a non-empty SQL predicate, got {text!r}. Hint: research = \"age > 40\".")
     try:
-        parsed = sqlglot.parse(text, read=dialect)
+        parsed = sqlglot.parse(text, read=dialect.name)
     except sqlglot.errors.SqlglotError as exc:
         raise build_error(f"{what} is not a valid SQL predicate: {str(exc).splitlines()[0]}") from None
     if len(parsed) != 1 or parsed[0] is None:
@@ -49,11 +50,11 @@ def parse_predicate(text: str, what: str, dialect: str = "duckdb") -> exp.Expr:
                               "no subqueries, statements, tables or other functions).")
     root = tree.unnest()
     if not isinstance(root, _BOOLEAN_ROOTS):
-        raise build_error(f"{what} must be a condition (true or false per row), got {root.sql(dialect=dialect)!r}. "
+        raise build_error(f"{what} must be a condition (true or false per row), got {root.sql(dialect=dialect.name)!r}. "
                           "Hint: research = \"age > 40\".")
     for col in tree.find_all(exp.Column):
         if col.table:
-            raise build_error(f"{what} names column {col.sql(dialect=dialect)!r} with a table; name source columns alone.")
+            raise build_error(f"{what} names column {col.sql(dialect=dialect.name)!r} with a table; name source columns alone.")
     return tree
 
 
@@ -77,6 +78,6 @@ def qualified(tree: exp.Expr, alias: str) -> exp.Expr:
     return exp.Paren(this=out)
 
 
-def predicate_sql(tree: exp.Expr, alias: str, dialect: str) -> str:
+def predicate_sql(tree: exp.Expr, alias: str, dialect: Dialect) -> str:
     """The checked predicate as SQL text over ``alias``."""
-    return qualified(tree, alias).sql(dialect=dialect)
+    return qualified(tree, alias).sql(dialect=dialect.name)

@@ -7,7 +7,11 @@ from the callers (``quote_table``); values are bound parameters.
 
 from __future__ import annotations
 
-from ppdp.sql.quoting import quote_ident
+from sqlglot import exp
+
+from ppdp.sql.dialect import Dialect
+from ppdp.sql.quoting import columns as column_refs
+from ppdp.sql.quoting import quote_ident, render, slot, table_expr
 
 ROW_ID = "ppdp_row_id"
 
@@ -29,7 +33,7 @@ def select_all(relation: str) -> str:
     return f"SELECT * FROM {relation}"
 
 
-def final_version(candidate: str, previous: str | None, reverts: str | None, d: str) -> str:
+def final_version(candidate: str, previous: str | None, reverts: str | None, d: Dialect) -> str:
     """SELECT of the version's rows, shuffled: the candidate rows, minus reverted row ids, plus the
     previous version's row for each row id held back: 'carry' (it left: it stays) or 'keep'
     (it changed: its previous row stays)."""
@@ -44,7 +48,7 @@ def final_version(candidate: str, previous: str | None, reverts: str | None, d: 
     return f"SELECT x.* FROM ({keep} UNION ALL {carry}) AS x ORDER BY random()"
 
 
-def effective_version(candidate: str, previous: str | None, reverts: str, d: str) -> str:
+def effective_version(candidate: str, previous: str | None, reverts: str, d: Dialect) -> str:
     """The same rows as ``final_version`` as a FROM-able subquery (no order), aliased by caller."""
     rid = quote_ident(ROW_ID, d)
     keep = f"SELECT c.* FROM {candidate} AS c WHERE NOT EXISTS (SELECT 1 FROM {reverts} AS r WHERE r.row_id = c.{rid})"
@@ -73,17 +77,22 @@ def insert_delta(delta: str, version: int, current: str, previous: str) -> str:
             f") AS x ORDER BY random()")
 
 
-def delta_mismatch(delta: str, version: int, current: str, previous: str, columns: list[str], d: str) -> str:
+def delta_mismatch(delta: str, version: int, current: str, previous: str, columns: list[str], d: Dialect) -> str:
     """Rows by which the previous version with the delta applied (drop '-', add '+') and the
     current version differ, and the two row counts: (mismatch, applied_rows, current_rows)."""
-    cols = ", ".join(quote_ident(c, d) for c in columns)
     v = int(version)
-    applied = (f"SELECT {cols} FROM (SELECT {cols} FROM {previous} EXCEPT SELECT {cols} FROM {delta} WHERE version = {v} AND op = '-') AS kept "
-               f"UNION ALL SELECT {cols} FROM {delta} WHERE version = {v} AND op = '+'")
-    return (f"WITH applied AS ({applied}), cur AS (SELECT {cols} FROM {current}) "
-            "SELECT (SELECT COUNT(*) FROM (SELECT * FROM applied EXCEPT SELECT * FROM cur) AS a) "
-            "+ (SELECT COUNT(*) FROM (SELECT * FROM cur EXCEPT SELECT * FROM applied) AS b) AS mismatch, "
-            "(SELECT COUNT(*) FROM applied) AS applied_rows, (SELECT COUNT(*) FROM cur) AS current_rows")
+
+    def rows(relation: str, op: str | None = None) -> exp.Select:
+        select = exp.select(*column_refs(columns)).from_(slot(relation))
+        return select if op is None else select.where(f"version = {v} AND op = '{op}'", dialect=d.name)
+
+    kept = exp.except_(rows("previous"), rows("delta", "-"))
+    applied = exp.union(exp.select(*column_refs(columns)).from_(kept.subquery("kept")), rows("delta", "+"), distinct=False)
+    counts = ["(SELECT COUNT(*) FROM (SELECT * FROM applied EXCEPT SELECT * FROM cur) AS a) "
+              "+ (SELECT COUNT(*) FROM (SELECT * FROM cur EXCEPT SELECT * FROM applied) AS b) AS mismatch",
+              "(SELECT COUNT(*) FROM applied) AS applied_rows", "(SELECT COUNT(*) FROM cur) AS current_rows"]
+    query = exp.select(*counts, dialect=d.name).with_("applied", as_=applied).with_("cur", as_=rows("current"))
+    return render(query, d, {"delta": delta, "current": current, "previous": previous})
 
 
 def create_view(view: str, relation: str) -> str:
@@ -94,13 +103,6 @@ def drop_view(view: str) -> str:
     return f"DROP VIEW {view}"
 
 
-def create_schema(schema: str, d: str) -> str:
-    return f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema, d)}"
+def create_schema(schema: str, d: Dialect) -> str:
+    return exp.Create(this=table_expr(None, schema), kind="SCHEMA", exists=True).sql(dialect=d.name)
 
-
-def grant_usage(schema: str, role: str, d: str) -> str:
-    return f"GRANT USAGE ON SCHEMA {quote_ident(schema, d)} TO {quote_ident(role, d)}"
-
-
-def grant_select(view: str, role: str, d: str) -> str:
-    return f"GRANT SELECT ON {view} TO {quote_ident(role, d)}"

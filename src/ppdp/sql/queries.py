@@ -15,9 +15,20 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.errors import build_error
 from ppdp.sql.predicate import parse_predicate, predicate_sql, qualified
-from ppdp.sql.quoting import ident, quote_ident, quote_table, table_expr
+from ppdp.sql.quoting import (
+    columns,
+    count_star,
+    ident,
+    quote_ident,
+    quote_table,
+    render,
+    slot,
+    table_expr,
+)
+from ppdp.sql.relations import joint_column
 
 PRIVATE_SCHEMA = "_ppdp"
 COUNT_COLUMN = "__ppdp_n"  # the row count column of the histogram (engine.core.encoding reads it)
@@ -31,14 +42,14 @@ class Source:
     schema: str | None
     table: str | None
     query: str | None
-    dialect: str = "duckdb"
+    dialect: Dialect
     # Keys withheld from this release before optimization (cross-version repair): the name of
     # a private table with one VARCHAR column ``key``, and the key column it refers to.
     withheld: str | None = None
     key: str | None = None
     # The dialect source.query is written in, when SQL for another dialect is generated from it
     # (``ppdp sql``); None: ``dialect``.
-    query_dialect: str | None = None
+    query_dialect: Dialect | None = None
     # A research subset (delta-presence, Nergiz et al. 2007): a user predicate over the source's
     # columns, parsed and checked by sql/predicate.py (never pasted); the release reads only the
     # rows it holds, while the population (the same source without it) is read separately.
@@ -52,7 +63,7 @@ class Source:
                 return f"{inner} AS src"
             inner = f"SELECT * FROM {inner}"
         else:
-            inner = self.parsed_query().sql(dialect=self.dialect)
+            inner = self.parsed_query().sql(dialect=self.dialect.name)
         if self.research is not None:
             tree = parse_predicate(self.research, "research", self.query_dialect or self.dialect)
             inner = f"SELECT * FROM ({inner}) AS r WHERE {predicate_sql(tree, 'r', self.dialect)}"
@@ -66,7 +77,7 @@ class Source:
 
     def parsed_query(self) -> exp.Query:
         try:
-            parsed = sqlglot.parse(self.query or "", read=self.query_dialect or self.dialect)
+            parsed = sqlglot.parse(self.query or "", read=(self.query_dialect or self.dialect).name)
         except sqlglot.errors.ParseError as exc:
             raise build_error(f"source.query is not valid SQL: {str(exc).splitlines()[0]}") from None
         if len(parsed) != 1 or not isinstance(parsed[0], exp.Query):
@@ -87,10 +98,10 @@ class Source:
 _FLOAT_TYPES = ("DOUBLE", "FLOAT")
 
 
-def text_expr(column: exp.Expression, dialect: str = "duckdb") -> exp.Expression:
+def text_expr(column: exp.Expression, dialect: Dialect) -> exp.Expression:
     """``column`` as canonical text (see above), as a sqlglot expression for ``dialect``."""
     cast = exp.cast(column.copy(), exp.DataType.build("VARCHAR"))
-    if dialect != "duckdb":
+    if not dialect.strips_float_zero:
         return cast
     is_float = exp.In(this=exp.Anonymous(this="typeof", expressions=[column.copy()]),
                       expressions=[exp.Literal.string(t) for t in _FLOAT_TYPES])
@@ -98,11 +109,11 @@ def text_expr(column: exp.Expression, dialect: str = "duckdb") -> exp.Expression
     return exp.Case(ifs=[exp.If(this=is_float, true=stripped)], default=cast)
 
 
-def text(col: str, alias: str = "src", dialect: str = "duckdb", sql_type: str | None = None) -> str:
+def text(col: str, alias: str, dialect: Dialect, sql_type: str | None = None) -> str:
     """A source column as text: the form in which it is compared with hierarchy leaves and keys
     (the same on every dialect, floating values included). ``sql_type``, the column's type as the
     database describes it, picks the one expression that type needs (typed_text_kind, DuckDB)."""
-    kind = typed_text_kind(sql_type) if dialect == "duckdb" else None
+    kind = typed_text_kind(sql_type) if dialect.strips_float_zero else None
     template, placeholder = _text_template(alias, dialect, kind)
     return template.replace(placeholder, quote_ident(col, dialect))
 
@@ -137,7 +148,7 @@ _TEXT_PLACEHOLDER = "ppdp_text_column_placeholder"
 
 
 @functools.lru_cache(maxsize=64)
-def _text_template(alias: str, dialect: str, kind: str | None = None) -> tuple[str, str]:
+def _text_template(alias: str, dialect: Dialect, kind: str | None = None) -> tuple[str, str]:
     """``text`` of a placeholder column, rendered by sqlglot once per (alias, dialect, kind), and
     the placeholder's quoted form: ``text`` puts the quoted column in its place. The same SQL as
     rendering ``text_expr`` per column, at the cost of quoting one identifier: the expression
@@ -154,7 +165,7 @@ def _text_template(alias: str, dialect: str, kind: str | None = None) -> tuple[s
         tree = exp.Anonymous(this="regexp_replace", expressions=[cast, exp.Literal.string("\\.0$"), exp.Literal.string("")])
     else:
         tree = text_expr(column, dialect)
-    return tree.sql(dialect=dialect), quote_ident(_TEXT_PLACEHOLDER, dialect)
+    return tree.sql(dialect=dialect.name), quote_ident(_TEXT_PLACEHOLDER, dialect)
 
 
 def histogram_query(source: Source, qids: list[str], sensitive: list[str], types: Mapping[str, str] | None = None) -> str:
@@ -162,7 +173,7 @@ def histogram_query(source: Source, qids: list[str], sensitive: list[str], types
     ``types`` (column -> SQL type, when described): see typed_text_kind."""
     d = source.dialect
     types = types or {}
-    cols = [f"{text(c, dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in qids + sensitive]
+    cols = [f"{text(c, 'src', dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in qids + sensitive]
     keys = ", ".join(str(i + 1) for i in range(len(cols)))
     return f"SELECT {', '.join(cols)}, COUNT(*) AS {quote_ident(COUNT_COLUMN, d)} FROM {source.sql()} GROUP BY {keys}"
 
@@ -173,14 +184,14 @@ def text_rows_query(source: Source, columns: list[str], types: Mapping[str, str]
     ``limit``: at most that many rows."""
     d = source.dialect
     types = types or {}
-    cols = [f"{text(c, dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in columns]
+    cols = [f"{text(c, 'src', dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in columns]
     tail = "" if limit is None else f" LIMIT {int(limit)}"
     return f"SELECT {', '.join(cols)} FROM {source.sql()}{tail}"
 
 
 def distinct_values_query(source: Source, column: str) -> str:
     d = source.dialect
-    return f"SELECT DISTINCT {text(column, dialect=d)} AS v FROM {source.sql()} WHERE src.{quote_ident(column, d)} IS NOT NULL"
+    return f"SELECT DISTINCT {text(column, 'src', dialect=d)} AS v FROM {source.sql()} WHERE src.{quote_ident(column, d)} IS NOT NULL"
 
 
 def key_check_query(source: Source, key: str) -> str:
@@ -195,7 +206,7 @@ def null_safe_eq(a: str, b: str) -> str:
     return f"COALESCE({a}, '') = COALESCE({b}, '') AND ({a} IS NULL) = ({b} IS NULL)"
 
 
-def combination_hash(columns: list[str], alias: str, d: str = "duckdb") -> str:
+def combination_hash(columns: list[str], alias: str, d: Dialect) -> str:
     """md5 of the canonical texts of ``columns`` (of relation ``alias``): one join key per (QID,
     SA) combination, unambiguous (each value length-prefixed, NULL as 'N')."""
     parts = []
@@ -296,30 +307,32 @@ def release_select(
             )
         )
     )
-    select = select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d)
+    select = select.where(exp.not_(exp.Exists(this=suppressed)), dialect=d.name)
     if source.research is not None:  # delta-presence: only the research subset is released
         tree = parse_predicate(source.research, "research", source.query_dialect or d)
-        select = select.where(qualified(tree, "src"), dialect=d)
+        select = select.where(qualified(tree, "src"), dialect=d.name)
     return select
 
 
 # --- verification: independent checks of a materialized release ----------------------------
 
 
-def _group(cols: list[str], d: str) -> str:
+def _group(cols: list[str], d: Dialect) -> str:
     return ", ".join(quote_ident(c, d) for c in cols)
 
 
-def verify_k_query(relation: str, qids: list[str], d: str = "duckdb") -> str:
+def verify_k_query(relation: str, qids: list[str], d: Dialect) -> str:
     """Smallest class size of the released table (NULL when empty)."""
-    return f"SELECT MIN(n) AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
+    sizes = exp.select(count_star("n")).from_(slot()).group_by(*columns(qids))
+    tree = exp.select(exp.alias_(exp.Min(this=exp.column("n")), "ad"), count_star("classes")).from_(sizes.subquery("c"))
+    return render(tree, d, {"relation": relation})
 
 
 def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: list[str]) -> str:
     """Largest Euclidean distance (HAEF eq. 2-4) between a class's SA distribution and Q,
     Q taken over the whole source table (docs/design/paper_notes.md §2)."""
     d = source.dialect
-    sa_src = ", ".join(f"{text(c, dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
+    sa_src = ", ".join(f"{text(c, 'src', dialect=d)} AS {quote_ident(c, d)}" for c in sensitive)
     sa_g = ", ".join(str(i + 1) for i in range(len(sensitive)))
     sa_match = " AND ".join(
         f"{text(c, 'p', d)} IS NOT DISTINCT FROM q.{quote_ident(c, d)}" for c in sensitive
@@ -339,49 +352,45 @@ def verify_t_query(relation: str, source: Source, qids: list[str], sensitive: li
     )
 
 
-def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entropy: bool, d: str = "duckdb") -> str:
+def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entropy: bool, d: Dialect) -> str:
     """Smallest distinct count (or exp(entropy)) of sensitive values over classes."""
-    g = _group(qids, d)
-    s = _group(sensitive, d)
+    rel = slot()
     if not entropy:
-        return (
-            f"SELECT MIN(dv) AS ad, COUNT(*) AS classes FROM (SELECT {g}, COUNT(*) AS dv FROM "
-            f"(SELECT DISTINCT {g}, {s} FROM {relation}) AS x GROUP BY {g}) AS c"
-        )
-    return (
-        f"SELECT MIN(EXP(-h)) AS ad, COUNT(*) AS classes FROM (SELECT {g}, SUM(p * LN(p)) AS h FROM "
-        f"(SELECT {g}, COUNT(*) * 1.0 / SUM(COUNT(*)) OVER (PARTITION BY {g}) AS p FROM {relation} GROUP BY {g}, {s}) AS x "
-        f"GROUP BY {g}) AS c"
-    )
+        pairs = exp.select(*columns(qids), *columns(sensitive)).distinct().from_(rel)
+        per_class = exp.select(*columns(qids), count_star("dv")).from_(pairs.subquery("x")).group_by(*columns(qids))
+        return render(exp.select("MIN(dv) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")), d, {"relation": relation})
+    count = exp.Count(this=exp.Star())
+    # typed: the dialect's own '/' (the numerator is a decimal already), no emulating cast
+    share = exp.Div(this=exp.Mul(this=count, expression=exp.Literal.number("1.0")),
+                    expression=exp.Window(this=exp.Sum(this=count.copy()), partition_by=columns(qids)), typed=True)
+    shares = exp.select(*columns(qids), exp.alias_(share, "p")).from_(rel).group_by(*columns(qids), *columns(sensitive))
+    per_class = exp.select(*columns(qids), "SUM(p * LN(p)) AS h").from_(shares.subquery("x")).group_by(*columns(qids))
+    return render(exp.select("MIN(EXP(-h)) AS ad", "COUNT(*) AS classes").from_(per_class.subquery("c")), d, {"relation": relation})
 
 
 # --- dynamic publishing ----------------------------------------------------------------------
 
 
-def row_text_expr(columns: list[str], d: str = "duckdb") -> str:
+def row_text_expr(columns: list[str], d: Dialect) -> str:
     """A row's text, NULL-safe and unambiguous ('|' separators doubled inside values, NULL as \\N)."""
-    return " || '|' || ".join(f"COALESCE(REPLACE({text(c, dialect=d)}, '|', '||'), '\\N')" for c in columns)
+    return " || '|' || ".join(f"COALESCE(REPLACE({text(c, 'src', dialect=d)}, '|', '||'), '\\N')" for c in columns)
 
 
-def row_hash_expr(columns: list[str], d: str = "duckdb") -> str:
+def row_hash_expr(columns: list[str], d: Dialect) -> str:
     """md5 of a row's text (``row_text_expr``)."""
     return f"MD5({row_text_expr(columns, d)})"
 
 
-def hex_prefix_bigint(expr: str, d: str = "duckdb") -> str:
+def hex_prefix_bigint(expr: str, d: Dialect) -> str:
     """The first 12 hex digits of an md5 as a BIGINT (for an order-free sum fingerprint)."""
-    if d == "postgres":
-        return f"CAST(CAST(('x' || SUBSTR({expr}, 1, 12)) AS BIT(48)) AS BIGINT)"
-    if d == "spark":  # Spark casts no '0x' text: CONV reads the hex digits
-        return f"CAST(CONV(SUBSTR({expr}, 1, 12), 16, 10) AS BIGINT)"
-    return f"CAST(('0x' || SUBSTR({expr}, 1, 12)) AS BIGINT)"
+    return d.hex_bigint.format(expr)
 
 
 def fingerprint_query(source: Source, key: str, columns: list[str]) -> str:
     """Row count and an order-independent sum of row hashes: changes when any row changes."""
     d = source.dialect
     h = row_hash_expr([key] + [c for c in columns if c != key], d)
-    if d == "spark":
+    if d.narrow_bigint_sum:
         # 48-bit terms overflow Spark's BIGINT SUM (an error under ANSI) past ~65,000 rows, where
         # DuckDB sums into HUGEINT and PostgreSQL into numeric: sum DECIMAL(38, 0), exact to
         # 10^38 (~3 * 10^23 rows), and return its digits as text (the connector reads DECIMAL as
@@ -394,13 +403,13 @@ def fingerprint_query(source: Source, key: str, columns: list[str]) -> str:
 def row_state_select(source: Source, key: str, columns: list[str]) -> str:
     """(key text, row hash) of every source row."""
     d = source.dialect
-    return f"SELECT {text(key, dialect=d)} AS key, {row_hash_expr(columns, d)} AS row_hash FROM {source.sql()}"
+    return f"SELECT {text(key, 'src', dialect=d)} AS key, {row_hash_expr(columns, d)} AS row_hash FROM {source.sql()}"
 
 
 def new_row_ids_statement(source: Source) -> str:
     """Give every source key without a release row id a random one (params: release, release)."""
     d = source.dialect
-    k = text(source.key or "", dialect=d)
+    k = text(source.key or "", 'src', dialect=d)
     # A correlated NOT EXISTS (hash anti-join on PostgreSQL); NOT IN (subquery) made a
     # million-row rerun scan row_ids once per source row.
     return (
@@ -423,7 +432,7 @@ def changes_query(source: Source, key: str, columns: list[str]) -> str:
     )
 
 
-def joint_classes_relation(current: str, previous: list[str], qids: list[str], sensitive: list[str], d: str = "duckdb") -> str:
+def joint_classes_relation(current: str, previous: list[str], qids: list[str], sensitive: list[str], d: Dialect) -> str:
     """Records of ``current`` that also appear in a previous version, with their generalized
     QIDs in every version side by side (NULL where absent): the joint grouping an adversary who
     holds all versions can form. Columns: row id, joint QID columns ``q__vI``, sensitive columns."""
@@ -433,17 +442,17 @@ def joint_classes_relation(current: str, previous: list[str], qids: list[str], s
     joins, present = [], []
     for i, rel in enumerate(previous):
         a = f"p{i}"
-        cols += [f"{a}.{quote_ident(q, d)} AS {quote_ident(f'{q}__v{i}', d)}" for q in qids]
+        cols += [f"{a}.{quote_ident(q, d)} AS {quote_ident(joint_column(q, i), d)}" for q in qids]
         joins.append(f"LEFT JOIN {rel} AS {a} ON {a}.{rid} = c.{rid}")
         present.append(f"{a}.{rid} IS NOT NULL")
     return f"(SELECT {', '.join(cols)} FROM {current} AS c {' '.join(joins)} WHERE {' OR '.join(present)}) AS joint"
 
 
 def joint_columns(qids: list[str], n_previous: int) -> list[str]:
-    return [q + "__now" for q in qids] + [f"{q}__v{i}" for i in range(n_previous) for q in qids]
+    return [q + "__now" for q in qids] + [joint_column(q, i) for i in range(n_previous) for q in qids]
 
 
-def small_joint_classes_query(joint: str, cols: list[str], k: int, d: str = "duckdb") -> str:
+def small_joint_classes_query(joint: str, cols: list[str], k: int, d: Dialect) -> str:
     """Row ids in joint classes smaller than k (k is an int from a validated spec)."""
     part = ", ".join(quote_ident(c, d) for c in cols)
     rid = quote_ident(ROW_ID, d)

@@ -13,6 +13,7 @@ Times are the database's ``LOCALTIMESTAMP``, so that workers on different machin
 
 from __future__ import annotations
 
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.quoting import quote_ident, quote_table
 
 PRIVATE_SCHEMA = "_ppdp"
@@ -23,19 +24,19 @@ REQUEST_COLUMNS = ("request_id", "job", "requested_by", "requested_at", "status"
                    "attempts", "started_at", "heartbeat_at", "lease_until", "finished_at")
 
 
-def requests_table(d: str) -> str:
+def requests_table(d: Dialect) -> str:
     return quote_table(PRIVATE_SCHEMA, "requests", d)
 
 
-def function_name(d: str = "postgres") -> str:
+def function_name(d: Dialect) -> str:
     """``"ppdp"."request_run"``, quoted."""
     return quote_table(API_SCHEMA, FUNCTION, d)
 
 
-def ddl(d: str) -> list[str]:
+def ddl(d: Dialect) -> list[str]:
     """CREATE statements of the request table (idempotent). The id and the requester default in
     the database, so that a plain INSERT (DuckDB) or the function (PostgreSQL) fills them."""
-    new_id = "md5(random()::text || clock_timestamp()::text)" if d == "postgres" else "CAST(uuid() AS VARCHAR)"
+    new_id = d.new_request_id
     return [
         f"CREATE SCHEMA IF NOT EXISTS {quote_ident(PRIVATE_SCHEMA, d)}",
         f"CREATE TABLE IF NOT EXISTS {requests_table(d)} ("
@@ -47,7 +48,7 @@ def ddl(d: str) -> list[str]:
     ]
 
 
-def function_ddl(d: str = "postgres") -> list[str]:
+def function_ddl(d: Dialect) -> list[str]:
     """PostgreSQL: ``ppdp.request_run(job_name text) RETURNS text`` (the request's id).
 
     SECURITY DEFINER so that a role holding only EXECUTE can insert into ``_ppdp.requests``; a
@@ -81,24 +82,22 @@ def function_ddl(d: str = "postgres") -> list[str]:
     ]
 
 
-def function_exists(d: str = "postgres") -> str:
+def function_exists(d: Dialect) -> str:
     """One row, column ``ok``: whether request_run(text) exists."""
     return f"SELECT to_regprocedure('{API_SCHEMA}.{FUNCTION}(text)') IS NOT NULL AS ok"
 
 
-def grant_execute(role_sql: str, d: str = "postgres") -> str:
+def grant_execute(role_sql: str, d: Dialect) -> str:
     """GRANT EXECUTE on request_run to ``role_sql`` (an identifier the caller quoted)."""
     return f"GRANT EXECUTE ON FUNCTION {function_name(d)}(text) TO {role_sql}"
 
 
-def _lease(d: str) -> str:
+def _lease(d: Dialect) -> str:
     """LOCALTIMESTAMP plus a lease of ``?`` microseconds (a bound BIGINT)."""
-    if d == "postgres":
-        return "LOCALTIMESTAMP + CAST(? AS BIGINT) * INTERVAL '1 microsecond'"
-    return "LOCALTIMESTAMP + to_microseconds(CAST(? AS BIGINT))"
+    return d.lease_until
 
 
-def claim(d: str, *, skip_locked: bool) -> str:
+def claim(d: Dialect, *, skip_locked: bool) -> str:
     """Take the oldest claimable request and mark it running for this worker, in one statement
     (parameters: worker, lease microseconds). Claimable: ``requested``, or ``running`` with an
     expired lease (its worker died), and no live run of the same job (the release's run lock
@@ -117,24 +116,24 @@ def claim(d: str, *, skip_locked: bool) -> str:
             "RETURNING request_id, job, attempts")
 
 
-def heartbeat(d: str) -> str:
+def heartbeat(d: Dialect) -> str:
     """Extend this worker's lease (parameters: lease microseconds, request_id, worker)."""
     return (f"UPDATE {requests_table(d)} SET heartbeat_at = LOCALTIMESTAMP, lease_until = {_lease(d)} "
             "WHERE request_id = ? AND worker = ? AND status = 'running'")
 
 
-def finish(d: str) -> str:
+def finish(d: Dialect) -> str:
     """Write the outcome back (parameters: status, run_id, error, request_id, worker); only while
     the request is still this worker's."""
     return (f"UPDATE {requests_table(d)} SET status = ?, run_id = ?, error = ?, finished_at = LOCALTIMESTAMP, "
             "lease_until = NULL WHERE request_id = ? AND worker = ? AND status = 'running'")
 
 
-def release_claim(d: str) -> str:
+def release_claim(d: Dialect) -> str:
     """Give a request back, retryable (parameters: error, request_id, worker)."""
     return (f"UPDATE {requests_table(d)} SET status = 'requested', worker = NULL, lease_until = NULL, error = ? "
             "WHERE request_id = ? AND worker = ? AND status = 'running'")
 
 
-def select_requests(d: str) -> str:
+def select_requests(d: Dialect) -> str:
     return f"SELECT {', '.join(REQUEST_COLUMNS)} FROM {requests_table(d)} ORDER BY requested_at, request_id"

@@ -9,51 +9,59 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ppdp.sql.quoting import ident, quote_ident
+from ppdp.sql.dialect import Dialect
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident, render, slot
 
 
-def _group(cols: list[str], d: str) -> str:
+def _group(cols: list[str], d: Dialect) -> str:
     return ", ".join(quote_ident(c, d) for c in cols)
 
 
-def _double(d: str) -> str:
-    return exp.DataType.build("double").sql(dialect=d)
+def _double(d: Dialect) -> str:
+    return d.double_type
 
 
-def class_sizes(relation: str, cols: list[str], d: str) -> str:
+def _sizes(cols: list[str], *projections: exp.Expr) -> exp.Select:
+    """SELECT ``projections`` (COUNT(*) AS n: none given) FROM the relation (``slot()``) GROUP BY ``cols``."""
+    return exp.select(*(projections or [count_star("n")])).from_(slot()).group_by(*columns(cols))
+
+
+def class_sizes(relation: str, cols: list[str], d: Dialect) -> str:
     """Frequency of frequencies: (size, classes) — how many classes have each size."""
-    return (f"SELECT n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} "
-            f"GROUP BY {_group(cols, d)}) AS c GROUP BY n")
+    return render(exp.select(exp.alias_(exp.column("n"), "size"), count_star("classes")).from_(_sizes(cols).subquery("c"))
+            .group_by(exp.column("n")), d, {"relation": relation})
 
 
-def combination_sizes(relation: str, combos: list[list[str]], d: str) -> str:
+def combination_sizes(relation: str, combos: list[list[str]], d: Dialect) -> str:
     """(combo, size, classes) for several column combinations in one statement."""
-    parts = [f"SELECT {i} AS combo, n AS size, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} "
-             f"GROUP BY {_group(cols, d)}) AS c{i} GROUP BY n" for i, cols in enumerate(combos)]
-    return " UNION ALL ".join(parts)
+    parts = [exp.select(exp.alias_(exp.Literal.number(i), "combo"), exp.alias_(exp.column("n"), "size"), count_star("classes"))
+             .from_(_sizes(cols).subquery(f"c{i}")).group_by(exp.column("n")) for i, cols in enumerate(combos)]
+    return render(exp.union(*parts, distinct=False), d, {"relation": relation})
 
 
-def weighted_sizes(relation: str, cols: list[str], weight: str, d: str) -> str:
+def weighted_sizes(relation: str, cols: list[str], weight: str, d: Dialect) -> str:
     """(fk, fw, classes): classes by sample size fk and sum of sampling weights fw (sdcMicro's
     fk and Fk)."""
-    w = f"CAST({quote_ident(weight, d)} AS {_double(d)})"
-    return (f"SELECT fk, fw, COUNT(*) AS classes FROM (SELECT COUNT(*) AS fk, SUM({w}) AS fw FROM {relation} "
-            f"GROUP BY {_group(cols, d)}) AS c GROUP BY fk, fw")
+    w = exp.cast(exp.Column(this=ident(weight)), exp.DataType.build("double"))
+    sizes = _sizes(cols, count_star("fk"), exp.alias_(exp.Sum(this=w), "fw"))
+    fk, fw = exp.column("fk"), exp.column("fw")
+    return render(exp.select(fk, fw, count_star("classes")).from_(sizes.subquery("c")).group_by(fk.copy(), fw.copy()), d,
+                  {"relation": relation})
 
 
-def population_sizes(sample: str, population: str, cols: list[str], d: str) -> str:
+def population_sizes(sample: str, population: str, cols: list[str], d: Dialect) -> str:
     """(size, population_size, classes): each sample class's size and the size of the matching
     class in the population table (the sample's own size where the population lacks it)."""
     g = _group(cols, d)
     on = exp.and_(*[exp.NullSafeEQ(this=exp.Column(this=ident(c), table=ident("s")),
-                                   expression=exp.Column(this=ident(c), table=ident("p"))) for c in cols]).sql(dialect=d)
+                                   expression=exp.Column(this=ident(c), table=ident("p"))) for c in cols]).sql(dialect=d.name)
     return (f"WITH s AS (SELECT {g}, COUNT(*) AS n FROM {sample} GROUP BY {g}), "
             f"p AS (SELECT {g}, COUNT(*) AS pn FROM {population} GROUP BY {g}) "
             f"SELECT s.n AS size, COALESCE(p.pn, s.n) AS population_size, COUNT(*) AS classes "
             f"FROM s LEFT JOIN p ON {on} GROUP BY s.n, COALESCE(p.pn, s.n)")
 
 
-def average_risk_check(relation: str, qids: list[str], small: int, records_at_risk: float | None, d: str) -> str:
+def average_risk_check(relation: str, qids: list[str], small: int, records_at_risk: float | None, d: Dialect) -> str:
     """The average-risk model's check: one row (ad, classes). ad = classes / records (the
     average prosecutor risk), or 1 + the share of records in classes smaller than ``small``
     when that share exceeds ``records_at_risk`` (ARX's AverageReidentificationRisk); NULL when
@@ -65,11 +73,14 @@ def average_risk_check(relation: str, qids: list[str], small: int, records_at_ri
     else:
         share = f"CAST(SUM(CASE WHEN n < {int(small)} THEN n ELSE 0 END) AS {dbl}) / SUM(n)"
         ad = f"CASE WHEN {share} <= {float(records_at_risk)!r} THEN {avg} ELSE 1.0 + {share} END"
-    return f"SELECT {ad} AS ad, COUNT(*) AS classes FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c"
+    # ``ad`` is fixed text (numbers formatted here); the relation and QIDs enter as expressions
+    return render(exp.select(f"{ad} AS ad", "COUNT(*) AS classes", dialect=d.name).from_(_sizes(qids).subquery("c")), d,
+                  {"relation": relation})
 
 
-def sample_uniques_check(relation: str, qids: list[str], d: str) -> str:
+def sample_uniques_check(relation: str, qids: list[str], d: Dialect) -> str:
     """The sample-uniqueness model's check: one row (ad = share of records alone in their class,
     classes)."""
-    return (f"SELECT CAST(SUM(CASE WHEN n = 1 THEN 1 ELSE 0 END) AS {_double(d)}) / SUM(n) AS ad, COUNT(*) AS classes "
-            f"FROM (SELECT COUNT(*) AS n FROM {relation} GROUP BY {_group(qids, d)}) AS c")
+    ad = f"CAST(SUM(CASE WHEN n = 1 THEN 1 ELSE 0 END) AS {_double(d)}) / SUM(n) AS ad"
+    return render(exp.select(ad, "COUNT(*) AS classes", dialect=d.name).from_(_sizes(qids).subquery("c")), d,
+                  {"relation": relation})

@@ -32,7 +32,9 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
-DIALECT = "spark"
+from ppdp.sql.dialect import SPARK
+
+DIALECT = SPARK.name
 
 
 class SparkReader(Spark):

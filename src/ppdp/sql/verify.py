@@ -12,19 +12,21 @@ sensitive key of Q (``sa_key``) is the one thing shared: it is how Q is stored.
 
 from __future__ import annotations
 
-from ppdp.sql.catalog import private
+from sqlglot import exp
+
+from ppdp.sql.catalog import private, version_rows
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.history import sa_key
 from ppdp.sql.queries import ROW_ID, null_safe_eq, text
 from ppdp.sql.quoting import quote_ident, quote_literal
 
 
-def stored_q(release: str, version: int, d: str = "duckdb") -> str:
+def stored_q(release: str, version: int, d: Dialect) -> str:
     """FROM-able subquery (sa_key, q) of version ``version``'s stored Q (values as escaped literals)."""
-    lit = quote_literal(release, d)
-    return f"(SELECT sa_key, q FROM {private('distributions', d)} WHERE release = {lit} AND version = {int(version)})"
+    return exp.paren(version_rows("distributions", release, int(version), "sa_key", "q")).sql(dialect=d.name)
 
 
-def verify_t_stored(relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str = "duckdb") -> str:
+def verify_t_stored(relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
     """Largest Euclidean distance (HAEF eq. 2-4) between a class's SA distribution and Q."""
     g = ", ".join(quote_ident(c, d) for c in qids)
     key = sa_key(sensitive, "r", d)
@@ -41,7 +43,7 @@ def verify_t_stored(relation: str, qids: list[str], sensitive: list[str], q_rela
 
 
 def population_classes(source_sql: str, release: str, version: int, levels: dict[str, int], qids: list[str],
-                       d: str = "duckdb") -> str:
+                       d: Dialect) -> str:
     """FROM-able subquery: the persons of a population (``source_sql``, a FROM clause aliased
     ``src``) per class of version ``version``: every QID generalized by the hierarchies stored
     with that version at the version's level (as the release generalizes its rows), then counted.
@@ -59,38 +61,36 @@ def population_classes(source_sql: str, release: str, version: int, levels: dict
             f"WHERE {not_null} GROUP BY {keys})")
 
 
-def _matched(qids: list[str], d: str) -> str:
+def _matched(qids: list[str], d: Dialect) -> str:
     return " AND ".join(null_safe_eq(f"r.{quote_ident(q, d)}", f"p.{quote_ident(q, d)}") for q in qids) or "1 = 1"
 
 
-def _released_classes(relation: str, qids: list[str], d: str) -> str:
+def _released_classes(relation: str, qids: list[str], d: Dialect) -> str:
     g = ", ".join(quote_ident(q, d) for q in qids)
     return f"(SELECT {g}, COUNT(*) AS n FROM {relation} GROUP BY {g})"
 
 
-def verify_delta_presence(relation: str, qids: list[str], population: str, dmin: float, dmax: float, d: str = "duckdb") -> str:
+def verify_delta_presence(relation: str, qids: list[str], population: str, dmin: float, dmax: float, d: Dialect) -> str:
     """delta-presence of a version (Nergiz et al. 2007): over every class of the population
     and every released class, the largest distance of delta = released / persons outside
     [dmin, dmax] (a population class without released records has delta 0; a released class
     without persons fails with distance 1). One row (ad, classes)."""
     lo, hi = repr(float(dmin)), repr(float(dmax))
-    delta = "CAST(COALESCE(r.n, 0) AS DOUBLE PRECISION) / p.persons"
+    delta = f"CAST(COALESCE(r.n, 0) AS {d.double_type}) / p.persons"
     dist = (f"CASE WHEN COALESCE(p.persons, 0) = 0 THEN 1.0 "
             f"ELSE GREATEST({lo} - {delta}, {delta} - {hi}, 0.0) END")
-    if d == "spark":
-        dist = dist.replace("DOUBLE PRECISION", "DOUBLE")
     return (f"SELECT MAX({dist}) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
             f"FULL OUTER JOIN {population} AS p ON {_matched(qids, d)}")
 
 
-def verify_k_map(relation: str, qids: list[str], population: str, d: str = "duckdb") -> str:
+def verify_k_map(relation: str, qids: list[str], population: str, d: Dialect) -> str:
     """k-map against a population table: the fewest persons of the population in a released
     class (0 when a released class matches none). One row (ad, classes); ad NULL when empty."""
     return (f"SELECT MIN(COALESCE(p.persons, 0)) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
             f"LEFT JOIN {population} AS p ON {_matched(qids, d)}")
 
 
-def _exact(cols: list[str], alias: str, d: str) -> str:
+def _exact(cols: list[str], alias: str, d: Dialect) -> str:
     """An exact text form of ``alias``'s ``cols``: each value's length, a colon and the value, or
     '-' for NULL (never the start of a length), so two rows give the same text only when every
     value is the same."""
@@ -100,7 +100,7 @@ def _exact(cols: list[str], alias: str, d: str) -> str:
     return " || ".join(parts)
 
 
-def history_classes(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], d: str = "duckdb") -> str:
+def history_classes(versions: list[tuple[int, str]], qids: list[str], sensitive: list[str], d: Dialect) -> str:
     """SELECT (rid, sig_now) of every row id in any of ``versions`` ((version, relation), oldest
     first): ``sig_now`` numbers its history class. Rows are in one class when, in every version,
     both are absent, or both are present with the same QID labels and both did or did not change
@@ -123,7 +123,7 @@ def history_classes(versions: list[tuple[int, str]], qids: list[str], sensitive:
             f"FROM (SELECT st.rid AS rid, {wide} FROM ({rows}) AS st GROUP BY st.rid) AS w")
 
 
-def history_class_values(classes: str, relation: str, sensitive: list[str], d: str = "duckdb") -> str:
+def history_class_values(classes: str, relation: str, sensitive: list[str], d: Dialect) -> str:
     """SELECT (sig_now, s, n): per history class of ``classes`` (a relation of
     ``history_classes``) present in the version table ``relation``, its rows per sensitive key."""
     key = sa_key(sensitive, "t", d)

@@ -19,6 +19,7 @@ from ppdp.engine.core import catalog
 from ppdp.engine.core.spec import is_private_schema
 from ppdp.errors import SpecError
 from ppdp.sql import export as X
+from ppdp.sql.relations import delta_name, version_name
 
 
 def check_export_target(con: Connector, schema: str, out: str) -> None:
@@ -42,7 +43,7 @@ def published_relations(con: Connector, schema: str) -> dict[str, list[int]]:
         return {}
     out: dict[str, list[int]] = {}
     for name, version in con.query(X.published_versions_query(con.dialect), [schema]).iter_rows():
-        if con.relation_columns(schema, f"{name}__v{int(version)}") is not None:
+        if con.relation_columns(schema, version_name(name, int(version))) is not None:
             out.setdefault(name, []).append(int(version))
     return out
 
@@ -64,16 +65,16 @@ def export_schema(con: Connector, schema: str, out: str) -> list[str]:
     try:
         target.execute(X.create_schema(schema))
         for name, versions in releases.items():
-            tables = [f"{name}__v{v}" for v in versions]
-            if con.relation_columns(schema, f"{name}__delta") is not None:
-                tables.append(f"{name}__delta")
+            tables = [version_name(name, v) for v in versions]
+            if con.relation_columns(schema, delta_name(name)) is not None:
+                tables.append(delta_name(name))
             for table in tables:
                 frame = con.query(X.select_all(schema, table, con.dialect))
                 target.register(X.EXPORT_FRAME, frame.to_arrow())
                 target.execute(X.create_table_from_frame(schema, table))
                 target.unregister(X.EXPORT_FRAME)
                 copied.append(f"{schema}.{table}")
-            target.execute(X.create_view(schema, name, f"{name}__v{max(versions)}"))
+            target.execute(X.create_view(schema, name, version_name(name, max(versions))))
             copied.append(f"{schema}.{name} (view)")
     except BaseException:
         target.close()

@@ -20,7 +20,9 @@ from ppdp.engine.release.stages.validate import research_of
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import dialect_named
 from ppdp.sql.dialects import DIALECTS, RebuildData, render_script, row_ids_table
+from ppdp.sql.relations import ReleaseRelation
 
 
 def rebuild_data(con: Connector, name: str) -> RebuildData:
@@ -40,7 +42,8 @@ def rebuild_data(con: Connector, name: str) -> RebuildData:
                         "or rebuild after a later version has published those changes.")
     method_rows = method_of(spec).rebuild_rows(con, run, spec)
     rids = con.query(C.release_row_ids(con.dialect), [release])
-    cols = con.relation_columns(spec.output_schema, f"{spec.output_name}__v{version}") or []
+    published = ReleaseRelation(spec.output_schema, spec.output_name, con.dialect)
+    cols = con.relation_columns(spec.output_schema, published.version_name(version)) or []
     return RebuildData(
         name=spec.output_name, release=release, version=version, output_schema=spec.output_schema, source_schema=spec.schema, source_table=spec.table,
         source_query=spec.query, source_dialect=con.dialect, key=spec.key,
@@ -55,7 +58,7 @@ def _query_tables(con: Connector, query: str) -> dict[str, dict[str, dict[str, s
     """{schema: {table: {column: type}}} of the tables ``query`` reads that exist in ``con``."""
     default = getattr(con, "default_schema", None)
     out: dict[str, dict[str, dict[str, str]]] = {}
-    for t in sqlglot.parse_one(query, read=con.dialect).find_all(exp.Table):
+    for t in sqlglot.parse_one(query, read=con.dialect.name).find_all(exp.Table):
         schema = t.db or default
         cols = con.relation_columns(schema, t.name) if schema else None
         if cols:
@@ -74,4 +77,4 @@ def rebuild_script(con: Connector, name: str, dialect: str) -> str:
     """The SQL script, in ``dialect``, that rebuilds the current version of ``name`` elsewhere."""
     if dialect not in DIALECTS:
         raise SpecError(f"Unknown dialect {dialect!r}. Known: {', '.join(DIALECTS)}. Hint: ppdp sql --dialect postgres")
-    return render_script(rebuild_data(con, name), dialect)
+    return render_script(rebuild_data(con, name), dialect_named(dialect))

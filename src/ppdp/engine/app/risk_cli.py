@@ -8,6 +8,7 @@ from ppdp.engine.risk import RiskAssessment
 from ppdp.engine.risk.base import estimators, values_of
 from ppdp.errors import SpecError
 from ppdp.sql.quoting import quote_table
+from ppdp.sql.relations import ReleaseRelation
 
 
 def target(con: Connector, release: str | None, table: str | None, version: int | None, *,
@@ -33,7 +34,7 @@ def target(con: Connector, release: str | None, table: str | None, version: int 
     out = run.spec.get("output", {})
     schema, name = out.get("schema", "published"), out["name"]
     qids = [q["column"] for q in run.spec.get("quasi_identifiers", [])]
-    table = f"{name}__v{run.published_version}"
+    table = ReleaseRelation(schema, name, con.dialect).version_name(run.published_version)
     present = {c for c, _ in con.relation_columns(schema, table) or []}
     missing = [q for q in qids if q not in present]
     if missing and check_qids:

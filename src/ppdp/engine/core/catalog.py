@@ -23,14 +23,16 @@ from ppdp.connectors.base import Connector
 from ppdp.errors import SpecError
 from ppdp.redact import redact_text, redact_value
 from ppdp.sql import catalog as C
+from ppdp.sql.dialect import DUCKDB
 from ppdp.sql.quoting import quote_table
 
 PRIVATE_SCHEMA = C.PRIVATE_SCHEMA
 
 
 def release_id(schema: str, name: str) -> str:
-    """The identity of the release published as ``schema.name`` (both quoted: unambiguous)."""
-    return quote_table(schema, name)
+    """The identity of the release published as ``schema.name`` (both quoted: unambiguous). One
+    text on every database (DuckDB's quoting), as stored in ``_ppdp``."""
+    return quote_table(schema, name, DUCKDB)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.methods.results import RunKey
+from ppdp.sql.dialect import Dialect
+from ppdp.sql.relations import ReleaseRelation
 
 
 def now() -> dt.datetime:
@@ -62,8 +64,13 @@ class RunContext:
     version: int = 0  # the version this run writes (materialize.reserve_version; dry runs: the next one)
 
     @property
-    def dialect(self) -> str:
+    def dialect(self) -> Dialect:
         return self.con.dialect
+
+    @property
+    def published(self) -> ReleaseRelation:
+        """The release's view, version tables and delta table, named for the connector."""
+        return ReleaseRelation(self.spec.output_schema, self.spec.output_name, self.con.dialect)
 
     @property
     def fingerprint(self) -> str:

@@ -20,6 +20,7 @@ import numpy as np
 from ppdp.engine.privacy.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses
 from ppdp.errors import SpecError
 from ppdp.sql import risk as R
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -142,6 +143,6 @@ class AverageRisk(PrivacyModel):
             return f"average-risk: {ad - 1:.2%} of records at risk > {self.records_at_risk:g} ({self.params()})"
         return f"average-risk: average prosecutor risk {ad:.6g} (threshold {self.threshold:g})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """Average risk (and the share at risk) over ``relation``, by GROUP BY."""
         return R.average_risk_check(relation, qids, self.smallest_size, self.records_at_risk, d)

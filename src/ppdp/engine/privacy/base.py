@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ppdp.registry import Registry, registry
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -188,7 +189,7 @@ class PrivacyModel:
         return None
 
     # -- SQL -------------------------------------------------------------------------------
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str | None:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str | None:
         """The independent SQL check of a version: one row (ad, classes); None if the model has none."""
         return None
 
@@ -199,7 +200,7 @@ class PrivacyModel:
         row = frame.row(0, named=True)
         return (None if row["ad"] is None else float(row["ad"])), int(row["classes"])
 
-    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str | None:
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: Dialect) -> str | None:
         """The independent SQL check of a version for a model that reads population counts:
         ``population`` is a FROM-able subquery of the population's classes of that version (the
         QID columns generalized as the version's rows are, and ``persons``); one row (ad,
@@ -207,7 +208,7 @@ class PrivacyModel:
         return None
 
     def history_failures(self, sig: str, values_at: Callable[[int], str], q_at: Callable[[int], str],
-                         versions: list[int], d: str = "duckdb") -> list[str] | None:
+                         versions: list[int], d: Dialect) -> list[str] | None:
         """Queries returning the ``sig_now`` of history classes that fail (sql/history.py);
         None if the model has no history check."""
         return None

@@ -30,6 +30,7 @@ from ppdp.engine.privacy.base import (
 from ppdp.engine.privacy.oracle import OracleParams
 from ppdp.errors import SpecError
 from ppdp.sql import distributions as DS
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -99,12 +100,12 @@ class BetaLikeness(PrivacyModel):
         kind = "enhanced" if self.enhanced else "basic"
         return f"{kind} beta-likeness: largest relative gain over its bound {ad:+.4f} (beta = {self.beta:g}; <= 0 passes)"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) against the stored Q."""
         return DS.version_check(DS.likeness_excess(DS.version_counts(relation, qids, sensitive, d), q_relation,
                                                    self.beta, self.enhanced))
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) over the bound in some version."""
         return [DS.failing(DS.likeness_excess(DS.history_counts(values_at(v)), q_at(v), self.beta, self.enhanced), 0.0)
                 for v in versions]

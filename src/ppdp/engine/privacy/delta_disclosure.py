@@ -35,6 +35,7 @@ from ppdp.engine.privacy.base import (
 from ppdp.engine.privacy.oracle import OracleParams
 from ppdp.errors import SpecError
 from ppdp.sql import distributions as DS
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -114,7 +115,7 @@ class DeltaDisclosure(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"delta-disclosure: largest |log2(p / q)| {ad:.4f} (delta = {self.delta:g}; < delta passes)"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) against the stored Q. No history
         check: the model is not union-closed (above), so a later version is refused by the guards
         rather than checked against the classes an attacker can intersect."""

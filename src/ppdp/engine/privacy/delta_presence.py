@@ -35,6 +35,7 @@ from ppdp.engine.privacy.base import (
 from ppdp.errors import SpecError
 from ppdp.sql import evaluator as esql
 from ppdp.sql import verify as V
+from ppdp.sql.dialect import DUCKDB, Dialect
 from ppdp.sql.predicate import parse_predicate
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class DeltaPresence(PrivacyModel):
         research = params.get("research")
         if not isinstance(research, str):
             raise SpecError(f"delta-presence needs research = \"<SQL predicate on the source>\", got {research!r}.")
-        parse_predicate(research, "delta-presence research")  # syntax now; columns once the source is read
+        parse_predicate(research, "delta-presence research", DUCKDB)  # syntax now; columns once the source is read
         return cls(dmin, dmax, research)
 
     def params(self) -> dict[str, Any]:
@@ -124,7 +125,7 @@ class DeltaPresence(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"delta-presence: largest distance of a class's share outside [{self.dmin:g}, {self.dmax:g}] is {ad:.4g}"
 
-    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str:
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: Dialect) -> str:
         """Every class of the population and every released class, recounted in SQL."""
         return V.verify_delta_presence(relation, qids, population, self.dmin, self.dmax, d)
 

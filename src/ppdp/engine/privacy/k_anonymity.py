@@ -20,6 +20,7 @@ from ppdp.errors import SpecError
 from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -81,11 +82,11 @@ class KAnonymity(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"k-anonymity: smallest class {'(empty release)' if math.isinf(ad) else int(ad)} (k = {self.k})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_k_query(relation, qids, d)
 
-    def history_failures(self, sig, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) that fail: fewer than k rows."""
         return [H.small_classes_k(sig, self.k)]
 

@@ -43,6 +43,7 @@ from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import queries as Q
 from ppdp.sql import verify as V
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -215,10 +216,10 @@ class KMapEstimated(KMap):
         shown = "(empty release)" if math.isinf(ad) else int(ad)
         return f"k-map ({self.estimator}): smallest class {shown} (k = {self.k}, estimated k' = {self.threshold})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         return Q.verify_k_query(relation, qids, d)
 
-    def history_failures(self, sig, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         return [H.small_classes_k(sig, self.threshold)]
 
     def evaluator_term(self) -> esql.AdTerm:
@@ -273,7 +274,7 @@ class KMapPopulation(KMap):
         shown = "(empty release)" if math.isinf(ad) else int(ad)
         return f"k-map: fewest persons of {self.population} in a class {shown} (k = {self.k})"
 
-    def population_version_sql(self, relation: str, qids: list[str], population: str, d: str) -> str:
+    def population_version_sql(self, relation: str, qids: list[str], population: str, d: Dialect) -> str:
         """The persons of the population table in every released class, recounted in SQL."""
         return V.verify_k_map(relation, qids, population, d)
 

@@ -27,6 +27,7 @@ from ppdp.errors import SpecError
 from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import queries as Q
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -101,11 +102,11 @@ class DistinctLDiversity(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"distinct l-diversity: fewest distinct values {'-' if math.isinf(ad) else int(ad)} (l = {self.l})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_l_query(relation, qids, sensitive, entropy=False, d=d)
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) with fewer than l values in some version."""
         return [H.failing_distinct_l(values_at(v), self.l) for v in versions]
 
@@ -169,11 +170,11 @@ class EntropyLDiversity(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"entropy l-diversity: smallest effective l {ad:.3f} (l = {self.l})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) over ``relation``."""
         return Q.verify_l_query(relation, qids, sensitive, entropy=True, d=d)
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) whose exp(entropy) is below l in some version."""
         return [H.failing_entropy_l(values_at(v), self.l) for v in versions]
 

@@ -22,6 +22,7 @@ from ppdp.engine.privacy.base import MODELS, ClassStats, PrivacyModel, Reference
 from ppdp.engine.risk.population import Histogram, estimate, population_size
 from ppdp.errors import SpecError
 from ppdp.sql import risk as R
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -113,7 +114,7 @@ class PopulationUniqueness(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"population-uniqueness: {ad:.6g} of the population estimated unique ({self.estimator}, threshold {self.threshold:g})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The class-size histogram by GROUP BY; ``check_result`` applies the estimator."""
         return R.class_sizes(relation, qids, d)
 

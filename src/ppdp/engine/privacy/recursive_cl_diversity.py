@@ -30,6 +30,7 @@ from ppdp.engine.privacy.base import (
 from ppdp.engine.privacy.oracle import OracleParams
 from ppdp.errors import SpecError
 from ppdp.sql import distributions as DS
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -117,10 +118,10 @@ class RecursiveCLDiversity(PrivacyModel):
         shown = "fewer than l values" if math.isinf(ad) else f"{ad:.4f}"
         return f"recursive (c, l)-diversity: largest r1 / (r_l + ... + r_m) {shown} (c = {self.c:g}, l = {self.l})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes)."""
         return DS.version_check(DS.recursive_ratio(DS.version_counts(relation, qids, sensitive, d), self.l))
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) with r_1 >= c * tail in some version."""
         return [DS.failing(DS.recursive_ratio(DS.history_counts(values_at(v)), self.l), self.c, strict=True) for v in versions]

@@ -13,6 +13,7 @@ import numpy as np
 from ppdp.engine.privacy.base import MODELS, ClassStats, PrivacyModel, ReferenceClasses
 from ppdp.errors import SpecError
 from ppdp.sql import risk as R
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -76,5 +77,5 @@ class SampleUniqueness(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"sample-uniqueness: {ad:.4%} of records unique (threshold {self.threshold:g})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         return R.sample_uniques_check(relation, qids, d)

@@ -41,6 +41,7 @@ from ppdp.sql import distributions as DS
 from ppdp.sql import evaluator as esql
 from ppdp.sql import history as H
 from ppdp.sql import verify as V
+from ppdp.sql.dialect import Dialect
 
 if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
@@ -129,11 +130,11 @@ class TCloseness(PrivacyModel):
     def describe(self, ad: float) -> str:
         return f"t-closeness: largest class distance {ad:.4f} (t = {self.t})"
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) against the stored Q."""
         return V.verify_t_stored(relation, qids, sensitive, q_relation, d)
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) farther than t from Q in some version."""
         return [H.failing_t(values_at(v), q_at(v), self.t) for v in versions]
 
@@ -174,14 +175,14 @@ class _EMD(TCloseness):
     def describe(self, ad: float) -> str:
         return f"t-closeness ({self.distance} EMD): largest class distance {ad:.4f} (t = {self.t})"
 
-    def per_class_sql(self, counts: str, q_relation: str, d: str) -> str:
+    def per_class_sql(self, counts: str, q_relation: str, d: Dialect) -> str:
         raise NotImplementedError
 
-    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: str) -> str:
+    def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) against the stored Q."""
         return DS.version_check(self.per_class_sql(DS.version_counts(relation, qids, sensitive, d), q_relation, d))
 
-    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: str = "duckdb") -> list[str]:
+    def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) farther than t from Q in some version."""
         return [DS.failing(self.per_class_sql(DS.history_counts(values_at(v)), q_at(v), d), self.t)
                 for v in versions]
@@ -200,7 +201,7 @@ class EqualTCloseness(_EMD):
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.equal_emd_ref(counts, q)
 
-    def per_class_sql(self, counts: str, q_relation: str, d: str) -> str:
+    def per_class_sql(self, counts: str, q_relation: str, d: Dialect) -> str:
         return DS.equal_distance(counts, q_relation)
 
 
@@ -232,7 +233,7 @@ class OrderedTCloseness(_EMD):
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.ordered_emd_ref(counts, q, self._order().rank.tolist())
 
-    def per_class_sql(self, counts: str, q_relation: str, d: str) -> str:
+    def per_class_sql(self, counts: str, q_relation: str, d: Dialect) -> str:
         order = DS.order_relation(list(self.columns), self.values, self._order().rank.tolist(), d)
         return DS.ordered_distance(counts, q_relation, order, len(self.values))
 
@@ -286,7 +287,7 @@ class HierarchicalTCloseness(_EMD):
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.hierarchical_emd_ref(counts, q, [ids.tolist() for ids in self._tree().node])
 
-    def per_class_sql(self, counts: str, q_relation: str, d: str) -> str:
+    def per_class_sql(self, counts: str, q_relation: str, d: Dialect) -> str:
         tree = self._tree()
         relation = DS.tree_relation(list(self.columns), self.values, [ids.tolist() for ids in tree.node], d)
         return DS.hierarchical_distance(counts, q_relation, relation, tree.height)

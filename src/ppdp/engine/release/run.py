@@ -54,7 +54,7 @@ from ppdp.engine.release.stages import (
 from ppdp.errors import PpdpError, RunInProgress, SpecError
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
-from ppdp.sql.quoting import quote_table
+from ppdp.sql.relations import ReleaseRelation
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,9 +159,8 @@ def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
     # applied here, to the current version's view, without publishing a copy of it
     with ctx.con.transaction():
         rec = record.record_skipped(ctx, prep, access.grant(ctx))
-    spec, version = ctx.spec, rec.version
-    table = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", ctx.dialect)
-    return ReleaseOutcome(rec, None, table, quote_table(spec.output_schema, spec.output_name, ctx.dialect))
+    table = ctx.published.version_table(rec.version)
+    return ReleaseOutcome(rec, None, table, ctx.published.view())
 
 
 @contextmanager
@@ -209,7 +208,7 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
     values = tuple(tuple(json.loads(v)) for v in stored["sa_value"].to_list()) if stored.height else ()
     context = ModelContext(tuple(spec.sensitive), values, spec.base_dir, spec.sensitive_hierarchy, run.source_rows)
     models = [build_model(m.name, m.param_dict()).bind(context) for m in spec.models]
-    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{version}", con.dialect)
+    relation = ReleaseRelation(spec.output_schema, spec.output_name, con.dialect).version_table(version)
     source_changed: bool | None
     try:
         source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))

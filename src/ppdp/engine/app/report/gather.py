@@ -26,6 +26,8 @@ from ppdp.engine.release.columns import published_qid_columns
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C
 from ppdp.sql import report as R
+from ppdp.sql.dialect import Dialect
+from ppdp.sql.relations import ReleaseRelation
 
 # At most this many classes are listed with their sensitive distribution (internal report only).
 LISTED_CLASSES = 25
@@ -164,10 +166,12 @@ def gather(con: Connector, name: str, *, version: int | None = None, external: b
     d = con.dialect
     meta = con.query(C.select_release(d), [release])
     schema, short = str(meta["output_schema"][0]), str(meta["output_name"][0])
-    relation = R.version_relation(schema, short, v, d)
-    columns = [c for c, _ in (con.relation_columns(schema, f"{short}__v{v}") or [])]
+    tables = ReleaseRelation(schema, short, d)
+    relation = tables.version_table(v)
+    columns = [c for c, _ in (con.relation_columns(schema, tables.version_name(v)) or [])]
     if not columns:
-        raise SpecError(f"The table of version {v} of {name!r} is gone ({schema}.{short}__v{v}). Hint: 'ppdp sql {name}' rebuilds it.")
+        raise SpecError(f"The table of version {v} of {name!r} is gone ({schema}.{tables.version_name(v)}). "
+                        f"Hint: 'ppdp sql {name}' rebuilds it.")
     spec = run.spec
     qids = [q["column"] for q in spec.get("quasi_identifiers", [])]
     sensitive = list(spec.get("sensitive", {}).get("columns", []))
@@ -361,10 +365,11 @@ def _sa_label(values: list[Any]) -> str:
     return " / ".join("∅" if x is None else str(x) for x in values)
 
 
-def _history(con: Connector, schema: str, short: str, runs: list[Any], d: str) -> tuple[VersionView, ...]:
+def _history(con: Connector, schema: str, short: str, runs: list[Any], d: Dialect) -> tuple[VersionView, ...]:
     delta: dict[tuple[int, str], int] = {}
-    if con.relation_columns(schema, f"{short}__delta") is not None:
-        for ver, op, n in con.query(R.delta_counts(R.delta_relation(schema, short, d), d)).iter_rows():
+    tables = ReleaseRelation(schema, short, d)
+    if con.relation_columns(schema, tables.delta_name()) is not None:
+        for ver, op, n in con.query(R.delta_counts(tables.delta_table(), d)).iter_rows():
             delta[(int(ver), str(op))] = int(n)
     out = []
     for r in runs:

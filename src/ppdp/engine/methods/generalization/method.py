@@ -159,7 +159,7 @@ class Generalization:
         full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect, research=prep.source.research)
         select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=prep.released_columns,
                                   levels=levels, key=spec.key)
-        return select.sql(dialect=ctx.dialect)
+        return select.sql(dialect=ctx.dialect.name)
 
     def carries(self, plan: ReleasePlan, previous: RunRecord) -> bool:
         """A previous row is valid in this version when the levels are the same."""

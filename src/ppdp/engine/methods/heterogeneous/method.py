@@ -117,7 +117,7 @@ from ppdp.sql import microaggregation as M
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
 from ppdp.sql.dialects import RebuildRows
-from ppdp.sql.quoting import quote_table
+from ppdp.sql.relations import ReleaseRelation
 
 PARAMS = {"initial", "from", "objective", "seconds", "seed", "neighbors"}
 # The local search scans partners among each tuple's 32 nearest (engine/methods/heterogeneous/neighbors.py),
@@ -392,7 +392,7 @@ class Heterogeneous:
                          orient="row"),
             tuple(numeric), tuple(categorical), tuple(own), frozenset(keys),
             frozenset(keys) - previous_keys if ctx.previous is not None else frozenset(),
-            quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.published_version}", ctx.dialect)
+            ctx.published.version_table(ctx.previous.published_version)
             if ctx.previous is not None and (carried or delayed) else None)
         return ReleasePlan("heterogeneous", solution, metrics, n, state=state)
 
@@ -426,7 +426,7 @@ class Heterogeneous:
     def _failures(self, ctx: RunContext, prep: Prepared, st: HeteroState, published: list[int]) -> tuple[str, pl.DataFrame]:
         """Run the cross-version check over every published version and this one's table."""
         spec = prep.spec
-        versions = [(v, quote_table(spec.output_schema, f"{spec.output_name}__v{v}", ctx.dialect))
+        versions = [(v, ctx.published.version_table(v))
                     for v in published + [ctx.version]]
         check = HS.cross_version_failures(versions, release=ctx.release, k=settings(spec).k, numeric=list(st.numeric),
                                           categorical=list(st.categorical), own=list(st.own),
@@ -628,12 +628,13 @@ def release_classes(con, spec, name: str) -> tuple[dict[str, Any], dict[str, Any
         frame = con.query(HS.micro_classes(d), [release, run.version])
     else:
         where = con.query(C.select_release(d), [release]).row(0, named=True)
-        table_name = f"{where['output_name']}__v{run.version}"
+        published = ReleaseRelation(where["output_schema"], where["output_name"], d)
+        table_name = published.version_name(int(run.version or 0))
         if con.relation_columns(where["output_schema"], table_name) is None:
             raise DataError(f"method.params.from: the version table {where['output_schema']}.{table_name} of release "
                             f"{release} is gone. Hint: publish that release again.")
         qids = [q["column"] for q in run.spec.get("quasi_identifiers", [])]
-        frame = con.query(HS.generalized_classes(quote_table(where["output_schema"], table_name, d), qids, d), [release])
+        frame = con.query(HS.generalized_classes(published.version_table(int(run.version or 0)), qids, d), [release])
     classes = dict(zip(frame["key"].cast(pl.String).to_list(), frame["grp"].to_list(), strict=True))
     return classes, {"release": release, "version": run.version, "method": method, "classes": len(set(classes.values()))}
 

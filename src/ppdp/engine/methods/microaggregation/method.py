@@ -68,7 +68,7 @@ from ppdp.sql import inspect
 from ppdp.sql import microaggregation as M
 from ppdp.sql import queries as Q
 from ppdp.sql.dialects import RebuildRows
-from ppdp.sql.quoting import quote_table
+from ppdp.sql.relations import ReleaseRelation
 
 PARAMS = {"algorithm", "k", "alpha", "beta", "seed", "catalogue", "kinds"}
 Kind = Literal["continuous", "semantic", "nominal"]  # the QidKind kinds this method publishes
@@ -331,7 +331,7 @@ class Microaggregation:
         spec = prep.spec
         st: MicroState = plan.state
         full = Q.Source(spec.schema, spec.table, spec.query, ctx.dialect)
-        previous = (quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.previous.version}", ctx.dialect)
+        previous = (ctx.published.version_table(ctx.previous.version)
                     if ctx.previous is not None else None)
         sql = M.uncovered_query(table, full, release=ctx.release, version=ctx.version, key=spec.key,
                                 continuous=list(st.continuous), semantic=list(st.semantic), nominal=list(st.nominal),
@@ -352,14 +352,14 @@ class Microaggregation:
         state of the rows it published (a record withheld for privacy across versions, real or
         forged, is grouped but not published)."""
         d, version = con.dialect, int(run.version or 0)
-        name = f"{spec.output_name}__v{version}"
-        version_table = quote_table(spec.output_schema, name, d)
+        published = ReleaseRelation(spec.output_schema, spec.output_name, d)
+        version_table = published.version_table(version)
         tables = tuple(M.rebuild_table(t, tuple(con.query(M.published_state_select(t, run.release, version, version_table, d)).rows()))
                        for t in M.REBUILD_TABLES)
         forged = None
         if any(t.rows for t in tables if t.name == "micro_forged"):  # their sensitive values are cast to the column's type
             sa = spec.sensitive[0]
-            forged = (sa, dict(con.relation_columns(spec.output_schema, name) or [])[sa], d)
+            forged = (sa, dict(con.relation_columns(spec.output_schema, published.version_name(version)) or [])[sa], d.name)
         return RebuildRows(M.MicroRows(tuple(spec.qid_columns), forged), tables)
 
 

@@ -85,7 +85,7 @@ def earlier_versions_have_the_columns(ctx: RunContext, prep: Prepared, method: R
     spec = ctx.spec
     wanted = [*spec.qid_columns, *spec.sensitive]
     for run in catalog.published_runs(ctx.con, ctx.release):
-        cols = ctx.con.relation_columns(spec.output_schema, f"{spec.output_name}__v{run.version}")
+        cols = ctx.con.relation_columns(spec.output_schema, ctx.published.version_name(run.version))
         missing = [c for c in wanted if cols is not None and c not in {name for name, _ in cols}]
         if missing:
             raise SpecError(f"{ctx.release} v{run.version} does not publish {', '.join(map(repr, missing))}, which this spec "

@@ -50,8 +50,7 @@ NEW_HISTORY = hashlib.md5(b"").hexdigest()  # sig_prev of rows never published b
 
 
 def version_tables(ctx: RunContext, versions: list[int]) -> list[tuple[int, str]]:
-    schema, name = ctx.spec.output_schema, ctx.spec.output_name
-    return [(v, quote_table(schema, f"{name}__v{v}", ctx.dialect)) for v in versions]
+    return [(v, ctx.published.version_table(v)) for v in versions]
 
 
 def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, str]], current: int,
@@ -99,7 +98,7 @@ def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: 
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
     previous = version_tables(ctx, published)
     prev_rel = previous[-1][1]
-    prev_cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{published[-1]}") or [])
+    prev_cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, ctx.published.version_name(published[-1])) or [])
     carry_ok = ctx.previous is not None and method.carries(plan, ctx.previous) and prev_cols == candidate.columns
     name = f"reverts_{ctx.run_id}"
     reverts = quote_table(C.PRIVATE_SCHEMA, name, d)

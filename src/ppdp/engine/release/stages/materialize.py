@@ -27,7 +27,6 @@ from ppdp.errors import PpdpError
 from ppdp.sql import catalog as C
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
-from ppdp.sql.quoting import quote_table
 
 
 def reserve_version(ctx: RunContext) -> int:
@@ -85,11 +84,11 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     # The candidate is written as the version table itself, shuffled, inside the run's
     # transaction (invisible until the commit); it is rewritten only if the history stage holds
     # records back, so a step without held-back records writes its rows once.
-    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.version}", d)
+    relation = ctx.published.version_table(ctx.version)
     con.execute(P.drop_table(relation))
     con.execute(P.create_as(relation, P.shuffled(method.candidate_select(ctx, prep, plan))))
     rows = int(con.query(P.count_rows(relation))["n"][0])
-    cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or [])
+    cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, ctx.published.version_name(ctx.version)) or [])
     ctx.clock.mark("materialization")
     if rows != plan.released_rows:
         raise PpdpError(f"The candidate rows ({rows}) differ from the plan's ({plan.released_rows}); nothing was published.")

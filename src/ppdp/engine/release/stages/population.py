@@ -8,9 +8,10 @@ from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.privacy import PrivacyModel
 from ppdp.sql import queries as Q
 from ppdp.sql import verify as V
+from ppdp.sql.dialect import Dialect
 
 
-def population_source(spec: ReleaseSpec, table: str | None, dialect: str, default_schema: str | None = None) -> Q.Source:
+def population_source(spec: ReleaseSpec, table: str | None, dialect: Dialect, default_schema: str | None = None) -> Q.Source:
     """The population relation: the source itself (``table`` None; before any research subset)
     or the named "schema.table"."""
     if table is None:
@@ -20,7 +21,7 @@ def population_source(spec: ReleaseSpec, table: str | None, dialect: str, defaul
 
 
 def population_classes(spec: ReleaseSpec, model: PrivacyModel, release: str, version: int,
-                       levels: dict[str, int] | None, dialect: str) -> str | None:
+                       levels: dict[str, int] | None, dialect: Dialect) -> str | None:
     """The population's classes of version ``version`` as a FROM-able subquery, or None when the
     version has no levels (a method that does not generalize by hierarchy levels)."""
     if levels is None:

@@ -12,7 +12,6 @@ from ppdp.engine.methods.results import Prepared
 from ppdp.engine.release.stages.verify import model_check_sql
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
-from ppdp.sql.quoting import quote_table
 
 
 def next_version(ctx: RunContext) -> int:
@@ -23,11 +22,11 @@ def next_version(ctx: RunContext) -> int:
 def statements(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> dict[str, str]:
     """Label -> SQL of the statements that would publish version ``ctx.version``."""
     spec, d = prep.spec, ctx.dialect
-    relation = quote_table(spec.output_schema, f"{spec.output_name}__v{ctx.version}", d)
+    relation = ctx.published.version_table(ctx.version)
     out = {
         "histogram": Q.histogram_query(prep.source, spec.qid_columns, list(spec.sensitive)),
         "materialize": P.create_as(relation, P.final_version(f"({method.candidate_select(ctx, prep, plan)}) AS candidate", None, None, d)),
-        "switch_view": P.create_view(quote_table(spec.output_schema, spec.output_name, d), relation),
+        "switch_view": P.create_view(ctx.published.view(), relation),
     }
     for m in prep.models:
         out[f"verify {m.name}"] = model_check_sql(spec, m, relation, ctx.release, ctx.version, d)

@@ -15,10 +15,9 @@ from ppdp.sql.quoting import quote_table
 
 
 def publish(ctx: RunContext, candidate: Candidate, history: HistoryOutcome, published: list[int]) -> Published:
-    con, d, spec = ctx.con, ctx.dialect, ctx.spec
-    name, schema = spec.output_name, spec.output_schema
+    con, d = ctx.con, ctx.dialect
     table = candidate.relation  # the version table, as the candidate was written
-    previous = quote_table(schema, f"{name}__v{published[-1]}", d) if published else None
+    previous = ctx.published.version_table(published[-1]) if published else None
     if history.reverts is not None:  # rewrite it with the held-back records, shuffled again
         final = quote_table(C.PRIVATE_SCHEMA, f"final_{ctx.run_id}", d)
         con.execute(P.create_as(final, P.final_version(table, previous, history.reverts, d)))
@@ -41,14 +40,15 @@ def publish(ctx: RunContext, candidate: Candidate, history: HistoryOutcome, publ
 def _write_delta(ctx: RunContext, table: str, previous: str) -> str:
     """Increments only make sense between versions with the same columns and types; when they
     differ no delta is written for this version and the run record says why."""
-    con, d, spec = ctx.con, ctx.dialect, ctx.spec
-    name, schema = spec.output_name, spec.output_schema
-    cur_cols = con.relation_columns(schema, f"{name}__v{ctx.version}")
-    prev_cols = con.relation_columns(schema, f"{name}__v{ctx.previous.version}") if ctx.previous else None
-    delta_cols = con.relation_columns(schema, f"{name}__delta")
+    con, spec = ctx.con, ctx.spec
+    schema = spec.output_schema
+    rel = ctx.published
+    cur_cols = con.relation_columns(schema, rel.version_name(ctx.version))
+    prev_cols = con.relation_columns(schema, rel.version_name(ctx.previous.version)) if ctx.previous else None
+    delta_cols = con.relation_columns(schema, rel.delta_name())
     if cur_cols != prev_cols or (delta_cols is not None and delta_cols[2:] != cur_cols):
         return f"not written: the columns of v{ctx.version} differ from v{ctx.previous.version if ctx.previous else '?'}; reload the version table"
-    delta = quote_table(schema, f"{name}__delta", d)
+    delta = rel.delta_table()
     con.execute(P.create_delta(delta, table))
     con.execute(P.insert_delta(delta, ctx.version, table, previous))
     return "written"

@@ -40,6 +40,7 @@ from ppdp.sql import history as H
 from ppdp.sql import inspect
 from ppdp.sql import predicate as SP
 from ppdp.sql import queries as Q
+from ppdp.sql.relations import delta_name, version_name
 
 
 def _closest(name: str, options: list[str]) -> str:
@@ -54,7 +55,7 @@ def _closest(name: str, options: list[str]) -> str:
 def release_identifiers(schema: str, name: str, max_versions_digits: int = 6) -> list[tuple[str, str]]:
     """(what, identifier) of every name a release creates, the longest version table included."""
     return [("output.schema", schema), ("output.name", name),
-            ("version table", f"{name}__v{'9' * max_versions_digits}"), ("delta table", f"{name}__delta")]
+            ("version table", version_name(name, int("9" * max_versions_digits))), ("delta table", delta_name(name))]
 
 
 def check_release_identifiers(con: Connector, schema: str, name: str, max_versions_digits: int = 6) -> None:

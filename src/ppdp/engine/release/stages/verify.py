@@ -23,10 +23,11 @@ from ppdp.errors import VerificationError
 from ppdp.sql import catalog as C
 from ppdp.sql import publish as P
 from ppdp.sql import verify as V
+from ppdp.sql.dialect import Dialect
 from ppdp.sql.quoting import quote_table
 
 
-def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: str,
+def model_check_sql(spec: ReleaseSpec, m: PrivacyModel, relation: str, release: str, version: int, d: Dialect,
                     levels: dict[str, int] | None = None) -> str:
     """The model's check as SQL over ``relation`` (t-closeness against the Q stored for ``version``;
     a model that reads population counts against the population's classes of the version, which
@@ -63,7 +64,7 @@ def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int])
     written once (a private table) for the models' queries. Returns the number of versions and
     classes, and the failing classes' count per model."""
     con, d, spec = ctx.con, ctx.dialect, ctx.spec
-    versions = [(v, quote_table(spec.output_schema, f"{spec.output_name}__v{v}", d)) for v in [*published, ctx.version]]
+    versions = [(v, ctx.published.version_table(v)) for v in [*published, ctx.version]]
     tables = dict(versions)
     name = f"vclasses_{ctx.run_id}"
     classes = quote_table(C.PRIVATE_SCHEMA, name, d)
@@ -109,9 +110,9 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
         problems += [f"{model} fails on {n} history class(es) across versions"
                      for model, n in out["cross_version"]["failing_classes"].items()]
     if published:  # without classes the method re-checks its own cross-version rule in ``extra``
-        prev = quote_table(spec.output_schema, f"{spec.output_name}__v{published[-1]}", ctx.dialect)
-        delta = quote_table(spec.output_schema, f"{spec.output_name}__delta", ctx.dialect)
-        cols = [c for c, _ in con.relation_columns(spec.output_schema, f"{spec.output_name}__v{ctx.version}") or []]
+        prev = ctx.published.version_table(published[-1])
+        delta = ctx.published.delta_table()
+        cols = [c for c, _ in con.relation_columns(spec.output_schema, ctx.published.version_name(ctx.version)) or []]
         if delta_written:
             m = con.query(P.delta_mismatch(delta, ctx.version, table, prev, cols, ctx.dialect)).row(0, named=True)
             out["delta"] = {k: int(v) for k, v in m.items()}

@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+WARM   := $(VENV)/.warm
 
-.PHONY: demo test lint hooks bench-evaluator bench-papers bench-papers-quick bench-scale bench-scale-spark bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
+.PHONY: demo test check lint hooks bench-evaluator bench-papers bench-papers-quick bench-scale bench-scale-spark bench-hetero-moves bench-hetero bench-hetero-quick bench-drasl bench-drasl-quick bench-drasl-pipeline bench-vs-arx bench-vs-arx-quick bench-islands-heavy bench-islands-heavy-quick clean
 
 # dbt for examples/dbt and tests/adapters/test_dbt_example.py. dbt-core 1.12 depends on
 # dbt-core-experimental-parser, whose only distribution is an sdist that downloads its wheel from
@@ -23,8 +24,6 @@ $(STAMP): pyproject.toml
 	# Dagster beside dbt: dbt-common and dbt-adapters need protobuf 6, and pip then picks a
 	# grpcio-health-checking that accepts it (the newest needs protobuf 7).
 	$(BIN)/pip install --quiet -e '.[orchestrators]' 'protobuf>=6,<7'
-	# Compile the Numba kernels now, so that no first release pays for it (engine/app/warmup.py)
-	$(BIN)/ppdp warm-up
 	touch $(STAMP)
 
 # The commit-msg hook (.githooks/commit-msg: a subject of 72 characters or fewer), in a git
@@ -32,7 +31,12 @@ $(STAMP): pyproject.toml
 hooks:
 	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then git config core.hooksPath .githooks; fi
 
-demo: $(STAMP) hooks
+# Compile the Numba kernels now, so that no first release pays for it (engine/app/warmup.py)
+$(WARM): $(STAMP)
+	$(BIN)/ppdp warm-up
+	touch $(WARM)
+
+demo: $(WARM) hooks
 	rm -f demo.duckdb demo_release.duckdb
 	$(BIN)/ppdp demo --db demo.duckdb
 	$(BIN)/ppdp verify adult --db duckdb://demo.duckdb
@@ -42,77 +46,82 @@ demo: $(STAMP) hooks
 # (tests/support/conftest_xdist.py). TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 
+# The warm-up compiles in one process: ruff, mypy and the docs build run beside it on the other
+# core, and the suite starts once all are done (its kernels then come from Numba's cache).
 test: $(STAMP) hooks
+	$(MAKE) --no-print-directory -j2 -O check $(WARM)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
+check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/mkdocs build --strict --quiet --site-dir .site
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-bench-evaluator: $(STAMP)
+bench-evaluator: $(WARM)
 	$(BIN)/python benchmarks/evaluator.py
 
-bench-papers: $(STAMP)
+bench-papers: $(WARM)
 	$(BIN)/python benchmarks/papers.py --family id-dga
 	$(BIN)/python benchmarks/papers.py --family haef --jobs 2 --out benchmarks/results/haef
 	$(BIN)/python benchmarks/islands.py
 
-bench-papers-quick: $(STAMP)
+bench-papers-quick: $(WARM)
 	$(BIN)/python benchmarks/papers.py --quick
 	$(BIN)/python benchmarks/islands.py --quick
 
-bench-scale: $(STAMP)
+bench-scale: $(WARM)
 	$(BIN)/python benchmarks/scale.py --rows 10000000
 
 # Spark local[2], 6 GB driver heap: 10M rows both resamplings, then 100M (long on 2 cores; needs ~2 GB disk in /tmp)
-bench-scale-spark: $(STAMP)
+bench-scale-spark: $(WARM)
 	$(BIN)/python benchmarks/scale.py --engine spark --rows 10000000
 	$(BIN)/python benchmarks/scale.py --engine spark --rows 10000000 --resample rare
 	$(BIN)/python benchmarks/scale.py --engine spark --rows 100000000
 
-bench-hetero-moves: $(STAMP)
+bench-hetero-moves: $(WARM)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero_moves.py
 
 # Heterogeneous k-anonymity, Table 6 / Fig. 5-9 layout (issue #16). Full mode takes hours (see
 # the script's docstring); the quick mode is under 3 minutes. Data: --data or $$PPDP_DATA.
-bench-hetero: $(STAMP)
+bench-hetero: $(WARM)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --neighbors 32 --evaluations 20000000 --seeds 1 --rows 1000 10000 40000 --k 3 5 10 20 --jobs 2 --move-seconds 60 --out benchmarks/results/hetero/full_near32
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --neighbors 32 --evaluations 20000000 --seeds 5 --rows 1000 10000 --k 5 --jobs 2 --move-seconds 1 --out benchmarks/results/hetero/five_seeds
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --neighbors 0 --evaluations 20000000 --seeds 1 --rows 1000 10000 --k 3 5 --jobs 2 --move-seconds 1 --out benchmarks/results/hetero/full_paper_scan
 
-bench-hetero-quick: $(STAMP)
+bench-hetero-quick: $(WARM)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/hetero.py --quick
 
 # DRASL (issue #15): Fig. 5-16, Table 9 and the sensitive-value attack harness for every registered
 # microaggregation algorithm. Full mode: adult 30,139 rows + SPARCS 10,000; quick: 2,000 rows each.
-bench-drasl: $(STAMP)
+bench-drasl: $(WARM)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl.py
 
-bench-drasl-quick: $(STAMP)
+bench-drasl-quick: $(WARM)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl.py --quick
 
 # ppdp's own microaggregation release (drasl, dpp, m-invariance) over v1 and three steps of mixed
 # changes, attacked by tests/attack/harness.py on the sensitive value (issue #15 item 6); minutes.
-bench-drasl-pipeline: $(STAMP)
+bench-drasl-pipeline: $(WARM)
 	NUMBA_NUM_THREADS=1 $(BIN)/python benchmarks/drasl_pipeline.py
 
 # ppdp's side of the ARX 3.9.2 comparison (issue #18): ARX figures fixed from the issue. Quick mode
 # (adult only) takes about 2 minutes, full mode adds fars, cup, mach2019 and creditcard.
 # Data: --data or $$PPDP_DATA (default ../shared/data).
-bench-vs-arx: $(STAMP)
+bench-vs-arx: $(WARM)
 	$(BIN)/python benchmarks/vs_arx.py
 
-bench-vs-arx-quick: $(STAMP)
+bench-vs-arx-quick: $(WARM)
 	$(BIN)/python benchmarks/vs_arx.py --quick
 
 # Islands on a heavy instance (issue #17 item 4): id-dga+oracle on all 63,733 SPARCS records,
 # 1 island vs 2 in processes and on a local Ray cluster; about 20 minutes (quick: 2). Data: $$PPDP_DATA.
-bench-islands-heavy: $(STAMP)
+bench-islands-heavy: $(WARM)
 	$(BIN)/python benchmarks/islands.py --heavy
 
-bench-islands-heavy-quick: $(STAMP)
+bench-islands-heavy-quick: $(WARM)
 	$(BIN)/python benchmarks/islands.py --heavy --quick
 
 clean:

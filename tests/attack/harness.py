@@ -105,6 +105,21 @@ Labels = tuple[Any, ...]
 RawQids = tuple[Any, ...]
 # (version, the QID labels of a published row, raw QID values) -> does the row cover those values?
 RowMatches = Callable[[int, Labels, RawQids], bool]
+# (version, the QID labels of a published row, one raw QID value) -> does the row cover that value?
+QidPart = Callable[[int, Labels, Any], bool]
+
+
+def conjunction(parts: Sequence[QidPart]) -> RowMatches:
+    """The ``RowMatches`` that holds when part i holds for raw QID i, for every i. The parts ride
+    on the predicate (``.parts``): ``candidate_mask`` then evaluates each part once per published
+    class and distinct value of its QID, not once per class and person (the same predicate)."""
+    parts = tuple(parts)
+
+    def matches(version: int, labels: Labels, raw: RawQids) -> bool:
+        return all(part(version, labels, r) for part, r in zip(parts, raw, strict=True))
+
+    matches.parts = parts  # type: ignore[attr-defined]
+    return matches
 
 
 # --- what the attacker holds -----------------------------------------------------------------
@@ -261,12 +276,25 @@ def candidate_mask(obs: Observations, sources: dict[int, SourceState], key: str,
     person ``key`` (see the module docstring). ``cache`` memoizes row_matches per class."""
     cache = {} if cache is None else cache
     mask = obs.any_present.copy()
+    parts: tuple[QidPart, ...] | None = getattr(row_matches, "parts", None)
+
+    def by_class(j: int, test: Callable[[Labels], bool]) -> np.ndarray:
+        return np.array([test(lab) for lab in obs.labels[j]] + [False], dtype=bool)
 
     def matching(j: int, version: int, raw: RawQids) -> np.ndarray:
         ck = (j, raw)
         ok = cache.get(ck)
         if ok is None:
-            ok = np.array([row_matches(version, lab, raw) for lab in obs.labels[j]] + [False], dtype=bool)
+            if parts is None:
+                ok = by_class(j, lambda lab: row_matches(version, lab, raw))
+            else:  # the conjunction, one memoized class mask per QID value
+                ok = np.ones(len(obs.labels[j]) + 1, dtype=bool)
+                for i, (part, r) in enumerate(zip(parts, raw, strict=True)):
+                    pk = ("part", j, i, r)
+                    one = cache.get(pk)
+                    if one is None:
+                        one = cache[pk] = by_class(j, lambda lab, part=part, r=r: part(version, lab, r))
+                    ok &= one
             cache[ck] = ok
         return ok[obs.cls[j]]  # cls -1 indexes the trailing False
 

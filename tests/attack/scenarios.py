@@ -19,7 +19,16 @@ from ppdp.connectors.base import Connector
 from ppdp.engine.core.catalog import list_runs, release_id
 from ppdp.engine.core.spec import ReleaseSpec, load_spec
 from ppdp.engine.release.run import run_release
-from tests.attack.harness import Backend, ModelCheck, RowMatches, Scenario, SourceChange, Step
+from tests.attack.harness import (
+    Backend,
+    ModelCheck,
+    QidPart,
+    RowMatches,
+    Scenario,
+    SourceChange,
+    Step,
+    conjunction,
+)
 from tests.conftest import ADULT, toml_str, write_spec
 
 QIDS = ["age", "sex", "race", "marital-status"]
@@ -95,11 +104,12 @@ class GeneralizationRelease:
                 maps.setdefault((version, attribute), {})[leaf] = value
         qids = list(self.qids)
 
-        def matches(version: int, labels: tuple[Any, ...], raw: tuple[Any, ...]) -> bool:
-            return all(raw_v is not None and maps[(version, q)].get(raw_v) == lab
-                       for q, lab, raw_v in zip(qids, labels, raw, strict=True))
+        def part(i: int, q: str) -> QidPart:
+            def maps_to(version: int, labels: tuple[Any, ...], raw_v: Any) -> bool:
+                return raw_v is not None and maps[(version, q)].get(raw_v) == labels[i]
+            return maps_to
 
-        return matches
+        return conjunction([part(i, q) for i, q in enumerate(qids)])
 
 
 # --- crafted steps ---------------------------------------------------------------------------
@@ -242,10 +252,12 @@ class MicroaggregationRelease(GeneralizationRelease):
             # the labels of the semantic QIDs' hierarchy are the same in every version
             return any(label in labels.get((v, q, str(raw)), ()) for v in versions)
 
-        def matches(version: int, labels_: tuple[Any, ...], raw: tuple[Any, ...]) -> bool:
-            return all(covers(version, q, lab, r) for q, lab, r in zip(qids, labels_, raw, strict=True))
+        def part(i: int, q: str) -> QidPart:
+            def covered(version: int, labels_: tuple[Any, ...], r: Any) -> bool:
+                return covers(version, q, labels_[i], r)
+            return covered
 
-        return matches
+        return conjunction([part(i, q) for i, q in enumerate(qids)])
 
 
 @dataclass
@@ -278,23 +290,21 @@ class HeterogeneousRelease(GeneralizationRelease):
     def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:
         qids, numeric = list(self.qids), set(self.numeric)
 
-        def matches(version: int, labels: tuple[Any, ...], raw: tuple[Any, ...]) -> bool:
-            at = 0
-            for q, r in zip(qids, raw, strict=True):
+        def part(q: str, at: int) -> QidPart:
+            # the labels hold [lo, hi] for a numeric QID, a '|'-joined set for the others
+            def covered(version: int, labels: tuple[Any, ...], r: Any) -> bool:
                 if r is None:
                     return False
                 if q in numeric:
-                    lo, hi = labels[at], labels[at + 1]
-                    at += 2
-                    if not float(lo) <= float(r) <= float(hi):
-                        return False
-                else:
-                    if str(r) not in str(labels[at]).split("|"):
-                        return False
-                    at += 1
-            return True
+                    return float(labels[at]) <= float(r) <= float(labels[at + 1])
+                return str(r) in str(labels[at]).split("|")
+            return covered
 
-        return matches
+        parts, at = [], 0
+        for q in qids:
+            parts.append(part(q, at))
+            at += 2 if q in numeric else 1
+        return conjunction(parts)
 
 
 def item21_scenarios() -> dict[str, Scenario]:

@@ -35,6 +35,7 @@ from tests.attack.harness import (
     candidate_mask,
     change_kinds,
     check_deltas,
+    conjunction,
     duckdb_backend,
     exposure_table,
     measure,
@@ -79,6 +80,11 @@ def decade(version: int, labels: tuple, raw: tuple) -> bool:
 
 
 def hand_history() -> tuple[Observations, dict[int, SourceState], dict[str, str]]:
+    (v1, v2), sources, row_ids = hand_versions()
+    return Observations([v1, v2]), sources, row_ids
+
+
+def hand_versions() -> tuple[list[PublishedVersion], dict[int, SourceState], dict[str, str]]:
     v1 = PublishedVersion(1, {"ra": (("20-29",), ("x",)), "rb": (("20-29",), ("x",)), "rc": (("20-29",), ("y",)),
                               "rd": (("30-39",), ("x",)), "re": (("30-39",), ("y",))})
     v2 = PublishedVersion(2, {"rb": (("20-29",), ("x",)), "rc": (("20-29",), ("x",)), "rd": (("20-29",), ("x",)),
@@ -88,7 +94,7 @@ def hand_history() -> tuple[Observations, dict[int, SourceState], dict[str, str]
     s2 = SourceState(2, {"b": ("27",), "c": ("23",), "d": ("24",), "e": ("36",), "f": ("28",)},
                      {"b": ("x",), "c": ("x",), "d": ("x",), "e": ("y",), "f": ("y",)})
     row_ids = {p: f"r{p}" for p in "abcdef"}
-    return Observations([v1, v2]), {1: s1, 2: s2}, row_ids
+    return [v1, v2], {1: s1, 2: s2}, row_ids
 
 
 def candidates(obs: Observations, sources: dict[int, SourceState], key: str) -> set[str]:
@@ -112,6 +118,28 @@ def test_candidate_sets_of_a_hand_made_history():
     assert candidates(obs, sources, "e") == {"re"}
     # f was not in the v1 source: every row published in v1 is out
     assert candidates(obs, sources, "f") == {"rf"}
+
+
+def test_a_conjunction_gives_the_candidate_sets_of_the_whole_predicate():
+    """``conjunction`` parts are evaluated one QID value at a time and memoized per class: the
+    candidate sets equal those of the same predicate called whole, here with a second QID (the
+    first letter of the row id's person, published as itself) beside the decade."""
+    versions, sources, _ = hand_versions()
+    obs = Observations([PublishedVersion(v.version, {r: ((lab[0], r[1]), sa) for r, (lab, sa) in v.rows.items()})
+                        for v in versions])
+    sources = {v: SourceState(v, {k: (q[0], k) for k, q in s.qids.items()}, s.sensitive) for v, s in sources.items()}
+
+    def whole(version: int, labels: tuple, raw: tuple) -> bool:
+        return decade(version, labels[:1], raw[:1]) and labels[1] == raw[1]
+
+    parts = conjunction([lambda v, labels, r: decade(v, labels[:1], (r,)), lambda v, labels, r: labels[1] == r])
+    for key in "abcdef":
+        cache: dict = {}
+        got = candidate_mask(obs, sources, key, parts, cache)
+        assert any(k[0] == "part" for k in cache)  # the memoized path ran
+        assert got.tolist() == candidate_mask(obs, sources, key, whole).tolist()
+        assert got[obs.index[f"r{key}"]]  # the person's own row is consistent with them
+        assert parts(1, ("20-29", key), ("25", key)) == whole(1, ("20-29", key), ("25", key))
 
 
 def test_candidate_sets_when_rows_widen_and_ghosts_stand():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,17 +58,26 @@ def _load(url: str, schema: str) -> None:
         con.close()
 
 
-@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database(request, tmp_path) -> Iterator[tuple[str, str]]:
-    """(URL, schema) of a database holding adult, a one-in-three sample, and pop.people."""
+@pytest.fixture(scope="module", params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request, tmp_path_factory) -> Iterator[tuple[str, str]]:
+    """(URL, schema) of a database holding adult, a one-in-three sample, and pop.people; shared
+    by the module's tests, which only read the source and each publish a release of its own name."""
     if request.param == "duckdb":
-        url = f"duckdb://{tmp_path / 'adult.duckdb'}"
+        url = f"duckdb://{tmp_path_factory.mktemp('population') / 'adult.duckdb'}"
         _load(url, "main")
         yield url, "main"
-    else:
-        url = request.getfixturevalue("postgres_database")
+        return
+    server = request.getfixturevalue("postgres_server")
+    name = f"t_population_{uuid.uuid4().hex[:8]}"
+    admin = connect(server.url)
+    try:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        url = server.url_for(name)
         _load(url, "public")
         yield url, "public"
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.close()
 
 
 def _spec(path: Path, url: str, schema: str, *, table: str, models: str, output: str, method: str = ""):

@@ -9,8 +9,6 @@ a version whose rows stand for records the source no longer has is refused in on
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -27,7 +25,7 @@ from tests.conftest import load_adult, snapshot
 from tests.releases.test_heterogeneous_versions import LONE, spec_of
 from tests.releases.test_microaggregation_release import K8, adult_with_disease, micro_spec
 from tests.releases.test_microaggregation_versions import change, dynamic_spec
-from tests.support import paths as PATHS
+from tests.support.cli import ppdp
 
 OTHER_DIALECTS = ("postgres", "snowflake", "bigquery", "spark")
 
@@ -132,8 +130,9 @@ def test_a_microaggregation_version_with_standing_rows_is_refused_in_one_line(tm
     run = run_release(spec, progress=False).run
     assert run.cross_version["held_back"]["deletes_delayed"] > 0
     before = snapshot(db)
-    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "sql", "adult_micro", "--db", f"duckdb://{db}"],
-                          capture_output=True, text=True, cwd=PATHS.REPO)
+    # the command in this process (tests/support/cli.py; PPDP_TEST_CLI_SUBPROCESS=1: a subprocess),
+    # exit code, stdout and stderr as the entry point gives them
+    proc = ppdp("sql", "adult_micro", "--db", f"duckdb://{db}")
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ppdp: error: v2 of ") and "held back" in lines[0], proc.stderr

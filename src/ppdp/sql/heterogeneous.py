@@ -19,12 +19,12 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from ppdp.sql.catalog import PRIVATE_SCHEMA, private, version_rows
+from ppdp.sql.catalog import PRIVATE_SCHEMA, private, private_table, version_rows
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.dialects import PrivateRows
 from ppdp.sql.errors import build_error
 from ppdp.sql.queries import Source, text
-from ppdp.sql.quoting import quote_ident, quote_literal, quote_table
+from ppdp.sql.quoting import ident, quote_ident, quote_literal, quote_table
 
 SET_SEPARATOR = "|"
 
@@ -125,10 +125,12 @@ def candidate_select(source: Source, *, release: str, version: int, columns: lis
 def ghost_persons(release: str, version: int, numeric: list[str], categorical: list[str], d: Dialect) -> str:
     """The ghosts of one version (departed records whose row is carried): key ``__key`` and their
     last QIDs as stored, for the checks that read the source (a ghost is no longer there)."""
-    rel = quote_literal(release, d)
-    return (f"SELECT * FROM ({_person_versions(release, [version], numeric, categorical, d)}) AS gp "
-            f"WHERE gp.{quote_ident('__key', d)} IN (SELECT key FROM {private('hetero_sources', d)} WHERE release = {rel} "
-            f"AND version = {int(version)} AND attribute = {quote_literal(FROZEN, d)} AND label = {quote_literal(GHOST, d)})")
+    frozen = exp.select(exp.column("key")).from_(private_table("hetero_sources")).where(exp.and_(
+        exp.column("release").eq(exp.Literal.string(release)), exp.column("version").eq(exp.Literal.number(int(version))),
+        exp.column("attribute").eq(exp.Literal.string(FROZEN)), exp.column("label").eq(exp.Literal.string(GHOST))))
+    tree = (exp.select(exp.Star()).from_(_person_versions_tree(release, [version], numeric, categorical).subquery("gp"))
+            .where(exp.Column(this=ident("__key"), table=exp.to_identifier("gp")).isin(query=frozen)))
+    return tree.sql(dialect=d.name)
 
 
 @dataclass(frozen=True)
@@ -227,15 +229,21 @@ def inconsistent_edges(table: str, source: Source, *, release: str, version: int
     return f"SELECT SUM(n) AS n FROM ({sql} UNION ALL {ghost_sql}) AS x"
 
 
-def _person_versions(release: str, versions: list[int], numeric: list[str], categorical: list[str], d: Dialect) -> str:
+def _person_versions_tree(release: str, versions: list[int], numeric: list[str], categorical: list[str]) -> exp.Select:
     """One row per (version, person): the person's QIDs in that version and the own digest."""
-    listed = ", ".join(str(int(v)) for v in versions)
-    cols = [f"MAX(CASE WHEN attribute = {quote_literal(q, d)} THEN num END) AS {quote_ident(q, d)}" for q in numeric]
-    cols += [f"MAX(CASE WHEN attribute = {quote_literal(q, d)} THEN label END) AS {quote_ident(q, d)}" for q in categorical]
-    cols.append(f"MAX(CASE WHEN attribute = {quote_literal(OWN, d)} THEN label END) AS {quote_ident(OWN, d)}")
-    return (f"SELECT version AS {quote_ident('__v', d)}, key AS {quote_ident('__key', d)}, {', '.join(cols)} "
-            f"FROM {private('hetero_sources', d)} WHERE release = {quote_literal(release, d)} AND version IN ({listed}) "
-            "GROUP BY version, key")
+    def pick(attribute: str, value: str) -> exp.Expr:
+        case = exp.Case(ifs=[exp.If(this=exp.column("attribute").eq(exp.Literal.string(attribute)), true=exp.column(value))])
+        return exp.alias_(exp.Max(this=case), ident(attribute))
+
+    cols = [pick(q, "num") for q in numeric] + [pick(q, "label") for q in categorical] + [pick(OWN, "label")]
+    rows = version_rows("hetero_sources", release, [int(v) for v in versions])
+    return (rows.select(exp.alias_(exp.column("version"), ident("__v")), exp.alias_(exp.column("key"), ident("__key")), *cols,
+                        append=False, copy=False).group_by(exp.column("version"), exp.column("key"), copy=False))
+
+
+def _person_versions(release: str, versions: list[int], numeric: list[str], categorical: list[str], d: Dialect) -> str:
+    """``_person_versions_tree`` as SQL for ``d``."""
+    return _person_versions_tree(release, versions, numeric, categorical).sql(dialect=d.name)
 
 
 def _src_covers(p: str, s: str, numeric: list[str], categorical: list[str], d: Dialect) -> str:

@@ -24,8 +24,8 @@ from ppdp.sql.catalog import PRIVATE_SCHEMA, private, private_table, version_row
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.dialects import PrivateRows
 from ppdp.sql.errors import build_error
-from ppdp.sql.queries import Source, text
-from ppdp.sql.quoting import quote_ident, quote_literal, quote_table
+from ppdp.sql.queries import Source, text, text_expr
+from ppdp.sql.quoting import ident, quote_ident, quote_literal, quote_table, render, slot
 
 _TYPE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9 _(),]*")
 
@@ -63,10 +63,13 @@ def drop_older_values(release: str, version: int, d: Dialect) -> str:
 def record_select(source: Source, key: str, qids: list[str], sensitive: list[str]) -> str:
     """Every source row: key text, QIDs as stored, sensitive values as text."""
     d = source.dialect
-    cols = [f"{text(key, 'src', dialect=d)} AS {quote_ident('__key', d)}"]
-    cols += [f"src.{quote_ident(q, d)} AS {quote_ident(q, d)}" for q in qids]
-    cols += [f"{text(s, 'src', dialect=d)} AS {quote_ident(s, d)}" for s in sensitive]
-    return f"SELECT {', '.join(cols)} FROM {source.sql()}"
+    def as_text(col: str) -> exp.Expr:
+        return text_expr(exp.column(col, "src", quoted=True), d)
+
+    cols = [exp.alias_(as_text(key), ident("__key"))]
+    cols += [exp.alias_(exp.Column(this=ident(q), table=exp.to_identifier("src")), ident(q)) for q in qids]
+    cols += [exp.alias_(as_text(s), ident(s)) for s in sensitive]
+    return render(exp.select(*cols).from_(slot("source")), d, {"source": source.sql()})
 
 
 def candidate_select(source: Source, *, release: str, version: int, columns: list[str], qids: list[str], key: str,

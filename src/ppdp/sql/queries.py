@@ -189,15 +189,24 @@ def text_rows_query(source: Source, columns: list[str], types: Mapping[str, str]
     return f"SELECT {', '.join(cols)} FROM {source.sql()}{tail}"
 
 
+def _src_column(column: str) -> exp.Column:
+    """``src.<column>``, the column quoted (the alias ``src`` as Source.sql writes it)."""
+    return exp.Column(this=ident(column), table=exp.to_identifier("src"))
+
+
 def distinct_values_query(source: Source, column: str) -> str:
     d = source.dialect
-    return f"SELECT DISTINCT {text(column, 'src', dialect=d)} AS v FROM {source.sql()} WHERE src.{quote_ident(column, d)} IS NOT NULL"
+    tree = (exp.select(exp.alias_(text_expr(exp.column(column, "src", quoted=True), d), "v")).distinct().from_(slot("source"))
+            .where(_src_column(column).is_(exp.null()).not_()))
+    return render(tree, d, {"source": source.sql()})
 
 
 def key_check_query(source: Source, key: str) -> str:
     """Rows, distinct keys and NULL keys: the key must identify rows."""
-    k = f"src.{quote_ident(key, source.dialect)}"
-    return f"SELECT COUNT(*) AS n, COUNT(DISTINCT {k}) AS distinct_keys, COUNT(*) - COUNT({k}) AS null_keys FROM {source.sql()}"
+    k = _src_column(key)
+    tree = exp.select(count_star("n"), exp.alias_(exp.Count(this=exp.Distinct(expressions=[k])), "distinct_keys"),
+                      exp.alias_(exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=k.copy())), "null_keys"))
+    return render(tree.from_(slot("source")), source.dialect, {"source": source.sql()})
 
 
 def null_safe_eq(a: str, b: str) -> str:

@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from ppdp.sql.catalog import private
 from ppdp.sql.dialect import Dialect
-from ppdp.sql.queries import text
+from ppdp.sql.queries import text_expr
 from ppdp.sql.quoting import columns, count_star, ident, quote_ident, render, slot
 
 
@@ -27,19 +27,28 @@ def class_size_counts(relation: str, cols: list[str], d: Dialect) -> str:
     return render(tree, d, {"relation": relation})
 
 
+def _text(col: str, d: Dialect) -> exp.Expr:
+    """Column ``col`` of the relation aliased ``r`` as canonical text (queries.text)."""
+    return text_expr(exp.column(col, "r", quoted=True), d)
+
+
+def _text_counts(relation: str, labelled: list[tuple[str, str]], d: Dialect) -> str:
+    """SELECT each column's text AS its label, COUNT(*) AS n FROM the relation AS r, grouped by
+    the texts (``labelled``: (column, label) pairs)."""
+    texts = [_text(c, d) for c, _ in labelled]
+    tree = (exp.select(*(exp.alias_(t, ident(label)) for t, (_, label) in zip(texts, labelled, strict=True)), count_star("n"))
+            .from_(slot(alias="r")).group_by(*(t.copy() for t in texts)))
+    return render(tree, d, {"relation": relation})
+
+
 def value_counts(relation: str, cols: list[str], d: Dialect) -> str:
     """(c0, c1, ..., n): the published value (tuple) counts of ``cols``, as text."""
-    sel = ", ".join(f"{text(c, 'r', d)} AS {quote_ident(f'c{i}', d)}" for i, c in enumerate(cols))
-    grp = ", ".join(text(c, "r", d) for c in cols)
-    return f"SELECT {sel}, COUNT(*) AS n FROM {relation} AS r GROUP BY {grp}"
+    return _text_counts(relation, [(c, f"c{i}") for i, c in enumerate(cols)], d)
 
 
 def class_sensitive_counts(relation: str, qids: list[str], sensitive: list[str], d: Dialect) -> str:
     """(class hash, class labels q0.., sensitive labels s0.., n) per class and sensitive value."""
-    q = [f"{text(c, 'r', d)} AS {quote_ident(f'q{i}', d)}" for i, c in enumerate(qids)]
-    s = [f"{text(c, 'r', d)} AS {quote_ident(f's{i}', d)}" for i, c in enumerate(sensitive)]
-    grp = ", ".join(text(c, "r", d) for c in qids + sensitive)
-    return f"SELECT {', '.join(q + s)}, COUNT(*) AS n FROM {relation} AS r GROUP BY {grp}"
+    return _text_counts(relation, [(c, f"q{i}") for i, c in enumerate(qids)] + [(c, f"s{i}") for i, c in enumerate(sensitive)], d)
 
 
 def row_count(relation: str) -> str:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ppdp.sql.catalog import private, version_rows
+from ppdp.sql.catalog import private_table, version_rows
 from ppdp.sql.dialect import Dialect
 from ppdp.sql.history import sa_key
-from ppdp.sql.queries import ROW_ID, null_safe_eq, text
-from ppdp.sql.quoting import quote_ident, quote_literal
+from ppdp.sql.queries import ROW_ID, text, text_expr
+from ppdp.sql.quoting import columns, count_star, ident, quote_ident, render, slot
 
 
 def stored_q(release: str, version: int, d: Dialect) -> str:
@@ -48,26 +48,52 @@ def population_classes(source_sql: str, release: str, version: int, levels: dict
     ``src``) per class of version ``version``: every QID generalized by the hierarchies stored
     with that version at the version's level (as the release generalizes its rows), then counted.
     Persons with a NULL quasi-identifier are in no class; a value that is no leaf gives NULL."""
-    lit = quote_literal(release, d)
-    joins, cols = [], []
+    tree = exp.select().from_(slot("source"))
     for i, q in enumerate(qids):
         a = f"h{i}"
-        joins.append(f"LEFT JOIN {private('hierarchies', d)} AS {a} ON {a}.release = {lit} AND {a}.version = {int(version)} "
-                     f"AND {a}.attribute = {quote_literal(q, d)} AND {a}.level = {int(levels[q])} AND {a}.leaf = {text(q, 'src', d)}")
-        cols.append(f"{a}.value AS {quote_ident(q, d)}")
-    not_null = " AND ".join(f"src.{quote_ident(q, d)} IS NOT NULL" for q in qids) or "1 = 1"
-    keys = ", ".join(str(i + 1) for i in range(len(qids)))
-    return (f"(SELECT {', '.join(cols)}, COUNT(*) AS persons FROM {source_sql} {' '.join(joins)} "
-            f"WHERE {not_null} GROUP BY {keys})")
+        on = exp.and_(exp.column("release", a).eq(exp.Literal.string(release)),
+                      exp.column("version", a).eq(exp.Literal.number(int(version))),
+                      exp.column("attribute", a).eq(exp.Literal.string(q)),
+                      exp.column("level", a).eq(exp.Literal.number(int(levels[q]))),
+                      exp.column("leaf", a).eq(text_expr(exp.column(q, "src", quoted=True), d)))
+        hierarchies = private_table("hierarchies")
+        hierarchies.set("alias", exp.TableAlias(this=exp.to_identifier(a)))  # ppdp's alias, unquoted
+        tree = tree.join(hierarchies, on=on, join_type="LEFT", copy=False)
+    tree = tree.select(*(exp.alias_(exp.column("value", f"h{i}"), ident(q)) for i, q in enumerate(qids)), count_star("persons"),
+                       copy=False)
+    # sqlglot writes IS NOT NULL as NOT x IS NULL (NOT binds looser than IS in every dialect)
+    not_null = [exp.Column(this=ident(q), table=exp.to_identifier("src")).is_(exp.null()).not_() for q in qids]
+    tree = tree.where(exp.and_(*not_null) if not_null else _one_is_one(), copy=False)
+    tree = tree.group_by(*(exp.Literal.number(i + 1) for i in range(len(qids))), copy=False)
+    return render(exp.paren(tree), d, {"source": source_sql})
 
 
-def _matched(qids: list[str], d: Dialect) -> str:
-    return " AND ".join(null_safe_eq(f"r.{quote_ident(q, d)}", f"p.{quote_ident(q, d)}") for q in qids) or "1 = 1"
+def _one_is_one() -> exp.Expr:
+    return exp.EQ(this=exp.Literal.number(1), expression=exp.Literal.number(1))
 
 
-def _released_classes(relation: str, qids: list[str], d: Dialect) -> str:
-    g = ", ".join(quote_ident(q, d) for q in qids)
-    return f"(SELECT {g}, COUNT(*) AS n FROM {relation} GROUP BY {g})"
+def _matched(qids: list[str]) -> exp.Expr:
+    """The released class ``r`` and the population class ``p`` agree on every QID (null_safe_eq)."""
+    conds: list[exp.Expr] = []
+    for q in qids:
+        r, p = exp.Column(this=ident(q), table=exp.to_identifier("r")), exp.Column(this=ident(q), table=exp.to_identifier("p"))
+        empty = exp.Literal.string("")
+        conds += [exp.EQ(this=exp.Coalesce(this=r, expressions=[empty]), expression=exp.Coalesce(this=p, expressions=[empty.copy()])),
+                  exp.EQ(this=exp.paren(r.copy().is_(exp.null())), expression=exp.paren(p.copy().is_(exp.null())))]
+    return exp.and_(*conds) if conds else _one_is_one()
+
+
+def _released_classes(qids: list[str]) -> exp.Subquery:
+    """(QIDs, n) per released class of the relation (``slot()``), aliased ``r``."""
+    return exp.select(*columns(qids), count_star("n")).from_(slot()).group_by(*columns(qids)).subquery("r")
+
+
+def _against_population(ad: exp.Expr, relation: str, qids: list[str], population: str, join_type: str, d: Dialect) -> str:
+    """SELECT ``ad`` AS ad, COUNT(*) AS classes FROM the released classes ``join_type`` JOIN the
+    population's (``population``, aliased ``p``) on the QIDs."""
+    tree = (exp.select(exp.alias_(ad, "ad"), count_star("classes")).from_(_released_classes(qids))
+            .join(slot("population", alias="p"), on=_matched(qids), join_type=join_type))
+    return render(tree, d, {"relation": relation, "population": population})
 
 
 def verify_delta_presence(relation: str, qids: list[str], population: str, dmin: float, dmax: float, d: Dialect) -> str:
@@ -75,19 +101,25 @@ def verify_delta_presence(relation: str, qids: list[str], population: str, dmin:
     and every released class, the largest distance of delta = released / persons outside
     [dmin, dmax] (a population class without released records has delta 0; a released class
     without persons fails with distance 1). One row (ad, classes)."""
-    lo, hi = repr(float(dmin)), repr(float(dmax))
-    delta = f"CAST(COALESCE(r.n, 0) AS {d.double_type}) / p.persons"
-    dist = (f"CASE WHEN COALESCE(p.persons, 0) = 0 THEN 1.0 "
-            f"ELSE GREATEST({lo} - {delta}, {delta} - {hi}, 0.0) END")
-    return (f"SELECT MAX({dist}) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
-            f"FULL OUTER JOIN {population} AS p ON {_matched(qids, d)}")
+    def delta() -> exp.Expr:
+        released = exp.Coalesce(this=exp.column("n", "r"), expressions=[exp.Literal.number(0)])
+        return exp.Div(this=exp.cast(released, exp.DataType.build(d.double_type, dialect=d.name)), expression=exp.column("persons", "p"))
+
+    no_persons = exp.EQ(this=exp.Coalesce(this=exp.column("persons", "p"), expressions=[exp.Literal.number(0)]),
+                        expression=exp.Literal.number(0))
+    # GREATEST as written (no NULL reaches it: sqlglot's Greatest adds NULL checks for DuckDB)
+    outside = exp.Anonymous(this="GREATEST", expressions=[
+        exp.Sub(this=exp.Literal.number(repr(float(dmin))), expression=delta()),
+        exp.Sub(this=delta(), expression=exp.Literal.number(repr(float(dmax)))), exp.Literal.number("0.0")])
+    dist = exp.Case(ifs=[exp.If(this=no_persons, true=exp.Literal.number("1.0"))], default=outside)
+    return _against_population(exp.Max(this=dist), relation, qids, population, "FULL OUTER", d)
 
 
 def verify_k_map(relation: str, qids: list[str], population: str, d: Dialect) -> str:
     """k-map against a population table: the fewest persons of the population in a released
     class (0 when a released class matches none). One row (ad, classes); ad NULL when empty."""
-    return (f"SELECT MIN(COALESCE(p.persons, 0)) AS ad, COUNT(*) AS classes FROM {_released_classes(relation, qids, d)} AS r "
-            f"LEFT JOIN {population} AS p ON {_matched(qids, d)}")
+    persons = exp.Coalesce(this=exp.column("persons", "p"), expressions=[exp.Literal.number(0)])
+    return _against_population(exp.Min(this=persons), relation, qids, population, "LEFT", d)
 
 
 def _exact(cols: list[str], alias: str, d: Dialect) -> str:

@@ -40,6 +40,7 @@ from tests.oracles.test_oracle import tiny_table
 from tests.support import reference as ref
 from tests.support.bounds_reference import (
     class_bounds_python,
+    row_bounds_python,
     row_partners_python,
 )
 
@@ -570,7 +571,7 @@ def test_row_bounds_equal_the_python_twin(models_key: str, seed: int) -> None:
         for _ in range(6):
             chain = nested_boxes(rng, np.asarray(table.heights, dtype=np.int64), 3)
             L, U = np.stack([c[0] for c in chain]), np.stack([c[1] for c in chain])
-            expected = bounds_module.row_bounds_python(L, U, codes, table.lookup[1], p)
+            expected = row_bounds_python(L, U, codes, table.lookup[1], p)
             got, states = bound._row_bounds(L, U, p, np.full((len(L), table.n_rows), bounds_module.ROW_SCAN,
                                                              dtype=np.int8))
             assert np.array_equal(got, expected)

@@ -43,14 +43,15 @@ demo: $(WARM) hooks
 	$(BIN)/ppdp export demo_release.duckdb --db duckdb://demo.duckdb
 
 # The suite in 2 pytest-xdist workers (CI has 2 cores): Spark and Ray tests each stay in one worker
-# (tests/support/conftest_xdist.py). TEST_WORKERS=0 runs it in this process.
+# (tests/support/conftest_xdist.py). TEST_WORKERS=0 runs it in this process. The 30 slowest
+# tests are listed at the end, so every CI log shows where the suite's time goes.
 TEST_WORKERS ?= 2
 
 # The warm-up compiles in one process: ruff, mypy and the docs build run beside it on the other
 # core, and the suite starts once all are done (its kernels then come from Numba's cache).
 test: $(STAMP) hooks
 	$(MAKE) --no-print-directory -j2 -O check $(WARM)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
 check: $(STAMP)
 	$(BIN)/ruff check .

@@ -15,6 +15,11 @@ import sys
 import duckdb
 
 
+def quoted(name: str) -> str:
+    """``name`` as a DuckDB identifier (embedded quotes doubled): the names come from the command line."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("old")
@@ -28,8 +33,8 @@ def main() -> int:
     con.execute("ATTACH ? AS old_db (READ_ONLY)", [a.old])
     con.execute("ATTACH ? AS new_db (READ_ONLY)", [a.new])
     schema, _, name = a.view.rpartition(".")
-    rel = f'"{schema or "main"}"."{name}"'
-    skip = ", ".join('"' + c.replace('"', '""') + '"' for c in exclude)
+    rel = f"{quoted(schema or 'main')}.{quoted(name)}"
+    skip = ", ".join(quoted(c) for c in exclude)
     cols = f"* EXCLUDE ({skip})" if exclude else "*"
     old_n = con.execute(f"SELECT count(*) FROM old_db.{rel}").fetchone()[0]
     new_n = con.execute(f"SELECT count(*) FROM new_db.{rel}").fetchone()[0]

@@ -425,7 +425,9 @@ def _merge(path: Path, rows: list[dict], key: Callable[[dict], tuple]) -> list[d
 
 
 def _save(path: Path, rows, command: str, wall: float) -> None:
-    meta = {"command": command, "platform": platform.platform(), "python": platform.python_version(),
+    runs = json.loads(path.read_text()).get("runs", []) if path.exists() else []
+    runs = [r for r in runs if r["command"] != command] + [{"command": command, "wall_seconds": wall}]
+    meta = {"command": command, "runs": runs, "platform": platform.platform(), "python": platform.python_version(),
             "cpus": os.cpu_count(), "threads": os.environ.get("NUMBA_NUM_THREADS", "default"), "wall_seconds": wall}
     path.write_text(json.dumps({**meta, "rows": rows}, indent=1) + "\n")
 

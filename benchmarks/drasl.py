@@ -40,6 +40,10 @@ Full mode: adult all 30,139 rows (30,162 complete records less 23 duplicates), K
 {4, 8, 12, 16, 20}, sweeps {100, ..., 500}; sparcs 10,000 rows. Quick: 2,000 rows, K in {4, 8},
 sweeps {10, 20}.
 
+The paper's three claims, checked on one table for every algorithm (verdicts, Average_IL
+decomposition, alpha/beta trade-off, the audit's switches): benchmarks/drasl_paper.py, whose
+report is benchmarks/results/drasl/report.md.
+
 Outputs (``--out``, default benchmarks/results/drasl/full, or .../full/quick with --quick):
 drasl.json, report.md (the exact command first) and fig05.png ... fig16.png.
 """

@@ -510,7 +510,7 @@ def write(out: Path, report: Path) -> int:
                   "information as a random grouping:", ""] + beta_zero_lines(tr)
     if audit:
         lines += ["", "## The audit's switches (docs/design/drasl_audit.md)", "",
-                  f"First {audit.get('rows_of_adult', '?')} adult rows, K = 8. The benchmark's own copy of Alg. 1 "
+                  f"First {audit['rows_of_adult']:,} adult rows, K = 8. The benchmark's own copy of Alg. 1 "
                   f"with eq. 14 as implemented gives exactly cluster.first_release's groups: "
                   f"{audit['rows']['twin_matches_cluster_py']}.", "",
                   "| eq. 14 read as | Total_Pr | Average_IL | mean d(r, mu) |", "|---|---:|---:|---:|"]

@@ -94,6 +94,18 @@ def test_postgres_walkthrough_runs_to_its_end_installed(installed, tmp_path, pos
 
 
 @pytest.mark.slow
+@pytest.mark.postgres
+def test_postgres_walkthrough_runs_to_its_end_in_the_checkout(tmp_path, postgres_server):
+    """As the docs run it (``.venv/bin/python examples/postgres_walkthrough.py`` in a checkout):
+    its second ``job run`` is the documented skip, exit 99, and the walkthrough goes on."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(CHECKOUT / "src")}
+    proc = subprocess.run([sys.executable, "examples/postgres_walkthrough.py"], capture_output=True, text=True,
+                          cwd=CHECKOUT, env=env, timeout=1800)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-3000:])
+    assert "# Release certificate" in proc.stdout and "5. server stopped and removed" in proc.stdout
+
+
+@pytest.mark.slow
 def test_dbt_example_builds_installed(installed, tmp_path):
     dbt = Path(sys.executable).with_name("dbt")
     if not dbt.exists():

@@ -393,15 +393,15 @@ def test_report_force_replaces_another_file(report_db, tmp_path):
 
 def test_report_on_a_full_disk_is_one_line_and_leaves_nothing(report_db, tmp_path):
     """A file-size limit of 4 KiB (RLIMIT_FSIZE: the write fails as on a full disk) in a subprocess."""
+    import os
     import resource
+
+    from tests.support.cli_under_test import CLI_MODULE, CLI_PATH
 
     db = tmp_path / "pub.duckdb"
     db.write_bytes(report_db.read_bytes())
     out = tmp_path / "out"
     out.mkdir()
-    from tests.support.cli_under_test import CLI_MODULE, CLI_PATH
-    import os
-
     env = dict(os.environ) | ({"PYTHONPATH": CLI_PATH} if CLI_PATH else {})
     proc = subprocess.run([sys.executable, "-m", CLI_MODULE, "report", "pub", "--html", str(out / "r.html"),
                            "--db", f"duckdb://{db}"], capture_output=True, text=True, env=env, timeout=600,

@@ -205,3 +205,28 @@ def test_external_report_does_not_count_the_source_domain(tmp_path):
         pages[audience] = html.read_text()
     assert "<th>domain values</th>" in pages["internal"]
     assert "<th>domain values</th>" not in pages["external"] and "domain values" not in pages["external"]
+
+
+def test_the_query_is_withheld_exactly_where_it_holds_source_values():
+    """Every built-in model's recorded parameters rebuild it (else a check would fail closed and
+    lose its query for no reason); the query is withheld for the three that hold source values."""
+    from ppdp.engine.app.shareable import WITHHELD, shareable_check
+    from ppdp.engine.privacy.base import build_model
+
+    examples = {
+        "average-risk": {"threshold": 0.1}, "beta-likeness": {"beta": 1.0}, "delta-disclosure": {"delta": 1.2},
+        "delta-presence": {"dmin": 0.0, "dmax": 0.5, "research": "age < 50"}, "distinct-l-diversity": {"l": 2},
+        "entropy-l-diversity": {"l": 1.5}, "k-anonymity": {"k": 5}, "k-map": {"k": 20, "population": "pop.people"},
+        "population-uniqueness": {"threshold": 0.01, "population": 100000},
+        "recursive-cl-diversity": {"c": 3, "l": 2}, "sample-uniqueness": {"threshold": 0.01},
+        **{f"t-closeness/{d}": {"t": 0.3, "distance": d} for d in ("euclidean", "equal", "ordered", "hierarchical")},
+    }
+    withheld = set()
+    for key, params in examples.items():
+        name = key.split("/")[0]
+        recorded = build_model(name, params).params()
+        shared = shareable_check({"model": name, "params": recorded, "query": "SELECT 1"})
+        if shared["query"] == WITHHELD:
+            withheld.add(key)
+        assert {k for k, v in shared["params"].items() if v == WITHHELD} == ({"research"} if name == "delta-presence" else set())
+    assert withheld == {"delta-presence", "t-closeness/ordered", "t-closeness/hierarchical"}

@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="one self-contained HTML page about a release version (no network, no script)")
     rp.add_argument("name", help="release name (output.name, or schema.name)")
-    rp.add_argument("--html", required=True, help="HTML file to write")
+    rp.add_argument("--html", required=True, help="HTML file to write (must not exist unless --force)")
+    rp.add_argument("--force", action="store_true", help="replace an existing report file (never the database being read)")
     rp.add_argument("--version", type=int, help="published version (default: the current one)")
     rp.add_argument("--external", action="store_true",
                     help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
@@ -330,7 +331,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     con = connect(args.db, read_only=True)
     try:
-        size = write_report(con, args.name, args.html, version=args.version, external=args.external)
+        size = write_report(con, args.name, args.html, version=args.version, external=args.external, force=args.force)
     finally:
         con.close()
     print(f"wrote {args.html} ({size:,} bytes, {'external' if args.external else 'internal'} report)")

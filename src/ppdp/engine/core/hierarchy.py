@@ -42,6 +42,9 @@ class Hierarchy:
     repeated_rows: int = 0
     conflicting_leaves: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    # A built hierarchy's functional definition (engine/core/builders ``Definition``): how it was
+    # built and its exact interval bounds; None for a file or a fixed generator. Not in ``digest``.
+    definition: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def height(self) -> int:

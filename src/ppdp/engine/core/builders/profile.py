@@ -75,23 +75,23 @@ def _int(v) -> int | None:
     return None if v is None else int(v)
 
 
-def from_counts(name: str, kind: str, counts: dict[str, int], rows: int) -> ColumnProfile:
-    """A profile from a column's value counts (a source.query's columns have no described type:
-    a column whose every value reads as a number is a number)."""
+def from_counts(name: str, kind: str | None, counts: dict[str, int], rows: int) -> ColumnProfile:
+    """A profile from a column's value counts. ``kind`` None: not described (a source.query's
+    columns): a column whose every value reads as a number is a number, else text."""
     values = list(counts)
     nonnull = sum(counts.values())
-    if kind == "text" and values:
+    if kind is None:
         try:
-            nums = {v: float(v) for v in values}
+            [float(v) for v in values]
             kind = "number"
         except ValueError:
-            pass
+            kind = "text"
     lens = [len(v) for v in values]
     code = sum(c for v, c in counts.items() if re.match(P.CODE_PATTERN, v))
     prof = ColumnProfile(name, kind, rows, nonnull, len(values), min(lens, default=None), max(lens, default=None),
                          code / nonnull if nonnull else 0.0)
     if kind == "number" and values:
-        ordered = sorted(nums.items(), key=lambda kv: kv[1])
+        ordered = sorted(((v, float(v)) for v in values), key=lambda kv: kv[1])
         cum, qs, i = 0, [], 0
         for q in P.QUANTILES:
             while i < len(ordered) - 1 and cum + counts[ordered[i][0]] < q * nonnull:

@@ -285,7 +285,7 @@ def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, co
         else:
             profile = (profiles or {}).get(qid.column)
             if profile is None:
-                profile = from_counts(qid.column, "text", counts, sum(counts.values()))
+                profile = from_counts(qid.column, None, counts, sum(counts.values()))
             definition = choose(profile, counts, overrides)
         return build(definition, qid.column, list(counts), counts)
     if h.type == "arx":

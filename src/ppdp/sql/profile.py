@@ -96,10 +96,14 @@ def repeat_query(relation: str, column: str, d: Dialect) -> str:
     return render(tree, d, {"relation": relation})
 
 
+def exact_distinct_query(relation: str, column: str, d: Dialect) -> str:
+    """One row ``d``: the exact number of distinct non-NULL values of ``column``."""
+    tree = exp.select(exp.alias_(exp.Count(this=exp.Distinct(expressions=[_col(column)])), "d")).from_(slot())
+    return render(tree, d, {"relation": relation})
+
+
 def sample_query(relation: str, rows: int, d: Dialect) -> str:
-    """``rows`` rows of the relation chosen by a hash-free deterministic order-less LIMIT is not a
-    sample; this takes every ``k``-th row by ``ROW_NUMBER`` is not portable either, so it uses the
-    database's random sample where it has one (DuckDB ``USING SAMPLE``)."""
+    """``rows`` rows of the relation drawn at random (DuckDB: a repeatable reservoir sample)."""
     if d.name == "duckdb":
         return f"SELECT * FROM {relation} USING SAMPLE reservoir({int(rows)} ROWS) REPEATABLE (1)"
     if d.name == "postgres":

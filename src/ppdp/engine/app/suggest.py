@@ -8,7 +8,7 @@ separation, engine/risk/attributes.py). The decisions, each written with its rea
 - direct identifiers: the other columns unique or nearly unique per row (at least
   ``NEAR_UNIQUE`` of the non-NULL values distinct), and the columns named like names, e-mails,
   phone or social security numbers, addresses: listed in ``identifiers`` (never released);
-- a person column: a column named like a person's id whose values repeat across rows (one person,
+- a person column: a column named like a person's id (``PERSON_WORDS`` with an id-like ending) whose values repeat across rows (one person,
   several rows): proposed for ``[source] person`` and kept out of the release as an identifier;
 - quasi-identifier candidates: the remaining columns with at most ``MAX_QID_VALUES`` values,
   ranked first by whether an attacker plausibly knows them (``QID_WORDS``: age, sex, ZIP, ...)
@@ -50,6 +50,7 @@ ID_NAME = re.compile(r"(^|[^a-z])(id|uuid|guid|key|pk|record|row)([^a-z]|$)|_id$
 IDENTIFIER_WORDS = re.compile(r"e-?mail|phone|mobile|ssn|social.?security|passport|(^|[^a-z])(first|last|full|sur|given|family)[ _-]?name"
                               r"|^name$|street|address|ip.?addr|iban|credit.?card", re.I)
 PERSON_WORDS = re.compile(r"person|patient|member|customer|client|subject|individual|participant|citizen|pid|mrn", re.I)
+PERSON_NUMBER = re.compile(r"(no|num|number|nr|code)$", re.I)
 QID_WORDS = re.compile(r"age|birth|dob|sex|gender|zip|postal|post.?code|race|ethnic|marital|country|county|nation|citizen"
                        r"|education|occupation|job|region|city|state|language", re.I)
 SENSITIVE_WORDS = re.compile(r"diagnos|disease|icd|ccs|drg|procedure|drug|medic(at|in)|salary|income|wage|charge|cost"
@@ -159,7 +160,7 @@ def _first_pass(con: Connector, relation: str, p: ColumnProfile) -> Decision:
     share = p.distinct / p.nonnull
     if IDENTIFIER_WORDS.search(c):
         return Decision(c, "identifier", "direct identifier by its name (name, e-mail, phone, address...): never released")
-    if PERSON_WORDS.search(c) and share < NEAR_UNIQUE:
+    if PERSON_WORDS.search(c) and (ID_NAME.search(c) or PERSON_NUMBER.search(c)) and share < NEAR_UNIQUE:
         row = con.query(P.repeat_query(relation, c, con.dialect)).row(0, named=True)
         if int(row["repeated"] or 0) > 0:
             return Decision(c, "person", f"its values repeat across rows ({int(row['repeated']):,} of {int(row['groups']):,} "

@@ -6,7 +6,7 @@ rows (``COUNT(*)``, once, as ``n``), ``nn`` non-NULL values, ``nd`` distinct val
 where the database has an estimator: DuckDB and Spark's HyperLogLog; PostgreSQL counts exactly),
 ``lmin``/``lmax`` the shortest and longest text (``CAST(c AS VARCHAR)``), ``code`` the values
 whose text is code-shaped (``CODE_PATTERN``: letters and digits with at least one digit, such as
-ZIP, ICD or phone numbers), and for numbers and dates ``vmin``/``vmax`` and, for numbers,
+ZIP, ICD or phone numbers), and for numbers (as doubles) and dates (as text) ``vmin``/``vmax`` and, for numbers,
 ``q`` the approximate quantiles ``QUANTILES``. ``relation`` is SQL text already quoted by the
 caller (``Source.sql()`` or ``quote_table``); every column name is quoted here.
 """
@@ -59,8 +59,11 @@ def profile_query(relation: str, cols: list[tuple[str, str]], d: Dialect) -> str
                   exp.alias_(exp.Min(this=exp.Length(this=text.copy())), f"c{i}_lmin"),
                   exp.alias_(exp.Max(this=exp.Length(this=text.copy())), f"c{i}_lmax"),
                   exp.alias_(exp.Sum(this=code), f"c{i}_code")]
-        if kind in ("number", "date"):
-            parts += [exp.alias_(exp.Min(this=c.copy()), f"c{i}_vmin"), exp.alias_(exp.Max(this=c.copy()), f"c{i}_vmax")]
+        if kind == "number":
+            parts += [exp.alias_(exp.cast(exp.Min(this=c.copy()), exp.DataType.build("double")), f"c{i}_vmin"),
+                      exp.alias_(exp.cast(exp.Max(this=c.copy()), exp.DataType.build("double")), f"c{i}_vmax")]
+        if kind == "date":  # as text: a database's dates reach past Python's year 9999
+            parts += [exp.alias_(_text(exp.Min(this=c.copy()), d), f"c{i}_vmin"), exp.alias_(_text(exp.Max(this=c.copy()), d), f"c{i}_vmax")]
         if kind == "number":
             parts.append(exp.alias_(_quantiles(c, d), f"c{i}_q"))
     return render(exp.select(*parts).from_(slot()), d, {"relation": relation})

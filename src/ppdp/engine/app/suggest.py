@@ -182,8 +182,11 @@ def _separations(con: Connector, relation: str, cols: list[str]):
     top = cols[:8]
     combos = [[c] for c in cols] + [[a, b] for i, a in enumerate(top) for b in top[i + 1:]]
     per: dict[int, dict[int, int]] = {}
-    for combo, size, classes in con.query(R.combination_sizes(relation, combos, con.dialect)).select("combo", "size", "classes").iter_rows():
-        per.setdefault(int(combo), {})[int(size)] = int(classes)
+    if len(combos) == 1:  # a UNION needs two
+        per[0] = {int(a): int(b) for a, b in con.query(R.class_sizes(relation, combos[0], con.dialect)).select("size", "classes").iter_rows()}
+    else:
+        for combo, size, classes in con.query(R.combination_sizes(relation, combos, con.dialect)).select("combo", "size", "classes").iter_rows():
+            per.setdefault(int(combo), {})[int(size)] = int(classes)
     seps = [separation(tuple(c), Histogram.of(per.get(i, {}))) for i, c in enumerate(combos)]
     singles = {s.columns[0]: (s.distinction, s.separation) for s in seps[: len(cols)]}
     pairs = sorted(((tuple(s.columns), s.distinction, s.separation) for s in seps[len(cols):]), key=lambda t: -t[2])

@@ -35,6 +35,17 @@ SKEW = 4.0
 OVERRIDES = ("builder", "method", "cuts", "ladder", "keep", "merged", "rebuild")
 
 
+def check(p: ColumnProfile) -> None:
+    """Refuse before any value is read: a column of NULLs only, or one with far more distinct
+    values than a hierarchy holds (the profile's count is approximate: a margin of 5 %)."""
+    if p.rows and p.nonnull == 0:
+        raise HierarchyError(f"Column {p.name!r} holds only NULL values: there is nothing to generalize. "
+                             "Hint: drop it (source.drop) instead of making it a quasi-identifier.")
+    if p.distinct > 1.05 * MAX_LEAVES:
+        raise HierarchyError(f"Column {p.name!r} has about {p.distinct:,} distinct values (more than {MAX_LEAVES:,}): it is close "
+                             "to an identifier, not a quasi-identifier. Hint: drop it, or give a hierarchy file.")
+
+
 def choose(p: ColumnProfile, counts: dict[str, int], overrides: dict[str, Any] | None = None) -> Definition:
     """The definition of ``p``'s hierarchy; ``counts`` are its values' rows (text -> rows)."""
     o = dict(overrides or {})

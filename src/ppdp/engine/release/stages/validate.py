@@ -18,7 +18,7 @@ from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core import hierarchy as hier
 from ppdp.engine.core.builders import Definition, build
-from ppdp.engine.core.builders.auto import choose
+from ppdp.engine.core.builders.auto import check, choose
 from ppdp.engine.core.builders.profile import ColumnProfile, from_counts, profile_table
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import (
@@ -276,6 +276,8 @@ def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, co
     its spec says ``rebuild = true``."""
     h = qid.hierarchy
     if h.type == "auto":
+        if profiles and qid.column in profiles:
+            check(profiles[qid.column])
         frame = con.query(PR.value_counts_query(source.sql(), qid.column, con.dialect))
         counts = dict(zip(frame["v"].to_list(), (int(n) for n in frame["n"].to_list()), strict=True))
         overrides = dict(h.auto)

@@ -164,3 +164,29 @@ def test_suggest_refuses_to_overwrite(adult_db: Path, tmp_path: Path, capsys) ->
     code, _, err = _run(["suggest", "--table", "adult", "--db", f"duckdb://{adult_db}", "--out", str(out)], capsys)
     assert code != 0 and "never overwrites" in err and len(err.strip().splitlines()) == 1
     assert out.read_text() == "mine\n"
+
+
+@pytest.mark.postgres
+def test_suggest_then_run_on_postgres(adult_db: Path, postgres_database: str, tmp_path: Path, capsys) -> None:
+    """A table loaded into a real PostgreSQL server: suggest writes the spec, run publishes it as written."""
+    from ppdp.connectors import connect
+
+    src = connect(f"duckdb://{adult_db}")
+    try:
+        frame = src.query("SELECT * FROM adult")
+    finally:
+        src.close()
+    pg = connect(postgres_database)
+    try:
+        pg.write_frame("public", "adult", frame)
+    finally:
+        pg.close()
+    out = tmp_path / "pg.toml"
+    code, stdout, err = _run(["suggest", "--table", "public.adult", "--db", postgres_database, "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "preview    : on all 30,162 rows: published, verified True" in stdout
+    spec = tomllib.loads(out.read_text())
+    assert spec["source"]["schema"] == "public" and all(q["hierarchy"] == "auto" for q in spec["quasi_identifiers"])
+    code, stdout, err = _run(["run", str(out), "--no-progress", "--json"], capsys)
+    result = json.loads(stdout)
+    assert code == 0 and result["status"] == "published" and result["verified"] is True, err

@@ -95,6 +95,7 @@ def arx_loss(con, spec_path: Path, table: str) -> tuple[float, dict[str, int], b
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default="/work/shared/data/arx")
+    ap.add_argument("--only", help="one dataset: adult, cup or fars")
     ap.add_argument("--rows", type=int, default=None, help="first N rows of each dataset (default: all)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "auto_hierarchies"))
     args = ap.parse_args()
@@ -102,6 +103,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="ppdp-autoh-") as tmp:
         for name, (csv, hfile, qids) in DATASETS.items():
+            if args.only and name != args.only:
+                continue
             out = {"dataset": name, "qids": len(qids)}
             for variant in ("hand", "auto"):
                 db = Path(tmp) / f"{name}_{variant}.duckdb"

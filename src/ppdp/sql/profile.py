@@ -105,6 +105,11 @@ def exact_distinct_query(relation: str, column: str, d: Dialect) -> str:
     return render(tree, d, {"relation": relation})
 
 
+def all_rows_query(relation: str, d: Dialect) -> str:
+    """Every row and column of the relation."""
+    return render(exp.select(exp.Star()).from_(slot()), d, {"relation": relation})
+
+
 def sample_query(relation: str, rows: int, d: Dialect) -> str:
     """``rows`` rows of the relation drawn at random (DuckDB: a repeatable reservoir sample)."""
     if d.name == "duckdb":

@@ -473,6 +473,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _print_suggestion(s, out) -> None:
+    from ppdp.engine.app.suggest import risk_phrase
+
     roles = {}
     for d in s.decisions:
         roles.setdefault(d.role, []).append(d.column)
@@ -486,19 +488,17 @@ def _print_suggestion(s, out) -> None:
         print("  ranking    : " + "; ".join(f"{d.column} {d.score[1]:.3f}" for d in ranked[:10]) + "  (separation)")
     r = s.source_risk
     if r:
-        p = r.get("prosecutor", {})
-        print(f"  source risk: on {', '.join(r['qids'])}: prosecutor average {p.get('average', 0):.4f}, highest "
-              f"{p.get('highest', 0):.4f}, records at risk {p.get('records_at_risk', 0):.2%}")
+        print(f"  source risk: on {', '.join(r['qids'])}: {risk_phrase(r)}")
     v = s.preview
     if v:
         where = f"a sample of {v['rows']:,} rows" if v["sampled"] else f"all {v['rows']:,} rows"
         if v["error"]:
             print(f"  preview    : on {where}: {v['status']}: {v['error']}")
         else:
-            rr = (v.get("risk") or {}).get("release", {}).get("prosecutor", {}) if v.get("risk") else {}
+            rr = (v.get("risk") or {}).get("release") or {}
             print(f"  preview    : on {where}: {v['status']}, verified {v['verified']}, smallest class {v['k']}, "
                   f"released {v['released']:,}, suppressed {v['suppressed']:,}, TD {v['td']:.1f}"
-                  + (f", release risk highest {rr.get('highest', 0):.4f}" if rr else ""))
+                  + (f"\n  preview risk: {risk_phrase(rr)}" if rr else ""))
     print(f"  spec       : {out if out else '(printed above)'}; k = {s.k} for max risk {s.max_risk:g}")
 
 

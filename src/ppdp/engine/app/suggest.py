@@ -34,6 +34,7 @@ from typing import Any
 from ppdp.connectors.base import Connector
 from ppdp.engine.core.builders.auto import MAX_LEAVES
 from ppdp.engine.core.builders.profile import ColumnProfile, profile_table
+from ppdp.engine.privacy.k_anonymity import KAnonymity
 from ppdp.engine.risk import assess
 from ppdp.engine.risk.population import Histogram
 from ppdp.engine.risk.prosecutor import separation
@@ -246,7 +247,7 @@ def spec_text(s: Suggestion, database: str, table: str, *, person_supported: boo
     out += ["[[privacy.models]]",
             _comment(f"k-anonymity: every released record shares its quasi-identifiers with at least k - 1 others; k = "
                      f"ceil(1 / max risk {s.max_risk:g}) so that the prosecutor's highest risk is 1/k <= {s.max_risk:g}"),
-            'name = "k-anonymity"', f"k = {s.k}", "",
+            f"name = {_s(KAnonymity.name)}", f"k = {s.k}", "",
             "[optimizer]", '# the lattice search certifies the optimum when it finishes within the budget',
             'name = "lattice"', "budget = 100000", "seed = 1", "",
             "[output]", 'schema = "published"', f"name = {_s(re.sub(r'[^A-Za-z0-9_]', '_', name).lower())}", ""]
@@ -262,7 +263,7 @@ def preview(con: Connector, s: Suggestion, table: str, text: str) -> dict[str, A
     schema, _, name = table.rpartition(".")
     relation = quote_table(schema or con.default_schema, name, con.dialect)
     sampled = s.rows > PREVIEW_ROWS
-    frame = con.query(P.sample_query(relation, PREVIEW_ROWS, con.dialect) if sampled else f"SELECT * FROM {relation}")
+    frame = con.query(P.sample_query(relation, PREVIEW_ROWS, con.dialect) if sampled else P.all_rows_query(relation, con.dialect))
     with tempfile.TemporaryDirectory(prefix="ppdp-suggest-") as tmp:
         db = Path(tmp) / "preview.duckdb"
         copy = connect(f"duckdb://{db}")
@@ -277,6 +278,13 @@ def preview(con: Connector, s: Suggestion, table: str, text: str) -> dict[str, A
            "k": result.k, "released": result.released, "suppressed": result.suppressed, "td": result.td,
            "error": result.error, "risk": result.risk}
     return out
+
+
+def risk_phrase(measured: dict[str, Any]) -> str:
+    """One line of measured risk, each estimator phrasing its own keys (as ``ppdp run`` prints)."""
+    from ppdp.engine.risk.base import estimators, values_of
+
+    return "; ".join(p for e in estimators() if (v := values_of(e, measured)) and (p := e.summary(v)) is not None)
 
 
 def _retarget(text: str, database: str) -> str:

@@ -1,4 +1,4 @@
-"""ARX's Loss of each leaf at each level, two ways that must agree (tests/methods/test_auto_hierarchies.py).
+"""ARX's Loss of each leaf at each level, two ways that must agree (tests/methods/hierarchies/test_auto_builders.py).
 
 ``from_definition``: from the builder's parameters (the functional definition). An interval
 builder gives the generalized value's bounds [a, b); its loss is the share of the domain

@@ -4,7 +4,7 @@ for every column in ONE aggregate statement (one scan of the table).
 Per column ``c`` (aliases ``c{i}_<stat>``, ``i`` the column's position in the list given):
 rows (``COUNT(*)``, once, as ``n``), ``nn`` non-NULL values, ``nd`` distinct values (approximate
 where the database has an estimator: DuckDB and Spark's HyperLogLog; PostgreSQL counts exactly),
-``lmin``/``lmax`` the shortest and longest text (``CAST(c AS VARCHAR)``), ``code`` the values
+for text columns ``lmin``/``lmax`` the shortest and longest text and ``code`` the values
 whose text is code-shaped (``CODE_PATTERN``: letters and digits with at least one digit, such as
 ZIP, ICD or phone numbers), and for numbers (as doubles) and dates (as text) ``vmin``/``vmax`` and, for numbers,
 ``q`` the approximate quantiles ``QUANTILES``. ``relation`` is SQL text already quoted by the
@@ -54,11 +54,11 @@ def profile_query(relation: str, cols: list[tuple[str, str]], d: Dialect) -> str
         text = _text(c, d)
         code = exp.Case(ifs=[exp.If(this=exp.RegexpLike(this=text.copy(), expression=exp.Literal.string(CODE_PATTERN)),
                                     true=exp.Literal.number(1))], default=exp.Literal.number(0))
-        parts += [exp.alias_(exp.Count(this=c.copy()), f"c{i}_nn"),
-                  exp.alias_(_distinct(c, d), f"c{i}_nd"),
-                  exp.alias_(exp.Min(this=exp.Length(this=text.copy())), f"c{i}_lmin"),
-                  exp.alias_(exp.Max(this=exp.Length(this=text.copy())), f"c{i}_lmax"),
-                  exp.alias_(exp.Sum(this=code), f"c{i}_code")]
+        parts += [exp.alias_(exp.Count(this=c.copy()), f"c{i}_nn"), exp.alias_(_distinct(c, d), f"c{i}_nd")]
+        if kind == "text":  # lengths and code shapes of text only (a regex per row is the costly part)
+            parts += [exp.alias_(exp.Min(this=exp.Length(this=text.copy())), f"c{i}_lmin"),
+                      exp.alias_(exp.Max(this=exp.Length(this=text.copy())), f"c{i}_lmax"),
+                      exp.alias_(exp.Sum(this=code), f"c{i}_code")]
         if kind == "number":
             parts += [exp.alias_(exp.cast(exp.Min(this=c.copy()), exp.DataType.build("double")), f"c{i}_vmin"),
                       exp.alias_(exp.cast(exp.Max(this=c.copy()), exp.DataType.build("double")), f"c{i}_vmax")]
@@ -108,6 +108,17 @@ def exact_distinct_query(relation: str, column: str, d: Dialect) -> str:
 def all_rows_query(relation: str, d: Dialect) -> str:
     """Every row and column of the relation."""
     return render(exp.select(exp.Star()).from_(slot()), d, {"relation": relation})
+
+
+def block_sample_query(table: str, percent: float, d: Dialect) -> str:
+    """About ``percent`` % of a table's rows, read by blocks (only those blocks are scanned), the
+    same blocks on every call: for estimates that need not be exact. ``table`` is a quoted table."""
+    p = f"{min(max(float(percent), 0.0001), 100.0):.4f}"
+    if d.name == "duckdb":
+        return f"SELECT * FROM {table} USING SAMPLE {p}% (system, 1)"
+    if d.name == "postgres":
+        return f"SELECT * FROM {table} TABLESAMPLE SYSTEM ({p}) REPEATABLE (1)"
+    return f"SELECT * FROM {table} TABLESAMPLE ({p} PERCENT)"
 
 
 def sample_query(relation: str, rows: int, d: Dialect) -> str:

@@ -478,7 +478,8 @@ def _print_suggestion(s, out) -> None:
     roles = {}
     for d in s.decisions:
         roles.setdefault(d.role, []).append(d.column)
-    print(f"suggest: {s.table}, {s.rows:,} rows, {len(s.decisions)} columns")
+    sample = f" (ranked on a block sample of about {-s.ranked_on:,})" if s.ranked_on < 0 else ""
+    print(f"suggest: {s.table}, {s.rows:,} rows, {len(s.decisions)} columns{sample}")
     for role in ("key", "identifier", "person", "qid", "sensitive", "drop"):
         if roles.get(role):
             print(f"  {role:<11}: {', '.join(roles[role])}")

@@ -12,8 +12,9 @@ separation, engine/risk/attributes.py). The decisions, each written with its rea
   several rows): proposed for ``[source] person`` and kept out of the release as an identifier;
 - quasi-identifier candidates: the remaining columns with at most ``MAX_QID_VALUES`` values,
   ranked first by whether an attacker plausibly knows them (``QID_WORDS``: age, sex, ZIP, ...)
-  and then by their separation; the first ``MAX_QIDS`` known ones become QIDs with ``auto``
-  hierarchies (or the top-ranked ones when no name says so);
+  and then by their separation (on a block sample of about ``RANK_ROWS`` rows above that size); the
+  first ``MAX_QIDS`` known ones become QIDs with ``auto`` hierarchies (or the top-ranked ones when
+  no name says so), and the pairs of the chosen ones are measured too;
 - sensitive candidates (``SENSITIVE_WORDS``: diagnosis, income, ...): ``[sensitive]``;
 - every other column is dropped (fail closed: a kept column is published as it is).
 
@@ -47,6 +48,7 @@ NEAR_UNIQUE = 0.9
 MAX_QID_VALUES = 5_000
 MAX_QIDS = 6
 PREVIEW_ROWS = 50_000
+RANK_ROWS = 1_000_000
 ID_NAME = re.compile(r"(^|[^a-z])(id|uuid|guid|key|pk|record|row)([^a-z]|$)|_id$|^id_", re.I)
 IDENTIFIER_WORDS = re.compile(r"e-?mail|phone|mobile|ssn|social.?security|passport|(^|[^a-z])(first|last|full|sur|given|family)[ _-]?name"
                               r"|^name$|street|address|ip.?addr|iban|credit.?card", re.I)
@@ -75,6 +77,7 @@ class Suggestion:
     k: int
     max_risk: float
     null_qids: list[str]
+    ranked_on: int  # rows the ranking was measured on; negative: about that many, a block sample above RANK_ROWS
     preview: dict[str, Any] = field(default_factory=dict)
     source_risk: dict[str, Any] = field(default_factory=dict)
 
@@ -82,7 +85,7 @@ class Suggestion:
         return [d for d in self.decisions if d.role == role]
 
     def to_json(self) -> dict[str, Any]:
-        return {"table": self.table, "rows": self.rows, "k": self.k, "max_risk": self.max_risk,
+        return {"table": self.table, "rows": self.rows, "ranked_on_rows": self.ranked_on, "k": self.k, "max_risk": self.max_risk,
                 "columns": [{"column": d.column, "role": d.role, "why": d.why, "distinction": d.score[0], "separation": d.score[1]}
                             for d in self.decisions],
                 "pairs": [{"columns": list(c), "distinction": a, "separation": b} for c, a, b in self.pairs],
@@ -111,12 +114,17 @@ def suggest(con: Connector, table: str, *, max_risk: float = 0.2) -> Suggestion:
             continue
         decisions[c] = _first_pass(con, relation, p)
     candidates = [c for c, d in decisions.items() if d.role == "candidate"]
-    singles, pairs = _separations(con, relation, candidates)
-    ranked = sorted(candidates, key=lambda c: (not QID_WORDS.search(c), -singles[c][1], c))
+    # distinction and separation rank the columns: on a random sample above RANK_ROWS rows
+    ranking = (f"({P.block_sample_query(relation, 100.0 * RANK_ROWS / rows, con.dialect)}) AS ranking_sample"
+               if rows > RANK_ROWS else relation)
+    singles = _separations(con, ranking, [[c] for c in candidates])
+    ranked = sorted(candidates, key=lambda c: (not QID_WORDS.search(c), -singles[(c,)][1], c))
     known = [c for c in ranked if QID_WORDS.search(c)]
     chosen = known[:MAX_QIDS] if known else ranked[: min(4, len(ranked))]
+    pair_figures = _separations(con, ranking, [[a, b] for i, a in enumerate(chosen) for b in chosen[i + 1:]])
+    pairs = sorted(((c, a, b) for c, (a, b) in pair_figures.items()), key=lambda t: -t[2])
     for rank, c in enumerate(ranked, start=1):
-        d, s = decisions[c], singles[c]
+        d, s = decisions[c], singles[(c,)]
         d.score = s
         figures = f"distinction {s[0]:.4f}, separation {s[1]:.4f}, rank {rank} of {len(ranked)}"
         if c in chosen:
@@ -133,7 +141,7 @@ def suggest(con: Connector, table: str, *, max_risk: float = 0.2) -> Suggestion:
     k = max(2, math.ceil(1 / max_risk - 1e-12))
     order = list(profiles)
     result = Suggestion(table, rows, sorted(decisions.values(), key=lambda d: order.index(d.column)), pairs, k, float(max_risk),
-                        [c for c in chosen if profiles[c].nulls])
+                        [c for c in chosen if profiles[c].nulls], rows if rows <= RANK_ROWS else -RANK_ROWS)
     qids = [d.column for d in result.of("qid")]
     if qids:
         a = assess(con, relation, qids, attributes=False)
@@ -176,12 +184,10 @@ def _first_pass(con: Connector, relation: str, p: ColumnProfile) -> Decision:
     return Decision(c, "candidate", "")
 
 
-def _separations(con: Connector, relation: str, cols: list[str]):
-    """(distinction, separation) of each column alone, and of the pairs of the first eight."""
-    if not cols:
-        return {}, []
-    top = cols[:8]
-    combos = [[c] for c in cols] + [[a, b] for i, a in enumerate(top) for b in top[i + 1:]]
+def _separations(con: Connector, relation: str, combos: list[list[str]]) -> dict[tuple[str, ...], tuple[float, float]]:
+    """(distinction, separation) of each column combination, in one statement."""
+    if not combos:
+        return {}
     per: dict[int, dict[int, int]] = {}
     if len(combos) == 1:  # a UNION needs two
         per[0] = {int(a): int(b) for a, b in con.query(R.class_sizes(relation, combos[0], con.dialect)).select("size", "classes").iter_rows()}
@@ -189,9 +195,7 @@ def _separations(con: Connector, relation: str, cols: list[str]):
         for combo, size, classes in con.query(R.combination_sizes(relation, combos, con.dialect)).select("combo", "size", "classes").iter_rows():
             per.setdefault(int(combo), {})[int(size)] = int(classes)
     seps = [separation(tuple(c), Histogram.of(per.get(i, {}))) for i, c in enumerate(combos)]
-    singles = {s.columns[0]: (s.distinction, s.separation) for s in seps[: len(cols)]}
-    pairs = sorted(((tuple(s.columns), s.distinction, s.separation) for s in seps[len(cols):]), key=lambda t: -t[2])
-    return singles, pairs
+    return {s.columns: (s.distinction, s.separation) for s in seps}
 
 
 # --- the spec ------------------------------------------------------------------------------

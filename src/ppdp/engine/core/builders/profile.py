@@ -38,9 +38,9 @@ class ColumnProfile:
     rows: int
     nonnull: int
     distinct: int  # approximate on DuckDB and Spark (HyperLogLog), exact on PostgreSQL
-    min_len: int | None
+    min_len: int | None  # text columns only (None for numbers and dates)
     max_len: int | None
-    code_share: float  # share of the non-NULL values whose text is code-shaped
+    code_share: float  # share of the non-NULL values whose text is code-shaped (text columns; else 0)
     vmin: object = None
     vmax: object = None
     quantiles: tuple[float, ...] = ()  # at sql/profile.py QUANTILES
@@ -65,8 +65,8 @@ def profile_table(con: Connector, relation: str, types: dict[str, str | None]) -
         nn = int(row[f"c{i}_nn"] or 0)
         qs = row.get(f"c{i}_q")
         out[c] = ColumnProfile(
-            c, kinds[c], n, nn, min(int(row[f"c{i}_nd"] or 0), nn), _int(row[f"c{i}_lmin"]), _int(row[f"c{i}_lmax"]),
-            (int(row[f"c{i}_code"] or 0) / nn) if nn else 0.0, row.get(f"c{i}_vmin"), row.get(f"c{i}_vmax"),
+            c, kinds[c], n, nn, min(int(row[f"c{i}_nd"] or 0), nn), _int(row.get(f"c{i}_lmin")), _int(row.get(f"c{i}_lmax")),
+            (int(row.get(f"c{i}_code") or 0) / nn) if nn else 0.0, row.get(f"c{i}_vmin"), row.get(f"c{i}_vmax"),
             tuple(float(q) for q in qs) if qs is not None and all(q is not None for q in qs) else ())
     return out
 

@@ -7,7 +7,10 @@ import json
 import tomllib
 from pathlib import Path
 
+from importlib import resources
+
 import duckdb
+import jsonschema
 import pytest
 
 from ppdp.engine.app.cli import main
@@ -40,6 +43,7 @@ def test_suggest_drops_unique_columns_and_proposes_the_person(adult_db: Path, tm
                             "--json"], capsys)
     assert code == 0
     result = json.loads(stdout)
+    jsonschema.validate(result, json.loads(resources.files("ppdp.engine").joinpath("data/schemas/suggest.schema.json").read_text()))
     roles = {c["column"]: c["role"] for c in result["columns"]}
     assert roles["visit_id"] == "key"
     assert roles["email"] == "identifier" and roles["person_id"] == "person"

@@ -184,7 +184,7 @@ def _error_result(args: argparse.Namespace, failed):
         from ppdp.engine.app.api import VerifyResult
 
         return VerifyResult(status=failed.status, exit_code=failed.exit_code, error=failed.error)
-    if args.command == "risk":
+    if args.command in ("risk", "suggest"):
         from ppdp.engine.app.outcome import Measured
 
         return Measured({"error": failed.error}, failed.status, failed.exit_code)

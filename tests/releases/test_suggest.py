@@ -15,6 +15,7 @@ import pytest
 
 from ppdp.engine.app.cli import main
 from tests.conftest import snapshot
+from tests.support import paths as PATHS
 
 
 def _visits(db: Path) -> Path:
@@ -194,3 +195,33 @@ def test_suggest_then_run_on_postgres(adult_db: Path, postgres_database: str, tm
     code, stdout, err = _run(["run", str(out), "--no-progress", "--json"], capsys)
     result = json.loads(stdout)
     assert code == 0 and result["status"] == "published" and result["verified"] is True, err
+
+
+SPARCS = PATHS.SHARED / "data" / "sparcs"
+if not SPARCS.is_dir():  # a worktree or a clone outside /work: the machine's shared data
+    SPARCS = Path("/work/shared/data/sparcs")
+
+
+@pytest.mark.skipif(not SPARCS.is_dir(), reason=f"the SPARCS extract is not at {SPARCS}")
+def test_sparcs_ranks_zip_age_sex_above_low_risk_columns(tmp_path: Path, capsys) -> None:
+    db = tmp_path / "sparcs.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE discharges AS SELECT CAST(row_number() OVER () AS BIGINT) AS id, * "
+                "FROM read_csv(?, header = true, union_by_name = true)", [str(SPARCS / "part-*.csv")])
+    con.close()
+    out = tmp_path / "sparcs.toml"
+    code, stdout, err = _run(["suggest", "--table", "discharges", "--db", f"duckdb://{db}", "--out", str(out), "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(stdout)
+    columns = {c["column"]: c for c in result["columns"]}
+    qids = [c["column"] for c in result["columns"] if c["role"] == "qid"]
+    assert {"Zip Code - 3 digits", "Age Group", "Gender"} <= set(qids)
+    low = [c for c in ("Discharge Year", "Abortion Edit Indicator", "Emergency Department Indicator", "Type of Admission")
+           if columns[c]["role"] == "drop"]
+    assert low, "the low-risk columns are dropped"
+    # ZIP singles out more than every low-risk column
+    assert all(columns["Zip Code - 3 digits"]["separation"] > columns[c]["separation"] for c in low)
+    assert result["preview"]["status"] == "published" and result["preview"]["verified"] is True
+    code, stdout, err = _run(["run", str(out), "--no-progress", "--json"], capsys)
+    run = json.loads(stdout)
+    assert code == 0 and run["status"] == "published" and run["verified"] is True, err

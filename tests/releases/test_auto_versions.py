@@ -71,3 +71,21 @@ def test_next_version_keeps_the_published_definition(adult_db: Path, tmp_path: P
     third = api.run_release(_spec(tmp_path / "r.toml", adult_db, rebuild=True))
     assert third.status == "published", third.error
     assert _definitions(adult_db)[2]["age"] == _fresh_choice(adult_db)
+
+
+def test_double_columns_get_leaves_in_the_canonical_text(tmp_path: Path) -> None:
+    """DuckDB writes an integral DOUBLE as '1.0'; leaves are the canonical text ('1') everywhere."""
+    db = tmp_path / "d.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t AS SELECT CAST(i AS BIGINT) AS id, CAST(i % 40 AS DOUBLE) / 2 AS x, "
+                "CAST(i % 3 AS DOUBLE) AS y FROM range(3000) AS t(i)")
+    con.close()
+    spec = tmp_path / "d.toml"
+    spec.write_text(f'[source]\ndatabase = "duckdb://{db}"\ntable = "t"\nkey = "id"\n'
+                    '[[quasi_identifiers]]\ncolumn = "x"\nhierarchy = "auto"\n'
+                    '[[quasi_identifiers]]\ncolumn = "y"\nhierarchy = "auto"\n'
+                    '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n[output]\nschema = "published"\nname = "t"\n')
+    result = api.run_release(spec)
+    assert result.status == "published" and result.verified is True, result.error
+    built = _definitions(db)[0]
+    assert built["x"]["builder"] == "numeric" and built["y"]["builder"] == "priority"

@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
+from ppdp.sql.queries import text_expr
 from ppdp.sql.quoting import count_star, ident, render, slot
 
 QUANTILES = (0.01, 0.05, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 0.95, 0.99)
@@ -69,20 +70,11 @@ def profile_query(relation: str, cols: list[tuple[str, str]], d: Dialect) -> str
     return render(exp.select(*parts).from_(slot()), d, {"relation": relation})
 
 
-def top_values_query(relation: str, column: str, limit: int, d: Dialect) -> str:
-    """``(v, n)``: the ``limit`` most frequent non-NULL values of ``column`` as text, most frequent first."""
-    c = _col(column)
-    tree = (exp.select(exp.alias_(_text(c, d), "v"), count_star("n")).from_(slot())
-            .where(exp.Not(this=exp.Is(this=c.copy(), expression=exp.Null()))).group_by(c.copy())
-            .order_by(exp.Ordered(this=exp.column("n"), desc=True), exp.Ordered(this=exp.column("v")))
-            .limit(limit))
-    return render(tree, d, {"relation": relation})
-
-
 def value_counts_query(relation: str, column: str, d: Dialect) -> str:
-    """``(v, n)``: every non-NULL value of ``column`` as text with its number of rows."""
+    """``(v, n)``: every non-NULL value of ``column`` as its canonical text (the leaves' text,
+    sql/queries.py ``text_expr``) with its number of rows."""
     c = _col(column)
-    tree = (exp.select(exp.alias_(_text(c, d), "v"), count_star("n")).from_(slot())
+    tree = (exp.select(exp.alias_(text_expr(c, d), "v"), count_star("n")).from_(slot())
             .where(exp.Not(this=exp.Is(this=c.copy(), expression=exp.Null()))).group_by(c.copy()))
     return render(tree, d, {"relation": relation})
 

@@ -273,7 +273,7 @@ def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, co
     """A QID's hierarchy: its ARX file, or generated from the column's distinct values, or built
     from the data (``auto``). An ``auto`` hierarchy keeps the definition the release's published
     version stored (the same builder and parameters, applied to this version's values) unless
-    its spec says ``rebuild = true``."""
+    its spec says ``rebuild = true`` or gives an override the stored definition does not have."""
     h = qid.hierarchy
     if h.type == "auto":
         if profiles and qid.column in profiles:
@@ -282,8 +282,10 @@ def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, co
         counts = dict(zip(frame["v"].to_list(), (int(n) for n in frame["n"].to_list()), strict=True))
         overrides = dict(h.auto)
         stored = ((previous.solution or {}).get("hierarchies") or {}).get(qid.column) if previous is not None else None
-        if stored is not None and not overrides.get("rebuild", False):
-            definition = Definition.from_json(stored)
+        kept = Definition.from_json(stored) if stored is not None and not overrides.get("rebuild", False) else None
+        if kept is not None and all(kept.builder == v if k == "builder" else kept.param(k) == v
+                                    for k, v in overrides.items() if k != "rebuild"):
+            definition = kept  # the published definition, unless an override of the spec now says otherwise
         else:
             profile = (profiles or {}).get(qid.column)
             if profile is None:

@@ -37,9 +37,8 @@ from ppdp.connectors import connect  # noqa: E402
 from ppdp.engine.app import api  # noqa: E402
 from ppdp.engine.core import catalog  # noqa: E402
 from ppdp.engine.core.catalog import resolve_release  # noqa: E402
-from ppdp.engine.core.hierarchy import read_arx_csv  # noqa: E402
-from ppdp.engine.release.stages.validate import load_hierarchy  # noqa: E402
 from ppdp.engine.core.spec import load_spec  # noqa: E402
+from ppdp.engine.release.stages.validate import load_hierarchy  # noqa: E402
 from ppdp.sql import queries as Q  # noqa: E402
 
 DATASETS = {

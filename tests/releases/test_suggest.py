@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
-
 from importlib import resources
+from pathlib import Path
 
 import duckdb
 import jsonschema

@@ -13,6 +13,8 @@ caller (``Source.sql()`` or ``quote_table``); every column name is quoted here.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
@@ -49,7 +51,7 @@ def _quantiles(c: exp.Expression, d: Dialect) -> exp.Expression:
 def profile_query(relation: str, cols: list[tuple[str, str]], d: Dialect) -> str:
     """One row: the statistics above for each ``(name, kind)``; ``kind`` is "number", "date" or
     "text" (the caller's reading of the column's SQL type)."""
-    parts: list[exp.Expression] = [count_star("n")]
+    parts: list[Any] = [count_star("n")]
     for i, (name, kind) in enumerate(cols):
         c = _col(name)
         text = _text(c, d)

@@ -475,7 +475,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 def _print_suggestion(s, out) -> None:
     from ppdp.engine.app.suggest import risk_phrase
 
-    roles = {}
+    roles: dict[str, list[str]] = {}
     for d in s.decisions:
         roles.setdefault(d.role, []).append(d.column)
     sample = f" (ranked on a block sample of about {-s.ranked_on:,})" if s.ranked_on < 0 else ""

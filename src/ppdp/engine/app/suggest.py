@@ -73,7 +73,7 @@ class Suggestion:
     table: str
     rows: int
     decisions: list[Decision]
-    pairs: list[tuple[tuple[str, str], float, float]]
+    pairs: list[tuple[tuple[str, ...], float, float]]
     k: int
     max_risk: float
     null_qids: list[str]

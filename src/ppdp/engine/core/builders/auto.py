@@ -98,7 +98,8 @@ def _skewed(p: ColumnProfile) -> bool:
 
 
 def _cuts(p: ColumnProfile, method: str) -> list[float]:
-    integral = all(float(q).is_integer() for q in p.quantiles) and float(p.vmin).is_integer() and float(p.vmax).is_integer()
+    ends = [float(v) for v in (p.vmin, p.vmax) if isinstance(v, int | float)]
+    integral = all(float(q).is_integer() for q in (*p.quantiles, *ends))
     if method == "depth":
         return numeric.depth_cuts([p.quantile(q) for q in numeric.DEPTH_QUANTILES], integral=integral)
     return numeric.width_cuts(p.quantile(0.01), p.quantile(0.99), integral=integral)

@@ -69,8 +69,14 @@ def from_definition(h: Hierarchy) -> np.ndarray:
     dmin, dmax = min(points), max(points)
     out = np.zeros((levels, len(leaves)))
     for j in range(1, levels):
-        out[j] = [1.0 if j == levels - 1 else _share(*module.bounds(params, v, j), dmin, dmax) for v in leaves]
+        out[j] = [1.0 if j == levels - 1 else _share(*_bounds(module, params, v, j), dmin, dmax) for v in leaves]
     return out
+
+
+def _bounds(module, params: dict, leaf: str, level: int) -> tuple[float, float]:
+    b = module.bounds(params, leaf, level)
+    assert b is not None, "an interval builder"
+    return b
 
 
 _NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
@@ -92,8 +98,8 @@ def _period(text: str) -> tuple[float, float] | None:
     try:
         if m := re.fullmatch(r"(\d{4})-(\d{4})", text):
             a, b = int(m[1]), int(m[2])
-            end = dt.datetime(b + 1, 1, 1) if b < 9999 else None
-            return s(dt.datetime(max(a, 1), 1, 1)), (s(end) if end else s(dt.datetime(9999, 12, 31, 23, 59, 59)) + 1.0)
+            last = dt.datetime(b + 1, 1, 1) if b < 9999 else None
+            return s(dt.datetime(max(a, 1), 1, 1)), (s(last) if last else s(dt.datetime(9999, 12, 31, 23, 59, 59)) + 1.0)
         if m := re.fullmatch(r"(\d{4})", text):
             y = int(m[1])
             return s(dt.datetime(y, 1, 1)), s(dt.datetime(y + 1, 1, 1))
@@ -106,14 +112,14 @@ def _period(text: str) -> tuple[float, float] | None:
             end = dt.datetime(y + 1, 1, 1) if mo == 12 else dt.datetime(y, mo + 1, 1)
             return s(dt.datetime(y, mo, 1)), s(end)
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            a = dt.datetime.fromisoformat(text)
-            return s(a), s(a) + 86400.0
+            day = dt.datetime.fromisoformat(text)
+            return s(day), s(day) + 86400.0
         if m := re.fullmatch(r"(\d{4}-\d{2}-\d{2}) (\d{2})h", text):
-            a = dt.datetime.fromisoformat(f"{m[1]} {m[2]}:00")
-            return s(a), s(a) + 3600.0
+            hour = dt.datetime.fromisoformat(f"{m[1]} {m[2]}:00")
+            return s(hour), s(hour) + 3600.0
         if re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", text):
-            a = dt.datetime.fromisoformat(text)
-            return s(a), s(a) + 60.0
+            minute = dt.datetime.fromisoformat(text)
+            return s(minute), s(minute) + 60.0
     except ValueError:
         return None
     return None

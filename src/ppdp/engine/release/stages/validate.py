@@ -41,8 +41,8 @@ from ppdp.engine.release.stages.population import population_source
 from ppdp.errors import DataError, SpecError, did_you_mean
 from ppdp.sql import history as H
 from ppdp.sql import inspect
-from ppdp.sql import profile as PR
 from ppdp.sql import predicate as SP
+from ppdp.sql import profile as PR
 from ppdp.sql import queries as Q
 from ppdp.sql.relations import delta_name, version_name
 

@@ -70,8 +70,8 @@ def spec(db: Path, table: str, columns: list[str], qids: list[str], hierarchies:
     return "\n".join(lines)
 
 
-def arx_loss(con, spec_path: Path, table: str) -> tuple[float, dict[str, int], bool]:
-    """ARX's Loss of the published optimum (see the module docstring), its levels, certified."""
+def arx_loss(con, spec_path: Path, table: str) -> tuple[float, dict[str, int], bool, dict[str, float]]:
+    """ARX's Loss of the published optimum (see the module docstring), its levels, certified, Loss per QID."""
     s = load_spec(spec_path)
     rid = resolve_release(con, table)
     run = catalog.published_runs(con, rid)[-1]
@@ -81,14 +81,17 @@ def arx_loss(con, spec_path: Path, table: str) -> tuple[float, dict[str, int], b
     view = con.query(f'SELECT * FROM "published"."{table}"')
     suppressed = n - view.height
     total = 0.0
+    per_qid: dict[str, float] = {}
     for q in s.quasi_identifiers:
         h = load_hierarchy(s, q, source, con, None, run)
         lvl = int(levels[q.column])
         leaves = len(h.rows)
         share = {v: (int(c) - 1) / max(leaves - 1, 1) for v, c in zip(h.level_values[lvl], h.leaf_counts[lvl], strict=True)}
         published = view[q.column].cast(pl.String).to_list()
-        total += sum(share[v] for v in published) + suppressed
-    return total / (n * len(s.quasi_identifiers)), levels, bool(run.solution.get("certified"))
+        qid_loss = sum(share[v] for v in published) + suppressed
+        per_qid[q.column] = round(qid_loss / n, 4)
+        total += qid_loss
+    return total / (n * len(s.quasi_identifiers)), levels, bool(run.solution.get("certified")), per_qid
 
 
 def main() -> int:
@@ -125,11 +128,11 @@ def main() -> int:
                     continue
                 con = connect(f"duckdb://{db}")
                 try:
-                    loss, levels, certified = arx_loss(con, path, name)
+                    loss, levels, certified, per_qid = arx_loss(con, path, name)
                 finally:
                     con.close()
                 out["rows"] = result.records
-                out[variant] = {"loss": loss, "granularity": 1 - loss, "certified": certified, "levels": levels,
+                out[variant] = {"loss": loss, "granularity": 1 - loss, "certified": certified, "levels": levels, "loss_per_qid": per_qid,
                                 "suppressed": result.suppressed, "seconds": round(seconds, 2), "verified": result.verified}
             if "granularity" in out.get("hand", {}) and "granularity" in out.get("auto", {}):
                 out["ratio"] = out["auto"]["granularity"] / out["hand"]["granularity"]

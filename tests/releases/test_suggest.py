@@ -73,7 +73,7 @@ def test_suggested_spec_runs_as_written(adult_db: Path, tmp_path: Path, capsys) 
     out = tmp_path / "adult.toml"
     code, stdout, _ = _run(["suggest", "--table", "adult", "--db", f"duckdb://{adult_db}", "--out", str(out)], capsys)
     assert code == 0, stdout
-    assert "preview    : on all 30,162 rows: published, verified True" in stdout
+    assert "preview    : on all 30,162 rows: published, certified optimum, verified True" in stdout
     text = out.read_text()
     assert all(line.startswith("#") or "#" in line or not line.strip() or line.startswith("[") or "=" in line
                for line in text.splitlines())
@@ -188,7 +188,7 @@ def test_suggest_then_run_on_postgres(adult_db: Path, postgres_database: str, tm
     out = tmp_path / "pg.toml"
     code, stdout, err = _run(["suggest", "--table", "public.adult", "--db", postgres_database, "--out", str(out)], capsys)
     assert code == 0, err
-    assert "preview    : on all 30,162 rows: published, verified True" in stdout
+    assert "preview    : on all 30,162 rows: published, certified optimum, verified True" in stdout
     spec = tomllib.loads(out.read_text())
     assert spec["source"]["schema"] == "public" and all(q["hierarchy"] == "auto" for q in spec["quasi_identifiers"])
     code, stdout, err = _run(["run", str(out), "--no-progress", "--json"], capsys)

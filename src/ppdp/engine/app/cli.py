@@ -497,7 +497,8 @@ def _print_suggestion(s, out) -> None:
             print(f"  preview    : on {where}: {v['status']}: {v['error']}")
         else:
             rr = (v.get("risk") or {}).get("release") or {}
-            print(f"  preview    : on {where}: {v['status']}, verified {v['verified']}, smallest class {v['k']}, "
+            print(f"  preview    : on {where}: {v['status']}, {'certified optimum' if v['certified'] else 'NOT certified optimal'}, "
+                  f"verified {v['verified']}, smallest class {v['k']}, "
                   f"released {v['released']:,}, suppressed {v['suppressed']:,}, TD {v['td']:.1f}"
                   + (f"\n  preview risk: {risk_phrase(rr)}" if rr else ""))
     print(f"  spec       : {out if out else '(printed above)'}; k = {s.k} for max risk {s.max_risk:g}")

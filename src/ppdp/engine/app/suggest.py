@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ppdp.connectors.base import Connector
+from ppdp.engine.core import catalog
 from ppdp.engine.core.builders.auto import MAX_LEAVES
 from ppdp.engine.core.builders.profile import ColumnProfile, profile_table
 from ppdp.engine.privacy.k_anonymity import KAnonymity
@@ -279,10 +280,18 @@ def preview(con: Connector, s: Suggestion, table: str, text: str) -> dict[str, A
         spec_path = Path(tmp) / "spec.toml"
         spec_path.write_text(_retarget(text, f"duckdb://{db}"))
         result = api.run_release(spec_path, db=f"duckdb://{db}")
-    out = {"rows": len(frame), "sampled": sampled, "status": result.status, "verified": result.verified,
-           "k": result.k, "released": result.released, "suppressed": result.suppressed, "td": result.td,
-           "error": result.error, "risk": result.risk}
-    return out
+        solution: dict[str, Any] = {}
+        if result.status == "published" and result.release is not None:
+            copy = connect(f"duckdb://{db}")
+            try:
+                runs = catalog.published_runs(copy, catalog.resolve_release(copy, result.release))
+                solution = runs[-1].solution if runs else {}
+            finally:
+                copy.close()
+    return {"rows": len(frame), "sampled": sampled, "status": result.status, "verified": result.verified,
+            "certified": bool(solution.get("certified")), "levels": solution.get("levels"),
+            "k": result.k, "released": result.released, "suppressed": result.suppressed, "td": result.td,
+            "error": result.error, "risk": result.risk}
 
 
 def risk_phrase(measured: dict[str, Any]) -> str:

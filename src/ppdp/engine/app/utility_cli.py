@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppdp.engine.utility import UtilityAssessment
-from ppdp.engine.utility.base import measures
+from ppdp.engine.utility.base import ordered_measures
 
 
 def _number(v: Any) -> str:
@@ -18,7 +18,7 @@ def describe(a: UtilityAssessment) -> str:
     """A header, then one line per measure: its value and, for ARX's models, its per-QID values."""
     values = dict(a.measures)
     lines = [f"utility of {a.relation}: {a.rows:,} source rows, {a.withheld:,} withheld ({a.method}); quality, higher is better"]
-    for m in measures():
+    for m in ordered_measures():
         v = values.get(m.name)
         if isinstance(v, dict):
             line = f"  {m.title:<32} {_number(v.get('value'))}"

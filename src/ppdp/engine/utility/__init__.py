@@ -18,7 +18,7 @@ from typing import Any
 from ppdp.connectors.base import Connector
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.hierarchy import Hierarchy
-from ppdp.engine.utility.base import SUPPRESSED, Cell, UtilityInput, measures
+from ppdp.engine.utility.base import SUPPRESSED, Cell, UtilityInput, ordered_measures
 from ppdp.errors import DataError
 from ppdp.sql import utility as U
 from ppdp.sql.queries import Source
@@ -161,7 +161,7 @@ def compute(inp: UtilityInput, *, relation: str = "") -> UtilityAssessment:
     """Every registered measure of ``inp``."""
     if inp.rows == 0:
         raise DataError(f"{relation or 'the version'} pairs with no source row; there is no utility to measure.")
-    values = tuple((m.name, m.compute(inp)) for m in measures())
+    values = tuple((m.name, m.compute(inp)) for m in ordered_measures())
     return UtilityAssessment(relation, inp.columns, inp.rows, inp.withheld, inp.method, values)
 
 

@@ -24,7 +24,7 @@ from ppdp.sql import utility as U
 from ppdp.sql.queries import Source
 from ppdp.sql.relations import ReleaseRelation
 
-__all__ = ["UtilityAssessment", "assess", "assess_run", "canonical_rows", "compute"]
+__all__ = ["UtilityAssessment", "assess", "assess_run", "assess_version", "canonical", "canonical_rows", "compute"]
 
 
 @dataclass(frozen=True)
@@ -128,15 +128,21 @@ def assess_run(con: Connector, run: RunRecord) -> UtilityAssessment:
     spec = run.spec
     src, out = spec.get("source", {}), spec.get("output", {})
     qids = [q["column"] for q in spec.get("quasi_identifiers", [])]
-    method = spec.get("method", {}).get("name", "generalization")
+    source = Source(src.get("schema"), src.get("table"), src.get("query"), con.dialect)
+    return assess_version(con, release=run.release, version=run.published_version, source=source, key=src["key"], qids=qids,
+                          hierarchies=_hierarchies(con, run, qids), schema=out.get("schema", "published"), name=out["name"],
+                          method=spec.get("method", {}).get("name", "generalization"))
+
+
+def assess_version(con: Connector, *, release: str, version: int, source: Source, key: str, qids: list[str],
+                   hierarchies: tuple[Hierarchy, ...], schema: str, name: str, method: str = "generalization") -> UtilityAssessment:
+    """The utility of version ``version`` of ``release`` (published as ``schema.name``), read
+    against ``source`` through the release's row ids; ``hierarchies`` in canonical row order."""
     d = con.dialect
-    schema = out.get("schema", "published")
-    rel = ReleaseRelation(schema, out["name"], d)
-    table = rel.version_name(run.published_version)
-    hierarchies = _hierarchies(con, run, qids)
+    rel = ReleaseRelation(schema, name, d)
+    table = rel.version_name(version)
     outputs, _ = _published_columns(con, schema, table, qids)
-    source = Source(src.get("schema"), src.get("table"), src.get("query"), d)
-    frame = con.query(U.paired_histogram(source, src["key"], rel.version_table(run.published_version), qids, outputs), [run.release])
+    frame = con.query(U.paired_histogram(source, key, rel.version_table(version), qids, outputs), [release])
     q = len(qids)
     extra: list[dict[str, frozenset[str]]] = [{} for _ in qids]
     cells = []
@@ -154,7 +160,12 @@ def assess_run(con: Connector, run: RunRecord) -> UtilityAssessment:
         withheld = bool(row[pos])
         cells.append(Cell(inputs, None if withheld else tuple(shown), int(row[pos + 1])))
     inp = UtilityInput(tuple(qids), hierarchies, tuple(cells), method, tuple(extra))
-    return compute(inp, relation=rel.version_table(run.published_version))
+    return compute(inp, relation=rel.version_table(version))
+
+
+def canonical(h: Hierarchy) -> Hierarchy:
+    """``h`` with its rows in canonical order (``canonical_rows``)."""
+    return Hierarchy(h.attribute, canonical_rows(list(h.rows)), source=h.source)
 
 
 def compute(inp: UtilityInput, *, relation: str = "") -> UtilityAssessment:

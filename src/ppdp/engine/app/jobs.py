@@ -173,11 +173,11 @@ def certificate_markdown(cert: dict[str, Any]) -> str:
     lines.append("")
     if cert["utility"]:
         lines.append("Utility: " + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in cert["utility"].items()))
-    risk = cert.get("risk") or {}
-    if risk.get("prosecutor"):
-        pr = risk["prosecutor"]
-        lines.append(f"Risk of this version: prosecutor average {pr.get('average', 0):.4f}, highest {pr.get('highest', 0):.4f}; "
-                     f"sample uniques {risk.get('sample_uniques', 0):.4f}")
+    if cert.get("risk"):
+        from ppdp.engine.risk.base import estimators, values_of  # each estimator phrases its own keys
+
+        phrases = [p for e in estimators() if (v := values_of(e, cert["risk"])) and (p := e.summary(v)) is not None]
+        lines.append("Risk of this version: " + "; ".join(phrases))
     um = cert.get("utility_measures") or {}
     quality = {k: v["value"] if isinstance(v, dict) else v for k, v in um.items()
                if k not in ("rows", "withheld", "method") and (isinstance(v, dict) or isinstance(v, float))}

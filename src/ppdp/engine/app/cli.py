@@ -443,12 +443,12 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
 def cmd_utility(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
-    from ppdp.engine.app.utility_cli import describe
+    from ppdp.engine.app.utility_cli import describe, spec_hierarchies
     from ppdp.engine.utility import assess
 
     con = connect(args.db, read_only=True)
     try:
-        result = assess(con, args.name, args.version)
+        result = assess(con, args.name, args.version, spec_hierarchies(con))
     finally:
         con.close()
     if args.json:

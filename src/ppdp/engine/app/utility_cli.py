@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.utility import UtilityAssessment
+from ppdp.connectors.base import Connector
+from ppdp.engine.core.catalog import RunRecord
+from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.engine.utility import HierarchyLoader, UtilityAssessment
 from ppdp.engine.utility.base import ordered_measures
 
 
@@ -29,3 +32,19 @@ def describe(a: UtilityAssessment) -> str:
             line = f"  {m.title:<32} {_number(v)}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def spec_hierarchies(con: Connector) -> HierarchyLoader:
+    """Hierarchies read as the run's spec gives them (its files, or generated from the source),
+    for a version whose method stores none (heterogeneous)."""
+
+    def load(run: RunRecord) -> dict[str, Hierarchy]:
+        from ppdp.engine.core.spec import spec_from_dict
+        from ppdp.engine.release.stages.validate import load_hierarchy
+        from ppdp.sql.queries import Source
+
+        spec = spec_from_dict(run.spec)
+        source = Source(spec.schema, spec.table, spec.query, con.dialect)
+        return {q.column: load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers}
+
+    return load

@@ -55,8 +55,9 @@ def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEE
         ix = np.array([-1 if c.outputs is None else values.setdefault(c.outputs[q], len(values)) for c in cells], dtype=np.int64)
         m = np.zeros((len(values) + 1, h.domain))
         for v, j in values.items():
+            own = h.extra.get(v)
             for i, r in enumerate(h.rows):
-                if v in r:
+                if (r[0] in own) if own is not None else (v in r):
                     m[j, i] = 1.0
         sizes = m.sum(axis=1)
         m[sizes > 0] /= sizes[sizes > 0, None]

@@ -106,6 +106,8 @@ class ReleaseSpec:
 
 
 KEPT_COLUMNS_POLICIES = ("refuse", "warn")
+# What the generalization optimizers can minimize (engine/methods/generalization/objectives.py).
+OBJECTIVES = ("td", "loss")
 
 _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
@@ -281,8 +283,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _typed(util, "[utility]", dict)
     _check_keys("utility", util, "[utility]")
     objective = _typed(util.get("objective", "td"), "utility.objective", str)
-    if objective != "td":
-        raise SpecError(f"utility.objective {objective!r} is not available; the optimizers maximize TD. Hint: objective = \"td\".")
+    if objective not in OBJECTIVES:
+        raise SpecError(f"utility.objective {objective!r} is not available. Known: {', '.join(OBJECTIVES)}. "
+                        "Hint: objective = \"td\" (the default) or \"loss\" (ARX's Loss, gs-factor 0.5).")
 
     opt = raw.get("optimizer", {})
     _typed(opt, "[optimizer]", dict)

@@ -25,13 +25,10 @@ from collections.abc import Callable
 import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
-from ppdp.engine.core.spec import OBJECTIVES  # noqa: F401  (the names the spec reader accepts)
+from ppdp.engine.core.spec import OBJECTIVE_OPTIMIZERS, OBJECTIVES  # noqa: F401  (what the spec reader accepts)
 from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn
 from ppdp.engine.methods.generalization.problem import Problem
 
-
-# The optimizers that can run an objective other than TD (the others search by TD's bounds).
-OBJECTIVE_OPTIMIZERS = ("lattice",)
 # ARX's Metric.round: information loss floored to 10 decimal digits (Metric.DIGITS).
 _ARX_FACTOR = 10.0**10
 _BATCH = 256

@@ -151,3 +151,26 @@ def test_spark_gives_the_same_figures(tmp_path, spark_url, capsys):
     got = utility_json(spark_url, name, capsys)
     for k in ("rows", "withheld", "td", "query-precision", "workload-error", *ARX_MODELS):
         assert close(got[k], want[k]), k
+
+
+def test_the_source_histogram_path_equals_the_row_id_join(tmp_path):
+    """A generalization version read from the source's histogram (its levels) or through the row
+    ids gives the same figures."""
+    from ppdp.engine.core import catalog
+    from ppdp.engine.utility import _hierarchies, assess_version
+    from ppdp.sql.queries import Source
+
+    db = load_adult(tmp_path / "a.duckdb", rows=1200)
+    run_release(load_spec(write_spec(tmp_path / "s.toml", db=db)), progress=False)
+    con = connect(f"duckdb://{db}", read_only=True)
+    try:
+        run = catalog.published_runs(con, catalog.resolve_release(con, "adult"))[-1]
+        qids = [q["column"] for q in run.spec["quasi_identifiers"]]
+        args = dict(release=run.release, version=1, source=Source(None, "adult", None, con.dialect), key="id", qids=qids,
+                    hierarchies=_hierarchies(con, run, qids), schema="published", name="adult")
+        fast = assess_version(con, **args, levels=run.solution["levels"]).to_json()
+        joined = assess_version(con, **args).to_json()
+        wrong = assess_version(con, **args, levels={q: 0 for q in qids}).to_json()  # not the version's: falls back
+    finally:
+        con.close()
+    assert close(fast, joined) and close(wrong, joined)

@@ -15,15 +15,16 @@ from ppdp.sql import catalog as C
 from ppdp.sql.queries import Source
 
 
-def measure(ctx: RunContext, prep: Prepared) -> dict[str, Any]:
+def measure(ctx: RunContext, prep: Prepared, levels: dict[str, int] | None = None) -> dict[str, Any]:
     """Utility of version ``ctx.version``; the source read whole (rows withheld before the
-    search count as withheld, as ARX's outliers)."""
+    search count as withheld, as ARX's outliers). ``levels``: the node of a generalization
+    version that holds no row back (engine/utility ``assess_version``)."""
     spec = ctx.spec
     assert ctx.version is not None
     source = Source(spec.schema, spec.table, spec.query, ctx.dialect, research=prep.source.research)
     result = assess_version(ctx.con, release=ctx.release, version=ctx.version, source=source, key=spec.key,
                             qids=spec.qid_columns, hierarchies=tuple(canonical(h) for h in prep.hierarchies),
-                            schema=spec.output_schema, name=spec.output_name, method=spec.method)
+                            schema=spec.output_schema, name=spec.output_name, method=spec.method, levels=levels)
     out = _finite(result.summary())
     ctx.con.execute(C.insert_utility(ctx.dialect), [ctx.release, ctx.version, ctx.run_id, json.dumps(out)])
     ctx.clock.mark("utility")

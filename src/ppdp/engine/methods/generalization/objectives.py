@@ -8,11 +8,13 @@
   DomainShareMaterialized) plus 1 per suppressed record, normalized between N/|domain_d| and N
   and floored to ARX's 1e-10 grid; the QIDs aggregated as prod(1 + l_d)^(1/D) - 1.
 
-``search`` runs an objective other than TD on the lattice: it scores every node (exhaustive,
-in batches of ``Problem.evaluate_optimal``) and keeps the smallest. Exhaustive is what makes the
-result certified for an objective the box bounds are not proved for: certified when every node
-was scored within the budget and the oracle is exact, ``not_certified_because`` otherwise.
-Ties keep the first node in the lattice's order (levels as an odometer, last QID fastest).
+``search`` runs an objective other than TD on the lattice: it scores the nodes (in batches of
+``Problem.evaluate_optimal``) in ascending order of a lower bound on the objective
+(``loss_lower_bounds``: every record kept at its share, ARX's own bound for Loss; it is at most
+the node's Loss and never decreases upward) and stops when the best score found is at most the
+next node's bound: every node left is then no better. Certified when it stopped so, or scored
+every node, within the budget and with an exact oracle; ``not_certified_because`` otherwise.
+Ties keep the first node in the bound's order (then the lattice's: last QID fastest).
 """
 
 from __future__ import annotations
@@ -66,11 +68,37 @@ def loss_scorer(table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float
     return score
 
 
+def loss_lower_bounds(table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
+    """A lower bound on ARX's Loss of each node (rows of ``nodes``): every record kept at its
+    share (ARX's MetricMDNMLoss.getLowerBoundInternal). A suppressed record costs 1 >= its
+    share, and the floor and the geometric mean are monotone, so the bound is at most the
+    node's Loss; shares only grow upward, so it never decreases from a node to its successors."""
+    shares = _shares(table)
+    counts = table.counts.astype(np.float64)
+    n = float(table.n_records)
+    dims = len(shares)
+    out = np.ones(nodes.shape[0])
+    for d in range(dims):
+        per_level = shares[d] @ counts  # the sum of shares with every record kept, per level
+        lo = n / float(len(table.hierarchies[d].rows))
+        v = (per_level - lo) / (n - lo) if n > lo else np.zeros_like(per_level)
+        v = np.floor(np.maximum(v, 0.0) * _ARX_FACTOR) / _ARX_FACTOR
+        out *= (v[nodes[:, d]] + 1.0) ** (1.0 / dims)
+    return out - 1.0
+
+
 def scorer(objective: str, table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float]:
     """The objective's score of (g, retained), lower is better."""
     if objective == "loss":
         return loss_scorer(table)
     raise ValueError(f"no scorer for objective {objective!r}")
+
+
+def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
+    """A lower bound on the objective of each node."""
+    if objective == "loss":
+        return loss_lower_bounds(table, nodes)
+    return np.full(nodes.shape[0], -np.inf)
 
 
 def search(problem: Problem, objective: str, *, budget: int, optimizer: str, params: dict | None = None,
@@ -83,37 +111,43 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     max_suppressed = math.floor(limit * problem.table.n_records)
     score = scorer(objective, problem.table)
     heights = [int(h) for h in problem.heights]
-    nodes = itertools.product(*(range(h + 1) for h in heights))
     lattice = math.prod(h + 1 for h in heights)
+    # Nodes in ascending order of a lower bound on the objective (ties: the lattice's order):
+    # the search stops as soon as the best score found is at most the next node's bound.
+    nodes = np.array(list(itertools.product(*(range(h + 1) for h in heights))), dtype=np.int64)
+    bounds = lower_bounds(objective, problem.table, nodes)
+    order = np.argsort(bounds, kind="stable")
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
     best_ad = best_sup = None
     evaluated = 0
     history = []
-    while evaluated < budget:
-        batch = list(itertools.islice(nodes, min(_BATCH, budget - evaluated)))
-        if not batch:
+    proved = False
+    while evaluated < min(budget, lattice):
+        if best is not None and best[0] <= bounds[order[evaluated]]:
+            proved = True
             break
-        G = np.array(batch, dtype=np.int64)
+        take = order[evaluated: evaluated + min(_BATCH, budget - evaluated)]
+        G = nodes[take]
         retained, ev = problem.evaluate_optimal(G)
-        for i in range(len(batch)):
+        for i in range(len(take)):
             if not ev.feasible[i] or int(ev.suppressed[i]) > max_suppressed:
                 continue
-            s = score(G[i], retained[i])
-            if best is None or s < best[0]:
-                best = (s, G[i].copy(), retained[i].copy(), evaluated + i)
+            sc = score(G[i], retained[i])
+            if best is None or sc < best[0]:
+                best = (sc, G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
-        evaluated += len(batch)
+        evaluated += len(take)
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    complete = evaluated >= lattice
+    complete = proved or evaluated >= lattice
     why: list[str] = []
     if not complete:
-        why.append(f"the lattice has {lattice:,} nodes and the budget scored {evaluated:,}: objective {objective!r} "
-                   "is certified only by scoring every node")
+        why.append(f"the lattice has {lattice:,} nodes and the budget scored {evaluated:,} before the best score "
+                   f"reached the lower bound of the nodes left: objective {objective!r} is not proved optimal")
     if not problem.oracle_exact:
         why.append("the suppression oracle is not exact for these models")
-    info = {"mode": "exhaustive", "objective": objective, "lattice_size": lattice, "nodes_evaluated": evaluated,
+    info = {"mode": "bound" if proved else "exhaustive", "objective": objective, "lattice_size": lattice, "nodes_evaluated": evaluated,
             "suppression_limit": limit}
     if best is None:
         g = np.array(heights, dtype=np.int64)

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from vs_arx import dataset, data_dir  # noqa: E402
+from vs_arx import data_dir, dataset  # noqa: E402
 
 from ppdp.connectors import connect  # noqa: E402
 from ppdp.engine.core import catalog  # noqa: E402

@@ -9,12 +9,12 @@ import itertools
 import numpy as np
 import pytest
 
+from ppdp.connectors import connect
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.methods.generalization.objectives import loss_scorer, search
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.release.run import run_release
 from ppdp.engine.release.stages.validate import prepare
-from ppdp.connectors import connect
 from ppdp.errors import SpecError
 from tests.conftest import load_adult, snapshot, write_spec
 

@@ -174,7 +174,8 @@ def certificate_markdown(cert: dict[str, Any]) -> str:
     if cert["utility"]:
         lines.append("Utility: " + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in cert["utility"].items()))
     if cert.get("risk"):
-        from ppdp.engine.risk.base import estimators, values_of  # each estimator phrases its own keys
+        # each estimator phrases its own keys
+        from ppdp.engine.risk.base import estimators, values_of
 
         phrases = [p for e in estimators() if (v := values_of(e, cert["risk"])) and (p := e.summary(v)) is not None]
         lines.append("Risk of this version: " + "; ".join(phrases))

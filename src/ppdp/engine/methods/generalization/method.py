@@ -22,6 +22,8 @@ from ppdp.engine.core.spec import ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.generalization.metrics import class_size_summary, report_metrics
+from ppdp.engine.methods.generalization.objectives import OBJECTIVE_OPTIMIZERS
+from ppdp.engine.methods.generalization.objectives import search as objective_search
 from ppdp.engine.methods.generalization.optimizers import (
     OptimizerResult,
     Tracker,
@@ -33,8 +35,6 @@ from ppdp.engine.methods.generalization.optimizers import (
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.methods.generalization.objectives import OBJECTIVE_OPTIMIZERS
-from ppdp.engine.methods.generalization.objectives import search as objective_search
 from ppdp.engine.privacy import PrivacyModel
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C

@@ -156,6 +156,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         return OptimizerResult(optimizer, g, kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
                                time.perf_counter() - t0, np.array(history or [(0, np.nan, 0.0)]), False, info, tuple(why))
     s, g, kept, _ = best
+    assert best_ad is not None and best_sup is not None  # set with best
     td = float(problem.evaluate(g[None, :], retained=kept[None, :]).td[0])
     info["objective_value"] = s
     return OptimizerResult(optimizer, g, kept, td, True, best_ad, best_sup, evaluated, time.perf_counter() - t0,

@@ -25,9 +25,15 @@ ARX_MODELS = ("granularity", "intensity", "nu-entropy", "aecs", "discernibility"
 
 
 def utility_json(url: str, name: str, capsys, *extra: str) -> dict:
+    """``ppdp utility --json``: one JSON object valid against the shipped schema."""
+    import jsonschema
+    from importlib import resources
+
     capsys.readouterr()
     assert main(["utility", name, "--db", url, "--json", *extra]) == 0
-    return json.loads(capsys.readouterr().out)
+    out = json.loads(capsys.readouterr().out)
+    jsonschema.validate(out, json.loads(resources.files("ppdp.engine").joinpath("data/schemas/utility.schema.json").read_text()))
+    return out
 
 
 def close(a, b) -> bool:

@@ -48,6 +48,7 @@ from ppdp.engine.release.stages import (
     record,
     risk,
     switch,
+    utility,
     validate,
     verify,
 )
@@ -140,6 +141,9 @@ def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
         expected = candidate.rows - held.withheld + held.carried
         checked = verify.verify(ctx, prep, method, plan, written, expected, published)
         checked = {**checked, "risk": risk.measure(ctx, prep, method, written.table, kept)}
+        # a generalization version holding nothing back is read from the source's histogram
+        levels = plan.solution.get("levels") if plan.method == "generalization" and not held.withheld and not held.carried else None
+        checked = {**checked, "utility": utility.measure(ctx, prep, levels)}
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, written.table)
         grants = access.grant(ctx)

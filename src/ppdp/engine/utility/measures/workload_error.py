@@ -1,0 +1,80 @@
+"""Workload error: the mean relative error |estimate - true| / max(true, 1) of a seeded workload
+of COUNT(*) queries with QID predicates (``random_workload``), the release answering each by
+spreading a published row uniformly over the leaves of its value; withheld rows count 0."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, register
+
+QUERIES = 200
+SEED = 0
+
+
+def random_workload(leaf_counts: Sequence[int], *, queries: int, seed: int) -> list[list[tuple[int, np.ndarray]]]:
+    """Queries as lists of (qid index, boolean mask over that QID's leaves in hierarchy order).
+
+    Each query constrains 1 to 3 QIDs; per QID it selects a contiguous run of leaves in the
+    hierarchy's leaf order (a range for ordered attributes, a block of related values for
+    categorical ones) covering 10-50% of the leaves.
+    """
+    rng = np.random.default_rng(seed)
+    n_qids = len(leaf_counts)
+    out = []
+    for _ in range(queries):
+        n_pred = int(rng.integers(1, min(3, n_qids) + 1))
+        preds = []
+        for q in rng.choice(n_qids, size=n_pred, replace=False):
+            n_leaves = int(leaf_counts[q])
+            width = max(1, int(round(n_leaves * rng.uniform(0.1, 0.5))))
+            start = int(rng.integers(0, n_leaves - width + 1))
+            mask = np.zeros(n_leaves, dtype=bool)
+            mask[start : start + width] = True
+            preds.append((int(q), mask))
+        out.append(preds)
+    return out
+
+
+def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEED) -> float:
+    arx = inp.arx
+    index = [{r[0]: i for i, r in enumerate(h.rows)} for h in arx]
+    cells = inp.cells
+    counts = np.array([c.count for c in cells], dtype=np.float64)
+    kept = np.array([0.0 if c.outputs is None else c.count for c in cells])
+    # per QID: each cell's input leaf index, and the leaves its published value covers
+    leaf = [np.array([index[q].get(c.inputs[q], -1) for c in cells]) for q in range(len(arx))]
+    # per QID: each cell's published value as an index into that QID's values (withheld: -1),
+    # and each value's leaves as a (values, leaves) 0/1 matrix
+    value_ix: list[np.ndarray] = []
+    member: list[np.ndarray] = []
+    for q, h in enumerate(arx):
+        values: dict[str, int] = {}
+        ix = np.array([-1 if c.outputs is None else values.setdefault(c.outputs[q], len(values)) for c in cells], dtype=np.int64)
+        m = np.zeros((len(values) + 1, h.domain))
+        for v, j in values.items():
+            own = h.extra.get(v)
+            for i, r in enumerate(h.rows):
+                if (r[0] in own) if own is not None else (v in r):
+                    m[j, i] = 1.0
+        sizes = m.sum(axis=1)
+        m[sizes > 0] /= sizes[sizes > 0, None]
+        value_ix.append(np.where(ix < 0, len(values), ix))
+        member.append(m)
+    errors = np.empty(queries)
+    for n, preds in enumerate(random_workload([h.domain for h in arx], queries=queries, seed=seed)):
+        true_w = np.ones(len(cells))
+        est_w = np.ones(len(cells))
+        for q, mask in preds:
+            true_w *= np.where(leaf[q] >= 0, mask[np.maximum(leaf[q], 0)], False)
+            frac = (member[q] * mask).sum(axis=1)  # share of each value's leaves the predicate holds
+            est_w *= frac[value_ix[q]]
+        truth = float((true_w * counts).sum())
+        estimate = float((est_w * kept).sum())
+        errors[n] = abs(estimate - truth) / max(truth, 1.0)
+    return float(errors.mean())
+
+
+register(UtilityMeasure("workload-error", "workload error (mean relative)", workload_error, order=3))

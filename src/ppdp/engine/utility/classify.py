@@ -110,12 +110,12 @@ def _sklearn() -> Any:
         import sklearn  # noqa: F401
     except ImportError:
         raise SpecError("--classify needs scikit-learn. Hint: pip install 'ppdp[utility]'.") from None
-    from sklearn import ensemble, linear_model, preprocessing
-    return linear_model, ensemble, preprocessing
+    from sklearn import ensemble, linear_model
+    return linear_model, ensemble
 
 
 def _estimator(model: str, seed: int) -> Any:
-    linear_model, ensemble, _ = _sklearn()
+    linear_model, ensemble = _sklearn()
     if model == "logistic":
         return linear_model.LogisticRegression(max_iter=1000)
     # ARX's ClassificationConfigurationRandomForest defaults: 500 trees, sqrt(p) variables per
@@ -133,10 +133,39 @@ def _probabilities(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray,
     if len(seen) == 1:
         out[:, seen[0]] = 1.0
         return out
-    _, _, preprocessing = _sklearn()
-    enc = preprocessing.OneHotEncoder(handle_unknown="ignore").fit(x_train)
-    est = _estimator(model, seed).fit(enc.transform(x_train), y_train)
-    out[:, est.classes_] = est.predict_proba(enc.transform(x_test))
+    train, test = _one_hot(x_train, x_test)
+    est = _estimator(model, seed).fit(train, y_train)
+    out[:, est.classes_] = est.predict_proba(test)
+    return out
+
+
+def _one_hot(x_train: np.ndarray, x_test: np.ndarray) -> tuple[Any, Any]:
+    """Sparse one-hot matrices of integer-coded values (records x attributes): one column per
+    (attribute, value) seen in training; a test value never seen in training sets no column."""
+    from scipy import sparse
+
+    cols_train, cols_test, width = [], [], 0
+    for j in range(x_train.shape[1]):
+        seen = np.unique(x_train[:, j])
+        cols_train.append(width + np.searchsorted(seen, x_train[:, j]))
+        pos = np.searchsorted(seen, x_test[:, j]).clip(0, len(seen) - 1)
+        cols_test.append(np.where(seen[pos] == x_test[:, j], width + pos, -1))
+        width += len(seen)
+
+    def matrix(cols: list[np.ndarray], rows: int) -> Any:
+        c = np.column_stack(cols).ravel()
+        r = np.repeat(np.arange(rows), len(cols))
+        keep = c >= 0
+        return sparse.csr_matrix((np.ones(int(keep.sum())), (r[keep], c[keep])), shape=(rows, width))
+
+    return matrix(cols_train, len(x_train)), matrix(cols_test, len(x_test))
+
+
+def _codes(values: np.ndarray) -> np.ndarray:
+    """Each column's text values as integer codes (the one-hot encoding needs only equality)."""
+    out = np.empty(values.shape, dtype=np.int64)
+    for j in range(values.shape[1]):
+        _, out[:, j] = np.unique(values[:, j], return_inverse=True)
     return out
 
 
@@ -194,9 +223,9 @@ def classify_arrays(original: np.ndarray, released: np.ndarray, suppressed: np.n
     text = np.asarray(["" if v is None else str(v) for v in labels], dtype=object)
     classes = tuple(sorted(set(text.tolist())))  # ARX sorts the class values as strings
     y = np.searchsorted(np.asarray(classes, dtype=object), text).astype(np.int64)
-    orig = np.asarray(original, dtype=object).astype(str)
+    orig = _codes(np.asarray(original, dtype=object).astype(str))
     rel = np.asarray(released, dtype=object)
-    rel = np.where(suppressed[:, None], SUPPRESSED, rel).astype(str)
+    rel = _codes(np.where(suppressed[:, None], SUPPRESSED, rel).astype(str))
     parts = arx_folds(n, k=folds, max_records=max_records, seed=seed)
     evaluated = np.concatenate(parts)
     k = len(classes)

@@ -36,3 +36,40 @@ def classification_rows(source: str, release: str, version_table: str, key: str,
             f"AND i.key = {text(key, 'src', d)} "
             f"LEFT JOIN {version_table} AS v ON v.{rid} = i.row_id "
             f"ORDER BY src.{quote_ident(key, d)}")
+
+
+def value_counts(relation: str, column: str, d: Dialect) -> str:
+    """(value, n): each value of ``column`` as text (NULL a value of its own) and its count."""
+    return f"SELECT {text(column, 'r', d)} AS value, COUNT(*) AS n FROM {relation} AS r GROUP BY {text(column, 'r', d)}"
+
+
+def numeric_moments(relation: str, column: str, d: Dialect) -> str:
+    """(n, mean, variance, lo, hi) of a numeric column: its count of non-NULL values, mean,
+    sample variance (n - 1), least and greatest value."""
+    c = f"CAST(r.{quote_ident(column, d)} AS {d.double_type})"
+    return (f"SELECT COUNT({c}) AS n, AVG({c}) AS mean, VAR_SAMP({c}) AS variance, MIN({c}) AS lo, MAX({c}) AS hi "
+            f"FROM {relation} AS r")
+
+
+def pair_counts(relation: str, first: str, second: str, d: Dialect) -> str:
+    """(a, b, n): the two-way contingency table of two columns, as text."""
+    a, b = text(first, "r", d), text(second, "r", d)
+    return f"SELECT {a} AS a, {b} AS b, COUNT(*) AS n FROM {relation} AS r GROUP BY {a}, {b}"
+
+
+def hierarchy_leaves(release: str, version: int, attribute: str, level: int, d: Dialect) -> str:
+    """(leaf, value): the label each leaf of ``attribute``'s hierarchy takes at ``level`` in a version."""
+    return (f"SELECT leaf, value FROM {private('hierarchies', d)} WHERE release = {quote_literal(release, d)} "
+            f"AND version = {int(version)} AND attribute = {quote_literal(attribute, d)} AND level = {int(level)}")
+
+
+def paired_numbers(source: str, release: str, version_table: str, key: str, columns: Sequence[str], d: Dialect) -> str:
+    """The numeric columns of each record released in a version: ``x<i>`` the source's value as a
+    double, ``m<i>`` the version's as text (a number or a range), in the source's key order
+    (suppressed records left out)."""
+    rid = quote_ident(ROW_ID, d)
+    cols = [f"CAST(src.{quote_ident(c, d)} AS {d.double_type}) AS x{i}" for i, c in enumerate(columns)]
+    cols += [f"{text(c, 'v', d)} AS m{i}" for i, c in enumerate(columns)]
+    return (f"SELECT {', '.join(cols)} FROM {source} "
+            f"JOIN {private('row_ids', d)} AS i ON i.release = {quote_literal(release, d)} AND i.key = {text(key, 'src', d)} "
+            f"JOIN {version_table} AS v ON v.{rid} = i.row_id ORDER BY src.{quote_ident(key, d)}")

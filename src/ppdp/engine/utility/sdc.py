@@ -22,6 +22,7 @@ Sources (sdcMicro, R/dUtility.R and R/microaggregation.R):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,3 +183,49 @@ def summary_micro(x: Any, xm: Any, attributes: tuple[str, ...] | None = None) ->
     return MicroSummary(attributes=tuple(names), records=a.shape[0], il1s=il1s(a, b), eigen=eigen(a, b), amean=amean,
                         amedian=amedian, aonestep=aonestep, devvar=devvar, amad=amad, acov=acov, acor=acor, acors=acors,
                         adlm=adlm, atotals=atotals, pmtotals=pmtotals)
+
+
+_NUMERIC = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|INT\d*|DOUBLE|FLOAT\d*|REAL|DECIMAL|NUMERIC|LONG|SHORT|BYTE)",
+                      re.IGNORECASE)
+_RANGE = re.compile(r"^\s*[\[(]\s*([-+0-9.eE]+)\s*[,;]\s*([-+0-9.eE]+)\s*[\])]\s*$")
+
+
+def released_number(value: Any) -> float:
+    """The number a released value stands for: itself, or the midpoint of a published range
+    ``[lo, hi]`` (``[lo, hi)``): the value an analyst without the records would use. NaN for a
+    label that is neither."""
+    if value is None:
+        return float("nan")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        m = _RANGE.match(str(value))
+        return (float(m.group(1)) + float(m.group(2))) / 2.0 if m else float("nan")
+
+
+def measure_version(con: Any, release: str, *, version: int | None = None,
+                    attributes: tuple[str, ...] | None = None) -> MicroSummary | None:
+    """sdcMicro's measures of a published version against its source, on the QIDs that both
+    publish as numbers (a microaggregated release); None when there are none. The records are
+    matched by the source key; the matrices are read here and only the measures come out."""
+    from ppdp.engine.utility.version import published_version
+    from ppdp.sql.analysis import paired_numbers
+    from ppdp.sql.relations import version_name
+
+    pv = published_version(con, release, version)
+    source = pv.source(con)
+    src_types = dict(con.relation_columns(source.schema or getattr(con, "default_schema", "main"), source.table) or []) \
+        if source.table is not None else {}
+    out = pv.spec.get("output", {})
+    rel_types = dict(con.relation_columns(out.get("schema", "published"), version_name(out["name"], pv.version)) or [])
+    cols = attributes or tuple(q for q in pv.qids if _NUMERIC.search(src_types.get(q, "")) and q in rel_types)
+    if not cols:
+        return None
+    f = con.query(paired_numbers(source.sql(), pv.release, pv.table, pv.key, cols, con.dialect))
+    if f.height < 2:
+        return None
+    x = np.column_stack([f[f"x{i}"].to_numpy() for i in range(len(cols))])
+    xm = np.column_stack([[released_number(v) for v in f[f"m{i}"].to_list()] for i in range(len(cols))])
+    if np.isnan(xm).all(axis=0).any():
+        return None  # a column released as labels, not numbers or ranges
+    return summary_micro(x, xm, tuple(cols))

@@ -49,6 +49,8 @@ KINDS: dict[str, Kind] = {
     "metric": Kind("utility metric", "ppdp.metrics", (f"{_GEN}.metrics",)),
     # every public module of engine/risk/ (a new built-in estimator is one module there)
     "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", ("ppdp.engine.risk.*",)),
+    # every public module of engine/utility/measures/ (a new built-in measure is one module there)
+    "utility measure": Kind("utility measure", "ppdp.utility_measures", ("ppdp.engine.utility.measures.*",)),
     # the built-in connectors are entry points of ppdp's own pyproject.toml (one per URL scheme)
     "connector": Kind("database connector", "ppdp.connectors", ()),
 }

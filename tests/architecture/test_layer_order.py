@@ -3,7 +3,7 @@
 Each module belongs to one layer; a module imports only from its own layer or from a layer below
 it. Top to bottom:
 
-    app (front ends) -> release (pipeline) -> methods -> privacy | risk -> core -> kernels
+    app (front ends) -> release (pipeline) -> methods -> privacy | risk | utility -> core -> kernels
         -> sql | connectors -> foundation (ppdp.errors, ppdp.registry, ppdp.redact)
 
 Every import counts, function-level ones included (a lazy import is still a dependency);
@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("app", ("ppdp.engine.app", "ppdp.dbt", "ppdp.dbt_ppdp")),
     ("release", ("ppdp.engine.release",)),
     ("methods", ("ppdp.engine.methods",)),
-    ("privacy | risk", ("ppdp.engine.privacy", "ppdp.engine.risk")),
+    ("privacy | risk | utility", ("ppdp.engine.privacy", "ppdp.engine.risk", "ppdp.engine.utility")),
     ("core", ("ppdp.engine.core", "ppdp.engine.data")),
     ("kernels", ("ppdp.engine.kernels",)),
     ("sql | connectors", ("ppdp.sql", "ppdp.connectors")),
@@ -109,7 +109,7 @@ def test_the_engine_shows_its_layers() -> None:
     loose = [p.name for p in engine.iterdir() if p.is_file() and p.suffix == ".py"]
     folders = {p.name for p in engine.iterdir() if p.is_dir() and p.name != "__pycache__"}
     assert len(loose) <= 6, loose
-    assert folders == {"app", "release", "methods", "privacy", "risk", "core", "kernels", "data"}
+    assert folders == {"app", "release", "methods", "privacy", "risk", "utility", "core", "kernels", "data"}
 
 
 def test_the_three_methods_are_laid_out_alike() -> None:

@@ -53,7 +53,7 @@ def test_a_name_two_distributions_offer_is_refused(tmp_path: Path, monkeypatch) 
 
 def test_every_kind_has_its_group_and_one_registry() -> None:
     assert {k.group for k in KINDS.values()} == {"ppdp.models", "ppdp.methods", "ppdp.optimizers", "ppdp.evaluators",
-                                                 "ppdp.metrics", "ppdp.risk_estimators", "ppdp.connectors"}
+                                                 "ppdp.metrics", "ppdp.risk_estimators", "ppdp.utility_measures", "ppdp.connectors"}
     assert registry("optimizer") is registry("optimizer")
     assert did_you_mean("numbaa", ["duckdb", "numba"]) == " Did you mean 'numba'?" and did_you_mean("zzz", ["numba"]) == ""
 

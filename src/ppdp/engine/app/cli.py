@@ -100,6 +100,12 @@ def _parser() -> argparse.ArgumentParser:
     rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
     rk.add_argument("--json", action="store_true", help="one JSON object")
 
+    ut = sub.add_parser("utility", help="utility of a published version: ARX's quality models, TD, query precision, workload error")
+    ut.add_argument("name", help="release name (its current version unless --version)")
+    ut.add_argument("--version", type=int, help="published version of the release (default: the current one)")
+    ut.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    ut.add_argument("--json", action="store_true", help="one JSON object")
+
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
     e.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
@@ -176,7 +182,7 @@ def _error_result(args: argparse.Namespace, failed):
         from ppdp.engine.app.api import VerifyResult
 
         return VerifyResult(status=failed.status, exit_code=failed.exit_code, error=failed.error)
-    if args.command == "risk":
+    if args.command in ("risk", "utility"):
         from ppdp.engine.app.outcome import Measured
 
         return Measured({"error": failed.error}, failed.status, failed.exit_code)
@@ -435,6 +441,24 @@ def cmd_risk(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_utility(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.app.utility_cli import describe
+    from ppdp.engine.utility import assess
+
+    con = connect(args.db, read_only=True)
+    try:
+        result = assess(con, args.name, args.version)
+    finally:
+        con.close()
+    if args.json:
+        from ppdp.engine.app.outcome import Measured
+
+        return _emit(args, Measured(result.to_json()))
+    print(describe(result))
+    return 0
+
+
 def cmd_warm_up(args: argparse.Namespace) -> int:
     from ppdp.engine.app.warmup import warm_up
 
@@ -455,7 +479,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
-            "risk": cmd_risk, "report": cmd_report}
+            "risk": cmd_risk, "utility": cmd_utility, "report": cmd_report}
 
 
 # --- printing ------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""The utility measure: the unit of extension of ``ppdp utility`` and of each version's stored utility.
+
+A measure is one module of engine/utility/measures/ that registers a ``UtilityMeasure`` in
+``UTILITY_MEASURES`` (built-ins: ppdp/registry.py ``KINDS``; other packages: entry points of group
+``ppdp.utility_measures``). It computes its JSON value from the ``UtilityInput``: the paired
+histogram of the version (what each source row held and what the version shows of it, counted
+in the database by sql/utility.py) and the version's hierarchies.
+
+Every measure is defined on that histogram, so it is defined for every release method: a
+generalization or a microaggregation publishes hierarchy values (ARX's local recoding model),
+a heterogeneous release publishes a range or a value set per QID, which ``UtilityInput`` turns
+into the hierarchy value that covers exactly the same leaves when there is one, and otherwise
+into a value of its own with the leaves it covers (docs/design/utility.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.registry import Registry, registry
+
+# ARX's suppressed value (QualityConfiguration.getSuppressedValue): what a withheld row shows.
+SUPPRESSED = "*"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the paired histogram: the input QID values (canonical text), the published
+    values (None: the row is withheld, ARX's outlier) and the number of source rows."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...] | None
+    count: int
+
+
+@dataclass(frozen=True, eq=False)
+class UtilityInput:
+    """What every measure may read."""
+
+    columns: tuple[str, ...]
+    hierarchies: tuple[Hierarchy, ...]
+    cells: tuple[Cell, ...]
+    method: str = "generalization"
+    # per QID, extra leaves-covered sets of published values that are not hierarchy values
+    # (heterogeneous ranges and value sets): value -> frozenset of leaves
+    extra_values: tuple[Mapping[str, frozenset[str]], ...] = ()
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def rows(self) -> int:
+        """Source rows (published and withheld): ARX's number of rows of the output."""
+        return sum(c.count for c in self.cells)
+
+    @cached_property
+    def withheld(self) -> int:
+        return sum(c.count for c in self.cells if c.outputs is None)
+
+    def shown(self, cell: Cell) -> tuple[str, ...]:
+        """What ARX's output handle shows of a cell: a withheld row is ``*`` in every QID."""
+        return cell.outputs if cell.outputs is not None else (SUPPRESSED,) * len(self.columns)
+
+    @cached_property
+    def arx(self) -> tuple[Any, ...]:
+        """Per QID, ARX's view of its hierarchy (measures/_arx.py ``ArxHierarchy``)."""
+        from ppdp.engine.utility.measures._arx import ArxHierarchy
+
+        extra = self.extra_values or tuple({} for _ in self.columns)
+        return tuple(ArxHierarchy.of(h, e) for h, e in zip(self.hierarchies, extra, strict=True))
+
+    @cached_property
+    def input_classes(self) -> dict[tuple[str, ...], int]:
+        out: dict[tuple[str, ...], int] = {}
+        for c in self.cells:
+            out[c.inputs] = out.get(c.inputs, 0) + c.count
+        return out
+
+    @cached_property
+    def output_classes(self) -> dict[tuple[str, ...], int]:
+        """Equivalence classes of the published rows (withheld rows are in none, as ARX's groupify)."""
+        out: dict[tuple[str, ...], int] = {}
+        for c in self.cells:
+            if c.outputs is not None:
+                out[c.outputs] = out.get(c.outputs, 0) + c.count
+        return out
+
+
+@dataclass(frozen=True)
+class UtilityMeasure:
+    """A registered measure: its name, a one-line description, and ``compute`` (input -> JSON
+    value: a number or a dict with ``value`` and details). ``arx``: the name of ARX's
+    StatisticsQuality getter it equals (for the harness), or None for ppdp's own."""
+
+    name: str
+    title: str
+    compute: Callable[[UtilityInput], Any]
+    arx: str | None = None
+    order: int = 100
+
+
+UTILITY_MEASURES: Registry[UtilityMeasure] = registry("utility measure")
+
+
+def measures() -> list[UtilityMeasure]:
+    """Every registered measure, in display order."""
+    return sorted((UTILITY_MEASURES.get(n) for n in UTILITY_MEASURES.names()), key=lambda m: (m.order, m.name))
+
+
+def register(m: UtilityMeasure) -> UtilityMeasure:
+    return UTILITY_MEASURES.register(m.name)(m)
+
+
+def row_quality(minimum: float, result: float, maximum: float) -> float:
+    """ARX's QualityMeasureRowOriented.getValue: 1 - the result normalized into [min, max], clamped."""
+    val = (result - minimum) / (maximum - minimum) if maximum != minimum else float("nan")
+    if val != val:  # noqa: PLR0124 (NaN)
+        return float("nan")
+    return 1.0 - min(1.0, max(0.0, val))
+
+
+def column_quality(columns: tuple[str, ...], minimum: list[float], result: list[float], maximum: list[float]) -> dict[str, Any]:
+    """ARX's QualityMeasureColumnOriented: per column 1 - normalized result, and the arithmetic
+    mean aggregate (normalized after aggregation, getArithmeticMean(false)); NaN columns are left out."""
+    keep = [i for i, r in enumerate(result) if r == r]  # noqa: PLR0124
+    per = {}
+    for i in keep:
+        per[columns[i]] = row_quality(minimum[i], result[i], maximum[i])
+    if not keep:
+        return {"value": float("nan"), "columns": per}
+    mean = lambda xs: sum(xs[i] for i in keep) / len(keep)  # noqa: E731
+    return {"value": row_quality(mean(minimum), mean(result), mean(maximum)), "columns": per}

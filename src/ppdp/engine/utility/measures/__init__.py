@@ -1,0 +1,1 @@
+"""The built-in utility measures, one module each (registered by ppdp/registry.py ``KINDS``)."""

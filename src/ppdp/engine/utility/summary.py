@@ -114,7 +114,11 @@ class Summary:
                         f"median {_num(s.median)} -> {_num(r.median)}"
             out.append(line)
         for t in self.tables:
-            out.append(f"  table {t.first} x {t.second}: {len(t.source)} source cells, {len(t.release)} release cells")
+            out.append(f"  {t.first} x {t.second}: source cells | release cells")
+            src = {(a, b): n for a, b, n in t.source}
+            rel = {(a, b): n for a, b, n in t.release}
+            for cell in sorted(set(src) | set(rel)):
+                out.append(f"    {cell[0]!s:<20} {cell[1]!s:<20} {src.get(cell, 0)!s:>10} | {rel.get(cell, 0)!s:>10}")
         return out
 
 

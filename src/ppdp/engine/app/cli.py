@@ -84,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--external", action="store_true",
                     help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
     rp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+    rp.add_argument("--classify", metavar="TARGET", help="also train the classifier of release against source on TARGET "
+                    "(accuracy bars; needs ppdp[utility])")
 
     rk = sub.add_parser("risk", help="re-identification risk of a source table or a published version (ARX's and sdcMicro's measures)")
     rk.add_argument("name", nargs="?", help="release name (its current version unless --version)")
@@ -346,7 +348,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     con = connect(args.db, read_only=True)
     try:
-        size = write_report(con, args.name, args.html, version=args.version, external=args.external)
+        size = write_report(con, args.name, args.html, version=args.version, external=args.external, classify=args.classify)
     finally:
         con.close()
     print(f"wrote {args.html} ({size:,} bytes, {'external' if args.external else 'internal'} report)")

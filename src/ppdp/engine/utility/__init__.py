@@ -18,7 +18,8 @@ from typing import Any
 from ppdp.connectors.base import Connector
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.hierarchy import Hierarchy
-from ppdp.engine.utility.base import SUPPRESSED, Cell, UtilityInput, measures
+from ppdp.engine.utility import base as _base
+from ppdp.engine.utility.base import SUPPRESSED, Cell, UtilityInput
 from ppdp.errors import DataError
 from ppdp.sql import utility as U
 from ppdp.sql.queries import Source
@@ -161,7 +162,9 @@ def compute(inp: UtilityInput, *, relation: str = "") -> UtilityAssessment:
     """Every registered measure of ``inp``."""
     if inp.rows == 0:
         raise DataError(f"{relation or 'the version'} pairs with no source row; there is no utility to measure.")
-    values = tuple((m.name, m.compute(inp)) for m in measures())
+    # base.measures, not a name bound here: importing the subpackage utility/measures/ rebinds
+    # this package's attribute ``measures`` to that subpackage
+    values = tuple((m.name, m.compute(inp)) for m in _base.measures())
     return UtilityAssessment(relation, inp.columns, inp.rows, inp.withheld, inp.method, values)
 
 

@@ -38,6 +38,11 @@ def classification_rows(source: str, release: str, version_table: str, key: str,
             f"ORDER BY src.{quote_ident(key, d)}")
 
 
+def source_relation(source: str) -> str:
+    """A source's FROM-clause text (Source.sql(), aliased ``src``) as a relation that takes an alias of its own."""
+    return f"(SELECT * FROM {source})"
+
+
 def value_counts(relation: str, column: str, d: Dialect) -> str:
     """(value, n): each value of ``column`` as text (NULL a value of its own) and its count."""
     return f"SELECT {text(column, 'r', d)} AS value, COUNT(*) AS n FROM {relation} AS r GROUP BY {text(column, 'r', d)}"

@@ -455,10 +455,8 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
 def cmd_utility(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
-    from ppdp.engine.app.utility_cli import describe
+    from ppdp.engine.app.utility_cli import analyses, describe, describe_analyses
     from ppdp.engine.utility import assess
-
-    from ppdp.engine.app.utility_cli import analyses, describe_analyses
 
     con = connect(args.db, read_only=True)
     try:

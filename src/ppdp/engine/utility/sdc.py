@@ -120,7 +120,7 @@ def _slopes(a: np.ndarray) -> np.ndarray:
 class MicroSummary:
     """The deviations of sdcMicro's ``summary.micro`` with IL1s and the eigenvalue loss."""
 
-    attributes: tuple[str, ...]
+    columns: tuple[str, ...]
     records: int
     il1s: float
     eigen: float
@@ -138,11 +138,11 @@ class MicroSummary:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        out["attributes"] = list(self.attributes)
+        out["columns"] = list(self.columns)
         return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in out.items()}
 
     def lines(self) -> list[str]:
-        return [f"sdcMicro's measures on {', '.join(self.attributes)} ({self.records:,} records)",
+        return [f"sdcMicro's measures on {', '.join(self.columns)} ({self.records:,} records)",
                 f"  IL1s {self.il1s:.6g}, eigenvalue loss {self.eigen:.6g}",
                 f"  deviations: mean {self.amean:.6g}, median {self.amedian:.6g}, one-step {self.aonestep:.6g}, "
                 f"variance {self.devvar:.6g}, mad {self.amad:.6g}",
@@ -150,13 +150,13 @@ class MicroSummary:
                 f"regression {self.adlm:.6g}, totals {self.atotals:.6g} ({self.pmtotals:+.6g})"]
 
 
-def summary_micro(x: Any, xm: Any, attributes: tuple[str, ...] | None = None) -> MicroSummary:
+def summary_micro(x: Any, xm: Any, columns: tuple[str, ...] | None = None) -> MicroSummary:
     """summary.micro's deviations of ``xm`` from ``x`` (microaggregation.R), with IL1s and eigen."""
     a, b = _matrix(x), _matrix(xm)
     if a.shape != b.shape or a.shape[0] < 2:
         raise ValueError("x and xm must have the same shape and at least 2 records")
     p = a.shape[1]
-    names = attributes or tuple(f"x{j + 1}" for j in range(p))
+    names = columns or tuple(f"x{j + 1}" for j in range(p))
     with np.errstate(divide="ignore", invalid="ignore"):
         m1, m2 = _means(a), _means(b)
         amean = float(np.sum(np.abs(m1 - m2) / np.abs(m1)))
@@ -180,7 +180,7 @@ def summary_micro(x: Any, xm: Any, attributes: tuple[str, ...] | None = None) ->
         t1, t2 = _sums(a), _sums(b)
         atotals = float(np.sum(np.abs((t1 - t2) / t1)))
         pmtotals = float(np.sum((t2 - t1) / t1))
-    return MicroSummary(attributes=tuple(names), records=a.shape[0], il1s=il1s(a, b), eigen=eigen(a, b), amean=amean,
+    return MicroSummary(columns=tuple(names), records=a.shape[0], il1s=il1s(a, b), eigen=eigen(a, b), amean=amean,
                         amedian=amedian, aonestep=aonestep, devvar=devvar, amad=amad, acov=acov, acor=acor, acors=acors,
                         adlm=adlm, atotals=atotals, pmtotals=pmtotals)
 
@@ -204,7 +204,7 @@ def released_number(value: Any) -> float:
 
 
 def measure_version(con: Any, release: str, *, version: int | None = None,
-                    attributes: tuple[str, ...] | None = None) -> MicroSummary | None:
+                    columns: tuple[str, ...] | None = None) -> MicroSummary | None:
     """sdcMicro's measures of a published version against its source, on the QIDs that both
     publish as numbers (a microaggregated release); None when there are none. The records are
     matched by the source key; the matrices are read here and only the measures come out."""
@@ -218,7 +218,7 @@ def measure_version(con: Any, release: str, *, version: int | None = None,
         if source.table is not None else {}
     out = pv.spec.get("output", {})
     rel_types = dict(con.relation_columns(out.get("schema", "published"), version_name(out["name"], pv.version)) or [])
-    cols = attributes or tuple(q for q in pv.qids if _NUMERIC.search(src_types.get(q, "")) and q in rel_types)
+    cols = columns or tuple(q for q in pv.qids if _NUMERIC.search(src_types.get(q, "")) and q in rel_types)
     if not cols:
         return None
     f = con.query(paired_numbers(source.sql(), pv.release, pv.table, pv.key, cols, con.dialect))

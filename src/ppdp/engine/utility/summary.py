@@ -100,7 +100,7 @@ class Summary:
 
     def to_json(self) -> dict[str, Any]:
         return {"release": self.release, "version": self.version, "min_count": self.min_count,
-                "attributes": [a.to_json() for a in self.attributes], "tables": [t.to_json() for t in self.tables]}
+                "columns": [a.to_json() for a in self.attributes], "tables": [t.to_json() for t in self.tables]}
 
     def lines(self) -> list[str]:
         out = [f"summary of version {self.version} against its source (values shared by fewer than {self.min_count} records not shown)"]
@@ -274,7 +274,7 @@ def summarize(con: Any, release: str, *, version: int | None = None, attributes:
     for a in attrs:
         if a not in rel_types or (src_types and a not in src_types):
             raise SpecError(f"{a!r} is not a column of both the source and version {pv.version} of {release!r}.")
-    src_rel = f"(SELECT * FROM {source.sql()})"
+    src_rel = A.source_relation(source.sql())
     levels = _levels(con, pv)
     out = []
     for a in attrs:
@@ -285,7 +285,7 @@ def summarize(con: Any, release: str, *, version: int | None = None, attributes:
         if numeric:
             dist, kind = _ks(sc, ranges if ranges is not None else rc), "ks"
         else:
-            leaves = None
+            leaves: dict[str, list[str]] | None = None
             if a in levels:
                 f = con.query(A.hierarchy_leaves(pv.release, pv.version, a, levels[a], d))
                 leaves = {}

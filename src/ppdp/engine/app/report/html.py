@@ -180,7 +180,7 @@ def _analysis(d: ReportData) -> str:
     if a.sdc is not None:
         m = a.sdc
         keys = ("il1s", "eigen", "amean", "amedian", "aonestep", "devvar", "amad", "acov", "acor", "acors", "adlm", "atotals")
-        parts.append(f"<p>sdcMicro's measures on {escape(', '.join(m['attributes']))} (a range counts as its midpoint):</p>")
+        parts.append(f"<p>sdcMicro's measures on {escape(', '.join(m['columns']))} (a range counts as its midpoint):</p>")
         parts.append(_table(["measure", "value"], [[k, m.get(k)] for k in keys], {1}, cls="sdc"))
     rows = [[name, kind.upper(), dist] for name, kind, dist, _, _ in a.attributes]
     parts.append("<p>Distance of each attribute's distribution in the release from the source's (TV: total variation, a "

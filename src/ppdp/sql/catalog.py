@@ -78,6 +78,9 @@ def ddl(d: Dialect) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p('risk')} ("
         "release VARCHAR NOT NULL, version INTEGER NOT NULL, run_id VARCHAR NOT NULL, columns VARCHAR NOT NULL, "
         "source VARCHAR NOT NULL, released VARCHAR NOT NULL, kept_columns VARCHAR NOT NULL)",
+        # Utility of each version (JSON of ppdp utility --json), beside its risk.
+        f"CREATE TABLE IF NOT EXISTS {p('utility')} ("
+        "release VARCHAR NOT NULL, version INTEGER NOT NULL, run_id VARCHAR NOT NULL, measures VARCHAR NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {p('distributions')} ("
         "release VARCHAR NOT NULL, version INTEGER NOT NULL, sa_key VARCHAR NOT NULL, sa_value VARCHAR NOT NULL, "
         "q DOUBLE PRECISION NOT NULL)",
@@ -87,6 +90,15 @@ def ddl(d: Dialect) -> list[str]:
 def insert_risk(d: Dialect) -> str:
     """INSERT of one version's risk row (release, version, run_id, columns, source, released, kept_columns)."""
     return f"INSERT INTO {private('risk', d)} VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def insert_utility(d: Dialect) -> str:
+    """INSERT of one version's utility row (release, version, run_id, measures)."""
+    return f"INSERT INTO {private('utility', d)} VALUES (?, ?, ?, ?)"
+
+
+def select_utility(d: Dialect) -> str:
+    return f"SELECT * FROM {private('utility', d)} WHERE release = ? ORDER BY version"
 
 
 def select_risk(d: Dialect) -> str:
@@ -263,7 +275,7 @@ def list_jobs(d: Dialect) -> str:
 
 # The shared private tables holding per-version rows (release, version, ...); each release
 # method declares its own (``ReleaseMethod.private_tables``).
-VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "risk")
+VERSIONED_TABLES = ("hierarchies", "suppressed", "distributions", "risk", "utility")
 
 
 def delete_unpublished_versions(table: str, d: Dialect) -> str:

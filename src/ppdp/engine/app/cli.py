@@ -455,12 +455,12 @@ def cmd_risk(args: argparse.Namespace) -> int:
 
 def cmd_utility(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
-    from ppdp.engine.app.utility_cli import analyses, describe, describe_analyses
+    from ppdp.engine.app.utility_cli import analyses, describe, describe_analyses, spec_hierarchies
     from ppdp.engine.utility import assess
 
     con = connect(args.db, read_only=True)
     try:
-        result = assess(con, args.name, args.version)
+        result = assess(con, args.name, args.version, spec_hierarchies(con))
         extra = analyses(con, args, result)
     finally:
         con.close()

@@ -134,6 +134,10 @@ def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
         "released_rows": v.get("rows"), "suppressed_rows": int(m.get("suppressed") or 0),
         "method": s.get("method", "generalization"), "method_summary": dict(summary.method_lines(run)),
         "utility": summary.utility(m),
+        # the version's risk and utility as stored beside each other (_ppdp.risk, _ppdp.utility):
+        # aggregates over the published rows only
+        "risk": (v.get("risk") or {}).get("release"),
+        "utility_measures": v.get("utility"),
         "class_sizes": m.get("class_sizes"), "levels": s.get("levels"),
         # only a method that searched with an optimizer has one (no "None")
         "optimizer": None if s.get("optimizer") is None else
@@ -169,6 +173,17 @@ def certificate_markdown(cert: dict[str, Any]) -> str:
     lines.append("")
     if cert["utility"]:
         lines.append("Utility: " + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = {v}" for k, v in cert["utility"].items()))
+    if cert.get("risk"):
+        from ppdp.engine.risk.base import estimators, values_of  # each estimator phrases its own keys
+
+        phrases = [p for e in estimators() if (v := values_of(e, cert["risk"])) and (p := e.summary(v)) is not None]
+        lines.append("Risk of this version: " + "; ".join(phrases))
+    um = cert.get("utility_measures") or {}
+    quality = {k: v["value"] if isinstance(v, dict) else v for k, v in um.items()
+               if k not in ("rows", "withheld", "method") and (isinstance(v, dict) or isinstance(v, float))}
+    if quality:
+        lines.append("Utility of this version (ppdp utility; ARX's quality models in [0, 1], higher is better): "
+                     + ", ".join(f"{k} = {v:,.4f}" if isinstance(v, float) else f"{k} = n/a" for k, v in quality.items()))
     cv = cert["cross_version"]
     if cv.get("versions_checked"):
         held = cv.get("held_back", {})

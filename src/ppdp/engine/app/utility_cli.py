@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.utility import UtilityAssessment
-from ppdp.engine.utility.base import measures
+from ppdp.connectors.base import Connector
+from ppdp.engine.core.catalog import RunRecord
+from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.engine.utility import HierarchyLoader, UtilityAssessment
+from ppdp.engine.utility.base import ordered_measures
 
 
 def _number(v: Any) -> str:
@@ -18,7 +21,7 @@ def describe(a: UtilityAssessment) -> str:
     """A header, then one line per measure: its value and, for ARX's models, its per-QID values."""
     values = dict(a.measures)
     lines = [f"utility of {a.relation}: {a.rows:,} source rows, {a.withheld:,} withheld ({a.method}); quality, higher is better"]
-    for m in measures():
+    for m in ordered_measures():
         v = values.get(m.name)
         if isinstance(v, dict):
             line = f"  {m.title:<32} {_number(v.get('value'))}"
@@ -29,6 +32,22 @@ def describe(a: UtilityAssessment) -> str:
             line = f"  {m.title:<32} {_number(v)}"
         lines.append(line)
     return "\n".join(lines)
+
+
+def spec_hierarchies(con: Connector) -> HierarchyLoader:
+    """Hierarchies read as the run's spec gives them (its files, or generated from the source),
+    for a version whose method stores none (heterogeneous)."""
+
+    def load(run: RunRecord) -> dict[str, Hierarchy]:
+        from ppdp.engine.core.spec import spec_from_dict
+        from ppdp.engine.release.stages.validate import load_hierarchy
+        from ppdp.sql.queries import Source
+
+        spec = spec_from_dict(run.spec)
+        source = Source(spec.schema, spec.table, spec.query, con.dialect)
+        return {q.column: load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers}
+
+    return load
 
 
 def analyses(con: Any, args: Any, result: UtilityAssessment) -> dict[str, Any]:

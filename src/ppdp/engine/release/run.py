@@ -48,6 +48,7 @@ from ppdp.engine.release.stages import (
     record,
     risk,
     switch,
+    utility,
     validate,
     verify,
 )
@@ -140,6 +141,7 @@ def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
         expected = candidate.rows - held.withheld + held.carried
         checked = verify.verify(ctx, prep, method, plan, written, expected, published)
         checked = {**checked, "risk": risk.measure(ctx, prep, method, written.table, kept)}
+        checked = {**checked, "utility": utility.measure(ctx, prep)}
         ctx.on_phase("verified")
         view = switch.switch_view(ctx, written.table)
         grants = access.grant(ctx)

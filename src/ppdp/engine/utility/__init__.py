@@ -12,20 +12,21 @@ error. Each measure is a quality: higher is better.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ppdp.connectors.base import Connector
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.hierarchy import Hierarchy
-from ppdp.engine.utility import base as _base
-from ppdp.engine.utility.base import SUPPRESSED, Cell, UtilityInput
+from ppdp.engine.utility.base import SUPPRESSED, Cell, UtilityInput, ordered_measures
 from ppdp.errors import DataError
 from ppdp.sql import utility as U
+from ppdp.sql.heterogeneous import SET_SEPARATOR
 from ppdp.sql.queries import Source
 from ppdp.sql.relations import ReleaseRelation
 
-__all__ = ["UtilityAssessment", "assess", "assess_run", "canonical_rows", "compute"]
+__all__ = ["HierarchyLoader", "UtilityAssessment", "assess", "assess_run", "assess_version", "canonical", "canonical_rows", "compute"]
 
 
 @dataclass(frozen=True)
@@ -60,18 +61,25 @@ def canonical_rows(rows: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     return tuple(sorted(rows, key=lambda r: tuple(_natural(v) for v in reversed(r))))
 
 
-def _hierarchies(con: Connector, run: RunRecord, qids: list[str]) -> tuple[Hierarchy, ...]:
+HierarchyLoader = Callable[[RunRecord], dict[str, Hierarchy]]
+
+
+def _hierarchies(con: Connector, run: RunRecord, qids: list[str], load: HierarchyLoader | None = None) -> tuple[Hierarchy, ...]:
     frame = con.query(U.hierarchy_rows(con.dialect), [run.release, run.published_version])
     paths: dict[str, dict[str, dict[int, str]]] = {}
     for attribute, level, leaf, value in frame.select("attribute", "level", "leaf", "value").iter_rows():
         paths.setdefault(attribute, {}).setdefault(leaf, {})[int(level)] = value
-    out = []
-    for q in qids:
-        if q not in paths:
-            raise DataError(f"version {run.published_version} of {run.release} stores no hierarchy for {q!r}.")
-        rows = [tuple(levels[lv] for lv in sorted(levels)) for levels in paths[q].values()]
-        out.append(Hierarchy(q, canonical_rows(rows), source="_ppdp.hierarchies"))
-    return tuple(out)
+    if load is not None and any(q not in paths for q in qids):
+        loaded = load(run)
+        return tuple(canonical(loaded[q]) if q in loaded and q not in paths else _stored(run, q, paths) for q in qids)
+    return tuple(_stored(run, q, paths) for q in qids)
+
+
+def _stored(run: RunRecord, q: str, paths: dict[str, dict[str, dict[int, str]]]) -> Hierarchy:
+    if q not in paths:
+        raise DataError(f"version {run.published_version} of {run.release} stores no hierarchy for {q!r}.")
+    rows = [tuple(levels[lv] for lv in sorted(levels)) for levels in paths[q].values()]
+    return Hierarchy(q, canonical_rows(rows), source="_ppdp.hierarchies")
 
 
 def _published_columns(con: Connector, schema: str, table: str, qids: list[str]) -> tuple[list[list[str]], str]:
@@ -103,7 +111,7 @@ def _shown_value(h: Hierarchy, parts: tuple[str | None, ...], extra: dict[str, f
         label = f"[{parts[0]}, {parts[1]}]"
     else:
         raw = parts[0] or ""
-        covered = frozenset(v.strip() for v in re.split(r"[|,;]", raw.strip("{}[]")) if v.strip())
+        covered = frozenset(v for v in raw.split(SET_SEPARATOR) if v)
         label = "{" + ", ".join(sorted(covered)) + "}"
     for lv in range(h.height + 1):
         groups: dict[str, set[str]] = {}
@@ -116,6 +124,10 @@ def _shown_value(h: Hierarchy, parts: tuple[str | None, ...], extra: dict[str, f
     return label
 
 
+# A numeric range as a microaggregation publishes it: "[lo, hi]".
+_RANGE = re.compile(r"\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]")
+
+
 def _in_range(leaf: str, lo: float | None, hi: float | None) -> bool:
     try:
         x = float(leaf)
@@ -124,22 +136,30 @@ def _in_range(leaf: str, lo: float | None, hi: float | None) -> bool:
     return (lo is None or x >= lo) and (hi is None or x <= hi)
 
 
-def assess_run(con: Connector, run: RunRecord) -> UtilityAssessment:
-    """The utility of the version ``run`` published."""
+def assess_run(con: Connector, run: RunRecord, load: HierarchyLoader | None = None) -> UtilityAssessment:
+    """The utility of the version ``run`` published; its hierarchies as stored with the version,
+    else (a method that stores none, e.g. heterogeneous) as ``load`` reads them from its spec."""
     spec = run.spec
     src, out = spec.get("source", {}), spec.get("output", {})
     qids = [q["column"] for q in spec.get("quasi_identifiers", [])]
-    method = spec.get("method", {}).get("name", "generalization")
+    source = Source(src.get("schema"), src.get("table"), src.get("query"), con.dialect)
+    return assess_version(con, release=run.release, version=run.published_version, source=source, key=src["key"], qids=qids,
+                          hierarchies=_hierarchies(con, run, qids, load), schema=out.get("schema", "published"), name=out["name"],
+                          method=spec.get("method", {}).get("name", "generalization"))
+
+
+def assess_version(con: Connector, *, release: str, version: int, source: Source, key: str, qids: list[str],
+                   hierarchies: tuple[Hierarchy, ...], schema: str, name: str, method: str = "generalization") -> UtilityAssessment:
+    """The utility of version ``version`` of ``release`` (published as ``schema.name``), read
+    against ``source`` through the release's row ids; ``hierarchies`` in canonical row order."""
     d = con.dialect
-    schema = out.get("schema", "published")
-    rel = ReleaseRelation(schema, out["name"], d)
-    table = rel.version_name(run.published_version)
-    hierarchies = _hierarchies(con, run, qids)
+    rel = ReleaseRelation(schema, name, d)
+    table = rel.version_name(version)
     outputs, _ = _published_columns(con, schema, table, qids)
-    source = Source(src.get("schema"), src.get("table"), src.get("query"), d)
-    frame = con.query(U.paired_histogram(source, src["key"], rel.version_table(run.published_version), qids, outputs), [run.release])
+    frame = con.query(U.paired_histogram(source, key, rel.version_table(version), qids, outputs), [release])
     q = len(qids)
     extra: list[dict[str, frozenset[str]]] = [{} for _ in qids]
+    vocabulary = [{v for r in h.rows for v in r} for h in hierarchies]
     cells = []
     for row in frame.iter_rows():
         inputs = tuple("" if v is None else str(v) for v in row[:q])
@@ -149,26 +169,34 @@ def assess_run(con: Connector, run: RunRecord) -> UtilityAssessment:
             parts = tuple(row[pos : pos + len(cols)])
             pos += len(cols)
             if len(cols) == 1 and cols[0] == qids[j]:
-                shown.append(SUPPRESSED if parts[0] is None else str(parts[0]))
+                value = SUPPRESSED if parts[0] is None else str(parts[0])
+                if method == "heterogeneous" and SET_SEPARATOR in value:  # a value set (sql/heterogeneous.py)
+                    value = _shown_value(hierarchies[j], (value,), extra[j])
+                elif (m := _RANGE.fullmatch(value)) and value not in vocabulary[j]:  # a microaggregated range
+                    value = _shown_value(hierarchies[j], (m.group(1), m.group(2)), extra[j])
+                shown.append(value)
             else:
                 shown.append(_shown_value(hierarchies[j], parts, extra[j]))
         withheld = bool(row[pos])
         cells.append(Cell(inputs, None if withheld else tuple(shown), int(row[pos + 1])))
     inp = UtilityInput(tuple(qids), hierarchies, tuple(cells), method, tuple(extra))
-    return compute(inp, relation=rel.version_table(run.published_version))
+    return compute(inp, relation=rel.version_table(version))
+
+
+def canonical(h: Hierarchy) -> Hierarchy:
+    """``h`` with its rows in canonical order (``canonical_rows``)."""
+    return Hierarchy(h.attribute, canonical_rows(list(h.rows)), source=h.source)
 
 
 def compute(inp: UtilityInput, *, relation: str = "") -> UtilityAssessment:
     """Every registered measure of ``inp``."""
     if inp.rows == 0:
         raise DataError(f"{relation or 'the version'} pairs with no source row; there is no utility to measure.")
-    # base.measures, not a name bound here: importing the subpackage utility/measures/ rebinds
-    # this package's attribute ``measures`` to that subpackage
-    values = tuple((m.name, m.compute(inp)) for m in _base.measures())
+    values = tuple((m.name, m.compute(inp)) for m in ordered_measures())
     return UtilityAssessment(relation, inp.columns, inp.rows, inp.withheld, inp.method, values)
 
 
-def assess(con: Connector, release: str, version: int | None = None) -> UtilityAssessment:
+def assess(con: Connector, release: str, version: int | None = None, load: HierarchyLoader | None = None) -> UtilityAssessment:
     """The utility of ``release``'s version ``version`` (default: the current one)."""
     from ppdp.engine.core import catalog
     from ppdp.errors import SpecError
@@ -180,4 +208,4 @@ def assess(con: Connector, release: str, version: int | None = None) -> UtilityA
     run = runs[-1] if version is None else next((r for r in runs if r.version == version), None)
     if run is None:
         raise SpecError(f"release {release!r} has no published version {version}; published: {[r.version for r in runs]}.")
-    return assess_run(con, run)
+    return assess_run(con, run, load)

@@ -104,7 +104,7 @@ class UtilityMeasure:
 UTILITY_MEASURES: Registry[UtilityMeasure] = registry("utility measure")
 
 
-def measures() -> list[UtilityMeasure]:
+def ordered_measures() -> list[UtilityMeasure]:
     """Every registered measure, in display order."""
     return sorted((UTILITY_MEASURES.get(n) for n in UTILITY_MEASURES.names()), key=lambda m: (m.order, m.name))
 

@@ -24,10 +24,11 @@ def measured_analysis(classify_target: str | None = None) -> AnalysisProvider:
         notes: list[str] = []
         quality: list[tuple[str, float | None]] = []
         try:
+            from ppdp.engine.app.utility_cli import spec_hierarchies
             from ppdp.engine.utility import assess
-            from ppdp.engine.utility.base import measures
+            from ppdp.engine.utility.base import ordered_measures as measures
 
-            a = assess(con, release, version)
+            a = assess(con, release, version, spec_hierarchies(con))
             values = dict(a.measures)
             for m in measures():
                 v = values.get(m.name)

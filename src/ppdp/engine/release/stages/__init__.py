@@ -8,7 +8,8 @@ release method's plan: published rows, withheld rows, private state) -> material
 version number; the candidate rows aside) -> risk.check_kept_columns (kept columns that single
 out records: refuse or warn) -> history (difference-attack check across versions and deltas;
 holds changes back or refuses) -> publish (the version table, shuffled) -> verify (independent
-SQL checks) -> risk.measure (source and release risk into _ppdp.risk) -> switch (delta and
+SQL checks) -> risk.measure (source and release risk into _ppdp.risk) -> utility.measure (the
+version's utility into _ppdp.utility, beside its risk) -> switch (delta and
 view) -> access (grants and revokes) -> record (the run row). A dry run replaces
 reserve_version..access by preview (the SQL it would run).
 

@@ -30,6 +30,7 @@ class ArxHierarchy:
     ordinal: dict[str, tuple[int, int]]  # QualityModel.getNumbersFromHierarchy: value -> (min, max) row id
     leaves_under: dict[str, int]  # |v|: leaves whose path holds v (TD's |v_g|)
     root: str | None
+    extra: Mapping[str, frozenset[str]]  # published values of their own -> the leaves they cover
 
     @staticmethod
     def of(h: Hierarchy, extra: Mapping[str, frozenset[str]] | None = None) -> ArxHierarchy:
@@ -75,7 +76,7 @@ class ArxHierarchy:
             precision[value] = level / (levels - 1.0) if levels > 1 else 0.0
             lo[value], hi[value] = (min(ids), max(ids)) if ids else (0, n - 1)
         return ArxHierarchy(rows, n, shares, precision, first, generalize, {v: (lo[v], hi[v]) for v in lo}, leaves_under,
-                            next(iter(roots)) if len(roots) == 1 else None)
+                            next(iter(roots)) if len(roots) == 1 else None, dict(extra or {}))
 
     def share(self, value: str) -> float:
         """QualityDomainShareRaw.getShare."""

@@ -46,28 +46,31 @@ def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEE
     kept = np.array([0.0 if c.outputs is None else c.count for c in cells])
     # per QID: each cell's input leaf index, and the leaves its published value covers
     leaf = [np.array([index[q].get(c.inputs[q], -1) for c in cells]) for q in range(len(arx))]
-    covers: list[dict[str, np.ndarray]] = []
-    for h in arx:
-        by_value: dict[str, list[int]] = {}
-        for i, r in enumerate(h.rows):
-            for v in set(r):
-                by_value.setdefault(v, []).append(i)
-        covers.append({v: np.array(ix) for v, ix in by_value.items()})
+    # per QID: each cell's published value as an index into that QID's values (withheld: -1),
+    # and each value's leaves as a (values, leaves) 0/1 matrix
+    value_ix: list[np.ndarray] = []
+    member: list[np.ndarray] = []
+    for q, h in enumerate(arx):
+        values: dict[str, int] = {}
+        ix = np.array([-1 if c.outputs is None else values.setdefault(c.outputs[q], len(values)) for c in cells], dtype=np.int64)
+        m = np.zeros((len(values) + 1, h.domain))
+        for v, j in values.items():
+            own = h.extra.get(v)
+            for i, r in enumerate(h.rows):
+                if (r[0] in own) if own is not None else (v in r):
+                    m[j, i] = 1.0
+        sizes = m.sum(axis=1)
+        m[sizes > 0] /= sizes[sizes > 0, None]
+        value_ix.append(np.where(ix < 0, len(values), ix))
+        member.append(m)
     errors = np.empty(queries)
     for n, preds in enumerate(random_workload([h.domain for h in arx], queries=queries, seed=seed)):
         true_w = np.ones(len(cells))
         est_w = np.ones(len(cells))
         for q, mask in preds:
             true_w *= np.where(leaf[q] >= 0, mask[np.maximum(leaf[q], 0)], False)
-            frac: dict[str, float] = {}
-            for j, c in enumerate(cells):
-                if c.outputs is None:
-                    continue
-                v = c.outputs[q]
-                if v not in frac:
-                    ix = covers[q].get(v)
-                    frac[v] = float(mask[ix].mean()) if ix is not None else 0.0
-                est_w[j] *= frac[v]
+            frac = (member[q] * mask).sum(axis=1)  # share of each value's leaves the predicate holds
+            est_w *= frac[value_ix[q]]
         truth = float((true_w * counts).sum())
         estimate = float((est_w * kept).sum())
         errors[n] = abs(estimate - truth) / max(truth, 1.0)

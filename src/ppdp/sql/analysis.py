@@ -18,9 +18,21 @@ from ppdp.sql.quoting import quote_ident, quote_literal
 
 ROW_ID = "ppdp_row_id"
 
+# How a version publishes a column: by its name, or (a heterogeneous release's numeric QID) as
+# the pair of bound columns (``<q>_min``, ``<q>_max``), read back as the text "[min, max]".
+Released = str | tuple[str, str]
+
+
+def released_text(released: Released, alias: str, d: Dialect) -> str:
+    """A published column's value as text; a pair of bounds as ``[min, max]``."""
+    if isinstance(released, str):
+        return text(released, alias, d)
+    lo, hi = (text(c, alias, d) for c in released)
+    return f"'[' || {lo} || ', ' || {hi} || ']'"
+
 
 def classification_rows(source: str, release: str, version_table: str, key: str, features: Sequence[str],
-                        released: Sequence[str | None], target: str, d: Dialect) -> str:
+                        released: Sequence[Released | None], target: str, d: Dialect) -> str:
     """One row per source record in key order: ``o<i>`` the source's value of feature i as text,
     ``r<i>`` the version's value of it (NULL when the record is suppressed or ``released[i]`` is
     None, the version not publishing it), ``label`` the source's target as text and
@@ -28,7 +40,7 @@ def classification_rows(source: str, release: str, version_table: str, key: str,
     aliased ``src`` (Source.sql())."""
     rid = quote_ident(ROW_ID, d)
     cols = [f"{text(f, 'src', d)} AS o{i}" for i, f in enumerate(features)]
-    cols += [f"{text(r, 'v', d)} AS r{i}" if r is not None else f"CAST(NULL AS {d.text_type}) AS r{i}"
+    cols += [f"{released_text(r, 'v', d)} AS r{i}" if r is not None else f"CAST(NULL AS {d.text_type}) AS r{i}"
              for i, r in enumerate(released)]
     cols += [f"{text(target, 'src', d)} AS label", f"CASE WHEN v.{rid} IS NULL THEN 1 ELSE 0 END AS suppressed"]
     return (f"SELECT {', '.join(cols)} FROM {source} "
@@ -43,9 +55,10 @@ def source_relation(source: str) -> str:
     return f"(SELECT * FROM {source})"
 
 
-def value_counts(relation: str, column: str, d: Dialect) -> str:
+def value_counts(relation: str, column: Released, d: Dialect) -> str:
     """(value, n): each value of ``column`` as text (NULL a value of its own) and its count."""
-    return f"SELECT {text(column, 'r', d)} AS value, COUNT(*) AS n FROM {relation} AS r GROUP BY {text(column, 'r', d)}"
+    v = released_text(column, "r", d)
+    return f"SELECT {v} AS value, COUNT(*) AS n FROM {relation} AS r GROUP BY {v}"
 
 
 def numeric_moments(relation: str, column: str, d: Dialect) -> str:
@@ -68,13 +81,14 @@ def hierarchy_leaves(release: str, version: int, attribute: str, level: int, d: 
             f"AND version = {int(version)} AND attribute = {quote_literal(attribute, d)} AND level = {int(level)}")
 
 
-def paired_numbers(source: str, release: str, version_table: str, key: str, columns: Sequence[str], d: Dialect) -> str:
+def paired_numbers(source: str, release: str, version_table: str, key: str, columns: Sequence[str],
+                   released: Sequence[Released], d: Dialect) -> str:
     """The numeric columns of each record released in a version: ``x<i>`` the source's value as a
     double, ``m<i>`` the version's as text (a number or a range), in the source's key order
     (suppressed records left out)."""
     rid = quote_ident(ROW_ID, d)
     cols = [f"CAST(src.{quote_ident(c, d)} AS {d.double_type}) AS x{i}" for i, c in enumerate(columns)]
-    cols += [f"{text(c, 'v', d)} AS m{i}" for i, c in enumerate(columns)]
+    cols += [f"{released_text(r, 'v', d)} AS m{i}" for i, r in enumerate(released)]
     return (f"SELECT {', '.join(cols)} FROM {source} "
             f"JOIN {private('row_ids', d)} AS i ON i.release = {quote_literal(release, d)} AND i.key = {text(key, 'src', d)} "
             f"JOIN {version_table} AS v ON v.{rid} = i.row_id ORDER BY src.{quote_ident(key, d)}")

@@ -270,8 +270,7 @@ def classify(con: Any, release: str, target: str, *, version: int | None = None,
     for col in (*feats, target):
         if src_cols is not None and col not in src_cols:
             raise SpecError(f"no column {col!r} in the source of {release!r}.")
-    published = set(pv.columns)
-    released = [f if f in published else None for f in feats]
+    released = [pv.released(f) for f in feats]
     if all(r is None for r in released):
         raise SpecError(f"version {pv.version} of {release!r} publishes none of {', '.join(feats)} as columns "
                         "(heterogeneous releases publish ranges).")

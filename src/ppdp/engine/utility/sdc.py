@@ -210,18 +210,17 @@ def measure_version(con: Any, release: str, *, version: int | None = None,
     matched by the source key; the matrices are read here and only the measures come out."""
     from ppdp.engine.utility.version import published_version
     from ppdp.sql.analysis import paired_numbers
-    from ppdp.sql.relations import version_name
 
     pv = published_version(con, release, version)
     source = pv.source(con)
     src_types = dict(con.relation_columns(source.schema or getattr(con, "default_schema", "main"), source.table) or []) \
         if source.table is not None else {}
-    out = pv.spec.get("output", {})
-    rel_types = dict(con.relation_columns(out.get("schema", "published"), version_name(out["name"], pv.version)) or [])
-    cols = columns or tuple(q for q in pv.qids if _NUMERIC.search(src_types.get(q, "")) and q in rel_types)
-    if not cols:
+    cols = columns or tuple(q for q in pv.qids if _NUMERIC.search(src_types.get(q, "")) and pv.released(q) is not None)
+    released = [pv.released(c) for c in cols]
+    if not cols or any(r is None for r in released):
         return None
-    f = con.query(paired_numbers(source.sql(), pv.release, pv.table, pv.key, cols, con.dialect))
+    f = con.query(paired_numbers(source.sql(), pv.release, pv.table, pv.key, cols, [r for r in released if r is not None],
+                                 con.dialect))
     if f.height < 2:
         return None
     x = np.column_stack([f[f"x{i}"].to_numpy() for i in range(len(cols))])

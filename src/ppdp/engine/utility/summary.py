@@ -9,8 +9,9 @@ range. The distance between the two distributions is
   the largest difference between the two empirical distribution functions;
 - otherwise the total variation distance (half the L1 distance) between the source's
   distribution and the release's, a generalized label's records spread evenly over the leaves it
-  covers (the version's hierarchy level, as query precision assumes them spread); records the
-  release suppresses are simply absent from it.
+  covers (the version's hierarchy level, as query precision assumes them spread; a heterogeneous
+  release's value set ``a|b`` over its members); records the release suppresses are simply
+  absent from it.
 
 What leaves the database is aggregates only. The source's least and greatest values are values of
 single individuals and are never reported; a mode, a median and a contingency cell are reported
@@ -29,6 +30,7 @@ from ppdp.engine.utility.sdc import _NUMERIC, released_number
 from ppdp.engine.utility.version import PublishedVersion, published_version
 from ppdp.errors import SpecError
 from ppdp.sql import analysis as A
+from ppdp.sql.heterogeneous import SET_SEPARATOR
 from ppdp.sql.relations import version_name
 
 MIN_COUNT = 10  # the smallest count a reported value or cell may have
@@ -130,7 +132,7 @@ def _num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.6g}"
 
 
-def _counts(con: Any, relation: str, column: str) -> dict[str | None, int]:
+def _counts(con: Any, relation: str, column: A.Released) -> dict[str | None, int]:
     f = con.query(A.value_counts(relation, column, con.dialect))
     return {v: int(n) for v, n in zip(f["value"].to_list(), f["n"].to_list(), strict=True)}
 
@@ -270,16 +272,20 @@ def summarize(con: Any, release: str, *, version: int | None = None, attributes:
         src_types = dict(con.relation_columns(source.schema or getattr(con, "default_schema", "main"), source.table) or [])
     schema, _, table = _unquoted(pv)
     rel_types = dict(con.relation_columns(schema, table) or [])
-    attrs = attributes or [c for c in pv.columns if c in src_types and c != "ppdp_row_id"]
+    attrs = attributes or [c for c in src_types if pv.released(c) is not None]
     for a in attrs:
-        if a not in rel_types or (src_types and a not in src_types):
+        if pv.released(a) is None or (src_types and a not in src_types):
             raise SpecError(f"{a!r} is not a column of both the source and version {pv.version} of {release!r}.")
     src_rel = A.source_relation(source.sql())
     levels = _levels(con, pv)
+    method = pv.method
     out = []
     for a in attrs:
-        sc, rc = _counts(con, src_rel, a), _counts(con, pv.table, a)
-        src_numeric, rel_numeric = is_numeric_type(src_types.get(a, "")), is_numeric_type(rel_types.get(a, ""))
+        shown = pv.released(a)
+        assert shown is not None
+        sc, rc = _counts(con, src_rel, a), _counts(con, pv.table, shown)
+        src_numeric = is_numeric_type(src_types.get(a, ""))
+        rel_numeric = isinstance(shown, str) and is_numeric_type(rel_types.get(a, ""))
         ranges = _as_numbers(rc) if src_numeric and not rel_numeric else None  # microaggregated ranges
         numeric = src_numeric and (rel_numeric or ranges is not None)
         if numeric:
@@ -291,6 +297,8 @@ def summarize(con: Any, release: str, *, version: int | None = None, attributes:
                 leaves = {}
                 for leaf, label in zip(f["leaf"].to_list(), f["value"].to_list(), strict=True):
                     leaves.setdefault(label, []).append(leaf)
+            elif method == "heterogeneous":  # a value set "a|b" covers its members
+                leaves = {v: v.split(SET_SEPARATOR) for v in rc if v is not None and SET_SEPARATOR in v}
             dist, kind = _tv(sc, rc, leaves), "tv"
         out.append(AttributeSummary(attribute=a, numeric=numeric,
                                     source=_side(con, src_rel, a, sc, src_numeric, min_count, with_range=False),

@@ -38,6 +38,15 @@ class PublishedVersion:
             raise SpecError(f"the spec of {self.release} names no source table or query (a file source is not stored).")
         return Source(s.get("schema"), s.get("table"), s.get("query"), con.dialect)
 
+    def released(self, column: str) -> str | tuple[str, str] | None:
+        """How this version publishes ``column``: by name, as its (min, max) bound columns (a
+        heterogeneous release's numeric QID), or not at all (None)."""
+        if column in self.columns:
+            return column
+        if f"{column}_min" in self.columns and f"{column}_max" in self.columns:
+            return (f"{column}_min", f"{column}_max")
+        return None
+
     @property
     def key(self) -> str:
         key = self.spec.get("source", {}).get("key")

@@ -126,7 +126,7 @@ public class ArxClassify {
         r.put("levels", levels);
         r.put("records", out.getNumRows());
         r.put("suppressed", suppressed);
-        r.put("loss_value", node.getHighestScore() == null ? null : String.valueOf(node.getHighestScore().getValue()));
+        r.put("loss", node.getHighestScore() == null ? null : node.getHighestScore().toString());
         r.put("model", model);
         r.put("folds", cc.getNumFolds());
         r.put("max_records", cc.getMaxRecords());

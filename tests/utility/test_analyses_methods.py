@@ -67,3 +67,34 @@ def test_heterogeneous(tmp_path: Path, capsys):
     by = _common(doc, 200)
     assert by["age"]["numeric"]  # published as age_min, age_max: read back as a range
     assert by["education"]["distance"] < 0.5  # value sets spread over their members
+
+
+@pytest.mark.postgres
+def test_postgres_gives_the_same_analyses(tmp_path: Path, postgres_database, capsys):
+    import duckdb
+
+    from ppdp.connectors import connect
+
+    db = load_adult(tmp_path / "a.duckdb", rows=800)
+    con = duckdb.connect(str(db), read_only=True)
+    frame = con.sql("SELECT * FROM adult").pl()
+    con.close()
+    pg = connect(postgres_database)
+    pg.write_frame("public", "adult", frame)
+    pg.close()
+    spec = write_spec(tmp_path / "d.toml", db=db, qids=["age", "sex", "race"], output="adult", models=K5)
+    run_release(load_spec(spec), progress=False)
+    p = write_spec(tmp_path / "p.toml", db=db, qids=["age", "sex", "race"], output="adult", models=K5,
+                   schema_line='schema = "public"')
+    p.write_text(p.read_text().replace(f'database = "duckdb://{db}"', f'database = "{postgres_database}"'))
+    run_release(load_spec(p), progress=False)
+    want = _utility(capsys, db, "adult")
+    capsys.readouterr()
+    assert main(["utility", "adult", "--db", postgres_database, "--summary", "--pairs", "sex:salary-class",
+                 "--classify", "salary-class", "--folds", "5", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["classification"] == want["classification"]  # the same records, folds and values
+    for a, b in zip(got["summary"]["columns"], want["summary"]["columns"], strict=True):
+        assert a["attribute"] == b["attribute"] and a["distance"] == pytest.approx(b["distance"], abs=1e-12)
+        assert a["source"]["mean"] == pytest.approx(b["source"]["mean"]) if b["source"]["mean"] is not None else True
+    assert got["summary"]["tables"] == want["summary"]["tables"]

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from ppdp.engine.utility.classify import auc_one_vs_rest, classify, classify_arrays
-from ppdp.engine.utility.folds import ARX_SEED, JavaRandom, arx_folds, java_shuffle
+from ppdp.engine.utility.folds import (
+    ARX_SEED,
+    JavaRandom,
+    arx_folds,
+    java_shuffle,
+    java_shuffle_python,
+)
 from tests.conftest import write_spec
 
 sklearn = pytest.importorskip("sklearn")
@@ -22,6 +28,11 @@ def test_java_random_matches_the_documented_sequence():
     r = JavaRandom(42)
     assert r.next_int() == -1170105035
     assert [JavaRandom(0).next_int(10) for _ in range(1)] == [0]
+
+
+def test_the_kernel_equals_its_twin():
+    for n, seed in ((0, 1), (1, 7), (2, 3), (1000, ARX_SEED), (4096, 1 << 40), (777, -5)):
+        assert java_shuffle(n, seed).tolist() == java_shuffle_python(n, seed).tolist()
 
 
 @pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="needs a JDK")
@@ -35,7 +46,7 @@ def test_shuffle_equals_collections_shuffle(tmp_path: Path):
     for n, seed in ((1, 7), (10, 3), (30162, ARX_SEED), (1000, 1 << 40)):
         out = subprocess.run(["java", "-cp", str(tmp_path), "Shuffle", str(n), str(seed)], check=True,
                              capture_output=True, text=True).stdout.split()
-        assert [int(x) for x in out] == java_shuffle(n, seed).tolist()
+        assert [int(x) for x in out] == java_shuffle(n, seed).tolist() == java_shuffle_python(n, seed).tolist()
 
 
 def test_folds_are_cut_as_arx_cuts_them():

@@ -45,6 +45,14 @@ class JavaRandom:
 
 
 def java_shuffle(n: int, seed: int) -> np.ndarray:
+    """``Collections.shuffle(list(range(n)), new Random(seed))`` (the Numba kernel
+    kernels/shuffle.py; its twin is ``java_shuffle_python``)."""
+    from ppdp.engine.kernels.shuffle import java_shuffle as kernel
+
+    return kernel(n, (seed ^ _MULT) & _MASK)
+
+
+def java_shuffle_python(n: int, seed: int) -> np.ndarray:
     """``Collections.shuffle(list(range(n)), new Random(seed))``: for i from n-1 down to 1, swap
     i with ``nextInt(i + 1)`` (a list of any size is shuffled this way since Java 1.2's
     RandomAccess branch)."""

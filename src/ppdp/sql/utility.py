@@ -52,3 +52,25 @@ def hierarchy_rows(d: Dialect) -> str:
     """A version's hierarchy rows (attribute, level, leaf, value) (params: release, version)."""
     return (f"SELECT attribute, level, leaf, value FROM {private('hierarchies', d)} "
             "WHERE release = ? AND version = ? ORDER BY attribute, level, leaf")
+
+
+def withheld_histogram(source: Source, key: str, inputs: list[str]) -> str:
+    """(i0.., suppressed, n): the count of source rows per input QID values and whether the
+    version withheld the row (its key in ``_ppdp.suppressed``). Parameters: release, version."""
+    d = source.dialect
+    q = lambda c: quote_ident(c, d)  # noqa: E731
+    exprs = [text(c, "src", dialect=d) for c in inputs]
+    key_text = text(key, "src", dialect=d)
+    withheld = "CASE WHEN sup.key IS NULL THEN 0 ELSE 1 END"
+    cols = [f"{e} AS {q(f'i{j}')}" for j, e in enumerate(exprs)] + [f"{withheld} AS {q('suppressed')}", f"COUNT(*) AS {q('n')}"]
+    return (f"SELECT {', '.join(cols)} FROM {source.sql()} "
+            f"LEFT JOIN (SELECT DISTINCT key FROM {private('suppressed', d)} WHERE release = ? AND version = ?) AS sup "
+            f"ON sup.key = {key_text} GROUP BY {', '.join([*exprs, withheld])}")
+
+
+def published_classes(version: str, outputs: list[str], d: Dialect) -> str:
+    """(o0.., n): the version's rows per published QID values."""
+    q = lambda c: quote_ident(c, d)  # noqa: E731
+    cols = [f"CAST({q(c)} AS {d.text_type}) AS {q(f'o{j}')}" for j, c in enumerate(outputs)]
+    group = [f"CAST({q(c)} AS {d.text_type})" for c in outputs]
+    return f"SELECT {', '.join(cols)}, COUNT(*) AS {q('n')} FROM {version} GROUP BY {', '.join(group)}"

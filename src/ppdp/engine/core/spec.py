@@ -106,6 +106,10 @@ class ReleaseSpec:
 
 
 KEPT_COLUMNS_POLICIES = ("refuse", "warn")
+# What the generalization optimizers can minimize (engine/methods/generalization/objectives.py).
+OBJECTIVES = ("td", "loss")
+# The optimizers that can run an objective other than TD (the others search by TD's bounds).
+OBJECTIVE_OPTIMIZERS = ("lattice",)
 
 _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
@@ -281,8 +285,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     _typed(util, "[utility]", dict)
     _check_keys("utility", util, "[utility]")
     objective = _typed(util.get("objective", "td"), "utility.objective", str)
-    if objective != "td":
-        raise SpecError(f"utility.objective {objective!r} is not available; the optimizers maximize TD. Hint: objective = \"td\".")
+    if objective not in OBJECTIVES:
+        raise SpecError(f"utility.objective {objective!r} is not available. Known: {', '.join(OBJECTIVES)}. "
+                        "Hint: objective = \"td\" (the default) or \"loss\" (ARX's Loss, gs-factor 0.5).")
 
     opt = raw.get("optimizer", {})
     _typed(opt, "[optimizer]", dict)
@@ -321,6 +326,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     if workload_queries < 1:
         raise SpecError(f"utility.workload_queries must be >= 1, got {workload_queries}. Hint: workload_queries = 200.")
     optimizer = _registered("optimizer", _typed(opt.get("name", "lattice"), "optimizer.name", str), "optimizer.name")
+    if objective != "td" and optimizer not in OBJECTIVE_OPTIMIZERS:
+        raise SpecError(f"utility.objective {objective!r} runs with optimizer {', '.join(OBJECTIVE_OPTIMIZERS)}, not "
+                        f"{optimizer!r}. Hint: [optimizer] name = \"lattice\", or objective = \"td\".")
     evaluator = _registered("evaluator", _typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str), "optimizer.evaluator")
     out_schema = _typed(out.get("schema", "published"), "output.schema", str)
     if is_private_schema(out_schema):

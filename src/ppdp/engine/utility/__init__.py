@@ -143,19 +143,33 @@ def assess_run(con: Connector, run: RunRecord, load: HierarchyLoader | None = No
     src, out = spec.get("source", {}), spec.get("output", {})
     qids = [q["column"] for q in spec.get("quasi_identifiers", [])]
     source = Source(src.get("schema"), src.get("table"), src.get("query"), con.dialect)
+    method = spec.get("method", {}).get("name", "generalization")
+    held = (run.cross_version or {}).get("held_back") or (run.metrics or {}).get("held_back") or {}
+    levels = (run.solution or {}).get("levels") if method == "generalization" and not any(held.values()) else None
     return assess_version(con, release=run.release, version=run.published_version, source=source, key=src["key"], qids=qids,
                           hierarchies=_hierarchies(con, run, qids, load), schema=out.get("schema", "published"), name=out["name"],
-                          method=spec.get("method", {}).get("name", "generalization"))
+                          method=method, levels=levels)
 
 
 def assess_version(con: Connector, *, release: str, version: int, source: Source, key: str, qids: list[str],
-                   hierarchies: tuple[Hierarchy, ...], schema: str, name: str, method: str = "generalization") -> UtilityAssessment:
+                   hierarchies: tuple[Hierarchy, ...], schema: str, name: str, method: str = "generalization",
+                   levels: dict[str, int] | None = None) -> UtilityAssessment:
     """The utility of version ``version`` of ``release`` (published as ``schema.name``), read
-    against ``source`` through the release's row ids; ``hierarchies`` in canonical row order."""
+    against ``source`` through the release's row ids; ``hierarchies`` in canonical row order.
+
+    ``levels`` (a generalization version with no row held back): every published row is its
+    source row at those levels, every other row withheld (``_ppdp.suppressed``), so the pairs
+    follow from the source's histogram alone; they are used when the version's classes count
+    exactly what those pairs predict, else the rows are paired through the row ids."""
     d = con.dialect
     rel = ReleaseRelation(schema, name, d)
     table = rel.version_name(version)
     outputs, _ = _published_columns(con, schema, table, qids)
+    if levels is not None and all(o == [q] for o, q in zip(outputs, qids, strict=True)):
+        cells_fast = _generalized_cells(con, release, version, source, key, qids, hierarchies, levels, rel.version_table(version))
+        if cells_fast is not None:
+            inp = UtilityInput(tuple(qids), hierarchies, cells_fast, method)
+            return compute(inp, relation=rel.version_table(version))
     frame = con.query(U.paired_histogram(source, key, rel.version_table(version), qids, outputs), [release])
     q = len(qids)
     extra: list[dict[str, frozenset[str]]] = [{} for _ in qids]
@@ -181,6 +195,35 @@ def assess_version(con: Connector, *, release: str, version: int, source: Source
         cells.append(Cell(inputs, None if withheld else tuple(shown), int(row[pos + 1])))
     inp = UtilityInput(tuple(qids), hierarchies, tuple(cells), method, tuple(extra))
     return compute(inp, relation=rel.version_table(version))
+
+
+def _generalized_cells(con: Connector, release: str, version: int, source: Source, key: str, qids: list[str],
+                       hierarchies: tuple[Hierarchy, ...], levels: dict[str, int], version_table: str) -> tuple[Cell, ...] | None:
+    """The pairs of a generalization version from the source's histogram (``assess_version``),
+    or None when the version's classes do not count what they predict."""
+    q = len(qids)
+    gen = []
+    for h, col in zip(hierarchies, qids, strict=True):
+        lv = int(levels[col])
+        gen.append({r[0]: r[lv] for r in h.rows})
+    frame = con.query(U.withheld_histogram(source, key, qids), [release, version])
+    cells: list[Cell] = []
+    expected: dict[tuple[str, ...], int] = {}
+    for row in frame.iter_rows():
+        inputs = tuple("" if v is None else str(v) for v in row[:q])
+        n = int(row[q + 1])
+        if row[q]:
+            cells.append(Cell(inputs, None, n))
+            continue
+        try:
+            out = tuple(gen[j][v] for j, v in enumerate(inputs))
+        except KeyError:
+            return None
+        cells.append(Cell(inputs, out, n))
+        expected[out] = expected.get(out, 0) + n
+    published = con.query(U.published_classes(version_table, qids, con.dialect))
+    actual = {tuple("" if v is None else str(v) for v in row[:q]): int(row[q]) for row in published.iter_rows()}
+    return tuple(cells) if actual == expected else None
 
 
 def canonical(h: Hierarchy) -> Hierarchy:

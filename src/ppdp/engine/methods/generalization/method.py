@@ -33,6 +33,8 @@ from ppdp.engine.methods.generalization.optimizers import (
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
+from ppdp.engine.methods.generalization.objectives import OBJECTIVE_OPTIMIZERS
+from ppdp.engine.methods.generalization.objectives import search as objective_search
 from ppdp.engine.privacy import PrivacyModel
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C
@@ -48,9 +50,16 @@ def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, Optimiz
     spec = prep.spec
     problem = Problem(prep.table, prep.models, backend=spec.evaluator)
     bar = ProgressBar(spec.budget, label=spec.optimizer) if progress else None
+    if spec.objective != "td" and spec.optimizer not in OBJECTIVE_OPTIMIZERS:
+        raise SpecError(f"utility.objective {spec.objective!r} runs with optimizer {', '.join(OBJECTIVE_OPTIMIZERS)}, not "
+                        f"{spec.optimizer!r}. Hint: [optimizer] name = \"lattice\", or objective = \"td\".")
     try:
-        result = run_optimizer(spec.optimizer, problem, budget=spec.budget, seed=spec.seed,
-                               params=dict(spec.optimizer_params), progress=bar)
+        if spec.objective != "td":
+            result = objective_search(problem, spec.objective, budget=spec.budget, optimizer=spec.optimizer,
+                                      params=dict(spec.optimizer_params), progress=bar)
+        else:
+            result = run_optimizer(spec.optimizer, problem, budget=spec.budget, seed=spec.seed,
+                                   params=dict(spec.optimizer_params), progress=bar)
     finally:
         if bar:
             bar.close()

@@ -98,3 +98,38 @@ def test_postgres_gives_the_same_analyses(tmp_path: Path, postgres_database, cap
         assert a["attribute"] == b["attribute"] and a["distance"] == pytest.approx(b["distance"], abs=1e-12)
         assert a["source"]["mean"] == pytest.approx(b["source"]["mean"]) if b["source"]["mean"] is not None else True
     assert got["summary"]["tables"] == want["summary"]["tables"]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_gives_the_same_analyses(tmp_path: Path, spark_url, capsys):
+    import uuid
+
+    import duckdb
+
+    from ppdp.connectors import connect
+
+    db = load_adult(tmp_path / "a.duckdb", rows=600)
+    schema = f"src_{uuid.uuid4().hex[:8]}"
+    con = duckdb.connect(str(db))
+    frame = con.sql("SELECT * FROM adult").pl()
+    con.execute(f'CREATE SCHEMA "{schema}"')
+    con.execute(f'CREATE TABLE "{schema}".adult AS SELECT * FROM main.adult')
+    con.close()
+    sp = connect(spark_url)
+    sp.execute(f"CREATE SCHEMA `{schema}`")
+    sp.write_frame(schema, "adult", frame)
+    sp.close()
+    name = f"adult_{schema}"
+    spec = load_spec(write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], output=name, models=K5,
+                                schema_line=f'schema = "{schema}"'))
+    run_release(spec, progress=False)
+    run_release(spec, database=spark_url, progress=False)
+    want = _utility(capsys, db, name)
+    capsys.readouterr()
+    assert main(["utility", name, "--db", spark_url, "--summary", "--pairs", "sex:salary-class",
+                 "--classify", "salary-class", "--folds", "5", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["classification"] == want["classification"]
+    assert [a["distance"] for a in got["summary"]["columns"]] == pytest.approx([a["distance"] for a in want["summary"]["columns"]])
+    assert got["summary"]["tables"] == want["summary"]["tables"]

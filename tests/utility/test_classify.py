@@ -143,3 +143,15 @@ def test_a_published_version_against_its_source(adult_db: Path, tmp_path: Path):
     assert abs(r.original.accuracy - r.zeror.accuracy) < 0.05 and r.release.accuracy <= r.original.accuracy + 0.02
     assert r.original.auc["<=50K"] > 0.6
     assert set(r.classes) == {"<=50K", ">50K"} and set(r.to_json()) >= {"gap", "brier_skill_score", "seed"}
+
+
+def test_without_scikit_learn_one_line_names_the_extra(monkeypatch):
+    import sys
+
+    from ppdp.errors import SpecError
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn raises ImportError
+    original, labels = _toy(40)
+    with pytest.raises(SpecError) as exc:
+        classify_arrays(original, original, np.zeros(40, dtype=bool), labels.tolist(), target="c", features=("a", "b"),
+                        folds=2)
+    assert "ppdp[utility]" in str(exc.value) and "\n" not in str(exc.value)

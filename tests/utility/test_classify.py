@@ -155,3 +155,10 @@ def test_without_scikit_learn_one_line_names_the_extra(monkeypatch):
         classify_arrays(original, original, np.zeros(40, dtype=bool), labels.tolist(), target="c", features=("a", "b"),
                         folds=2)
     assert "ppdp[utility]" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_random_forest_learns_the_perfect_feature_too():
+    original, labels = _toy(200)
+    r = classify_arrays(original, original, np.zeros(200, dtype=bool), labels.tolist(), target="c",
+                        features=("a", "b"), model="forest", folds=2)
+    assert r.model == "forest" and r.original.accuracy == 1.0 and r.release.accuracy == 1.0

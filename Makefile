@@ -19,7 +19,7 @@ DBT_INSTALL = $(BIN)/pip install --quiet 'dbt-core==1.11.*' 'dbt-duckdb==1.11.*'
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark]'
+	$(BIN)/pip install --quiet -e '.[postgres,test,plot,ray,spark,utility]'
 	$(DBT_INSTALL)
 	# Dagster beside dbt: dbt-common and dbt-adapters need protobuf 6, and pip then picks a
 	# grpcio-health-checking that accepts it (the newest needs protobuf 7).

@@ -34,13 +34,18 @@ def chromium() -> str:
 @pytest.mark.parametrize("external", [False, True], ids=["internal", "external"])
 def test_report_in_headless_chromium(chromium, releases, tmp_path, capsys, external):  # noqa: F811
     db = releases["adult_gen"]
-    report(db, "adult_gen", tmp_path, *(["--external"] if external else []))
+    # the internal page also trains the classifier (accuracy bars); both show the quality models
+    report(db, "adult_gen", tmp_path, *(["--external", "--classify", "salary-class"] if external else ["--classify", "salary-class"]))
     path = next(tmp_path.glob("adult_gen*.html"))
     seen = browser.visit(path)
     assert seen.requests == [seen.url]  # the page itself, nothing else
     assert seen.foreign_requests == [] and seen.console_errors == []
     dom = Page(seen.dom)
     assert dom.sections == [key for key, _ in SECTIONS]
+    assert "accuracy: original, release, ZeroR" in seen.dom and "granularity (ARX Loss)" in seen.dom
+    # the external page shows each attribute's release distribution, never the source's
+    assert ("share of records per value" in seen.dom) and (("<title>source " in seen.dom.split('id="analysis"')[1]
+                                                           .split("</section>")[0]) != external)
     rel = risk_json(capsys, f"duckdb://{db}", "adult_gen", "--qids", ",".join(GEN_QIDS))
     src = risk_json(capsys, f"duckdb://{db}", "--table", "main.adult", "--qids", ",".join(GEN_QIDS))
     for _, key in risk_rows():

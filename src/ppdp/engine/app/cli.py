@@ -85,6 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--external", action="store_true",
                     help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
     rp.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB}, or $PPDP_DB)")
+    rp.add_argument("--classify", metavar="TARGET", help="also train the classifier of release against source on TARGET "
+                    "(accuracy bars; needs ppdp[utility])")
 
     rk = sub.add_parser("risk", help="re-identification risk of a source table or a published version (ARX's and sdcMicro's measures)")
     rk.add_argument("name", nargs="?", help="release name (its current version unless --version)")
@@ -113,6 +115,16 @@ def _parser() -> argparse.ArgumentParser:
     ut.add_argument("--version", type=int, help="published version of the release (default: the current one)")
     ut.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
     ut.add_argument("--json", action="store_true", help="one JSON object")
+    ut.add_argument("--classify", metavar="TARGET", help="train a classifier of TARGET on the release and on the source "
+                    "with ARX's folds: accuracy, ZeroR, Brier score, AUC (needs ppdp[utility])")
+    ut.add_argument("--features", help="comma-separated features for --classify (default: the QIDs)")
+    ut.add_argument("--model", default="logistic", choices=["logistic", "forest"], help="classifier (default logistic)")
+    ut.add_argument("--folds", type=int, default=10, help="cross-validation folds (default 10, as ARX)")
+    ut.add_argument("--max-records", type=int, default=100_000, help="records sampled for --classify (default 100,000, as ARX)")
+    ut.add_argument("--seed", type=int, default=2**31 - 1, help="sampling and fold seed (default ARX's, 2147483647)")
+    ut.add_argument("--summary", action="store_true", help="per attribute, source against release: mode, median, "
+                    "mean, variance, distribution distance")
+    ut.add_argument("--pairs", help="two-way tables, e.g. sex:salary-class,race:sex (implies --summary)")
 
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
@@ -344,7 +356,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     con = connect(args.db, read_only=True)
     try:
-        size = write_report(con, args.name, args.html, version=args.version, external=args.external, force=args.force)
+        size = write_report(con, args.name, args.html, version=args.version, external=args.external, force=args.force,
+                            classify=args.classify)
     finally:
         con.close()
     print(f"wrote {args.html} ({size:,} bytes, {'external' if args.external else 'internal'} report)")
@@ -512,19 +525,22 @@ def _print_suggestion(s, out) -> None:
 
 def cmd_utility(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
-    from ppdp.engine.app.utility_cli import describe, spec_hierarchies
+    from ppdp.engine.app.utility_cli import analyses, describe, describe_analyses, spec_hierarchies
     from ppdp.engine.utility import assess
 
     con = connect(args.db, read_only=True)
     try:
         result = assess(con, args.name, args.version, spec_hierarchies(con))
+        extra = analyses(con, args, result)
     finally:
         con.close()
     if args.json:
         from ppdp.engine.app.outcome import Measured
 
-        return _emit(args, Measured(result.to_json()))
+        return _emit(args, Measured({**result.to_json(), **{k: v.to_json() for k, v in extra.items()}}))
     print(describe(result))
+    for line in describe_analyses(extra):
+        print(line)
     return 0
 
 

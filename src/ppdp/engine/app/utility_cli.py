@@ -48,3 +48,44 @@ def spec_hierarchies(con: Connector) -> HierarchyLoader:
         return {q.column: load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers}
 
     return load
+
+
+def analyses(con: Any, args: Any, result: UtilityAssessment) -> dict[str, Any]:
+    """The analyses asked for beside the quality models: ``classification`` (--classify),
+    ``summary`` (--summary, --pairs) and, for a version with numeric QIDs released as numbers
+    or ranges (microaggregation), sdcMicro's measures (``sdc``)."""
+    from ppdp.engine.utility import sdc
+    from ppdp.errors import SpecError
+
+    out: dict[str, Any] = {}
+    version = getattr(args, "version", None)
+    if getattr(args, "classify", None):
+        from ppdp.engine.utility.classify import classify
+
+        feats = [f.strip() for f in args.features.split(",") if f.strip()] if getattr(args, "features", None) else None
+        out["classification"] = classify(con, args.name, args.classify, version=version, features=feats,
+                                         model=args.model, folds=args.folds, max_records=args.max_records, seed=args.seed)
+    pairs = []
+    for p in (getattr(args, "pairs", None) or "").split(","):
+        if p.strip():
+            a, sep, b = p.partition(":")
+            if not sep or not a.strip() or not b.strip():
+                raise SpecError(f"--pairs takes FIRST:SECOND[,FIRST:SECOND...], got {p!r}.")
+            pairs.append((a.strip(), b.strip()))
+    if getattr(args, "summary", False) or pairs:
+        from ppdp.engine.utility.summary import summarize
+
+        out["summary"] = summarize(con, args.name, version=version, pairs=pairs)
+    if result.method == "microaggregation":
+        micro = sdc.measure_version(con, args.name, version=version)
+        if micro is not None:
+            out["sdc"] = micro
+    return out
+
+
+def describe_analyses(extra: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for key in ("sdc", "summary", "classification"):
+        if key in extra:
+            lines += extra[key].lines()
+    return lines

@@ -19,11 +19,15 @@ from ppdp.errors import SpecError
 __all__ = ["ReportData", "build_report", "gather", "render", "write_report"]
 
 
-def build_report(con: Connector, name: str, *, version: int | None = None, external: bool = False) -> str:
-    """The report page of version ``version`` (default: current) of release ``name``."""
+def build_report(con: Connector, name: str, *, version: int | None = None, external: bool = False,
+                 classify: str | None = None) -> str:
+    """The report page of version ``version`` (default: current) of release ``name``;
+    ``classify``: a target to train the classifier of release against source on."""
     from ppdp.engine.app.report.risk_view import measured_risk
+    from ppdp.engine.app.report.utility_view import measured_analysis
 
-    return render(gather(con, name, version=version, external=external, risk=measured_risk))
+    return render(gather(con, name, version=version, external=external, risk=measured_risk,
+                         analysis=measured_analysis(classify)))
 
 
 def check_report_target(out: str | Path, *, force: bool = False, database: str | None = None) -> Path:
@@ -48,11 +52,11 @@ def check_report_target(out: str | Path, *, force: bool = False, database: str |
 
 
 def write_report(con: Connector, name: str, out: str | Path, *, version: int | None = None, external: bool = False,
-                 force: bool = False) -> int:
+                 force: bool = False, classify: str | None = None) -> int:
     """Write the page to ``out`` whole or not at all (a temporary file beside it, renamed over
     it once written); returns its size in bytes."""
     target = check_report_target(out, force=force, database=getattr(con, "path", None))
-    page = build_report(con, name, version=version, external=external).encode("utf-8")
+    page = build_report(con, name, version=version, external=external, classify=classify).encode("utf-8")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent if str(target.parent) else ".")
     try:
         mask = os.umask(0)

@@ -112,6 +112,19 @@ class RiskView:
 
 
 @dataclass(frozen=True)
+class AnalysisView:
+    """What the data can still do (report/utility_view.py): the quality models as (title, value),
+    each attribute's distribution in source and release as shares (source None on the external
+    page), the classifier's scores and sdcMicro's measures; aggregates only."""
+
+    quality: tuple[tuple[str, float | None], ...]
+    attributes: tuple[tuple[str, str, float | None, tuple[tuple[str, float], ...] | None, tuple[tuple[str, float], ...]], ...]
+    classification: dict[str, Any] | None
+    sdc: dict[str, Any] | None
+    note: str
+
+
+@dataclass(frozen=True)
 class GroupsView:
     """Microaggregation's groups: sizes, and (internal report only) each group's labels."""
 
@@ -143,14 +156,17 @@ class ReportData:
     sensitive_view: SensitiveView | None
     risk: RiskView
     history: tuple[VersionView, ...]
+    analysis: AnalysisView | None = None
 
 
 # (connector, version relation, version, QIDs, their published columns, run record) -> RiskView
 RiskProvider = Callable[[Connector, str, int, list[str], list[str], Any], RiskView]
+# (connector, release name, version, external) -> AnalysisView
+AnalysisProvider = Callable[[Connector, str, int, bool], AnalysisView]
 
 
 def gather(con: Connector, name: str, *, version: int | None = None, external: bool = False,
-           risk: RiskProvider | None = None) -> ReportData:
+           risk: RiskProvider | None = None, analysis: AnalysisProvider | None = None) -> ReportData:
     """Everything the report shows for version ``version`` (default: current) of release ``name``.
     Reads only; a release or version that does not exist is a SpecError."""
     from ppdp.engine.app.jobs import certificate_of
@@ -195,6 +211,7 @@ def gather(con: Connector, name: str, *, version: int | None = None, external: b
         certificate=cert, qid_views=qid_views, groups=groups, class_bins=_bins(pairs), classes=sum(n for _, n in pairs),
         smallest_class=min((s for s, _ in pairs), default=None), records=records, suppressed=int(m.get("suppressed", 0) or 0),
         source_rows=run.source_rows, sensitive_view=sens, risk=risk_view, history=_history(con, schema, short, runs, d),
+        analysis=analysis(con, release, v, external) if analysis is not None else None,
     )
 
 

@@ -18,6 +18,7 @@ from ppdp.engine.risk.base import estimators, risk_rows, values_of
 
 SECTIONS = (("summary", "Summary"), ("certificate", "Certificate"), ("levels", "Levels per quasi-identifier"),
             ("classes", "Class sizes"), ("suppression", "Suppression"), ("utility", "Utility per attribute"),
+            ("analysis", "What the data can still do"),
             ("sensitive", "Sensitive values per class against the source"), ("risk", "Re-identification risk"),
             ("history", "Version history"))
 
@@ -37,7 +38,7 @@ svg.chart{display:block;margin:6px 0}.axis{stroke:#7b8794}.tick{font-size:10px;f
 def render(data: ReportData) -> str:
     """The whole page as text (UTF-8 when written)."""
     body = [_summary(data), _certificate(data), _levels(data), _classes(data), _suppression(data), _utility(data),
-            _sensitive(data), _risk(data), _history(data)]
+            _analysis(data), _sensitive(data), _risk(data), _history(data)]
     audience = "external" if data.external else "internal"
     nav = "".join(f'<a href="#{key}">{escape(title)}</a>' for key, title in SECTIONS)
     return (
@@ -153,6 +154,54 @@ def _utility(d: ReportData) -> str:
                     + _table(head, rows, numeric)
                     + svg.bars([q.attribute for q in d.qid_views], [("loss", [q.loss or 0.0 for q in d.qid_views], svg.RELEASE)],
                                title="loss per attribute", x_label="attribute", y_label="loss", height=200))
+
+
+def _analysis(d: ReportData) -> str:
+    """ARX's quality models, each attribute's distribution in source and release, the classifier's
+    accuracy against ZeroR and the original, sdcMicro's measures: aggregates only."""
+    a = d.analysis
+    if a is None:
+        return _section("analysis", "<p>Not measured for this page.</p>")
+    parts = []
+    if a.note:
+        parts.append(f'<p class="note">{escape(a.note)}</p>')
+    if a.quality:
+        parts.append("<p>ARX's quality models (as <code>ppdp utility</code>; quality, higher is better):</p>")
+        parts.append(_table(["model", "quality"], [[t, v] for t, v in a.quality], {1}, cls="quality"))
+    c = a.classification
+    if c is not None:
+        parts.append(f"<p>A {escape(str(c['model']))} classifier of <code>{escape(str(c['target']))}</code> from "
+                     f"{escape(', '.join(c['features']))}, trained on the source and on the release with the same "
+                     f"{c['folds']} folds ({c['records']:,} records, seed {c['seed']}), against ZeroR (the majority class).</p>")
+        accs = [("original", c["original"]["accuracy"], svg.SOURCE), ("release", c["release"]["accuracy"], svg.RELEASE),
+                ("ZeroR", c["zeror"]["accuracy"], "#bab0ac")]
+        parts.append(svg.bars([n for n, _, _ in accs], [("accuracy", [v for _, v, _ in accs], svg.RELEASE)],
+                              title="accuracy: original, release, ZeroR", x_label="classifier", y_label="accuracy", height=200))
+        rows = [[n, c[k]["accuracy"], c[k]["brier"]] + [c[k]["auc"].get(cl) for cl in c["classes"]]
+                for n, k in (("original", "original"), ("release", "release"), ("ZeroR", "zeror"))]
+        parts.append(_table(["classifier", "accuracy", "Brier score"] + [f"AUC {cl}" for cl in c["classes"]], rows,
+                            set(range(1, 3 + len(c["classes"]))), cls="classification"))
+        parts.append(f"<p>Accuracy lost to anonymization: {c['gap']:.4f}; Brier skill score against the original "
+                     f"{c['brier_skill_score']:.4f} (ARX's), against ZeroR {c['brier_skill_vs_zeror']:.4f}.</p>")
+    if a.sdc is not None:
+        m = a.sdc
+        keys = ("il1s", "eigen", "amean", "amedian", "aonestep", "devvar", "amad", "acov", "acor", "acors", "adlm", "atotals")
+        parts.append(f"<p>sdcMicro's measures on {escape(', '.join(m['columns']))} (a range counts as its midpoint):</p>")
+        parts.append(_table(["measure", "value"], [[k, m.get(k)] for k in keys], {1}, cls="sdc"))
+    rows = [[name, kind.upper(), dist] for name, kind, dist, _, _ in a.attributes]
+    parts.append("<p>Distance of each attribute's distribution in the release from the source's (TV: total variation, a "
+                 "generalized value's records spread over the values it covers; KS: Kolmogorov-Smirnov for numbers).</p>")
+    parts.append(_table(["attribute", "distance", "value"], rows, {2}, cls="distances"))
+    charts = []
+    for name, _, _, src, rel in a.attributes:
+        labels = list(dict.fromkeys([k for k, _ in (src or ())] + [k for k, _ in rel]))
+        series = [("release", [dict(rel).get(k, 0.0) for k in labels], svg.RELEASE)]
+        if src is not None:
+            series.insert(0, ("source", [dict(src).get(k, 0.0) for k in labels], svg.SOURCE))
+        charts.append(svg.bars(labels, series, title=f"{name}: share of records per value", x_label="value",
+                               y_label="share", width=520, height=200))
+    parts.append('<div class="pair">' + "".join(charts) + "</div>")
+    return _section("analysis", "".join(parts))
 
 
 def _sensitive(d: ReportData) -> str:

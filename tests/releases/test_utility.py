@@ -26,8 +26,9 @@ ARX_MODELS = ("granularity", "intensity", "nu-entropy", "aecs", "discernibility"
 
 def utility_json(url: str, name: str, capsys, *extra: str) -> dict:
     """``ppdp utility --json``: one JSON object valid against the shipped schema."""
-    import jsonschema
     from importlib import resources
+
+    import jsonschema
 
     capsys.readouterr()
     assert main(["utility", name, "--db", url, "--json", *extra]) == 0

@@ -67,3 +67,30 @@ def test_unavailable_objectives_are_refused_before_any_write(tmp_path, objective
     with pytest.raises(SpecError, match=message):
         run_release(load_spec(with_objective(tmp_path / "s.toml", db, objective, optimizer)), progress=False)
     assert snapshot(db) == before
+
+
+@pytest.mark.parametrize("limit", [0.0, 0.05])
+def test_limited_loss_search_equals_brute_force(tmp_path, limit):
+    """With a zero limit the search reads Flash's tags (one check per path step, not one per node);
+    with a positive one it scores in the bound's order. Both equal the minimum over every node."""
+    db = load_adult(tmp_path / "a.duckdb", rows=600)
+    spec = load_spec(with_objective(tmp_path / "s.toml", db, "loss"))
+    con = connect(f"duckdb://{db}", read_only=True)
+    try:
+        prep = prepare(spec, con, None)
+    finally:
+        con.close()
+    problem = Problem(prep.table, prep.models)
+    result = search(problem, "loss", budget=10**6, optimizer="lattice", params={"suppression_limit": limit})
+    assert result.certified and result.feasible
+    score = loss_scorer(prep.table)
+    cap = int(np.floor(limit * prep.table.n_records))
+    best = np.inf
+    nodes = list(itertools.product(*(range(int(h) + 1) for h in problem.heights)))
+    for g in nodes:
+        retained, ev = Problem(prep.table, prep.models).evaluate_optimal(np.array([g]))
+        if ev.feasible[0] and int(ev.suppressed[0]) <= cap:
+            best = min(best, score(np.array(g), retained[0]))
+    assert result.info["objective_value"] == best
+    if limit == 0.0:
+        assert result.info["mode"] == "flash-tags" and result.evaluations < len(nodes)

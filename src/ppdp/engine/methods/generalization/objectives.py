@@ -28,7 +28,8 @@ import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
 from ppdp.engine.core.spec import OBJECTIVE_OPTIMIZERS, OBJECTIVES  # noqa: F401  (what the spec reader accepts)
-from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn
+from ppdp.engine.methods.generalization import _objective_kernel as OK
+from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash
 from ppdp.engine.methods.generalization.problem import Problem
 
 # ARX's Metric.round: information loss floored to 10 decimal digits (Metric.DIGITS).
@@ -46,24 +47,53 @@ def _shares(table: EncodedTable) -> list[np.ndarray]:
     return out
 
 
+class _Loss:
+    """ARX's Loss (module docstring): scores of (G, retained) in batches, and its lower bound."""
+
+    def __init__(self, table: EncodedTable) -> None:
+        per_qid = _shares(table)
+        width = max((s.shape[0] for s in per_qid), default=1)
+        # (QIDs, levels, histogram rows), a QID's missing top levels padded with its top
+        self.shares = np.zeros((len(per_qid), width, table.n_rows))
+        for d, sh in enumerate(per_qid):
+            self.shares[d, : sh.shape[0]] = sh
+            self.shares[d, sh.shape[0]:] = sh[-1]
+        self.domains = np.array([float(len(h.rows)) for h in table.hierarchies])
+        self.n = float(table.n_records)
+        counts = np.ascontiguousarray(table.counts, dtype=np.float64)[None, :]
+        # per level and QID: the sum of shares with every record kept (the same kernel, in the
+        # same order, as a score)
+        levels = np.repeat(np.arange(width, dtype=np.int64)[:, None], len(per_qid), axis=1)
+        self.full = OK.share_sums(levels, np.repeat(counts, width, axis=0), self.shares) + 0.0
+
+    def _aggregate(self, agg: np.ndarray) -> np.ndarray:
+        """prod over QIDs of (1 + normalized, floored sum)^(1/D) - 1, one row per node."""
+        dims = agg.shape[1]
+        result = np.ones(agg.shape[0])
+        for d in range(dims):
+            lo = self.n / self.domains[d]
+            v = (agg[:, d] - lo) / (self.n - lo) if self.n > lo else np.zeros(agg.shape[0])
+            v = np.floor(np.maximum(v, 0.0) * _ARX_FACTOR) / _ARX_FACTOR
+            result = result * (v + 1.0) ** (1.0 / dims)
+        return result - 1.0
+
+    def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        kept = np.ascontiguousarray(retained, dtype=np.float64)
+        suppressed = self.n - kept.sum(axis=1)
+        sums = OK.share_sums(np.ascontiguousarray(G, dtype=np.int64), kept, self.shares)
+        return self._aggregate(sums + suppressed[:, None])
+
+    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+        cols = np.arange(nodes.shape[1])
+        return self._aggregate(self.full[nodes, cols[None, :]])
+
+
 def loss_scorer(table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float]:
     """ARX's Loss of (g, retained) on ``table`` (module docstring)."""
-    shares = _shares(table)
-    domains = [float(len(h.rows)) for h in table.hierarchies]
-    n = float(table.n_records)
+    loss = _Loss(table)
 
     def score(g: np.ndarray, retained: np.ndarray) -> float:
-        kept = retained.astype(np.float64)
-        suppressed = n - float(kept.sum())
-        result = 1.0
-        dims = len(shares)
-        for d in range(dims):
-            agg = float(np.dot(kept, shares[d][int(g[d])])) + suppressed
-            lo = n / domains[d]
-            v = (agg - lo) / (n - lo) if n > lo else 0.0
-            v = math.floor(max(v, 0.0) * _ARX_FACTOR) / _ARX_FACTOR
-            result *= (v + 1.0) ** (1.0 / dims)
-        return result - 1.0
+        return float(loss.scores(np.asarray(g, dtype=np.int64)[None, :], np.asarray(retained)[None, :])[0])
 
     return score
 
@@ -72,26 +102,25 @@ def loss_lower_bounds(table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
     """A lower bound on ARX's Loss of each node (rows of ``nodes``): every record kept at its
     share (ARX's MetricMDNMLoss.getLowerBoundInternal). A suppressed record costs 1 >= its
     share, and the floor and the geometric mean are monotone, so the bound is at most the
-    node's Loss; shares only grow upward, so it never decreases from a node to its successors."""
-    shares = _shares(table)
-    counts = table.counts.astype(np.float64)
-    n = float(table.n_records)
-    dims = len(shares)
-    out = np.ones(nodes.shape[0])
-    for d in range(dims):
-        per_level = shares[d] @ counts  # the sum of shares with every record kept, per level
-        lo = n / float(len(table.hierarchies[d].rows))
-        v = (per_level - lo) / (n - lo) if n > lo else np.zeros_like(per_level)
-        v = np.floor(np.maximum(v, 0.0) * _ARX_FACTOR) / _ARX_FACTOR
-        out *= (v[nodes[:, d]] + 1.0) ** (1.0 / dims)
-    return out - 1.0
+    node's Loss, and equal to it when nothing is suppressed; shares only grow upward, so it
+    never decreases from a node to its successors."""
+    return _Loss(table).bounds(np.asarray(nodes, dtype=np.int64))
+
+
+def _objective(objective: str, table: EncodedTable) -> _Loss:
+    if objective == "loss":
+        return _Loss(table)
+    raise ValueError(f"no scorer for objective {objective!r}")
 
 
 def scorer(objective: str, table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float]:
     """The objective's score of (g, retained), lower is better."""
-    if objective == "loss":
-        return loss_scorer(table)
-    raise ValueError(f"no scorer for objective {objective!r}")
+    obj = _objective(objective, table)
+
+    def score(g: np.ndarray, retained: np.ndarray) -> float:
+        return float(obj.scores(np.asarray(g, dtype=np.int64)[None, :], np.asarray(retained)[None, :])[0])
+
+    return score
 
 
 def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
@@ -99,6 +128,26 @@ def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.n
     if objective == "loss":
         return loss_lower_bounds(table, nodes)
     return np.full(nodes.shape[0], -np.inf)
+
+
+def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray, int] | None:
+    """With a zero limit and k-anonymity alone: every node's verdict from Flash's predictive
+    tagging (optimizers/flash.py ``zero_limit_checks``: a checked anonymous node makes every
+    generalization anonymous, a checked one that is not makes every specialization not; a
+    complete run tags every node). Returns (anonymous flags in lattice order, nodes checked),
+    or None where the kernel does not apply or the budget ends the traversal first."""
+    if not flash.kernel_applies(problem, lattice):
+        return None
+    idx, smallest, _td, complete = flash.zero_limit_checks(problem, budget)
+    problem.evaluations += int(idx.shape[0])
+    if not complete:
+        return None
+    shape = tuple(int(h) + 1 for h in problem.heights)
+    k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
+    tags = np.zeros(shape, dtype=bool)
+    for node in np.stack(np.unravel_index(idx[smallest >= k], shape), axis=1):
+        tags[tuple(slice(int(c), None) for c in node)] = True
+    return tags.reshape(-1), int(idx.shape[0])
 
 
 def search(problem: Problem, objective: str, *, budget: int, optimizer: str, params: dict | None = None,
@@ -109,32 +158,60 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     t0 = time.perf_counter()
     limit = float((params or {}).get("suppression_limit", 1.0))
     max_suppressed = math.floor(limit * problem.table.n_records)
-    score = scorer(objective, problem.table)
+    obj = _objective(objective, problem.table)
     heights = [int(h) for h in problem.heights]
     lattice = math.prod(h + 1 for h in heights)
-    # Nodes in ascending order of a lower bound on the objective (ties: the lattice's order):
-    # the search stops as soon as the best score found is at most the next node's bound.
     nodes = np.array(list(itertools.product(*(range(h + 1) for h in heights))), dtype=np.int64)
-    bounds = lower_bounds(objective, problem.table, nodes)
+    bounds = obj.bounds(nodes)
+    # Nodes in ascending order of the lower bound (ties: the lattice's order, last QID fastest).
     order = np.argsort(bounds, kind="stable")
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
     best_ad = best_sup = None
     evaluated = 0
     history = []
     proved = False
-    while evaluated < min(budget, lattice):
+    mode = "bound"
+    anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
+    if anonymous is not None:
+        # Zero limit: an anonymous node suppresses nothing and scores its bound, and every node
+        # is tagged, so the first anonymous node in the bound's order is the optimum.
+        flags, evaluated = anonymous
+        mode = "flash-tags"
+        hit = np.flatnonzero(flags[order])
+        proved = True
+        if hit.size:
+            i = int(order[hit[0]])
+            G = nodes[i: i + 1]
+            retained, ev = problem.evaluate_optimal(G)
+            evaluated += 1
+            if ev.feasible[0] and int(ev.suppressed[0]) == 0:
+                best = (float(obj.scores(G, retained)[0]), G[0].copy(), retained[0].copy(), evaluated)
+                best_ad, best_sup = ev.ad[0].copy(), 0
+            else:  # the tags and the models disagree: no claim
+                proved = False
+        history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
+    batch = 8
+    while anonymous is None and evaluated < min(budget, lattice):
         if best is not None and best[0] <= bounds[order[evaluated]]:
             proved = True
             break
-        take = order[evaluated: evaluated + min(_BATCH, budget - evaluated)]
+        # Score the nodes whose bound is below the best found (all of them could beat it), at
+        # least 8 and at most _BATCH; before the first feasible node, batches double.
+        size = batch
+        if best is not None:
+            size = max(8, int(np.searchsorted(bounds[order[evaluated:]], best[0], side="left")))
+        size = min(size, _BATCH, budget - evaluated, lattice - evaluated)
+        batch = min(2 * batch, _BATCH)
+        take = order[evaluated: evaluated + size]
         G = nodes[take]
         retained, ev = problem.evaluate_optimal(G)
-        for i in range(len(take)):
-            if not ev.feasible[i] or int(ev.suppressed[i]) > max_suppressed:
-                continue
-            sc = score(G[i], retained[i])
-            if best is None or sc < best[0]:
-                best = (sc, G[i].copy(), retained[i].copy(), evaluated + i)
+        ok = ev.feasible & (ev.suppressed <= max_suppressed)
+        if ok.any():
+            sc = np.full(len(take), np.inf)
+            sc[ok] = obj.scores(G[ok], retained[ok])
+            i = int(np.argmin(sc))  # the first of equal scores
+            if best is None or sc[i] < best[0]:
+                best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(take)
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
@@ -147,8 +224,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                    f"reached the lower bound of the nodes left: objective {objective!r} is not proved optimal")
     if not problem.oracle_exact:
         why.append("the suppression oracle is not exact for these models")
-    info = {"mode": "bound" if proved else "exhaustive", "objective": objective, "lattice_size": lattice, "nodes_evaluated": evaluated,
-            "suppression_limit": limit}
+    info = {"mode": mode if proved else "exhaustive", "objective": objective, "lattice_size": lattice,
+            "nodes_evaluated": evaluated, "suppression_limit": limit}
     if best is None:
         g = np.array(heights, dtype=np.int64)
         kept = np.zeros_like(problem.table.counts)

@@ -19,7 +19,6 @@ Ties keep the first node in the bound's order (then the lattice's: last QID fast
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable
@@ -150,6 +149,52 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
     return tags.reshape(-1), int(idx.shape[0])
 
 
+class _Tags:
+    """Flash's predictive tags (optimizers/flash.py) over the lattice: a node anonymous within
+    the limit makes its generalizations so, one that is not makes its specializations not."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.state = np.zeros(shape, dtype=np.int8)  # 0 unknown, 1 anonymous, 2 not
+
+    def infeasible(self, g: np.ndarray) -> bool:
+        return bool(self.state[tuple(int(c) for c in g)] == 2)
+
+    def tag(self, g: np.ndarray, anonymous: bool) -> None:
+        if anonymous:
+            self.state[tuple(slice(int(c), None) for c in g)] = 1
+        else:
+            self.state[tuple(slice(0, int(c) + 1) for c in g)] = 2
+
+    def probe(self, problem: Problem, g: np.ndarray, heights: list[int], max_suppressed: int, budget: int) -> int:
+        """``g`` is not anonymous: binary search for the last such node on a path from ``g`` to
+        the top (each step raises the QID with the smallest relative level, the first on ties),
+        tag its down-set, and return the checks made."""
+        path = [g.copy()]
+        cur = g.copy()
+        rel = [(h if h else 1) for h in heights]
+        while any(int(cur[d]) < heights[d] for d in range(len(heights))):
+            d = min((d for d in range(len(heights)) if int(cur[d]) < heights[d]), key=lambda d: cur[d] / rel[d])
+            cur = cur.copy()
+            cur[d] += 1
+            path.append(cur)
+        lo, hi, checks = 0, len(path), 0  # path[lo] is not anonymous; path[hi:] is (or beyond the end)
+        while hi - lo > 1 and checks < budget:
+            mid = (lo + hi) // 2
+            node = path[mid]
+            st = int(self.state[tuple(int(c) for c in node)])
+            if st == 0:
+                _, ev = problem.evaluate_optimal(node[None, :])
+                checks += 1
+                st = 1 if (ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed) else 2
+                self.tag(node, st == 1)
+            if st == 1:
+                hi = mid
+            else:
+                lo = mid
+        self.tag(path[lo], False)
+        return checks
+
+
 def search(problem: Problem, objective: str, *, budget: int, optimizer: str, params: dict | None = None,
            progress: ProgressFn | None = None) -> OptimizerResult:
     """The feasible node with the smallest ``objective`` over the whole lattice (module docstring);
@@ -161,7 +206,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     obj = _objective(objective, problem.table)
     heights = [int(h) for h in problem.heights]
     lattice = math.prod(h + 1 for h in heights)
-    nodes = np.array(list(itertools.product(*(range(h + 1) for h in heights))), dtype=np.int64)
+    # every node, in the lattice's order (last QID fastest)
+    nodes = np.indices([h + 1 for h in heights], dtype=np.int64).reshape(len(heights), -1).T.copy()
     bounds = obj.bounds(nodes)
     # Nodes in ascending order of the lower bound (ties: the lattice's order, last QID fastest).
     order = np.argsort(bounds, kind="stable")
@@ -190,19 +236,31 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
             else:  # the tags and the models disagree: no claim
                 proved = False
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
-    batch = 8
-    while anonymous is None and evaluated < min(budget, lattice):
-        if best is not None and best[0] <= bounds[order[evaluated]]:
+    # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so the
+    # records of small classes, which S*(G) suppresses, never grow): a node that is not
+    # anonymous within the limit has no specialization that is, so a binary search up a path
+    # from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
+    shape = tuple(h + 1 for h in heights)
+    tags = _Tags(shape) if (0 < max_suppressed < problem.table.n_records and all(
+        type(m).__name__ == "KAnonymity" for m in problem.models)) else None
+    batch = 1 if tags is not None else 8
+    pos = 0
+    while anonymous is None and pos < lattice and evaluated < budget:
+        if best is not None and best[0] <= bounds[order[pos]]:
             proved = True
             break
+        if tags is not None and tags.infeasible(nodes[order[pos]]):
+            pos += 1
+            continue
         # Score the nodes whose bound is below the best found (all of them could beat it), at
         # least 8 and at most _BATCH; before the first feasible node, batches double.
         size = batch
-        if best is not None:
-            size = max(8, int(np.searchsorted(bounds[order[evaluated:]], best[0], side="left")))
-        size = min(size, _BATCH, budget - evaluated, lattice - evaluated)
-        batch = min(2 * batch, _BATCH)
-        take = order[evaluated: evaluated + size]
+        if best is not None and tags is None:
+            size = max(8, int(np.searchsorted(bounds[order[pos:]], best[0], side="left")))
+        size = min(size, _BATCH, budget - evaluated, lattice - pos)
+        if tags is None:
+            batch = min(2 * batch, _BATCH)
+        take = order[pos: pos + size]
         G = nodes[take]
         retained, ev = problem.evaluate_optimal(G)
         ok = ev.feasible & (ev.suppressed <= max_suppressed)
@@ -214,10 +272,19 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                 best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(take)
+        pos += len(take)
+        if tags is not None:
+            for i in range(len(take)):
+                if ok[i]:
+                    tags.tag(G[i], True)
+                else:
+                    evaluated += tags.probe(problem, G[i], heights, max_suppressed, budget - evaluated)
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    complete = proved or evaluated >= lattice
+    if anonymous is None and pos >= lattice:
+        proved = True
+    complete = proved
     why: list[str] = []
     if not complete:
         why.append(f"the lattice has {lattice:,} nodes and the budget scored {evaluated:,} before the best score "

@@ -58,8 +58,8 @@ def test_a_release_with_objective_loss_records_it(tmp_path):
 
 
 @pytest.mark.parametrize(("objective", "optimizer", "message"), [
-    ("loss", "flash", "runs with optimizer lattice, not 'flash'"),
-    ("entropy", "lattice", "utility.objective 'entropy' is not available. Known: td, loss"),
+    ("loss", "ga", "runs with optimizer lattice, flash, not 'ga'"),
+    ("entropy", "lattice", "utility.objective 'entropy' is not available. Known: td, loss, nu-entropy"),
 ])
 def test_unavailable_objectives_are_refused_before_any_write(tmp_path, objective, optimizer, message):
     db = load_adult(tmp_path / "a.duckdb", rows=200)

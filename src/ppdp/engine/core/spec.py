@@ -110,9 +110,9 @@ class ReleaseSpec:
 
 KEPT_COLUMNS_POLICIES = ("refuse", "warn")
 # What the generalization optimizers can minimize (engine/methods/generalization/objectives.py).
-OBJECTIVES = ("td", "loss")
+OBJECTIVES = ("td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height")
 # The optimizers that can run an objective other than TD (the others search by TD's bounds).
-OBJECTIVE_OPTIMIZERS = ("lattice",)
+OBJECTIVE_OPTIMIZERS = ("lattice", "flash")
 
 _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
@@ -316,7 +316,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     objective = _typed(util.get("objective", "td"), "utility.objective", str)
     if objective not in OBJECTIVES:
         raise SpecError(f"utility.objective {objective!r} is not available. Known: {', '.join(OBJECTIVES)}. "
-                        "Hint: objective = \"td\" (the default) or \"loss\" (ARX's Loss, gs-factor 0.5).")
+                        "Hint: objective = \"td\" (the default), or one of ARX's metrics: \"loss\" (gs-factor 0.5), \"nu-entropy\", \"aecs\", \"discernibility\", \"precision\", \"height\".")
 
     opt = raw.get("optimizer", {})
     _typed(opt, "[optimizer]", dict)

@@ -87,6 +87,98 @@ class _Loss:
         return self._aggregate(self.full[nodes, cols[None, :]])
 
 
+class _NodeOnly:
+    """An objective of the levels alone, never smaller upward: its score is its own (exact)
+    lower bound, so the first feasible node in its order is the optimum. ``per_level[d][lv]``:
+    QID d's term at level lv; ``combine``: the QIDs' terms to one score per node."""
+
+    def __init__(self, per_level: list[np.ndarray], combine: Callable[[np.ndarray], np.ndarray]) -> None:
+        width = max(len(x) for x in per_level)
+        self.table = np.array([np.concatenate([x, np.full(width - len(x), x[-1])]) for x in per_level]).T
+        self.combine = combine
+
+    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+        cols = np.arange(nodes.shape[1])
+        return self.combine(self.table[nodes, cols[None, :]])
+
+    def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        return self.bounds(np.asarray(G, dtype=np.int64))
+
+
+def _height(table: EncodedTable) -> _NodeOnly:
+    """ARX's MetricMDHeight: the sum of the levels (equal attribute weights)."""
+    return _NodeOnly([np.arange(h.height + 1, dtype=np.float64) for h in table.hierarchies], lambda t: t.sum(axis=1))
+
+
+def _precision(table: EncodedTable) -> _NodeOnly:
+    """ARX's MetricMDPrecision (monotonic, ARX's Metric.createPrecisionMetric(true)): the
+    arithmetic mean over QIDs of level / height, suppression ignored (generalization factor 1
+    at gs-factor 0.5)."""
+    terms = [np.arange(h.height + 1, dtype=np.float64) / (h.height if h.height else 1) for h in table.hierarchies]
+    return _NodeOnly(terms, lambda t: t.mean(axis=1))
+
+
+def _nu_entropy(table: EncodedTable) -> _NodeOnly:
+    """ARX's MetricMDNUEntropy (monotonic non-uniform entropy, Metric.createEntropyMetric(true)):
+    per QID the sum over leaf values of a log2(b / a), a the records with that leaf value and b
+    those with its generalization at the level, floored to ARX's 1e-10 grid; summed over QIDs.
+    Suppression is ignored, so it depends on the levels alone and never decreases upward."""
+    counts = table.counts.astype(np.int64)
+    terms = []
+    for q, h in enumerate(table.hierarchies):
+        a = np.bincount(table.codes[:, q], weights=counts, minlength=len(h.rows)).astype(np.float64)
+        leaves = np.flatnonzero(a > 0)
+        vals = []
+        for lv in range(h.height + 1):
+            gen = h.level_codes[lv]
+            b = np.bincount(gen, weights=a, minlength=int(gen.max()) + 1)
+            v = float(np.sum(a[leaves] * np.log2(a[leaves] / b[gen[leaves]])))  # <= 0, ARX's raw value
+            vals.append(math.floor((-v if v != 0.0 else 0.0) * _ARX_FACTOR) / _ARX_FACTOR)
+        terms.append(np.array(vals))
+    return _NodeOnly(terms, lambda t: t.sum(axis=1))
+
+
+class _ClassBased:
+    """ARX's single-dimensional metrics of the equivalence classes (MetricSDAECS, gs-factor 0.5;
+    MetricSDNMDiscernability). No bound from the levels alone (ARX has none either), so every
+    node that may be feasible is scored; a complete run is exact."""
+
+    def __init__(self, table: EncodedTable, kind: str) -> None:
+        self.table = table
+        self.kind = kind
+        self.n = float(table.n_records)
+
+    def bounds(self, nodes: np.ndarray) -> np.ndarray:
+        return np.full(nodes.shape[0], -np.inf)
+
+    def _classes(self, g: np.ndarray) -> np.ndarray:
+        t = self.table
+        key = np.zeros(t.n_rows, dtype=np.int64)
+        for q, h in enumerate(t.hierarchies):
+            col = h.level_codes[int(g[q])][t.codes[:, q]].astype(np.int64)
+            _, key = np.unique(key * (int(col.max()) + 1) + col, return_inverse=True)
+            key = key.astype(np.int64).reshape(-1)
+        return key
+
+    def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        out = np.empty(G.shape[0])
+        counts = self.table.counts.astype(np.float64)
+        for i in range(G.shape[0]):
+            cls = self._classes(G[i])
+            kept = np.bincount(cls, weights=retained[i].astype(np.float64))
+            size = np.bincount(cls, weights=counts)
+            suppressed = self.n - float(kept.sum())
+            if self.kind == "aecs":
+                # MetricSDAECS: the classes kept, plus one for the suppressed records if any
+                # (both factors 1 at gs-factor 0.5)
+                groups = float(np.count_nonzero(kept > 0)) + (1.0 if suppressed > 0 else 0.0)
+                out[i] = self.n / groups if groups else math.inf
+            else:
+                # MetricSDNMDiscernability: |E|^2 per class kept, N per suppressed record
+                out[i] = float(np.sum(kept * kept)) + self.n * float(np.sum(size - kept))
+        return out
+
+
 def loss_scorer(table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float]:
     """ARX's Loss of (g, retained) on ``table`` (module docstring)."""
     loss = _Loss(table)
@@ -106,9 +198,17 @@ def loss_lower_bounds(table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
     return _Loss(table).bounds(np.asarray(nodes, dtype=np.int64))
 
 
-def _objective(objective: str, table: EncodedTable) -> _Loss:
+def _objective(objective: str, table: EncodedTable) -> _Loss | _NodeOnly | _ClassBased:
     if objective == "loss":
         return _Loss(table)
+    if objective == "height":
+        return _height(table)
+    if objective == "precision":
+        return _precision(table)
+    if objective == "nu-entropy":
+        return _nu_entropy(table)
+    if objective in ("aecs", "discernibility"):
+        return _ClassBased(table, objective)
     raise ValueError(f"no scorer for objective {objective!r}")
 
 
@@ -124,9 +224,7 @@ def scorer(objective: str, table: EncodedTable) -> Callable[[np.ndarray, np.ndar
 
 def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
     """A lower bound on the objective of each node."""
-    if objective == "loss":
-        return loss_lower_bounds(table, nodes)
-    return np.full(nodes.shape[0], -np.inf)
+    return _objective(objective, table).bounds(np.asarray(nodes, dtype=np.int64))
 
 
 def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray, int] | None:
@@ -217,64 +315,62 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     history = []
     proved = False
     mode = "bound"
+    shape = tuple(h + 1 for h in heights)
+    tags: _Tags | None = None
+    probing = False
     anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
     if anonymous is not None:
-        # Zero limit: an anonymous node suppresses nothing and scores its bound, and every node
-        # is tagged, so the first anonymous node in the bound's order is the optimum.
+        # Zero limit: Flash tagged every node; only the anonymous ones are scored (an anonymous
+        # node suppresses nothing: Loss and the level-only objectives score their bound, so
+        # the first one in the bound's order ends the search).
         flags, evaluated = anonymous
         mode = "flash-tags"
-        hit = np.flatnonzero(flags[order])
-        proved = True
-        if hit.size:
-            i = int(order[hit[0]])
-            G = nodes[i: i + 1]
-            retained, ev = problem.evaluate_optimal(G)
-            evaluated += 1
-            if ev.feasible[0] and int(ev.suppressed[0]) == 0:
-                best = (float(obj.scores(G, retained)[0]), G[0].copy(), retained[0].copy(), evaluated)
-                best_ad, best_sup = ev.ad[0].copy(), 0
-            else:  # the tags and the models disagree: no claim
-                proved = False
-        history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
-    # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so the
-    # records of small classes, which S*(G) suppresses, never grow): a node that is not
-    # anonymous within the limit has no specialization that is, so a binary search up a path
-    # from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
-    shape = tuple(h + 1 for h in heights)
-    tags = _Tags(shape) if (0 < max_suppressed < problem.table.n_records and all(
-        type(m).__name__ == "KAnonymity" for m in problem.models)) else None
-    batch = 1 if tags is not None else 8
+        tags = _Tags(shape)
+        tags.state[...] = np.where(flags.reshape(shape), 1, 2)
+    elif 0 < max_suppressed < problem.table.n_records and all(type(m).__name__ == "KAnonymity" for m in problem.models):
+        # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so
+        # the records of small classes, which S*(G) suppresses, never grow): a node that is not
+        # anonymous within the limit has no specialization that is, so a binary search up a
+        # path from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
+        tags = _Tags(shape)
+        probing = True
+    # one node at a time while probing, and where the first anonymous node is the optimum
+    single = probing or (anonymous is not None and not isinstance(obj, _ClassBased))
+    batch = 1 if single else 8
     pos = 0
-    while anonymous is None and pos < lattice and evaluated < budget:
+    while pos < lattice and evaluated < budget:
         if best is not None and best[0] <= bounds[order[pos]]:
             proved = True
             break
-        if tags is not None and tags.infeasible(nodes[order[pos]]):
-            pos += 1
-            continue
-        # Score the nodes whose bound is below the best found (all of them could beat it), at
-        # least 8 and at most _BATCH; before the first feasible node, batches double.
-        size = batch
-        if best is not None and tags is None:
-            size = max(8, int(np.searchsorted(bounds[order[pos:]], best[0], side="left")))
-        size = min(size, _BATCH, budget - evaluated, lattice - pos)
-        if tags is None:
+        # The next nodes in the bound's order that may be feasible and whose bound is below the
+        # best found (all of them could beat it): one at a time while probing (a probe tags
+        # nodes), else batches doubling from 8 to _BATCH.
+        want = min(batch, _BATCH, budget - evaluated)
+        if not single:
             batch = min(2 * batch, _BATCH)
-        take = order[pos: pos + size]
-        G = nodes[take]
+        picked = []
+        while pos < lattice and len(picked) < want:
+            i = int(order[pos])
+            if best is not None and best[0] <= bounds[i]:
+                break
+            if tags is None or not tags.infeasible(nodes[i]):
+                picked.append(i)
+            pos += 1
+        if not picked:
+            continue
+        G = nodes[np.array(picked)]
         retained, ev = problem.evaluate_optimal(G)
         ok = ev.feasible & (ev.suppressed <= max_suppressed)
         if ok.any():
-            sc = np.full(len(take), np.inf)
+            sc = np.full(len(picked), np.inf)
             sc[ok] = obj.scores(G[ok], retained[ok])
             i = int(np.argmin(sc))  # the first of equal scores
             if best is None or sc[i] < best[0]:
                 best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
-        evaluated += len(take)
-        pos += len(take)
-        if tags is not None:
-            for i in range(len(take)):
+        evaluated += len(picked)
+        if probing and tags is not None:
+            for i in range(len(picked)):
                 if ok[i]:
                     tags.tag(G[i], True)
                 else:
@@ -282,7 +378,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    if anonymous is None and pos >= lattice:
+    if pos >= lattice:
         proved = True
     complete = proved
     why: list[str] = []

@@ -81,6 +81,7 @@ sys.path.insert(0, str(REPO))
 from ppdp.connectors.duckdb_connector import DuckDBConnector  # noqa: E402
 from ppdp.engine.core.encoding import EncodedTable, encode_population  # noqa: E402
 from ppdp.engine.core.hierarchy import Hierarchy, read_arx_csv  # noqa: E402
+from ppdp.engine.methods.generalization.objectives import scorer as objective_scorer  # noqa: E402
 from ppdp.engine.methods.generalization.objectives import search as objective_search  # noqa: E402
 from ppdp.engine.methods.generalization.optimizers import run_optimizer  # noqa: E402
 from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
@@ -120,6 +121,7 @@ POPULATION_TABLE = "main.source"  # the dataset's own table, k-map's population 
 T_EMD_AS_EUCLIDEAN = 0.2828  # binary SA: ARX's EMD 0.2 (equal distance) is Euclidean 0.2 * sqrt(2)
 ZIP_DIGITS = 5
 OBJECTIVE = "td"  # --objective
+_LAST: list[Any] = [None]  # the last ppdp run's (encoded table, models): ARX's node scored on it
 
 
 @dataclass(frozen=True)
@@ -436,7 +438,8 @@ def arx_tokens(case: Case, loaded: Loaded, sa: str | None, rows: Subset | None) 
         raise ValueError(f"case {case.key} names subset=ARX_SUBSET but no subset predicate")
     nodes = loaded.lattice_nodes
     threshold = f" threshold={nodes}" if nodes > ARX_HEURISTIC_THRESHOLD else ""
-    return f"data={ds.csv} qids={','.join(ds.qids)}{sens} {hier} {own}{threshold}"
+    metric = f" metric={OBJECTIVE}" if OBJECTIVE != "td" else ""
+    return f"data={ds.csv} qids={','.join(ds.qids)}{sens} {hier} {own}{threshold}{metric}"
 
 
 def ppdp_models(case: Case, ds: Dataset) -> list:
@@ -471,6 +474,7 @@ def ppdp_run(case: Case, loaded: Loaded, sa: list[str], source_table: str = "sou
     else:
         result = run_optimizer(case.optimizer, Problem(table, models), budget=10**8, params=dict(case.params))
     t2 = time.perf_counter()
+    _LAST[0] = (table, models)
     return (t2 - t0) * 1000.0, result, (t1 - t0) * 1000.0
 
 
@@ -522,6 +526,15 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
         levels = dict(zip(ds.qids, row["levels"], strict=True))
         row["same_node"] = (bool(arx_out.get("found")) and result.feasible and arx_out.get("levels") == levels) \
             if arx_out.get("found") or result.feasible else None
+        if OBJECTIVE != "td" and arx_out.get("found") and result.feasible and _LAST[0] is not None:
+            # ARX's node scored by ppdp's objective: equal scores are a tie, not a different optimum
+            table, models = _LAST[0]
+            g = np.array([[int(arx_out["levels"][q]) for q in ds.qids]], dtype=np.int64)
+            retained, _ev = Problem(table, models).evaluate_optimal(g)
+            arx_score = objective_scorer(OBJECTIVE, table)(g[0], retained[0])
+            row["objective_value"] = result.info.get("objective_value")
+            row["arx_objective_value"] = float(arx_score)
+            row["same_score"] = bool(abs(arx_score - float(result.info.get("objective_value", np.nan))) <= 1e-9)
     row["lattice_nodes"] = loaded.lattice_nodes
     if rows is not None:
         row["subset_rows"] = rows.n_rows
@@ -550,6 +563,13 @@ def same(r: dict[str, Any], o: dict[str, Any]) -> dict[str, bool] | None:
             "certified": r["certified"] == o["certified"]}
 
 
+def node_cell(r: dict[str, Any]) -> str:
+    """yes: ARX's node; tie: another node with ARX's node's score (objective runs); no; blank."""
+    if r.get("same_node") is False and r.get("same_score"):
+        return "tie"
+    return {None: "", True: "yes", False: "no"}[r.get("same_node")]
+
+
 def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
     meta = doc["meta"]
     lines = [
@@ -561,7 +581,9 @@ def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
         "encoding + optimizer, in process (prepare = the first two). ratio = ppdp / ARX (< 1: ppdp faster); every "
         "search runs to its end; certified = ppdp's optimum is proven (models without an exact oracle: no). "
         "ARX checked = its transformations checked. node = ARX's: ppdp's chosen node is ARX's global optimum "
-        "(ARX's Loss and ppdp's TD are different measures: \"no\" is a different trade-off, not an error).",
+        "(ARX's Loss and ppdp's TD are different measures: \"no\" is a different trade-off, not an error; with "
+        "--objective both minimize the same metric, and \"tie\" is another node with ARX's node's score). "
+        f"Objective: {meta.get('objective', 'td')}.",
         "",
     ]
     head = "| case | ARX ms | ppdp ms | (prepare) | ratio | ppdp nodes | ARX checked | TD | certified | node = ARX's |"
@@ -578,7 +600,7 @@ def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
             cells = [r["label"], fmt(r["arx_ms"]), fmt(r["ppdp_ms"]), fmt(r["ppdp_prepare_ms"]), fmt(r["ratio"], ".2f"),
                      fmt(r["nodes_evaluated"]), fmt(r.get("arx_checked")), fmt(r["td"], ",.1f"),
                      "yes" if r["certified"] else "no",
-                     {None: "", True: "yes", False: "no"}[r.get("same_node")]]
+                     node_cell(r)]
         if compare:
             o = old.get(r["key"], {})
             s = same(r, o)
@@ -605,8 +627,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", help="run only these case keys (repeatable)")
     ap.add_argument("--family", help="comma-separated families: issue, small, models (default all)")
     ap.add_argument("--no-arx", action="store_true", help="ppdp only")
-    ap.add_argument("--objective", default="td", choices=["td", "loss"],
-                    help="what ppdp minimizes (default td; loss: ARX's Loss, the metric ARX runs here)")
+    ap.add_argument("--objective", default="td",
+                    choices=["td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height"],
+                    help="what ppdp minimizes (default td, ARX then runs its Loss); an ARX metric: both minimize it")
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt", help="file holding ARX's classpath")
     args = ap.parse_args(argv)
     global OBJECTIVE
@@ -631,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             "label": args.label, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                        f"numpy {np.__version__}",
-            "load_average": [round(x, 2) for x in os.getloadavg()], "data": str(root), "arx": arx_note}
+            "load_average": [round(x, 2) for x in os.getloadavg()], "objective": OBJECTIVE, "data": str(root), "arx": arx_note}
     loaded: dict[str, Loaded | None] = {}
     rows: list[dict[str, Any]] = []
     try:

@@ -57,7 +57,9 @@ import org.deidentifier.arx.metric.Metric;
  *   supp=1.0           suppression limit (fraction of records)
  *   algo=optimal|genetic  (optimal = ARX's default globally-optimal search, Flash)
  *   ga.iterations=N ga.deterministic=true|false   genetic-algorithm options
- *   metric=loss        only the Loss metric (Metric.createLossMetric()) is wired in
+ *   metric=loss        the quality model: loss (createLossMetric(), the default), nu-entropy
+ *                      (createEntropyMetric(true)), aecs, discernibility, precision
+ *                      (createPrecisionMetric(true)) or height
  *
  * Modes:
  *   java ArxBench serve            one command per line on stdin, one JSON line per command on stdout:
@@ -151,8 +153,15 @@ public class ArxBench {
     private static ARXConfiguration config(Map<String, String> c, Data data) throws IOException {
         ARXConfiguration config = ARXConfiguration.create();
         String metric = c.getOrDefault("metric", "loss");
-        if (!metric.equals("loss")) throw new IllegalArgumentException("only metric=loss is wired in");
-        config.setQualityModel(Metric.createLossMetric());
+        switch (metric) {
+            case "loss": config.setQualityModel(Metric.createLossMetric()); break;  // MetricMDNMLoss, gs 0.5
+            case "nu-entropy": config.setQualityModel(Metric.createEntropyMetric(true)); break;  // MetricMDNUEntropy
+            case "aecs": config.setQualityModel(Metric.createAECSMetric()); break;  // MetricSDAECS, gs 0.5
+            case "discernibility": config.setQualityModel(Metric.createDiscernabilityMetric()); break;  // MetricSDNMDiscernability
+            case "precision": config.setQualityModel(Metric.createPrecisionMetric(true)); break;  // MetricMDPrecision
+            case "height": config.setQualityModel(Metric.createHeightMetric()); break;  // MetricMDHeight
+            default: throw new IllegalArgumentException("metric must be loss, nu-entropy, aecs, discernibility, precision or height");
+        }
         if (c.containsKey("k")) config.addPrivacyModel(new KAnonymity(Integer.parseInt(c.get("k"))));
         if (c.containsKey("t")) {
             double t = Double.parseDouble(c.get("t"));

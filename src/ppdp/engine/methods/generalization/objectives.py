@@ -1,5 +1,6 @@
-"""What the optimizer minimizes besides TD: ARX's information-loss metrics, scored on a node
-(G, S*(G)) of the encoded table (``objective`` of the spec's [utility] section).
+"""What the optimizer minimizes besides TD: ARX's optimization metrics, scored on a node
+(G, S*(G)) of the encoded table (``objective`` of the spec's [utility] section; the table of
+metrics, bounds and certification: docs/design/utility.md, "Optimizing for ARX's metrics").
 
 - ``td``: -TD (paper_notes §1), ppdp's default; the optimizers' own bounds are for it.
 - ``loss``: ARX's Loss metric (metric/v2/MetricMDNMLoss, gs-factor 0.5, geometric mean, ARX's
@@ -7,14 +8,18 @@
   share of their value at level G_d (leaves under the value / leaves of the hierarchy, ARX's
   DomainShareMaterialized) plus 1 per suppressed record, normalized between N/|domain_d| and N
   and floored to ARX's 1e-10 grid; the QIDs aggregated as prod(1 + l_d)^(1/D) - 1.
+- ``nu-entropy``, ``precision``, ``height``: MetricMDNUEntropy, MetricMDPrecision, MetricMDHeight,
+  functions of the levels alone that never decrease upward (their own exact bound).
+- ``aecs``, ``discernibility``: MetricSDAECS (gs-factor 0.5) and MetricSDNMDiscernability, from
+  the equivalence classes; no bound from the levels.
 
-``search`` runs an objective other than TD on the lattice: it scores the nodes (in batches of
-``Problem.evaluate_optimal``) in ascending order of a lower bound on the objective
-(``loss_lower_bounds``: every record kept at its share, ARX's own bound for Loss; it is at most
-the node's Loss and never decreases upward) and stops when the best score found is at most the
-next node's bound: every node left is then no better. Certified when it stopped so, or scored
-every node, within the budget and with an exact oracle; ``not_certified_because`` otherwise.
-Ties keep the first node in the bound's order (then the lattice's: last QID fastest).
+``search`` scores the nodes in ascending order of a lower bound on the objective and stops when
+the best score found is at most the next node's bound: every node left is then no better. Flash's
+predictive tags (k-anonymity alone) skip the nodes that are not anonymous within the limit: all
+of them tagged by ``flash.zero_limit_checks`` with a zero limit, down-sets found by a binary
+search up a path otherwise. Certified when it stopped so, or scored every candidate, within the
+budget and with an exact oracle; ``not_certified_because`` otherwise. Ties keep the first node
+in the bound's order (then the lattice's: last QID fastest).
 """
 
 from __future__ import annotations

@@ -259,9 +259,6 @@ class _Tags:
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.state = np.zeros(shape, dtype=np.int8)  # 0 unknown, 1 anonymous, 2 not
 
-    def infeasible(self, g: np.ndarray) -> bool:
-        return bool(self.state[tuple(int(c) for c in g)] == 2)
-
     def tag(self, g: np.ndarray, anonymous: bool) -> None:
         if anonymous:
             self.state[tuple(slice(int(c), None) for c in g)] = 1
@@ -330,8 +327,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         # the first one in the bound's order ends the search).
         flags, evaluated = anonymous
         mode = "flash-tags"
-        tags = _Tags(shape)
-        tags.state[...] = np.where(flags.reshape(shape), 1, 2)
+        order = order[flags[order]]
     elif 0 < max_suppressed < problem.table.n_records and all(type(m).__name__ == "KAnonymity" for m in problem.models):
         # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so
         # the records of small classes, which S*(G) suppresses, never grow): a node that is not
@@ -342,8 +338,9 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # one node at a time while probing, and where the first anonymous node is the optimum
     single = probing or (anonymous is not None and not isinstance(obj, _ClassBased))
     batch = 1 if single else 8
+    flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
     pos = 0
-    while pos < lattice and evaluated < budget:
+    while pos < len(order) and evaluated < budget:
         if best is not None and best[0] <= bounds[order[pos]]:
             proved = True
             break
@@ -354,11 +351,11 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         if not single:
             batch = min(2 * batch, _BATCH)
         picked = []
-        while pos < lattice and len(picked) < want:
+        while pos < len(order) and len(picked) < want:
             i = int(order[pos])
             if best is not None and best[0] <= bounds[i]:
                 break
-            if tags is None or not tags.infeasible(nodes[i]):
+            if flat is None or flat[i] != 2:
                 picked.append(i)
             pos += 1
         if not picked:
@@ -383,7 +380,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    if pos >= lattice:
+    if pos >= len(order):
         proved = True
     complete = proved
     why: list[str] = []

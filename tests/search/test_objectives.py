@@ -12,6 +12,7 @@ from ppdp.connectors import connect
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.methods.generalization.objectives import lower_bounds, scorer, search
 from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.release.run import run_release
 from ppdp.engine.release.stages.validate import prepare
 from tests.conftest import load_adult, write_spec
 
@@ -85,3 +86,5 @@ def test_flash_accepts_every_objective(tmp_path):
         p = write_spec(tmp_path / f"{objective}.toml", db=db, qids=["age", "sex", "race"], optimizer="flash")
         p.write_text(p.read_text() + f'\n[utility]\nobjective = "{objective}"\n')
         assert load_spec(p).objective == objective
+    out = run_release(load_spec(tmp_path / "aecs.toml"), progress=False)  # flash, objective = "aecs"
+    assert out.run.solution["certified"] and out.run.solution["info"]["objective"] == "aecs"

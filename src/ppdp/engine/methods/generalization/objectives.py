@@ -152,27 +152,43 @@ class _ClassBased:
         self.table = table
         self.kind = kind
         self.n = float(table.n_records)
+        self.up_bounds = np.empty(0)
 
     def bounds(self, nodes: np.ndarray) -> np.ndarray:
         return np.full(nodes.shape[0], -np.inf)
 
     def _classes(self, g: np.ndarray) -> np.ndarray:
+        """Each histogram row's class id at levels ``g`` (dense, in key order)."""
         t = self.table
         key = np.zeros(t.n_rows, dtype=np.int64)
+        radix = 1
         for q, h in enumerate(t.hierarchies):
             col = h.level_codes[int(g[q])][t.codes[:, q]].astype(np.int64)
-            _, key = np.unique(key * (int(col.max()) + 1) + col, return_inverse=True)
-            key = key.astype(np.int64).reshape(-1)
-        return key
+            width = int(h.level_codes[int(g[q])].max()) + 1
+            if radix * width >= 2**62:  # the mixed-radix key would overflow: densify first
+                _, key = np.unique(key, return_inverse=True)
+                key = key.astype(np.int64).reshape(-1)
+                radix = int(key.max()) + 1 if key.size else 1
+            key = key * width + col
+            radix *= width
+        _, key = np.unique(key, return_inverse=True)
+        return key.astype(np.int64).reshape(-1)
 
     def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
         out = np.empty(G.shape[0])
+        # ARX's bound from a node's classes, suppression ignored (getLowerBoundInternal(node,
+        # groupify)): classes only merge upward, so it is at most the score of the node and of
+        # every generalization when whole classes are suppressed (k-anonymity's S*(G)).
+        self.up_bounds = np.empty(G.shape[0])
         counts = self.table.counts.astype(np.float64)
         for i in range(G.shape[0]):
             cls = self._classes(G[i])
             kept = np.bincount(cls, weights=retained[i].astype(np.float64))
             size = np.bincount(cls, weights=counts)
             suppressed = self.n - float(kept.sum())
+            # DM: sum of |E|^2 grows when classes merge; AECS: N / (classes + 1), the classes
+            # only fewer upward (the + 1: the suppressed records' group)
+            self.up_bounds[i] = float(np.sum(size * size)) if self.kind != "aecs" else self.n / (len(size) + 1.0)
             if self.kind == "aecs":
                 # MetricSDAECS: the classes kept, plus one for the suppressed records if any
                 # (both factors 1 at gs-factor 0.5)
@@ -311,6 +327,14 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     bounds = obj.bounds(nodes)
     # Nodes in ascending order of the lower bound (ties: the lattice's order, last QID fastest).
     order = np.argsort(bounds, kind="stable")
+    # Class-based objectives: specializations first (level sum), so that a scored node's bound
+    # for its generalizations (``_ClassBased.up_bounds``) skips them; whole classes only.
+    up = None
+    if isinstance(obj, _ClassBased):
+        order = np.argsort(nodes.sum(axis=1), kind="stable")
+        if all(type(m).__name__ == "KAnonymity" for m in problem.models):
+            up = np.full(tuple(h + 1 for h in heights), -np.inf)
+    up_flat = up.reshape(-1) if up is not None else None
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
     best_ad = best_sup = None
     evaluated = 0
@@ -355,7 +379,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
             i = int(order[pos])
             if best is not None and best[0] <= bounds[i]:
                 break
-            if flat is None or flat[i] != 2:
+            if (flat is None or flat[i] != 2) and (up_flat is None or best is None or up_flat[i] < best[0]):
                 picked.append(i)
             pos += 1
         if not picked:
@@ -371,6 +395,10 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                 best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
+        if up is not None:
+            for j in np.flatnonzero(ok):
+                box = tuple(slice(int(c), None) for c in G[j])
+                up[box] = np.maximum(up[box], obj.up_bounds[int(np.count_nonzero(ok[:j]))])
         if probing and tags is not None:
             for i in range(len(picked)):
                 if ok[i]:

@@ -88,3 +88,9 @@ def test_flash_accepts_every_objective(tmp_path):
         assert load_spec(p).objective == objective
     out = run_release(load_spec(tmp_path / "aecs.toml"), progress=False)  # flash, objective = "aecs"
     assert out.run.solution["certified"] and out.run.solution["info"]["objective"] == "aecs"
+
+
+def test_a_budget_that_ends_flash_first_is_not_certified(small_adult):
+    table, models = small_adult.table, small_adult.models
+    result = search(Problem(table, models), "loss", budget=3, optimizer="flash", params={"suppression_limit": 0.0})
+    assert not result.certified and result.not_certified_because

@@ -248,18 +248,19 @@ def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.n
     return _objective(objective, table).bounds(np.asarray(nodes, dtype=np.int64))
 
 
-def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray, int] | None:
+def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray | None, int] | None:
     """With a zero limit and k-anonymity alone: every node's verdict from Flash's predictive
     tagging (optimizers/flash.py ``zero_limit_checks``: a checked anonymous node makes every
     generalization anonymous, a checked one that is not makes every specialization not; a
     complete run tags every node). Returns (anonymous flags in lattice order, nodes checked),
-    or None where the kernel does not apply or the budget ends the traversal first."""
+    or None where the kernel does not apply. When the budget ends the traversal first, no node
+    is flagged (flags None) and the checks used the whole budget: nothing is certified."""
     if not flash.kernel_applies(problem, lattice):
         return None
     idx, smallest, _td, complete = flash.zero_limit_checks(problem, budget)
     problem.evaluations += int(idx.shape[0])
-    if not complete:
-        return None
+    if not complete:  # the budget ended the traversal: no tags, and no budget left to score
+        return None, int(idx.shape[0])
     shape = tuple(int(h) + 1 for h in problem.heights)
     k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
     tags = np.zeros(shape, dtype=bool)
@@ -344,6 +345,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     shape = tuple(h + 1 for h in heights)
     tags: _Tags | None = None
     probing = False
+    cut_short = False  # Flash's traversal ran out of budget
     anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
     if anonymous is not None:
         # Zero limit: Flash tagged every node; only the anonymous ones are scored (an anonymous
@@ -351,7 +353,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         # the first one in the bound's order ends the search).
         flags, evaluated = anonymous
         mode = "flash-tags"
-        order = order[flags[order]]
+        order = order[flags[order]] if flags is not None else order[:0]
+        cut_short = flags is None
     elif 0 < max_suppressed < problem.table.n_records and all(type(m).__name__ == "KAnonymity" for m in problem.models):
         # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so
         # the records of small classes, which S*(G) suppresses, never grow): a node that is not
@@ -408,7 +411,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    if pos >= len(order):
+    if pos >= len(order) and not cut_short:
         proved = True
     complete = proved
     why: list[str] = []

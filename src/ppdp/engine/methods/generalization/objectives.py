@@ -388,7 +388,11 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         if not picked:
             continue
         G = nodes[np.array(picked)]
-        retained, ev = problem.evaluate_optimal(G)
+        if anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
+            retained = np.repeat(problem.table.counts[None, :], len(picked), axis=0)
+            ev = problem.evaluate(G, retained=retained)
+        else:
+            retained, ev = problem.evaluate_optimal(G)
         ok = ev.feasible & (ev.suppressed <= max_suppressed)
         if ok.any():
             sc = np.full(len(picked), np.inf)

@@ -377,7 +377,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         want = min(batch, _BATCH, budget - evaluated)
         if not single:
             batch = min(2 * batch, _BATCH)
-        picked = []
+        picked: list[int] = []
         while pos < len(order) and len(picked) < want:
             i = int(order[pos])
             if best is not None and best[0] <= bounds[i]:
@@ -402,7 +402,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                 best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
-        if up is not None:
+        if up is not None and isinstance(obj, _ClassBased):
             for j in np.flatnonzero(ok):
                 box = tuple(slice(int(c), None) for c in G[j])
                 up[box] = np.maximum(up[box], obj.up_bounds[int(np.count_nonzero(ok[:j]))])

@@ -362,9 +362,10 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         # path from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
         tags = _Tags(shape)
         probing = True
-    # one node at a time while probing, and where the first anonymous node is the optimum
-    single = probing or (anonymous is not None and not isinstance(obj, _ClassBased))
-    batch = 1 if single else 8
+    # one node at a time where the first anonymous node is the optimum; 4 while probing (a
+    # probe may tag the next nodes, but a batch rolls classes up from its own nodes)
+    single = (anonymous is not None and not isinstance(obj, _ClassBased))
+    batch = 1 if single else (4 if probing else 8)
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
     pos = 0
     while pos < len(order) and evaluated < budget:
@@ -372,10 +373,10 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
             proved = True
             break
         # The next nodes in the bound's order that may be feasible and whose bound is below the
-        # best found (all of them could beat it): one at a time while probing (a probe tags
+        # best found (all of them could beat it): 4 at a time while probing (a probe tags
         # nodes), else batches doubling from 8 to _BATCH.
         want = min(batch, _BATCH, budget - evaluated)
-        if not single:
+        if not single and not probing:
             batch = min(2 * batch, _BATCH)
         picked: list[int] = []
         while pos < len(order) and len(picked) < want:

@@ -36,6 +36,7 @@ from ppdp.engine.methods.results import Prepared
 from ppdp.engine.privacy import PrivacyModel
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
 from ppdp.sql import queries as Q
 from ppdp.sql.dialects import GeneralizedRows, RebuildRows, hierarchies_table, suppressed_table
 
@@ -65,6 +66,10 @@ def compute_metrics(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
     out["max_td"] = float(prep.table.n_records + prep.table.excluded_null_rows) * prep.table.n_qids
     out["records"] = prep.source_rows
     out["released_records"] = int(np.sum(result.retained))
+    # the unit the histogram counts (docs/design/person_unit.md): released_records are persons
+    out["unit"] = "person" if prep.persons is not None else "row"
+    if prep.persons is not None:
+        out["records"], out["source_rows"] = prep.source_persons, prep.source_rows
     out["class_sizes"] = class_size_summary(prep.table, result.g, result.retained)
     for m, ad in zip(prep.models, result.ad, strict=True):
         out[f"ad[{m.name}]"] = None if math.isinf(ad) else float(ad)
@@ -108,6 +113,7 @@ class Generalization:
     name = "generalization"
     publishes_classes = True
     generalizes_by_levels = True
+    counts_persons = True  # its search counts whatever the histogram counts: persons in a person release
     private_tables: tuple[str, ...] = ()  # its levels and suppressed keys are in the shared tables
 
     def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
@@ -148,7 +154,12 @@ class Generalization:
         stage = f"retained_{ctx.run_id}"
         retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
         con.write_frame(C.PRIVATE_SCHEMA, stage, retained)
-        keys_sql = Q.suppressed_keys_query(prep.source, prep.spec.key, prep.spec.qid_columns, list(prep.spec.sensitive), stage)
+        spec = prep.spec
+        if prep.persons is None:
+            keys_sql = Q.suppressed_keys_query(prep.source, spec.key, spec.qid_columns, list(spec.sensitive), stage)
+        else:  # the histogram counts persons: suppression takes each chosen person's every row
+            person_keys = Q.suppressed_keys_query(prep.persons, spec.person_column, spec.qid_columns, list(spec.sensitive), stage)
+            keys_sql = SP.person_rows_keys(prep.source, spec.key, spec.person_column, person_keys)
         con.execute(C.insert_suppressed(keys_sql, d), [release, version])
         con.execute(C.drop_private(stage, d))
 

@@ -99,8 +99,35 @@ def method_can_continue(ctx: RunContext, prep: Prepared, method: ReleaseMethod) 
         method.check_continuation(ctx, prep)
 
 
-GUARDS: tuple[Guard, ...] = (population_models_have_levels, every_model_is_verified, method_accepts_the_input)
-VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
+def person_unit_is_supported(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A person release (docs/design/person_unit.md) needs a method that counts persons
+    (``ReleaseMethod.counts_persons``) and models that do not count a population's persons
+    (their population would have to be reduced to persons too: not implemented)."""
+    spec = ctx.spec
+    if not spec.counts_persons:
+        return
+    if not getattr(method, "counts_persons", False):
+        raise SpecError(f"method {method.name!r} does not count persons yet, so source.person {spec.person!r} cannot be "
+                        "honoured; nothing was written. Hint: method = \"generalization\".")
+    population = [m.name for m in prep.models if m.requirements.population or m.requirements.research_subset]
+    if population:
+        raise SpecError(f"{', '.join(population)} counts a population's persons, which a person release does not reduce "
+                        "to persons yet; nothing was written. Hint: k-anonymity, l-diversity, t-closeness or "
+                        "beta-likeness with source.person.")
+
+
+def person_unit_first_version(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """The cross-version rule counts rows' histories; per person it is not implemented, so a
+    person release publishes its first version only (docs/design/person_unit.md)."""
+    previous = ctx.key.previous
+    if previous is not None and (ctx.spec.counts_persons or (previous.spec.get("source") or {}).get("person")):
+        raise SpecError(f"{ctx.release} has v{previous.version}; a person release (source.person) cannot publish a later "
+                        "version yet: the cross-version rule counts rows, not persons; nothing was written. "
+                        "Hint: publish under a new output name.")
+
+
+GUARDS: tuple[Guard, ...] = (person_unit_is_supported, population_models_have_levels, every_model_is_verified, method_accepts_the_input)
+VERSION_GUARDS: tuple[Guard, ...] = (person_unit_first_version, later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

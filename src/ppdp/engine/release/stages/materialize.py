@@ -25,6 +25,7 @@ from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Candidate, Prepared
 from ppdp.errors import PpdpError
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
 
@@ -90,6 +91,10 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     rows = int(con.query(P.count_rows(relation))["n"][0])
     cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, ctx.published.version_name(ctx.version)) or [])
     ctx.clock.mark("materialization")
-    if rows != plan.released_rows:
+    if prep.persons is not None:  # the plan counts persons (docs/design/person_unit.md)
+        persons = int(con.query(SP.count_version_persons(relation, full, spec.key, spec.person_column, ctx.release, d))["n"][0])
+        if persons != plan.released_rows:
+            raise PpdpError(f"The candidate's persons ({persons}) differ from the plan's ({plan.released_rows}); nothing was published.")
+    elif rows != plan.released_rows:
         raise PpdpError(f"The candidate rows ({rows}) differ from the plan's ({plan.released_rows}); nothing was published.")
     return Candidate(relation, rows, cols, changes)

@@ -21,6 +21,8 @@ from ppdp.engine.privacy import PrivacyModel, empty_ad
 from ppdp.engine.release.stages.population import population_classes
 from ppdp.errors import VerificationError
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
+from ppdp.sql import queries as Q
 from ppdp.sql import publish as P
 from ppdp.sql import verify as V
 from ppdp.sql.dialect import Dialect
@@ -54,6 +56,33 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
         checks.append({"model": m.name, "params": m.params(), "ad": ad,
                        "classes": classes, "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
     return checks
+
+
+def person_projection_columns(spec: ReleaseSpec, models: list[PrivacyModel]) -> list[str]:
+    """The columns a version is projected onto persons by: the QIDs, and the sensitive
+    attributes when a model reads them (they are then constant per person: validate refuses
+    otherwise), so that the projection holds one row per person and class."""
+    reads = any(m.requirements.sensitive_counts for m in models)
+    return [*spec.qid_columns, *(spec.sensitive if reads else ())]
+
+
+def check_models_per_person(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str,
+                            source: Q.Source, release: str, version: int, run_id: str,
+                            levels: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Each model's own SQL check, run on the version projected onto persons (one row per
+    distinct person and published class, the person's value left out; sql/person.py), so every
+    count the check makes is a count of distinct persons (docs/design/person_unit.md)."""
+    d = con.dialect
+    projected = quote_table(C.PRIVATE_SCHEMA, f"persons_{run_id}", d)
+    con.execute(P.drop_table(projected))
+    con.execute(P.create_as(projected, SP.version_persons(relation, source, spec.key, spec.person_column, release,
+                                                          person_projection_columns(spec, models), d)))
+    try:
+        checks = check_models(con, spec, models, projected, release, version, levels)
+    finally:
+        con.execute(P.drop_table(projected))
+    return [c | {"unit": "person", "query": c["query"].replace(projected, f"<{relation} projected onto persons>")}
+            for c in checks]
 
 
 def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int]) -> dict[str, Any]:
@@ -94,8 +123,12 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     table, delta_written, classes = written.table, written.delta == "written", method.publishes_classes
     extra = method.extra_checks(ctx, prep, plan, table)
     con, spec = ctx.con, ctx.spec
-    checks = (check_models(con, spec, prep.models, table, ctx.release, ctx.version, plan.solution.get("levels"))
-              if classes else [])
+    if classes and prep.persons is not None:  # a person release: every check counts persons
+        checks = check_models_per_person(con, spec, prep.models, table, prep.source, ctx.release, ctx.version, ctx.run_id,
+                                         plan.solution.get("levels"))
+    else:
+        checks = (check_models(con, spec, prep.models, table, ctx.release, ctx.version, plan.solution.get("levels"))
+                  if classes else [])
     rows = int(con.query(P.count_rows(table))["n"][0])
     out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]

@@ -1,0 +1,89 @@
+"""SQL of the person unit (docs/design/person_unit.md): the checks of a person column, the
+person-level relation the search counts, the rows of suppressed persons, and a version's
+projection onto persons (what verification and risk count).
+
+The person column's values never leave the database: every statement here returns counts or
+the source's own keys (kept in the private schema), never a person's value.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ppdp.sql.dialect import Dialect
+from ppdp.sql.queries import PRIVATE_SCHEMA, ROW_ID, Source, combination_hash, text
+from ppdp.sql.quoting import quote_ident, quote_table
+
+PERSON = "__ppdp_person"  # the person's text inside a private relation; never in a published one
+
+
+def person_check_query(source: Source, person: str, qids: list[str], sensitive: list[str]) -> str:
+    """One row: ``rows_null`` (rows whose person is NULL), ``persons``, ``contradicting`` (persons
+    whose rows differ on the QIDs) and ``varying_sensitive`` (persons whose rows differ on the
+    sensitive attributes)."""
+    d = source.dialect
+    p = quote_ident(person, d)
+    q = combination_hash(qids, "src", d)
+    s = combination_hash(sensitive, "src", d) if sensitive else "'-'"
+    return (f"SELECT (SELECT COUNT(*) FROM {source.sql()} WHERE src.{p} IS NULL) AS rows_null, "
+            "COUNT(*) AS persons, COALESCE(SUM(CASE WHEN per.nq > 1 THEN 1 ELSE 0 END), 0) AS contradicting, "
+            "COALESCE(SUM(CASE WHEN per.ns > 1 THEN 1 ELSE 0 END), 0) AS varying_sensitive "
+            f"FROM (SELECT COUNT(DISTINCT {q}) AS nq, COUNT(DISTINCT {s}) AS ns FROM {source.sql()} "
+            f"WHERE src.{p} IS NOT NULL GROUP BY src.{p}) AS per")
+
+
+def person_level_query(source: Source, person: str, qids: list[str], sensitive: list[str], d: Dialect) -> str:
+    """One row per person: the person, its QIDs (constant per person: checked first) and its
+    sensitive values (MIN when they vary: only for models that read no sensitive value)."""
+    p = quote_ident(person, d)
+    group = [f"src.{p}", *(f"src.{quote_ident(c, d)}" for c in qids)]
+    cols = [f"src.{p} AS {p}", *(f"src.{quote_ident(c, d)} AS {quote_ident(c, d)}" for c in qids),
+            *(f"MIN(src.{quote_ident(c, d)}) AS {quote_ident(c, d)}" for c in sensitive)]
+    return f"SELECT {', '.join(cols)} FROM {source.sql()} GROUP BY {', '.join(group)}"
+
+
+def person_rows_keys(source: Source, key: str, person: str, person_keys: str) -> str:
+    """Keys (as text) of every row of the persons in ``person_keys`` (a SELECT of one text column
+    ``key``, the persons' texts): suppression takes whole persons."""
+    d = source.dialect
+    return (f"SELECT {text(key, 'src', d)} AS key FROM {source.sql()} "
+            f"JOIN (SELECT DISTINCT pk.key AS key FROM ({person_keys}) AS pk) AS sp ON sp.key = {text(person, 'src', d)}")
+
+
+def version_persons(version: str, source: Source, key: str, person: str, release: str, columns: list[str],
+                    d: Dialect, *, with_person: bool = False) -> str:
+    """The published rows of ``version`` projected onto persons: one row per distinct (person,
+    published ``columns``), the person found through the private row ids and the source's key.
+    Without ``with_person`` the person's text is left out of the result (only counts of
+    persons leave the subquery). A SELECT."""
+    rel = exp.Literal.string(release).sql(dialect=d.name)
+    cols = [f"v.{quote_ident(c, d)} AS {quote_ident(c, d)}" for c in columns]
+    inner = (f"SELECT DISTINCT {text(person, 'src', d)} AS {quote_ident(PERSON, d)}{''.join(', ' + c for c in cols)} "
+             f"FROM {version} AS v JOIN {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS i "
+             f"ON i.release = {rel} AND i.row_id = CAST(v.{quote_ident(ROW_ID, d)} AS VARCHAR) "
+             f"JOIN {source.sql()} ON {text(key, 'src', d)} = i.key")
+    if with_person:
+        return inner
+    outer = ", ".join(quote_ident(c, d) for c in columns) or "1 AS one"
+    return f"SELECT {outer} FROM ({inner}) AS pp"
+
+
+def table_persons(relation: str, person: str, columns: list[str], d: Dialect) -> str:
+    """A table that carries its person column (``ppdp risk --person``), projected onto persons:
+    one row per distinct (person, ``columns``), the person's value left out. A SELECT."""
+    p = quote_ident(person, d)
+    cols = ", ".join(quote_ident(c, d) for c in columns)
+    return f"SELECT {cols} FROM (SELECT DISTINCT {p}, {cols} FROM {relation}) AS pp"
+
+
+def distinct_persons_per_class(relation_with_person: str, qids: list[str], d: Dialect) -> str:
+    """Per published class of a (person, QIDs) relation: ``persons``, the number of distinct
+    persons (the recount of k-anonymity per person); one row per class, no person values."""
+    g = ", ".join(quote_ident(c, d) for c in qids)
+    return (f"SELECT {g}, COUNT(DISTINCT {quote_ident(PERSON, d)}) AS persons FROM ({relation_with_person}) AS r "
+            f"GROUP BY {g}")
+
+
+def count_version_persons(version: str, source: Source, key: str, person: str, release: str, d: Dialect) -> str:
+    """One row ``n``: the distinct persons whose rows ``version`` publishes."""
+    return f"SELECT COUNT(*) AS n FROM ({version_persons(version, source, key, person, release, [], d, with_person=True)}) AS c"

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -88,6 +90,26 @@ def test_visits_k5_per_person_and_the_row_unit_beside_it(visits_db, tmp_path):
     assert rows.run.verification["risk"]["unit"] == "row = person assumed"
     naive = persons_per_class(visits_db, "visits_rows")
     assert int(naive["rows"].min()) >= 5 and int(naive["persons"].min()) < 5
+
+    # every output says which unit it counted
+    db = f"duckdb://{visits_db}"
+    assert "counted per    : person (person_id)" in cli("show", "visits", "--db", db)
+    assert "counted per    : row = person assumed" in cli("show", "visits_rows", "--db", db)
+    risk = cli("risk", "visits", "--db", db)
+    assert "counted per: person (person_id)" in risk and "persons," in risk
+    assert "counted per: row = person assumed" in cli("risk", "visits_rows", "--db", db)
+    table = cli("risk", "--table", "main.visits", "--qids", ",".join(VISIT_QIDS), "--person", "person_id", "--db", db)
+    assert "3,000 persons" in table and "counted per: person (person_id)" in table
+    for name, unit in (("visits", "person (person_id)"), ("visits_rows", "row = person assumed")):
+        html = tmp_path / f"{name}.html"
+        cli("report", name, "--html", str(html), "--db", db)
+        assert f"Counted per: {unit}." in html.read_text()
+
+
+def cli(*args: str) -> str:
+    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", *args], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
 
 
 MODEL_SETS = {

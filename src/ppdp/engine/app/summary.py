@@ -122,7 +122,7 @@ def risk_lines(run: RunRecord) -> list[tuple[str, str]]:
     from ppdp.engine.risk.base import estimators, values_of  # each estimator phrases its own keys
 
     # the unit every count counted (docs/design/person_unit.md); runs before it counted rows
-    out: list[tuple[str, str]] = [("risk counted per", str(rk.get("unit") or "row = person assumed"))]
+    out: list[tuple[str, str]] = [("counted per", str(rk.get("unit") or "row = person assumed"))]
     for side in ("source", "release"):
         r = rk.get(side)
         if r is None:

@@ -19,7 +19,6 @@ from ppdp.engine.privacy import build_model
 from ppdp.engine.release.run import run_release
 from ppdp.engine.release.stages.validate import prepare
 from ppdp.engine.release.stages.verify import check_models, check_models_per_person
-from ppdp.sql import queries as Q
 from tests.conftest import write_spec
 from tests.support.visits import VISIT_QIDS, VISIT_SA, make_visits
 
@@ -174,8 +173,7 @@ def test_per_person_check_fails_on_a_hand_made_violating_table(visits_db, tmp_pa
         models = [build_model("k-anonymity", {"k": 5})]
         release = release_id("published", "visits")
         by_rows = check_models(con, spec, models, "published.bad", release, 1)
-        by_persons = check_models_per_person(con, spec, models, "published.bad", Q.Source(None, "visits", None, con.dialect),
-                                             release, 1, "test")
+        by_persons = check_models_per_person(con, spec, models, "published.bad", release, 1, "test")
     finally:
         con.close()
     assert by_rows[0]["passed"] and not by_persons[0]["passed"] and by_persons[0]["ad"] == 2

@@ -14,6 +14,7 @@ from ppdp.sql.dialect import Dialect
 from ppdp.sql.queries import PRIVATE_SCHEMA, ROW_ID, Source, combination_hash, text
 from ppdp.sql.quoting import quote_ident, quote_table
 
+PERSON_ROWS = "person_rows"  # private: (release, row_id, person) -- the person as an md5 of its text
 PERSON = "__ppdp_person"  # the person's text inside a private relation; never in a published one
 
 
@@ -50,18 +51,25 @@ def person_rows_keys(source: Source, key: str, person: str, person_keys: str) ->
             f"JOIN (SELECT DISTINCT pk.key AS key FROM ({person_keys}) AS pk) AS sp ON sp.key = {text(person, 'src', d)}")
 
 
-def version_persons(version: str, source: Source, key: str, person: str, release: str, columns: list[str],
-                    d: Dialect, *, with_person: bool = False) -> str:
+def version_persons(version: str, release: str, columns: list[str], d: Dialect, *, with_person: bool = False,
+                    source: Source | None = None, key: str | None = None, person: str | None = None) -> str:
     """The published rows of ``version`` projected onto persons: one row per distinct (person,
-    published ``columns``), the person found through the private row ids and the source's key.
-    Without ``with_person`` the person's text is left out of the result (only counts of
-    persons leave the subquery). A SELECT."""
+    published ``columns``). The person of a row is the release's private map (``person_rows``,
+    which keeps the persons of rows carried after they left the source), or, given ``source``,
+    ``key`` and ``person``, that column of the source row (``ppdp risk --person``). Without
+    ``with_person`` the person is left out of the result (only counts of persons leave the
+    subquery). A SELECT."""
     rel = exp.Literal.string(release).sql(dialect=d.name)
     cols = [f"v.{quote_ident(c, d)} AS {quote_ident(c, d)}" for c in columns]
-    inner = (f"SELECT DISTINCT {text(person, 'src', d)} AS {quote_ident(PERSON, d)}{''.join(', ' + c for c in cols)} "
-             f"FROM {version} AS v JOIN {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS i "
-             f"ON i.release = {rel} AND i.row_id = CAST(v.{quote_ident(ROW_ID, d)} AS VARCHAR) "
-             f"JOIN {source.sql()} ON {text(key, 'src', d)} = i.key")
+    rid = f"CAST(v.{quote_ident(ROW_ID, d)} AS VARCHAR)"
+    if source is None:
+        who = "pr.person"
+        joins = f"JOIN {quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)} AS pr ON pr.release = {rel} AND pr.row_id = {rid}"
+    else:
+        who = text(person or "", "src", d)
+        joins = (f"JOIN {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS i ON i.release = {rel} AND i.row_id = {rid} "
+                 f"JOIN {source.sql()} ON {text(key or '', 'src', d)} = i.key")
+    inner = f"SELECT DISTINCT {who} AS {quote_ident(PERSON, d)}{''.join(', ' + c for c in cols)} FROM {version} AS v {joins}"
     if with_person:
         return inner
     outer = ", ".join(quote_ident(c, d) for c in columns) or "1 AS one"
@@ -84,6 +92,34 @@ def distinct_persons_per_class(relation_with_person: str, qids: list[str], d: Di
             f"GROUP BY {g}")
 
 
-def count_version_persons(version: str, source: Source, key: str, person: str, release: str, d: Dialect) -> str:
+def count_version_persons(version: str, release: str, d: Dialect) -> str:
     """One row ``n``: the distinct persons whose rows ``version`` publishes."""
-    return f"SELECT COUNT(*) AS n FROM ({version_persons(version, source, key, person, release, [], d, with_person=True)}) AS c"
+    return f"SELECT COUNT(*) AS n FROM ({version_persons(version, release, [], d, with_person=True)}) AS c"
+
+
+def person_rows_ddl(d: Dialect) -> str:
+    """The private map from a release's row ids to their persons, kept for rows that later leave
+    the source (a deleted row's person is still needed by the cross-version rule)."""
+    return (f"CREATE TABLE IF NOT EXISTS {quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)} "
+            "(release VARCHAR NOT NULL, row_id VARCHAR NOT NULL, person VARCHAR NOT NULL)")
+
+
+def record_person_rows(source: Source, key: str, person: str) -> str:
+    """INSERT the person of every row id of the release not mapped yet (params: release,
+    release, release). A row keeps the person it had when first published."""
+    d = source.dialect
+    pr = quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)
+    return (f"INSERT INTO {pr} (release, row_id, person) SELECT ?, i.row_id, md5({text(person, 'src', d)}) "
+            f"FROM {source.sql()} JOIN {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS i "
+            f"ON i.release = ? AND i.key = {text(key, 'src', d)} "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {pr} AS m WHERE m.release = ? AND m.row_id = i.row_id)")
+
+
+def history_persons(classes: str, release: str, d: Dialect) -> str:
+    """SELECT DISTINCT (sig_now, person) over ``classes`` (a SELECT with rid and sig_now, one row
+    per row id ever published): which persons have a row in which history class. The person is
+    the private md5, never the value."""
+    rel = exp.Literal.string(release).sql(dialect=d.name)
+    return (f"SELECT DISTINCT CAST(sg.sig_now AS VARCHAR) AS sig_now, pr.person AS person FROM ({classes}) AS sg "
+            f"JOIN {quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)} AS pr "
+            f"ON pr.release = {rel} AND pr.row_id = CAST(sg.rid AS VARCHAR)")

@@ -67,13 +67,13 @@ def person_relation(con: Connector, release: str | None, relation: str, version:
     runs = catalog.published_runs(con, rid)
     run = runs[-1] if version is None else next(r for r in runs if r.version == version)
     spec = spec_from_dict(run.spec)
-    person = person or (spec.person if spec.counts_persons else None)
-    if person is None:
-        return relation, None
+    own = spec.person if spec.counts_persons else None
+    if person is None or person == own:  # the release's own persons: its private map of row ids
+        return (relation, None) if own is None else (f"({SP.version_persons(relation, rid, columns, con.dialect)}) AS pp", own)
     source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
     if source.table is not None and person not in {c for c, _ in con.relation_columns(spec.schema or getattr(con, "default_schema", "main"), source.table) or []}:
         raise SpecError(f"--person {person!r} is not a column of release {release!r}'s source. Hint: the column naming each row's person.")
-    return f"({SP.version_persons(relation, source, spec.key, person, rid, columns, con.dialect)}) AS pp", person
+    return f"({SP.version_persons(relation, rid, columns, con.dialect, source=source, key=spec.key, person=person)}) AS pp", person
 
 
 def _unquote(name: str) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import polars as pl
+
 from ppdp.connectors.base import Connector
 from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.errors import DataError
@@ -57,3 +59,19 @@ def person_source(spec: ReleaseSpec, source: Q.Source) -> Q.Source:
     d = source.dialect
     return Q.Source(None, None, SP.person_level_query(source, spec.person_column, spec.qid_columns,
                                                       list(spec.sensitive), d), d)
+
+
+def failing_signatures(pairs: pl.DataFrame, k: int) -> tuple[list[str], int, int]:
+    """The signature rule over history classes (docs/design/person_unit.md): ``pairs`` holds one
+    row per (sig_now, person) -- a person has a row in that history class. A person's signature
+    is the set of its history classes; every signature must be shared by >= k persons. Returns
+    the history classes of the persons whose signature is shared by fewer (what must be held
+    back), the number of such persons, and the smallest signature group (0 when none)."""
+    if pairs.height == 0:
+        return [], 0, 0
+    sigs = (pairs.group_by("person").agg(pl.col("sig_now").unique().sort().str.join("|").alias("signature")))
+    sizes = sigs.group_by("signature").agg(pl.len().alias("n"))
+    small = sizes.filter(pl.col("n") < k)["signature"]
+    failing = sigs.filter(pl.col("signature").is_in(small))
+    classes = sorted(set(pairs.filter(pl.col("person").is_in(failing["person"]))["sig_now"].to_list()))
+    return classes, failing.height, int(sizes["n"].min())

@@ -223,8 +223,7 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
         if spec.counts_persons:  # counted per person, as the run verified it (docs/design/person_unit.md)
             from ppdp.engine.release.stages.verify import check_models_per_person
 
-            full = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))
-            checks = check_models_per_person(con, spec, models, relation, full, release, version, uuid.uuid4().hex, levels)
+            checks = check_models_per_person(con, spec, models, relation, release, version, uuid.uuid4().hex, levels)
         else:
             checks = check_models(con, spec, models, relation, release, version, levels)
     elif isinstance(method, RechecksVersion):  # rows without classes: the method's own checks

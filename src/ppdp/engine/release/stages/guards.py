@@ -27,6 +27,7 @@ from ppdp.engine.core import catalog
 from ppdp.engine.methods.base import ChecksContinuation, ChecksInput, ReleaseMethod
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared
+from ppdp.engine.privacy import plan_oracle
 from ppdp.errors import SpecError
 
 Guard = Callable[[RunContext, Prepared, ReleaseMethod], None]
@@ -116,18 +117,29 @@ def person_unit_is_supported(ctx: RunContext, prep: Prepared, method: ReleaseMet
                         "beta-likeness with source.person.")
 
 
-def person_unit_first_version(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
-    """The cross-version rule counts rows' histories; per person it is not implemented, so a
-    person release publishes its first version only (docs/design/person_unit.md)."""
+def person_unit_later_versions(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A later version of a person release is checked by the signature rule over history classes
+    (docs/design/person_unit.md), which is k-anonymity's: every model must be one whose
+    guarantee is a number k of persons (no sensitive counts across versions per person yet)."""
     previous = ctx.key.previous
-    if previous is not None and (ctx.spec.counts_persons or (previous.spec.get("source") or {}).get("person")):
-        raise SpecError(f"{ctx.release} has v{previous.version}; a person release (source.person) cannot publish a later "
-                        "version yet: the cross-version rule counts rows, not persons; nothing was written. "
+    if previous is None:
+        return
+    was_person = bool((previous.spec.get("source") or {}).get("person"))
+    if was_person != ctx.spec.counts_persons:
+        raise SpecError(f"{ctx.release} v{previous.version} was published {'per person' if was_person else 'per row'}; a later "
+                        "version cannot change the privacy unit (source.person); nothing was written. "
                         "Hint: publish under a new output name.")
+    if not ctx.spec.counts_persons:
+        return
+    other = [m.name for m in prep.models if m.requirements.sensitive_counts or plan_oracle([m]).params.k <= 1]
+    if other:
+        raise SpecError(f"{', '.join(other)} has no cross-version rule per person yet, so {ctx.release} cannot publish a "
+                        f"version after v{previous.version} under it; nothing was written. Hint: k-anonymity alone, or "
+                        "publish under a new output name.")
 
 
 GUARDS: tuple[Guard, ...] = (person_unit_is_supported, population_models_have_levels, every_model_is_verified, method_accepts_the_input)
-VERSION_GUARDS: tuple[Guard, ...] = (person_unit_first_version, later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
+VERSION_GUARDS: tuple[Guard, ...] = (person_unit_later_versions, later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

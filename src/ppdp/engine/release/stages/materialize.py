@@ -70,6 +70,9 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     method.write_private_state(ctx, prep, plan)
     ctx.clock.mark("private_state")
     con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
+    if prep.persons is not None:  # each row id's person, kept for the cross-version rule per person
+        con.execute(SP.person_rows_ddl(d))
+        con.execute(SP.record_person_rows(full, spec.key, spec.person_column), [ctx.release, ctx.release, ctx.release])
     ctx.clock.mark("row_ids")
     if prep.distribution is not None:
         catalog.store_distribution(con, ctx.release, ctx.version, prep.distribution, ctx.run_id)
@@ -92,7 +95,7 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, ctx.published.version_name(ctx.version)) or [])
     ctx.clock.mark("materialization")
     if prep.persons is not None:  # the plan counts persons (docs/design/person_unit.md)
-        persons = int(con.query(SP.count_version_persons(relation, full, spec.key, spec.person_column, ctx.release, d))["n"][0])
+        persons = int(con.query(SP.count_version_persons(relation, ctx.release, d))["n"][0])
         if persons != plan.released_rows:
             raise PpdpError(f"The candidate's persons ({persons}) differ from the plan's ({plan.released_rows}); nothing was published.")
     elif rows != plan.released_rows:

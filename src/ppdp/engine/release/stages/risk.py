@@ -85,7 +85,7 @@ def _persons(ctx: RunContext, prep: Prepared, relation: str, columns: list[str])
     """``relation`` (a version table) projected onto persons (one row per person and combination
     of ``columns``; no person value), as a FROM-clause relation."""
     spec = ctx.spec
-    return f"({SP.version_persons(relation, prep.source, spec.key, spec.person_column, ctx.release, columns, ctx.dialect)}) AS pp"
+    return f"({SP.version_persons(relation, ctx.release, columns, ctx.dialect)}) AS pp"
 
 
 def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, kept: KeptColumnsCheck | None) -> dict[str, Any]:

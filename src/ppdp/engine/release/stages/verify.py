@@ -17,12 +17,12 @@ from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.methods.base import ReleaseMethod, ReleasePlan
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared, Published
-from ppdp.engine.privacy import PrivacyModel, empty_ad
+from ppdp.engine.core.person import failing_signatures
+from ppdp.engine.privacy import PrivacyModel, empty_ad, plan_oracle
 from ppdp.engine.release.stages.population import population_classes
 from ppdp.errors import VerificationError
 from ppdp.sql import catalog as C
 from ppdp.sql import person as SP
-from ppdp.sql import queries as Q
 from ppdp.sql import publish as P
 from ppdp.sql import verify as V
 from ppdp.sql.dialect import Dialect
@@ -67,16 +67,16 @@ def person_projection_columns(spec: ReleaseSpec, models: list[PrivacyModel]) -> 
 
 
 def check_models_per_person(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str,
-                            source: Q.Source, release: str, version: int, run_id: str,
+                            release: str, version: int, run_id: str,
                             levels: dict[str, int] | None = None) -> list[dict[str, Any]]:
     """Each model's own SQL check, run on the version projected onto persons (one row per
-    distinct person and published class, the person's value left out; sql/person.py), so every
+    distinct person and published class, the person's value left out; the persons are the
+    release's private map of row ids, sql/person.py), so every
     count the check makes is a count of distinct persons (docs/design/person_unit.md)."""
     d = con.dialect
     projected = quote_table(C.PRIVATE_SCHEMA, f"persons_{run_id}", d)
     con.execute(P.drop_table(projected))
-    con.execute(P.create_as(projected, SP.version_persons(relation, source, spec.key, spec.person_column, release,
-                                                          person_projection_columns(spec, models), d)))
+    con.execute(P.create_as(projected, SP.version_persons(relation, release, person_projection_columns(spec, models), d)))
     try:
         checks = check_models(con, spec, models, projected, release, version, levels)
     finally:
@@ -110,8 +110,15 @@ def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int])
             bad |= set(con.query(sql)["sig_now"].to_list())
         if bad:
             failing[f"{m.name} {m.params()}"] = len(bad)
+    out: dict[str, Any] = {"versions": len(versions), "history_classes": int(sizes["classes"])}
+    if prep.persons is not None:  # the signature rule per person (docs/design/person_unit.md)
+        k = plan_oracle(prep.models).params.k
+        bad_classes, persons, smallest = failing_signatures(con.query(SP.history_persons(P.select_all(classes), ctx.release, d)), k)
+        out["smallest_person_signature"] = smallest
+        if bad_classes:
+            failing[f"k-anonymity per person {{'k': {k}}} ({persons} person(s) in smaller signature groups)"] = len(bad_classes)
     con.execute(P.drop_table(classes))
-    return {"versions": len(versions), "history_classes": int(sizes["classes"]), "failing_classes": failing}
+    return out | {"failing_classes": failing}
 
 
 def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan, written: Published,
@@ -124,7 +131,7 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     extra = method.extra_checks(ctx, prep, plan, table)
     con, spec = ctx.con, ctx.spec
     if classes and prep.persons is not None:  # a person release: every check counts persons
-        checks = check_models_per_person(con, spec, prep.models, table, prep.source, ctx.release, ctx.version, ctx.run_id,
+        checks = check_models_per_person(con, spec, prep.models, table, ctx.release, ctx.version, ctx.run_id,
                                          plan.solution.get("levels"))
     else:
         checks = (check_models(con, spec, prep.models, table, ctx.release, ctx.version, plan.solution.get("levels"))

@@ -71,7 +71,7 @@ def failing_signatures(pairs: pl.DataFrame, k: int) -> tuple[list[str], int, int
         return [], 0, 0
     sigs = (pairs.group_by("person").agg(pl.col("sig_now").unique().sort().str.join("|").alias("signature")))
     sizes = sigs.group_by("signature").agg(pl.len().alias("n"))
-    small = sizes.filter(pl.col("n") < k)["signature"]
+    small = sizes.filter(pl.col("n") < k)["signature"].to_list()
     failing = sigs.filter(pl.col("signature").is_in(small))
-    classes = sorted(set(pairs.filter(pl.col("person").is_in(failing["person"]))["sig_now"].to_list()))
+    classes = sorted(set(pairs.filter(pl.col("person").is_in(failing["person"].to_list()))["sig_now"].to_list()))
     return classes, failing.height, int(sizes["n"].min())

@@ -14,23 +14,32 @@ from ppdp.sql.dialect import Dialect
 from ppdp.sql.queries import PRIVATE_SCHEMA, ROW_ID, Source, combination_hash, text
 from ppdp.sql.quoting import quote_ident, quote_table
 
-PERSON_ROWS = "person_rows"  # private: (release, row_id, person) -- the person as an md5 of its text
+PERSON_ROWS = "person_rows"  # private: (release, row_id, person): the person's text
 PERSON = "__ppdp_person"  # the person's text inside a private relation; never in a published one
 
 
 def person_check_query(source: Source, person: str, qids: list[str], sensitive: list[str]) -> str:
     """One row: ``rows_null`` (rows whose person is NULL), ``persons``, ``contradicting`` (persons
-    whose rows differ on the QIDs) and ``varying_sensitive`` (persons whose rows differ on the
-    sensitive attributes)."""
+    whose rows differ on a QID) and ``varying_sensitive`` (persons whose rows differ on a
+    sensitive attribute). One GROUP BY over the person with MIN/MAX per column (a column differs
+    within a person when its MIN and MAX differ, or when some but not all of its rows are NULL)."""
     d = source.dialect
     p = quote_ident(person, d)
-    q = combination_hash(qids, "src", d)
-    s = combination_hash(sensitive, "src", d) if sensitive else "'-'"
-    return (f"SELECT (SELECT COUNT(*) FROM {source.sql()} WHERE src.{p} IS NULL) AS rows_null, "
-            "COUNT(*) AS persons, COALESCE(SUM(CASE WHEN per.nq > 1 THEN 1 ELSE 0 END), 0) AS contradicting, "
-            "COALESCE(SUM(CASE WHEN per.ns > 1 THEN 1 ELSE 0 END), 0) AS varying_sensitive "
-            f"FROM (SELECT COUNT(DISTINCT {q}) AS nq, COUNT(DISTINCT {s}) AS ns FROM {source.sql()} "
-            f"WHERE src.{p} IS NOT NULL GROUP BY src.{p}) AS per")
+
+    def differs(cols: list[str]) -> str:
+        if not cols:
+            return "0"
+        parts = []
+        for c in cols:
+            q = f"src.{quote_ident(c, d)}"
+            parts.append(f"MIN({q}) <> MAX({q}) OR (COUNT({q}) > 0 AND COUNT({q}) < COUNT(*))")
+        return f"CASE WHEN {' OR '.join(parts)} THEN 1 ELSE 0 END"
+
+    return ("SELECT COALESCE(SUM(CASE WHEN per.nulls = 1 THEN per.n ELSE 0 END), 0) AS rows_null, "
+            "COALESCE(SUM(1 - per.nulls), 0) AS persons, COALESCE(SUM(CASE WHEN per.nulls = 0 THEN per.nq ELSE 0 END), 0) AS contradicting, "
+            "COALESCE(SUM(CASE WHEN per.nulls = 0 THEN per.ns ELSE 0 END), 0) AS varying_sensitive "
+            f"FROM (SELECT CASE WHEN src.{p} IS NULL THEN 1 ELSE 0 END AS nulls, COUNT(*) AS n, {differs(qids)} AS nq, "
+            f"{differs(sensitive)} AS ns FROM {source.sql()} GROUP BY src.{p}) AS per")
 
 
 def person_level_query(source: Source, person: str, qids: list[str], sensitive: list[str], d: Dialect) -> str:
@@ -109,7 +118,7 @@ def record_person_rows(source: Source, key: str, person: str) -> str:
     release, release). A row keeps the person it had when first published."""
     d = source.dialect
     pr = quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)
-    return (f"INSERT INTO {pr} (release, row_id, person) SELECT ?, i.row_id, md5({text(person, 'src', d)}) "
+    return (f"INSERT INTO {pr} (release, row_id, person) SELECT ?, i.row_id, {text(person, 'src', d)} "
             f"FROM {source.sql()} JOIN {quote_table(PRIVATE_SCHEMA, 'row_ids', d)} AS i "
             f"ON i.release = ? AND i.key = {text(key, 'src', d)} "
             f"WHERE NOT EXISTS (SELECT 1 FROM {pr} AS m WHERE m.release = ? AND m.row_id = i.row_id)")
@@ -117,8 +126,8 @@ def record_person_rows(source: Source, key: str, person: str) -> str:
 
 def history_persons(classes: str, release: str, d: Dialect) -> str:
     """SELECT DISTINCT (sig_now, person) over ``classes`` (a SELECT with rid and sig_now, one row
-    per row id ever published): which persons have a row in which history class. The person is
-    the private md5, never the value."""
+    per row id ever published): which persons have a row in which history class (private: the
+    caller only counts)."""
     rel = exp.Literal.string(release).sql(dialect=d.name)
     return (f"SELECT DISTINCT CAST(sg.sig_now AS VARCHAR) AS sig_now, pr.person AS person FROM ({classes}) AS sg "
             f"JOIN {quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)} AS pr "

@@ -80,7 +80,7 @@ def timed(url: str, schema: str | None, person: bool) -> dict:
     seconds = time.perf_counter() - start
     return {"unit": "person" if person else "row", "seconds": round(seconds, 2), "levels": run.solution["levels"],
             "released": run.metrics["released_records"], "rows": run.verification["rows"],
-            "smallest_class": run.verification["checks"][0]["ad"]}
+            "smallest_class": run.verification["checks"][0]["ad"], "stage_seconds": run.metrics.get("stage_seconds")}
 
 
 def bench(engine: str, rows: int, persons: int, repeats: int, work: Path) -> dict:

@@ -101,11 +101,6 @@ def distinct_persons_per_class(relation_with_person: str, qids: list[str], d: Di
             f"GROUP BY {g}")
 
 
-def count_version_persons(version: str, release: str, d: Dialect) -> str:
-    """One row ``n``: the distinct persons whose rows ``version`` publishes."""
-    return f"SELECT COUNT(*) AS n FROM ({version_persons(version, release, [], d, with_person=True)}) AS c"
-
-
 def person_rows_ddl(d: Dialect) -> str:
     """The private map from a release's row ids to their persons, kept for rows that later leave
     the source (a deleted row's person is still needed by the cross-version rule)."""

@@ -79,9 +79,10 @@ def check_models_per_person(con: Connector, spec: ReleaseSpec, models: list[Priv
     con.execute(P.create_as(projected, SP.version_persons(relation, release, person_projection_columns(spec, models), d)))
     try:
         checks = check_models(con, spec, models, projected, release, version, levels)
+        persons = int(con.query(P.count_rows(projected))["n"][0])  # one row per person (QIDs constant per person)
     finally:
         con.execute(P.drop_table(projected))
-    return [c | {"unit": "person", "query": c["query"].replace(projected, f"<{relation} projected onto persons>")}
+    return [c | {"unit": "person", "persons": persons, "query": c["query"].replace(projected, f"<{relation} projected onto persons>")}
             for c in checks]
 
 
@@ -139,6 +140,8 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     rows = int(con.query(P.count_rows(table))["n"][0])
     out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
+    if prep.persons is not None and not published and checks and checks[0]["persons"] != plan.released_rows:
+        problems.append(f"{checks[0]['persons']} persons published, {plan.released_rows} planned")
     out["method_checks"] = list(extra)
     problems += [f"{c['check']} failed ({c.get('detail', '')})" for c in out["method_checks"] if not c["passed"]]
     if rows != expected_rows:

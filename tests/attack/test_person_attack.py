@@ -37,15 +37,25 @@ K = 5
 PERSONS = 600
 
 
-def spec(url: str, schema: str, output: str, person: bool):
-    source = {"database": url, "schema": schema, "table": "visits", "key": "visit_id", "drop": ["visit_month"]}
+MONTH = {"column": "visit_month", "hierarchy": {"type": "intervals", "widths": [3, 6]}}
+
+
+def qids(month: bool) -> list[str]:
+    return [*VISIT_QIDS, "visit_month"] if month else list(VISIT_QIDS)
+
+
+def spec(url: str, schema: str, output: str, person: bool, month: bool = False):
+    source = {"database": url, "schema": schema, "table": "visits", "key": "visit_id", "drop": [] if month else ["visit_month"]}
     if person:
         source["person"] = "person_id"
+        if month:
+            source["person_varying"] = ["visit_month"]
     else:
-        source["drop"] = ["visit_month", "person_id"]
+        source["drop"] = [*source["drop"], "person_id"]
     return spec_from_dict({
         "source": source,
-        "quasi_identifiers": [{"column": q, "hierarchy": str(ADULT / f"adult_hierarchy_{q}.csv")} for q in VISIT_QIDS],
+        "quasi_identifiers": [{"column": q, "hierarchy": str(ADULT / f"adult_hierarchy_{q}.csv")} for q in VISIT_QIDS]
+        + ([MONTH] if month else []),
         "sensitive": {"columns": [VISIT_SA]},
         "privacy": {"models": [{"name": "k-anonymity", "k": K}]},
         "dynamic": {"max_repair_fraction": 0.2},
@@ -80,25 +90,26 @@ def steps(frame: pl.DataFrame, rng: random.Random) -> list[list[tuple[str, list]
     return [step1, step2, step3]
 
 
-def source_state(frame: pl.DataFrame, version: int) -> SourceState:
-    text = frame.select(pl.col("visit_id").cast(pl.String), *[pl.col(c).cast(pl.String) for c in [*VISIT_QIDS, VISIT_SA]])
+def source_state(frame: pl.DataFrame, version: int, month: bool) -> SourceState:
+    q = qids(month)
+    text = frame.select(pl.col("visit_id").cast(pl.String), *[pl.col(c).cast(pl.String) for c in [*q, VISIT_SA]])
     rows = text.rows()
-    return SourceState(version, {r[0]: tuple(r[1:1 + len(VISIT_QIDS)]) for r in rows},
-                       {r[0]: (r[-1],) for r in rows})
+    return SourceState(version, {r[0]: tuple(r[1:1 + len(q)]) for r in rows}, {r[0]: (r[-1],) for r in rows})
 
 
 def attack_persons(con, output: str, versions: list[int], sources: dict[int, SourceState],
-                   person_of_key: dict[str, int]) -> dict[int, int]:
+                   person_of_key: dict[str, int], month: bool) -> dict[int, int]:
     """Candidate persons per published person (the module docstring's attacker)."""
     rid = release_id("published", output)
     tables = {v: con.query(f'SELECT * FROM "published"."{output}__v{v}"') for v in versions}
     published = []
+    q = qids(month)
     for v in versions:
-        t = tables[v].select(pl.col("ppdp_row_id").cast(pl.String), *[pl.col(c).cast(pl.String) for c in [*VISIT_QIDS, VISIT_SA]])
-        published.append(PublishedVersion(v, {r[0]: (tuple(r[1:1 + len(VISIT_QIDS)]), (r[-1],)) for r in t.rows()}))
+        t = tables[v].select(pl.col("ppdp_row_id").cast(pl.String), *[pl.col(c).cast(pl.String) for c in [*q, VISIT_SA]])
+        published.append(PublishedVersion(v, {r[0]: (tuple(r[1:1 + len(q)]), (r[-1],)) for r in t.rows()}))
     obs = Observations(published)
     row_ids = dict(con.query("SELECT key, row_id FROM _ppdp.row_ids WHERE release = ?", [rid]).rows())
-    matches = GeneralizationRelease(Path("."), [ModelCheck("k-anonymity", K)], VISIT_QIDS, [VISIT_SA],
+    matches = GeneralizationRelease(Path("."), [ModelCheck("k-anonymity", K)], q, [VISIT_SA],
                                     output_name=output).row_matches(con, versions)
     owner = np.array([person_of_key.get(k) for k in (dict((r, k) for k, r in row_ids.items()).get(r) for r in obs.row_ids)],
                      dtype=object)
@@ -120,7 +131,7 @@ def attack_persons(con, output: str, versions: list[int], sources: dict[int, Sou
     return out
 
 
-def scenario(url: str, schema: str) -> tuple[dict[int, int], dict[int, int], list[int], list[int]]:
+def scenario(url: str, schema: str, month: bool) -> tuple[dict[int, int], dict[int, int], list[int], list[int]]:
     con = connect(url)
     person_of_key: dict[str, int] = {}
     sources: dict[int, SourceState] = {}
@@ -137,16 +148,16 @@ def scenario(url: str, schema: str) -> tuple[dict[int, int], dict[int, int], lis
             person_of_key |= {str(k): int(p) for k, p in frame.select("visit_id", "person_id").rows()}
             for output, person in (("visits_p", True), ("visits_r", False)):
                 try:
-                    run = run_release(spec(url, schema, output, person), progress=False).run
+                    run = run_release(spec(url, schema, output, person, month), progress=False).run
                 except PpdpError:
                     continue  # refused: nothing published at this step
                 published[output].append(int(run.version))
                 sources_version = int(run.version)
                 if person:
-                    sources[sources_version] = source_state(frame, sources_version)
+                    sources[sources_version] = source_state(frame, sources_version, month)
         assert published["visits_p"] == published["visits_r"] == [1, 2, 3, 4], published
-        per_person = attack_persons(con, "visits_p", published["visits_p"], sources, person_of_key)
-        per_row = attack_persons(con, "visits_r", published["visits_r"], sources, person_of_key)
+        per_person = attack_persons(con, "visits_p", published["visits_p"], sources, person_of_key, month)
+        per_row = attack_persons(con, "visits_r", published["visits_r"], sources, person_of_key, month)
     finally:
         con.close()
     return per_person, per_row, published["visits_p"], published["visits_r"]
@@ -174,20 +185,22 @@ def visits_frame(tmp_path) -> pl.DataFrame:
 
 
 @pytest.mark.slow
-def test_person_attack_over_four_versions_on_duckdb(tmp_path, visits_frame):
+@pytest.mark.parametrize("month", [False, True], ids=["person-level QIDs", "with a visit-month QID"])
+def test_person_attack_over_four_versions_on_duckdb(tmp_path, visits_frame, month):
     url = f"duckdb://{tmp_path / 'attack.duckdb'}"
     con = connect(url)
     con.write_frame("main", "visits", visits_frame)
     con.close()
-    per_person, per_row, _, _ = scenario(url, "main")
+    per_person, per_row, _, _ = scenario(url, "main", month)
     check(per_person, per_row)
 
 
 @pytest.mark.postgres
 @pytest.mark.slow
-def test_person_attack_over_four_versions_on_postgres(postgres_database, visits_frame):
+@pytest.mark.parametrize("month", [False, True], ids=["person-level QIDs", "with a visit-month QID"])
+def test_person_attack_over_four_versions_on_postgres(postgres_database, visits_frame, month):
     con = connect(postgres_database)
     con.write_frame("public", "visits", visits_frame)
     con.close()
-    per_person, per_row, _, _ = scenario(postgres_database, "public")
+    per_person, per_row, _, _ = scenario(postgres_database, "public", month)
     check(per_person, per_row)

@@ -402,3 +402,22 @@ def test_person_row_varying_qid_is_refused(visits_db, tmp_path):
     spec = _visits_spec(tmp_path, visits_db, "person_id", qids=[*VISIT_QIDS, "visit_month"], drop=[],
                         hierarchies={"visit_month": '{ type = "intervals", widths = [3, 6] }'})
     expect_failure(spec, visits_db, DataError, r"person\(s\) have rows that differ on the quasi-identifiers")
+
+
+def test_person_varying_must_name_a_qid(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    text = spec.read_text().replace('person = "person_id"', 'person = "person_id"\nperson_varying = ["visit_month"]')
+    spec.write_text(text)
+    with pytest.raises(SpecError, match=r"source.person_varying names 'visit_month', which is not a quasi-identifier"):
+        load_spec(spec)
+    _cli_one_line_exit_2(spec, visits_db, r"source.person_varying names 'visit_month'")
+
+
+def test_person_varying_refuses_sensitive_models(visits_db, tmp_path):
+    from tests.support.visits import VISIT_QIDS
+
+    spec = _visits_spec(tmp_path, visits_db, "person_id", qids=[*VISIT_QIDS, "visit_month"], drop=[],
+                        hierarchies={"visit_month": '{ type = "intervals", widths = [3, 6] }'},
+                        models='[[privacy.models]]\nname = "k-anonymity"\nk = 5\n[[privacy.models]]\nname = "distinct-l-diversity"\nl = 2\n')
+    spec.write_text(spec.read_text().replace('person = "person_id"', 'person = "person_id"\nperson_varying = ["visit_month"]'))
+    expect_failure(spec, visits_db, SpecError, r"distinct-l-diversity cannot count persons when quasi-identifiers vary by row")

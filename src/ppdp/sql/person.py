@@ -127,3 +127,31 @@ def history_persons(classes: str, release: str, d: Dialect) -> str:
     return (f"SELECT DISTINCT CAST(sg.sig_now AS VARCHAR) AS sig_now, pr.person AS person FROM ({classes}) AS sg "
             f"JOIN {quote_table(PRIVATE_SCHEMA, PERSON_ROWS, d)} AS pr "
             f"ON pr.release = {rel} AND pr.row_id = CAST(sg.rid AS VARCHAR)")
+
+
+def generalized_person_classes(release_select: str, person: str, qids: list[str], d: Dialect) -> str:
+    """SELECT DISTINCT (person, sig_now) over a release SELECT that carries the person column and
+    the generalized QIDs: which class each person has rows in (``sig_now`` a hash of the class)."""
+    from ppdp.sql.history import tuple_hash
+
+    return (f"SELECT DISTINCT {text(person, 'r', d)} AS person, {tuple_hash(qids, 'r', d)} AS sig_now "
+            f"FROM ({release_select}) AS r")
+
+
+def version_class_persons(version: str, release: str, qids: list[str], d: Dialect) -> str:
+    """SELECT DISTINCT (person, sig_now) of a published version: the classes each person's rows
+    are in, the person from the private map (only counted by the caller)."""
+    from ppdp.sql.history import tuple_hash
+
+    return (f"SELECT DISTINCT pp.{quote_ident(PERSON, d)} AS person, {tuple_hash(qids, 'pp', d)} AS sig_now "
+            f"FROM ({version_persons(version, release, qids, d, with_person=True)}) AS pp")
+
+
+def new_person_keys(source: Source, key: str, person: str, persons_table: str, release: str, version: int) -> str:
+    """Keys of every row of the persons in ``persons_table`` (one text column ``key``), less those
+    already suppressed in ``version``: suppression of whole persons."""
+    d = source.dialect
+    rel = exp.Literal.string(release).sql(dialect=d.name)
+    rows = person_rows_keys(source, key, person, f"SELECT key FROM {quote_table(PRIVATE_SCHEMA, persons_table, d)}")
+    return (f"SELECT x.key FROM ({rows}) AS x WHERE NOT EXISTS (SELECT 1 FROM {quote_table(PRIVATE_SCHEMA, 'suppressed', d)} AS s "
+            f"WHERE s.release = {rel} AND s.version = {int(version)} AND s.key = x.key)")

@@ -43,14 +43,15 @@ def check_person_column(spec: ReleaseSpec, con: Connector, source: Q.Source) -> 
     """Refuse (DataError, one line, before any write) a person column with NULLs or a person
     whose rows differ on a quasi-identifier; return the counts."""
     person = spec.person_column
-    row = con.query(SP.person_check_query(source, person, spec.qid_columns, list(spec.sensitive))).row(0, named=True)
+    constant = [q for q in spec.qid_columns if q not in spec.person_varying]
+    row = con.query(SP.person_check_query(source, person, constant, list(spec.sensitive))).row(0, named=True)
     if int(row["rows_null"] or 0):
         raise DataError(f"The person column {person!r} is NULL in {int(row['rows_null'])} row(s). "
                         "Hint: every row must name its person (source.person).")
     if int(row["contradicting"] or 0):
         raise DataError(f"{int(row['contradicting'])} person(s) have rows that differ on the quasi-identifiers "
-                        f"({', '.join(spec.qid_columns)}), which a person release takes as constant per person. "
-                        "Hint: fix those rows, or make the differing column a dropped or kept column.")
+                        f"({', '.join(constant)}), which a person release takes as constant per person. "
+                        "Hint: fix those rows, or list a QID that may differ in source.person_varying.")
     return PersonCheck(int(row["persons"]), int(row["varying_sensitive"] or 0))
 
 
@@ -59,6 +60,16 @@ def person_source(spec: ReleaseSpec, source: Q.Source) -> Q.Source:
     d = source.dialect
     return Q.Source(None, None, SP.person_level_query(source, spec.person_column, spec.qid_columns,
                                                       list(spec.sensitive), d), d)
+
+
+def failing_persons(pairs: pl.DataFrame, k: int) -> list[str]:
+    """The persons of ``pairs`` (sig_now, person) whose signature is shared by fewer than k persons."""
+    if pairs.height == 0:
+        return []
+    sigs = pairs.group_by("person").agg(pl.col("sig_now").unique().sort().str.join("|").alias("signature"))
+    sizes = sigs.group_by("signature").agg(pl.len().alias("n"))
+    small = sizes.filter(pl.col("n") < k)["signature"].to_list()
+    return sorted(sigs.filter(pl.col("signature").is_in(small))["person"].to_list())
 
 
 def failing_signatures(pairs: pl.DataFrame, k: int) -> tuple[list[str], int, int]:

@@ -91,6 +91,9 @@ class ReleaseSpec:
     # The privacy unit (docs/design/person_unit.md): a column naming the person each row is
     # about; None: the key (one row per person). Never published.
     person: str | None = None
+    # quasi-identifiers that may differ between a person's rows (visit month, ward); the others
+    # are constant per person, checked before any write
+    person_varying: tuple[str, ...] = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -125,7 +128,7 @@ _SCHEMA: dict[str, set[str]] = {
     "method": {"name", "params"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
-    "source": {"database", "table", "schema", "query", "file", "key", "person", "identifiers", "drop", "keep", "null_policy"},
+    "source": {"database", "table", "schema", "query", "file", "key", "person", "person_varying", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels", "duplicates"},
     "sensitive": {"columns", "hierarchy"},
@@ -360,7 +363,8 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
         output_schema=out_schema, output_name=out_name, method=method_name,
-        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), person=person, raw=raw,
+        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), person=person,
+        person_varying=_names(src.get("person_varying", []), "source.person_varying"), raw=raw,
     )
     _check_columns_disjoint(spec)
     return spec
@@ -392,6 +396,12 @@ def _check_columns_disjoint(spec: ReleaseSpec) -> None:
                 raise SpecError(f"Column {c!r} is {what}. Hint: give each column exactly one role "
                                 "(key, identifiers, quasi_identifiers, sensitive, drop or keep).")
             seen[c] = role
+    if spec.person_varying and not spec.counts_persons:
+        raise SpecError("source.person_varying needs source.person (the column naming each row's person).")
+    for c in spec.person_varying:
+        if c not in spec.qid_columns:
+            raise SpecError(f"source.person_varying names {c!r}, which is not a quasi-identifier. "
+                            "Hint: list the QIDs that may differ between a person's rows.")
     # the person column is never published: it may also be listed as an identifier or dropped
     if spec.person is not None and spec.person != spec.key:
         role = seen.get(spec.person)

@@ -33,7 +33,8 @@ from ppdp.engine.methods.generalization.optimizers import (
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.privacy import PrivacyModel
+from ppdp.engine.core.person import failing_persons
+from ppdp.engine.privacy import PrivacyModel, plan_oracle
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C
 from ppdp.sql import person as SP
@@ -140,15 +141,24 @@ class Generalization:
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         result, notices = choose(prep, ctx.previous, progress=progress)
         solution = solution_record(prep, result) | ({"notices": list(notices)} if notices else {})
+        if prep.spec.person_varying:  # the search counted rows; persons are suppressed after it
+            solution = solution | {"certified": False, "not_certified_because": [
+                *solution.get("not_certified_because", []),
+                "quasi-identifiers vary by row (source.person_varying): the search counts rows, and whole persons are "
+                "suppressed afterwards by the signature rule, so neither the levels nor the suppression are proven optimal"]}
         return ReleasePlan("generalization", solution, compute_metrics(prep, result), int(np.sum(result.retained)),
                            state=result, notices=notices)
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
         """The version's hierarchies and suppressed keys."""
-        d, release, version = ctx.dialect, ctx.release, ctx.version
-        con = ctx.con
-        catalog.store_hierarchies(con, release, version, prep.hierarchies, ctx.run_id)
+        catalog.store_hierarchies(ctx.con, ctx.release, ctx.version, prep.hierarchies, ctx.run_id)
         result: OptimizerResult = plan.state
+        self._suppress_rows(ctx, prep, result)
+        if prep.spec.person_varying:  # after the rows' suppression: whole persons by the signature rule
+            self._suppress_persons(ctx, prep, result)
+
+    def _suppress_rows(self, ctx: RunContext, prep: Prepared, result: OptimizerResult) -> None:
+        d, release, version, con = ctx.dialect, ctx.release, ctx.version, ctx.con
         if prep.table.excluded_null_rows == 0 and np.array_equal(result.retained, prep.table.counts):
             return  # nothing is suppressed: no key to record, and no pass over the source to find none
         stage = f"retained_{ctx.run_id}"
@@ -161,6 +171,27 @@ class Generalization:
             person_keys = Q.suppressed_keys_query(prep.persons, spec.person_column, spec.qid_columns, list(spec.sensitive), stage)
             keys_sql = SP.person_rows_keys(prep.source, spec.key, spec.person_column, person_keys)
         con.execute(C.insert_suppressed(keys_sql, d), [release, version])
+        con.execute(C.drop_private(stage, d))
+
+    def _suppress_persons(self, ctx: RunContext, prep: Prepared, result: OptimizerResult) -> None:
+        """QIDs that vary by row (docs/design/person_unit.md): at the chosen levels, every person
+        whose signature (the set of classes its remaining rows are in) is shared by fewer than k
+        persons is suppressed whole. Removing such persons changes no other person's signature,
+        and removes every member of each failing group, so one pass leaves every signature shared
+        by at least k persons."""
+        spec, d, con = prep.spec, ctx.dialect, ctx.con
+        levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
+        full = Q.Source(spec.schema, spec.table, spec.query, d, research=prep.source.research)
+        select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=[spec.person_column, *spec.qid_columns],
+                                  levels=levels, key=spec.key, row_ids=False).sql(dialect=d.name)
+        pairs = con.query(SP.generalized_person_classes(select, spec.person_column, spec.qid_columns, d))
+        failing = failing_persons(pairs, plan_oracle(prep.models).params.k)
+        if not failing:
+            return
+        stage = f"persons_out_{ctx.run_id}"
+        con.write_frame(C.PRIVATE_SCHEMA, stage, pl.DataFrame({"key": failing}, schema={"key": pl.String}))
+        con.execute(C.insert_suppressed(SP.new_person_keys(full, spec.key, spec.person_column, stage, ctx.release, ctx.version), d),
+                    [ctx.release, ctx.version])
         con.execute(C.drop_private(stage, d))
 
     def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:

@@ -110,6 +110,12 @@ def person_unit_is_supported(ctx: RunContext, prep: Prepared, method: ReleaseMet
     if not getattr(method, "counts_persons", False):
         raise SpecError(f"method {method.name!r} does not count persons yet, so source.person {spec.person!r} cannot be "
                         "honoured; nothing was written. Hint: method = \"generalization\".")
+    if spec.person_varying:
+        other = [m.name for m in prep.models if m.requirements.sensitive_counts or plan_oracle([m]).params.k <= 1]
+        if other:
+            raise SpecError(f"{', '.join(other)} cannot count persons when quasi-identifiers vary by row "
+                            f"(source.person_varying {list(spec.person_varying)}) yet; nothing was written. "
+                            "Hint: k-anonymity alone, or QIDs constant per person.")
     population = [m.name for m in prep.models if m.requirements.population or m.requirements.research_subset]
     if population:
         raise SpecError(f"{', '.join(population)} counts a population's persons, which a person release does not reduce "

@@ -62,7 +62,7 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
     classes this step reveals anew, unless the models changed since the previous version (then
     every class must meet the new models). ``sig``: the row histories (default: computed from
     every version, ``sql.history.signatures``)."""
-    if prep.persons is not None:
+    if ctx.spec.counts_persons:
         return person_failing_classes(ctx, prep, sig or H.signatures(versions, ctx.spec.qid_columns, list(ctx.spec.sensitive),
                                                                      current, ctx.dialect))
     only_fresh = ctx.previous is not None and not spec_diff(ctx.previous.spec, ctx.spec.raw).changed("privacy")

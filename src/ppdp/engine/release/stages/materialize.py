@@ -70,7 +70,7 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     method.write_private_state(ctx, prep, plan)
     ctx.clock.mark("private_state")
     con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
-    if prep.persons is not None:  # each row id's person, kept for the cross-version rule per person
+    if spec.counts_persons:  # each row id's person, kept for the cross-version rule per person
         con.execute(SP.person_rows_ddl(d))
         con.execute(SP.record_person_rows(full, spec.key, spec.person_column), [ctx.release, ctx.release, ctx.release])
     ctx.clock.mark("row_ids")
@@ -96,6 +96,6 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     ctx.clock.mark("materialization")
     # a person release's plan counts persons: the verify stage compares the persons it projects
     # (docs/design/person_unit.md)
-    if prep.persons is None and rows != plan.released_rows:
+    if not spec.counts_persons and rows != plan.released_rows:
         raise PpdpError(f"The candidate rows ({rows}) differ from the plan's ({plan.released_rows}); nothing was published.")
     return Candidate(relation, rows, cols, changes)

@@ -68,7 +68,7 @@ def check_kept_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod, c
     qids = [q for q in spec.qid_columns if q in candidate.columns]
     if not kept or not qids or candidate.rows == 0:
         return None
-    if prep.persons is not None:  # persons unique, each counted once per published combination
+    if spec.counts_persons:  # persons unique, each counted once per published combination
         on_qids = histogram(ctx.con, _persons(ctx, prep, candidate.relation, qids), qids)
         on_all = histogram(ctx.con, _persons(ctx, prep, candidate.relation, [*qids, *kept]), [*qids, *kept])
     else:
@@ -94,7 +94,7 @@ def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, 
     whose rows do not form equivalence classes gets no class-based release risk (None)."""
     con, spec = ctx.con, ctx.spec
     qids = spec.qid_columns
-    if prep.persons is None:
+    if not spec.counts_persons:
         source = assess(con, prep.source.sql(), qids, attributes=False).summary() | {"unit": ROW_UNIT_ASSUMED}
         released = assess(con, table, qids, attributes=False).summary() if method.publishes_classes else None
     else:  # counted per person (docs/design/person_unit.md): rows of one person are one record

@@ -224,8 +224,9 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
             raise DataError(f"{found.varying_sensitive} person(s) have rows with differing sensitive values, which "
                             f"{' and '.join(reading)} cannot count per person yet (docs/design/person_unit.md); nothing was "
                             "written. Hint: a sensitive attribute constant per person, or k-anonymity alone.")
-        persons = person_unit.person_source(spec, source)
-        n_persons, read_from = found.persons, persons
+        if not spec.person_varying:  # QIDs constant per person: the search counts persons
+            persons = person_unit.person_source(spec, source)
+            n_persons, read_from = found.persons, persons
     distribution = reference_distribution(spec, con, read_from, previous)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}

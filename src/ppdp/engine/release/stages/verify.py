@@ -112,7 +112,7 @@ def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int])
         if bad:
             failing[f"{m.name} {m.params()}"] = len(bad)
     out: dict[str, Any] = {"versions": len(versions), "history_classes": int(sizes["classes"])}
-    if prep.persons is not None:  # the signature rule per person (docs/design/person_unit.md)
+    if ctx.spec.counts_persons:  # the signature rule per person (docs/design/person_unit.md)
         k = plan_oracle(prep.models).params.k
         bad_classes, persons, smallest = failing_signatures(con.query(SP.history_persons(P.select_all(classes), ctx.release, d)), k)
         out["smallest_person_signature"] = smallest
@@ -131,7 +131,7 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     table, delta_written, classes = written.table, written.delta == "written", method.publishes_classes
     extra = method.extra_checks(ctx, prep, plan, table)
     con, spec = ctx.con, ctx.spec
-    if classes and prep.persons is not None:  # a person release: every check counts persons
+    if classes and spec.counts_persons:  # a person release: every check counts persons
         checks = check_models_per_person(con, spec, prep.models, table, ctx.release, ctx.version, ctx.run_id,
                                          plan.solution.get("levels"))
     else:
@@ -142,6 +142,13 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
     if prep.persons is not None and not published and checks and checks[0]["persons"] != plan.released_rows:
         problems.append(f"{checks[0]['persons']} persons published, {plan.released_rows} planned")
+    if spec.person_varying and not published:  # the signature rule over the version's classes
+        k = plan_oracle(prep.models).params.k
+        bad, persons, smallest = failing_signatures(con.query(SP.version_class_persons(table, ctx.release, spec.qid_columns,
+                                                                                       ctx.dialect)), k)
+        out["smallest_person_signature"] = smallest
+        if bad:
+            problems.append(f"{persons} person(s) have a class signature shared by fewer than {k} persons")
     out["method_checks"] = list(extra)
     problems += [f"{c['check']} failed ({c.get('detail', '')})" for c in out["method_checks"] if not c["passed"]]
     if rows != expected_rows:

@@ -28,7 +28,13 @@ from ppdp.engine.core.catalog import release_id
 from ppdp.engine.core.spec import spec_from_dict
 from ppdp.engine.release.run import run_release
 from ppdp.errors import PpdpError
-from tests.attack.harness import ModelCheck, Observations, PublishedVersion, SourceState, candidate_mask
+from tests.attack.harness import (
+    ModelCheck,
+    Observations,
+    PublishedVersion,
+    SourceState,
+    candidate_mask,
+)
 from tests.attack.scenarios import GeneralizationRelease
 from tests.conftest import ADULT
 from tests.support.visits import VISIT_QIDS, VISIT_SA, make_visits

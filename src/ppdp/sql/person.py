@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
-from ppdp.sql.queries import PRIVATE_SCHEMA, ROW_ID, Source, combination_hash, text
+from ppdp.sql.queries import PRIVATE_SCHEMA, ROW_ID, Source, text
 from ppdp.sql.quoting import quote_ident, quote_table
 
 PERSON_ROWS = "person_rows"  # private: (release, row_id, person): the person's text
@@ -155,3 +155,8 @@ def new_person_keys(source: Source, key: str, person: str, persons_table: str, r
     rows = person_rows_keys(source, key, person, f"SELECT key FROM {quote_table(PRIVATE_SCHEMA, persons_table, d)}")
     return (f"SELECT x.key FROM ({rows}) AS x WHERE NOT EXISTS (SELECT 1 FROM {quote_table(PRIVATE_SCHEMA, 'suppressed', d)} AS s "
             f"WHERE s.release = {rel} AND s.version = {int(version)} AND s.key = x.key)")
+
+
+def as_relation(select_sql: str) -> str:
+    """A SELECT of this module as a FROM-clause relation (aliased ``pp``), for the risk measures."""
+    return f"({select_sql}) AS pp"

@@ -62,18 +62,19 @@ def person_relation(con: Connector, release: str | None, relation: str, version:
         cols = {c for c, _ in con.relation_columns(_unquote(schema) or getattr(con, "default_schema", "main"), _unquote(name)) or []}
         if person not in cols:
             raise SpecError(f"--person {person!r} is not a column of {relation}. Hint: the column naming each row's person.")
-        return f"({SP.table_persons(relation, person, columns, con.dialect)}) AS pp", person
+        return SP.as_relation(SP.table_persons(relation, person, columns, con.dialect)), person
     rid = catalog.resolve_release(con, release)
     runs = catalog.published_runs(con, rid)
     run = runs[-1] if version is None else next(r for r in runs if r.version == version)
     spec = spec_from_dict(run.spec)
     own = spec.person if spec.counts_persons else None
     if person is None or person == own:  # the release's own persons: its private map of row ids
-        return (relation, None) if own is None else (f"({SP.version_persons(relation, rid, columns, con.dialect)}) AS pp", own)
+        return (relation, None) if own is None else (SP.as_relation(SP.version_persons(relation, rid, columns, con.dialect)), own)
     source = Q.Source(spec.schema, spec.table, spec.query, con.dialect)
-    if source.table is not None and person not in {c for c, _ in con.relation_columns(spec.schema or getattr(con, "default_schema", "main"), source.table) or []}:
+    schema = str(spec.schema or getattr(con, "default_schema", "main"))
+    if source.table is not None and person not in {c for c, _ in con.relation_columns(schema, source.table) or []}:
         raise SpecError(f"--person {person!r} is not a column of release {release!r}'s source. Hint: the column naming each row's person.")
-    return f"({SP.version_persons(relation, rid, columns, con.dialect, source=source, key=spec.key, person=person)}) AS pp", person
+    return SP.as_relation(SP.version_persons(relation, rid, columns, con.dialect, source=source, key=spec.key, person=person)), person
 
 
 def _unquote(name: str) -> str:

@@ -85,4 +85,5 @@ def failing_signatures(pairs: pl.DataFrame, k: int) -> tuple[list[str], int, int
     small = sizes.filter(pl.col("n") < k)["signature"].to_list()
     failing = sigs.filter(pl.col("signature").is_in(small))
     classes = sorted(set(pairs.filter(pl.col("person").is_in(failing["person"].to_list()))["sig_now"].to_list()))
-    return classes, failing.height, int(sizes["n"].min())
+    smallest = sizes["n"].min()
+    return classes, failing.height, int(smallest) if isinstance(smallest, int) else 0

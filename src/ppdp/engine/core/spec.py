@@ -404,9 +404,9 @@ def _check_columns_disjoint(spec: ReleaseSpec) -> None:
                             "Hint: list the QIDs that may differ between a person's rows.")
     # the person column is never published: it may also be listed as an identifier or dropped
     if spec.person is not None and spec.person != spec.key:
-        role = seen.get(spec.person)
-        if role in ("quasi-identifier", "sensitive attribute", "kept column"):
-            raise SpecError(f"source.person {spec.person!r} is also a {role}: the person column is never published. "
+        person_role = seen.get(spec.person)
+        if person_role in ("quasi-identifier", "sensitive attribute", "kept column"):
+            raise SpecError(f"source.person {spec.person!r} is also a {person_role}: the person column is never published. "
                             "Hint: name a column that only identifies the person.")
 
 

@@ -18,6 +18,7 @@ from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import COUNT_COLUMN
+from ppdp.engine.core.person import failing_persons
 from ppdp.engine.core.spec import ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
@@ -33,7 +34,6 @@ from ppdp.engine.methods.generalization.optimizers import (
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.core.person import failing_persons
 from ppdp.engine.privacy import PrivacyModel, plan_oracle
 from ppdp.errors import SpecError
 from ppdp.sql import catalog as C

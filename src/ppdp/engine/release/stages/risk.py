@@ -84,8 +84,7 @@ def check_kept_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod, c
 def _persons(ctx: RunContext, prep: Prepared, relation: str, columns: list[str]) -> str:
     """``relation`` (a version table) projected onto persons (one row per person and combination
     of ``columns``; no person value), as a FROM-clause relation."""
-    spec = ctx.spec
-    return f"({SP.version_persons(relation, ctx.release, columns, ctx.dialect)}) AS pp"
+    return SP.as_relation(SP.version_persons(relation, ctx.release, columns, ctx.dialect))
 
 
 def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, kept: KeptColumnsCheck | None) -> dict[str, Any]:
@@ -99,7 +98,7 @@ def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, 
         released = assess(con, table, qids, attributes=False).summary() if method.publishes_classes else None
     else:  # counted per person (docs/design/person_unit.md): rows of one person are one record
         unit = unit_label(spec.person_column)
-        source = assess(con, f"({SP.table_persons(prep.source.sql(), spec.person_column, qids, ctx.dialect)}) AS pp", qids,
+        source = assess(con, SP.as_relation(SP.table_persons(prep.source.sql(), spec.person_column, qids, ctx.dialect)), qids,
                         attributes=False).summary() | {"unit": unit}
         released = (assess(con, _persons(ctx, prep, table, qids), qids, attributes=False).summary()
                     if method.publishes_classes else None)

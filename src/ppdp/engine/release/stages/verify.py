@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from ppdp.connectors.base import Connector
+from ppdp.engine.core.person import failing_signatures
 from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.methods.base import ReleaseMethod, ReleasePlan
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared, Published
-from ppdp.engine.core.person import failing_signatures
 from ppdp.engine.privacy import PrivacyModel, empty_ad, plan_oracle
 from ppdp.engine.release.stages.population import population_classes
 from ppdp.errors import VerificationError

@@ -56,8 +56,11 @@ def metric_lines(run: RunRecord) -> list[tuple[str, str]]:
         out.append(("utility", ", ".join(f"{label} {m[k]:.4f}" for k, label in (("total_pr", "total PR"), ("average_il", "average IL"))
                                          if m.get(k) is not None)))
     if "records" in m:
-        what = "persons" if m.get("unit") == "person" else "records"
-        out.append(("suppressed", f"{int(m.get('suppressed') or 0):,} of {int(m['records']):,} {what}"))
+        if m.get("unit") == "person" and m.get("persons") is not None:
+            out.append(("suppressed", f"{int(m.get('suppressed') or 0):,} of {int(m['persons']):,} persons "
+                                      f"({int(m.get('released_records') or 0):,} of {int(m['records']):,} rows published)"))
+        else:
+            out.append(("suppressed", f"{int(m.get('suppressed') or 0):,} of {int(m['records']):,} records"))
     if m.get("workload_error") is not None:
         out.append(("workload error", f"{m['workload_error']:.4f} mean relative error of random COUNT queries"))
     cs = m.get("class_sizes") or {}

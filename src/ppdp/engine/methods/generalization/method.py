@@ -69,8 +69,8 @@ def compute_metrics(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
     out["released_records"] = int(np.sum(result.retained))
     # the unit the histogram counts (docs/design/person_unit.md): released_records are persons
     out["unit"] = "person" if prep.persons is not None else "row"
-    if prep.persons is not None:
-        out["records"], out["source_rows"] = prep.source_persons, prep.source_rows
+    if prep.persons is not None:  # the run record's records / released_records stay rows
+        out["persons"], out["released_persons"] = prep.source_persons, out["released_records"]
     out["class_sizes"] = class_size_summary(prep.table, result.g, result.retained)
     for m, ad in zip(prep.models, result.ad, strict=True):
         out[f"ad[{m.name}]"] = None if math.isinf(ad) else float(ad)

@@ -410,3 +410,89 @@ def test_report_on_a_full_disk_is_one_line_and_leaves_nothing(report_db, tmp_pat
     assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppdp: error: Cannot write the report"), \
         f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
     assert list(out.iterdir()) == [], "nothing half-written"
+# --- the person unit (docs/design/person_unit.md): source.person ---------------------------
+
+
+@pytest.fixture
+def visits_db(tmp_path) -> Path:
+    from tests.support.visits import make_visits
+
+    return make_visits(tmp_path / "visits.duckdb", persons=300)
+
+
+def _visits_spec(tmp_path: Path, db: Path, person: str, **kw) -> Path:
+    from tests.support.visits import VISIT_QIDS, VISIT_SA
+
+    return write_spec(tmp_path / "v.toml", db=db, table="visits", key="visit_id", qids=kw.pop("qids", VISIT_QIDS),
+                      sensitive=[VISIT_SA], keep=[], drop=kw.pop("drop", ["visit_month"]), output="visits",
+                      extra_source=f"person = {person!r}".replace("'", '"'), **kw)
+
+
+def _cli_one_line_exit_2(spec: Path, db: Path, pattern: str) -> None:
+    before = snapshot(db)
+    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "run", str(spec), "--no-progress"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and __import__("re").search(pattern, lines[0]), proc.stderr
+    assert snapshot(db) == before
+
+
+def test_person_column_missing(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "persn_id", drop=["visit_month", "person_id"])
+    expect_failure(spec, visits_db, DataError, r"The person column 'persn_id' is not in .*Did you mean 'person_id'\?")
+    _cli_one_line_exit_2(spec, visits_db, r"person column 'persn_id' is not in")
+
+
+def test_person_column_with_nulls(visits_db, tmp_path):
+    con = duckdb.connect(str(visits_db))
+    con.execute("UPDATE visits SET person_id = NULL WHERE visit_id IN (3, 7)")
+    con.close()
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    expect_failure(spec, visits_db, DataError, r"The person column 'person_id' is NULL in 2 row\(s\)")
+    _cli_one_line_exit_2(spec, visits_db, r"is NULL in 2 row")
+
+
+def test_person_column_is_a_qid(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "age")
+    with pytest.raises(SpecError, match=r"source.person 'age' is also a quasi-identifier"):
+        load_spec(spec)
+    _cli_one_line_exit_2(spec, visits_db, r"source.person 'age' is also a quasi-identifier")
+
+
+def test_person_contradicting_qids(visits_db, tmp_path):
+    con = duckdb.connect(str(visits_db))
+    # two persons whose second visit says another age: a person-level QID that contradicts itself
+    con.execute("UPDATE visits SET age = age + 1 WHERE visit_id IN "
+                "(SELECT MAX(visit_id) FROM visits GROUP BY person_id HAVING COUNT(*) > 1 ORDER BY 1 LIMIT 2)")
+    con.close()
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    expect_failure(spec, visits_db, DataError, r"^2 person\(s\) have rows that differ on the quasi-identifiers")
+    _cli_one_line_exit_2(spec, visits_db, r"2 person\(s\) have rows that differ")
+
+
+def test_person_row_varying_qid_is_refused(visits_db, tmp_path):
+    from tests.support.visits import VISIT_QIDS
+
+    spec = _visits_spec(tmp_path, visits_db, "person_id", qids=[*VISIT_QIDS, "visit_month"], drop=[],
+                        hierarchies={"visit_month": '{ type = "intervals", widths = [3, 6] }'})
+    expect_failure(spec, visits_db, DataError, r"person\(s\) have rows that differ on the quasi-identifiers")
+
+
+def test_person_varying_must_name_a_qid(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    text = spec.read_text().replace('person = "person_id"', 'person = "person_id"\nperson_varying = ["visit_month"]')
+    spec.write_text(text)
+    with pytest.raises(SpecError, match=r"source.person_varying names 'visit_month', which is not a quasi-identifier"):
+        load_spec(spec)
+    _cli_one_line_exit_2(spec, visits_db, r"source.person_varying names 'visit_month'")
+
+
+def test_person_varying_refuses_sensitive_models(visits_db, tmp_path):
+    from tests.support.visits import VISIT_QIDS
+
+    spec = _visits_spec(tmp_path, visits_db, "person_id", qids=[*VISIT_QIDS, "visit_month"], drop=[],
+                        hierarchies={"visit_month": '{ type = "intervals", widths = [3, 6] }'},
+                        models='[[privacy.models]]\nname = "k-anonymity"\nk = 5\n[[privacy.models]]\nname = "distinct-l-diversity"\nl = 2\n')
+    spec.write_text(spec.read_text().replace('person = "person_id"', 'person = "person_id"\nperson_varying = ["visit_month"]'))
+    expect_failure(spec, visits_db, SpecError, r"distinct-l-diversity cannot count persons when quasi-identifiers vary by row")

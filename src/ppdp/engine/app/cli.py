@@ -101,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     rk.add_argument("--population-table", help="SCHEMA.TABLE holding the population, for journalist risk")
     rk.add_argument("--threshold", type=float, default=0.2, help="a record is at risk above this risk (default 0.2)")
     rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
+    rk.add_argument("--person", help="column naming each row's person: count distinct persons, not rows "
+                                     "(default: the release's source.person; without either, row = person assumed)")
     rk.add_argument("--json", action="store_true", help="one JSON object")
 
     sg = sub.add_parser("suggest", help="profile a table and write a commented release spec (auto hierarchies) with a preview")
@@ -441,7 +443,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def cmd_risk(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
-    from ppdp.engine.app.risk_cli import describe, target
+    from ppdp.engine.app.risk_cli import describe, person_relation, target
+    from ppdp.engine.core.person import unit_label
     from ppdp.engine.risk import assess
 
     con = connect(args.db, read_only=True)
@@ -450,15 +453,20 @@ def cmd_risk(args: argparse.Namespace) -> int:
         cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
         also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
         pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None
-        result = assess(con, relation, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
+        measured, person = person_relation(con, args.name, relation, args.version, args.person, list(dict.fromkeys([*cols, *also])))
+        if person is not None and args.weight:
+            from ppdp.errors import SpecError
+
+            raise SpecError("--weight weighs rows; it cannot be combined with counting persons. Hint: leave out --weight.")
+        result = assess(con, measured, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
                         population_table=pop_table, threshold=args.threshold, weight=args.weight)
     finally:
         con.close()
     if args.json:
         from ppdp.engine.app.outcome import Measured
 
-        return _emit(args, Measured(result.to_json()))
-    print(describe(result))
+        return _emit(args, Measured(result.to_json() | {"relation": relation, "unit": unit_label(person)}))
+    print(describe(result, person, relation))
     return 0
 
 

@@ -91,6 +91,12 @@ class ReleaseSpec:
     method: str = "generalization"
     method_params: tuple[tuple[str, Any], ...] = ()  # the release method's own options ([method] params)
     base_dir: str = "."
+    # The privacy unit (docs/design/person_unit.md): a column naming the person each row is
+    # about; None: the key (one row per person). Never published.
+    person: str | None = None
+    # quasi-identifiers that may differ between a person's rows (visit month, ward); the others
+    # are constant per person, checked before any write
+    person_varying: tuple[str, ...] = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -98,6 +104,16 @@ class ReleaseSpec:
         """Whether a step that would single someone out across versions may be repaired by
         holding records back (every policy but "strict", which refuses the step)."""
         return self.dynamic_policy != "strict"
+
+    @property
+    def person_column(self) -> str:
+        """The column that names the privacy unit: ``person``, else the key."""
+        return self.person or self.key
+
+    @property
+    def counts_persons(self) -> bool:
+        """Whether rows and persons differ (a person column other than the key is declared)."""
+        return self.person is not None and self.person != self.key
 
     @property
     def qid_columns(self) -> list[str]:
@@ -119,7 +135,7 @@ _SCHEMA: dict[str, set[str]] = {
     "method": {"name", "params"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
-    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
+    "source": {"database", "table", "schema", "query", "file", "key", "person", "person_varying", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels", "duplicates", *AUTO_OVERRIDES},
     "sensitive": {"columns", "hierarchy"},
@@ -264,6 +280,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     if schema is not None:
         _typed(schema, "source.schema", str)
     key = _need(src, "key", "source", str)
+    person = src.get("person")
+    if person is not None and not _typed(person, "source.person", str):
+        raise SpecError("source.person is empty. Hint: person = \"person_id\" (the column naming each row's person).")
     null_policy = _typed(src.get("null_policy", "error"), "source.null_policy", str)
     if null_policy not in NULL_POLICIES:
         raise SpecError(f"source.null_policy must be one of {', '.join(NULL_POLICIES)}, got {null_policy!r}.")
@@ -381,7 +400,8 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
         output_schema=out_schema, output_name=out_name, method=method_name,
-        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), raw=raw,
+        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), person=person,
+        person_varying=_names(src.get("person_varying", []), "source.person_varying"), raw=raw,
     )
     _check_columns_disjoint(spec)
     return spec
@@ -413,6 +433,18 @@ def _check_columns_disjoint(spec: ReleaseSpec) -> None:
                 raise SpecError(f"Column {c!r} is {what}. Hint: give each column exactly one role "
                                 "(key, identifiers, quasi_identifiers, sensitive, drop or keep).")
             seen[c] = role
+    if spec.person_varying and not spec.counts_persons:
+        raise SpecError("source.person_varying needs source.person (the column naming each row's person).")
+    for c in spec.person_varying:
+        if c not in spec.qid_columns:
+            raise SpecError(f"source.person_varying names {c!r}, which is not a quasi-identifier. "
+                            "Hint: list the QIDs that may differ between a person's rows.")
+    # the person column is never published: it may also be listed as an identifier or dropped
+    if spec.person is not None and spec.person != spec.key:
+        person_role = seen.get(spec.person)
+        if person_role in ("quasi-identifier", "sensitive attribute", "kept column"):
+            raise SpecError(f"source.person {spec.person!r} is also a {person_role}: the person column is never published. "
+                            "Hint: name a column that only identifies the person.")
 
 
 def load_spec(path: str | Path) -> ReleaseSpec:

@@ -223,7 +223,13 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
     method = method_of(spec)
     checks, method_checks = [], []
     if method.publishes_classes:
-        checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
+        levels = (run.solution or {}).get("levels")
+        if spec.counts_persons:  # counted per person, as the run verified it (docs/design/person_unit.md)
+            from ppdp.engine.release.stages.verify import check_models_per_person
+
+            checks = check_models_per_person(con, spec, models, relation, release, version, uuid.uuid4().hex, levels)
+        else:
+            checks = check_models(con, spec, models, relation, release, version, levels)
     elif isinstance(method, RechecksVersion):  # rows without classes: the method's own checks
         method_checks = method.recheck(con, run, spec, relation, source_unchanged=source_changed is False)
     else:

@@ -116,6 +116,17 @@ class DeltaPresence(PrivacyModel):
         delta = stats.size / np.maximum(stats.population, 1)
         return np.maximum(np.maximum(self.dmin - delta, delta - self.dmax), 0.0)
 
+    def retention_cap(self, stats: ClassStats) -> np.ndarray:
+        """delta = kept / persons <= dmax (Nergiz et al. 2007, Def. 3): a class keeps at most
+        the largest r with r / persons <= dmax, as the SQL check compares it (in floating point).
+        Suppressing research records lowers delta; it cannot raise it to dmin."""
+        assert stats.population is not None, "delta-presence requires population counts per class"
+        pop = stats.population.astype(np.float64)
+        r = np.floor(self.dmax * pop)
+        r = np.where((r > 0) & (r / np.maximum(pop, 1) > self.dmax), r - 1, r)
+        r = np.where((r + 1) / np.maximum(pop, 1) <= self.dmax, r + 1, r)
+        return r.astype(np.int64)
+
     def feasible(self, ad: float) -> bool:
         return ad <= 0.0
 

@@ -35,7 +35,7 @@ from ppdp.engine.methods import ReleaseMethod, ReleasePlan, method_of
 from ppdp.engine.methods.base import RechecksVersion
 from ppdp.engine.methods.context import RunContext, no_phase, published_versions
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.privacy import check_not_empty
+from ppdp.engine.privacy import check_feasible, check_not_empty
 from ppdp.engine.release.placement import may_create_database
 from ppdp.engine.release.stages import (
     access,
@@ -117,6 +117,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
                 plan = method.plan(ctx, prep, progress=progress)
                 ctx.clock.mark("search")
                 check_not_empty(plan.released_rows, prep.models)
+                check_feasible(plan, prep.models)
                 return _dry_run(ctx, prep, method, plan) if dry_run else _publish(ctx, prep, method, plan)
             except BaseException as exc:
                 record.record_failure(ctx, prep, plan, exc)

@@ -88,3 +88,45 @@ def test_quasi_identifiers_swapped_with_a_kept_column_are_refused_before_the_sea
     after = file_state(db)
     assert after[1] == before[1], "no version table or view was written"
     _verify_passes(db)
+
+
+# --- 7: verify and a rerun notice a view or version that is not what was published ------------
+
+TAMPER = {
+    "view at the source": ('CREATE OR REPLACE VIEW published.adult AS SELECT * FROM main.adult',
+                           'does not select exactly "published"."adult__v1"'),
+    "version edited": ("UPDATE published.adult__v1 SET age = '*' WHERE ppdp_row_id IN "
+                       "(SELECT ppdp_row_id FROM published.adult__v1 LIMIT 1)",
+                       '"published"."adult__v1" was changed after it was published'),
+    "view and version dropped": ("DROP VIEW published.adult; DROP TABLE published.adult__v1",
+                                 '"published"."adult__v1" is missing'),
+}
+
+
+@pytest.mark.parametrize("case", list(TAMPER))
+def test_a_tampered_view_or_version_fails_verify_and_a_rerun_publishes_again(db, tmp_path, case):
+    sql, reason = TAMPER[case]
+    spec = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex"], sensitive=[])
+    assert_ok(ppdp("run", str(spec), "--no-progress"))
+    con = duckdb.connect(str(db))
+    con.execute(sql)
+    con.close()
+    url = f"duckdb://{db}"
+    proc = ppdp("verify", "adult", "--db", url)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("ppdp: error: ")]
+    assert len(errors) == 1 and reason in errors[0], proc.stderr
+    js = ppdp("verify", "adult", "--db", url, "--json")
+    assert js.returncode == 1 and reason in json.loads(js.stdout)["error"] and reason in js.stderr
+    rerun = ppdp("run", str(spec), "--no-progress")
+    assert rerun.returncode == 0, rerun.stderr[-2000:]  # not 99 "skipped"
+    assert "republished" in rerun.stdout and '"published"."adult__v2"' in rerun.stdout
+    _verify_passes(db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        view = con.execute("SELECT * FROM published.adult ORDER BY ppdp_row_id").fetchall()
+        table = con.execute("SELECT * FROM published.adult__v2 ORDER BY ppdp_row_id").fetchall()
+    finally:
+        con.close()
+    assert view == table and len(view) > 0
+    assert ppdp("run", str(spec), "--no-progress").returncode == 99  # intact again: skipped

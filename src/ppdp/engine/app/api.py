@@ -92,4 +92,6 @@ def verify_release(name: str, *, db: str) -> VerifyResult:
                         release=found["release"], version=found["version"],
                         models=model_checks(found["checks"]),
                         rows=found["rows"], expected_rows=found["expected_rows"], passed=bool(found["passed"]),
-                        source_changed=found["source_changed"])
+                        source_changed=found["source_changed"],
+                        error=(f"{found['release']} v{found['version']}: verification FAILED: {found['tampered']}"
+                               if found.get("tampered") else None))

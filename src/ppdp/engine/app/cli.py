@@ -248,7 +248,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         from ppdp.engine.app.api import verify_release
 
-        return _emit(args, verify_release(args.name, db=args.db))
+        verified = verify_release(args.name, db=args.db)
+        if verified.error:  # the one line on stderr, as without --json (stdout holds the JSON object)
+            print(f"ppdp: error: {_shown(verified.error)}", file=sys.stderr)
+        return _emit(args, verified)
     con = connect(args.db, read_only=True)
     try:
         result = reverify(con, args.name)
@@ -258,7 +261,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
     for c in result.get("method_checks", []):
         print(f"{c['check']}: {c['detail']}  {'PASS' if c['passed'] else 'FAIL'}")
-    print(f"rows: {result['rows']} (expected {result['expected_rows']})")
+    if result["rows"] is not None:
+        print(f"rows: {result['rows']} (expected {result['expected_rows']})")
+    if result.get("tampered"):
+        print(f"ppdp: error: {result['release']} v{result['version']}: verification FAILED: {result['tampered']}; "
+              "analysts do not read what was verified. Hint: 'ppdp run' the spec again to publish it anew.", file=sys.stderr)
     print(f"{result['release']} v{result['version']}: " + ("verification passed" if result["passed"] else "verification FAILED")
           + " (against what was published, t-closeness against the stored distribution)")
     changed = {True: "the source has changed since this version was published (a new run would publish a new version)",

@@ -333,3 +333,113 @@ def test_bad_input_sweep(sweep_sources, tmp_path, case):
     assert_refused(ppdp(*argv), code=3 if case in MODEL_REFUSALS else 2)
     assert (file_state(w.db), file_state(w.pub)) == before, "a refused command must write nothing"
     assert _files(tmp_path) == files, "a refused command must create or remove no file"
+
+
+# --- probe 37: names, risk inputs, signals, a full disk, late errors ----------------------------
+#
+# Each case below failed at 1175431 (PPDP_CLI_SRC=/path/to/that/src runs its ``ppdp``, see
+# benchmarks/results/probe37/trust-b.md) and passes now.
+
+
+def _weighted(w: Sweep, expr: str) -> list[str]:
+    w.sql(f"ALTER TABLE adult ADD COLUMN wt DOUBLE; UPDATE adult SET wt = {expr}")
+    return ["risk", "--table", "main.adult", "--qids", "age,sex", "--weight", "wt", "--db", w.url]
+
+
+PROBE37_CASES = {
+    # item 8: reserved names refused when the spec is read
+    "output-name-is-a-delta": lambda w: w.run(w.spec(output="pub__delta")),
+    "output-name-is-a-version-table": lambda w: w.run(w.spec(output="pub__v1")),
+    "output-name-is-a-version-table-other-case": lambda w: w.run(w.spec(output="Pub__V12")),
+    "qid-named-ppdp_row_id": lambda w: (w.sql('ALTER TABLE adult RENAME COLUMN sex TO ppdp_row_id'),
+                                        w.run(w.spec(qids=["age", "ppdp_row_id", "race"],
+                                                     hierarchies={"ppdp_row_id": str(ADULT / "adult_hierarchy_sex.csv")})))[1],
+    "kept-column-named-ppdp_row_id": lambda w: (w.sql("ALTER TABLE adult ADD COLUMN PPDP_ROW_ID INTEGER"),
+                                                w.run(w.spec(keep=["marital-status", "education", "native-country",
+                                                                   "workclass", "occupation", "PPDP_ROW_ID"])))[1],
+    # items 9 and 11: sampling weights and population tables
+    "weight-below-one": lambda w: _weighted(w, "CASE WHEN id = 1 THEN 0.5 ELSE 10 END"),
+    "weight-null": lambda w: _weighted(w, "CASE WHEN id = 1 THEN NULL ELSE 10 END"),
+    "weight-zero": lambda w: _weighted(w, "CASE WHEN sex = 'Female' THEN 0 ELSE 10 END"),
+    "weight-negative": lambda w: _weighted(w, "CASE WHEN sex = 'Female' THEN -1 ELSE 10 END"),
+    "population-smaller-than-the-sample": lambda w: (w.sql("CREATE TABLE pop AS SELECT * FROM adult WHERE id % 2 = 0"),
+                                                     ["risk", "--table", "main.adult", "--qids", "age,sex",
+                                                      "--population-table", "main.pop", "--db", w.url])[1],
+    "raw-population-against-a-release": lambda w: ["risk", "pub", "--population-table", "main.adult", "--db", w.pub_url],
+    # item 16: a worker refuses a missing DuckDB file, as run does
+    "worker-on-a-missing-duckdb-file": lambda w: ["worker", "--once", "--db", f"duckdb://{w.tmp / 'typo.duckdb'}"],
+    # item 20: late errors
+    "job-history-unknown": lambda w: ["job", "history", "nope", "--db", w.pub_url],
+    "risk-table-with-version": lambda w: ["risk", "--table", "main.adult", "--qids", "age", "--version", "3", "--db", w.pub_url],
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROBE37_CASES))
+def test_probe37_bad_input(sweep_sources, tmp_path, case):
+    from tests.support.cli import assert_refused, file_state, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    argv = PROBE37_CASES[case](w)
+    before, files = (file_state(w.db), file_state(w.pub)), _files(tmp_path)
+    line = assert_refused(ppdp(*argv), code=2)
+    assert "Traceback" not in line
+    assert (file_state(w.db), file_state(w.pub)) == before, "a refused command must write nothing"
+    assert _files(tmp_path) == files, "a refused command must create or remove no file"
+
+
+def test_probe37_spec_with_a_utf8_bom_is_read(sweep_sources, tmp_path):
+    """Item 19: a spec saved with a byte-order mark (Notepad) is the same TOML."""
+    from tests.support.cli import assert_ok, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    spec = w.spec()
+    spec.write_bytes(b"\xef\xbb\xbf" + spec.read_bytes())
+    assert "published" in assert_ok(ppdp(*w.run(spec)))
+
+
+def test_probe37_table_with_a_dot_in_its_name(sweep_sources, tmp_path):
+    """Item 20: --table names a table whose name has a dot (and SCHEMA.TABLE still works)."""
+    from tests.support.cli import assert_ok, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    w.sql('CREATE TABLE "my.table" AS SELECT * FROM adult')
+    out = assert_ok(ppdp("risk", "--table", "my.table", "--qids", "age,sex", "--db", w.url))
+    assert '"main"."my.table": 300 rows' in out
+    assert '"main"."my.table": 300 rows' in assert_ok(ppdp("risk", "--table", "main.my.table", "--qids", "age,sex", "--db", w.url))
+
+
+def test_probe37_sigint_or_sigterm_during_a_duckdb_query_exits_130(tmp_path):
+    """Item 13: a signal that lands inside a DuckDB query ends with 130 and the documented line,
+    never 70 with "RuntimeError: Query interrupted"; the database holds no version."""
+    import os
+    import signal
+    import time
+
+    from tests.support.cli import OLD_SRC, _src_module
+
+    db = load_adult(tmp_path / "big.duckdb")
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE wide AS SELECT a.* EXCLUDE (id), row_number() OVER () AS id FROM adult a, range(8)")
+    con.close()
+    spec = write_spec(tmp_path / "s.toml", db=db, table="wide", qids=SMALL)
+    env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
+    module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
+    codes = []
+    for i, sig in enumerate([signal.SIGINT, signal.SIGTERM] * 3):
+        proc = subprocess.Popen([sys.executable, "-m", module, "run", str(spec), "--no-progress"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4 + 0.7 * i)  # at different points of the run: imports, fingerprint, histogram, search
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=300)
+        if proc.returncode == 0:
+            continue  # finished before the signal
+        codes.append(proc.returncode)
+        assert proc.returncode == 130, f"signal {sig!r} -> exit {proc.returncode}\n{err[-2000:]}"
+        assert "ppdp: interrupted" in err and "Traceback" not in err
+    assert codes, "no run was interrupted"
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        published = con.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'published'").fetchone()[0]
+    finally:
+        con.close()
+    assert published == 0

@@ -65,6 +65,11 @@ class VerifyResult:
     source_changed: bool | None = None  # None: the source could not be read to compare
     error: str | None = None
 
+    @property
+    def ok(self) -> bool:
+        """The verification passed (exit code 0), as ``RunResult.ok``."""
+        return self.exit_code == ExitCode.PUBLISHED
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``ppdp verify --json`` prints (data/schemas/verify.schema.json)."""
         return {"status": self.status, "exit_code": int(self.exit_code), "release": self.release,

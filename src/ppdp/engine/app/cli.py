@@ -142,32 +142,54 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except (PpdpError, KeyboardInterrupt, Exception) as exc:
-        code = exit_code_of(exc)
-        if isinstance(exc, PpdpError):
+        # a signal that arrived during a database call may surface as the database's own error
+        # ("Query interrupted"): the signal, not that error, ended the command
+        code = ExitCode.INTERRUPTED if _SIGNALLED else exit_code_of(exc)
+        if code == ExitCode.INTERRUPTED:
+            print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
+            exc = KeyboardInterrupt("interrupted")  # its JSON object says interrupted
+        elif isinstance(exc, PpdpError):
             # one line even when a database's message has several (libpq, DuckDB's "LINE 1: ... ^"),
             # and no password of a URL in it
             message = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
             print(f"ppdp: error: {redact_text(message)}", file=sys.stderr)
-        elif code == ExitCode.INTERRUPTED:
-            print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
         else:  # a bug: the traceback, and a code no expected outcome uses
             traceback.print_exc()
         if json_mode:
             _emit(args, _error_result(args, result_of_error(exc, job=getattr(args, "name", None) if args.command == "job" else None)))
         return int(code)
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
+        for signum, handler in previous_term:
+            signal.signal(signum, handler)
+
+
+_SIGNALLED = False  # SIGINT or SIGTERM arrived during this command
 
 
 def _on_sigterm():
     """SIGTERM (an orchestrator cancelling the task) unwinds the run like Ctrl-C: its transaction
-    rolls back and the exit code is INTERRUPTED. Returns the handler it replaced."""
+    rolls back and the exit code is INTERRUPTED; SIGINT too, and either is remembered, so that a
+    database call it interrupted ends with INTERRUPTED whatever the database raised. Returns the
+    handlers it replaced."""
     from ppdp.engine.app.outcome import Interrupted
 
-    def handler(signum, frame):
+    global _SIGNALLED
+    _SIGNALLED = False
+
+    def on_term(signum, frame):
+        global _SIGNALLED
+        _SIGNALLED = True
         raise Interrupted("SIGTERM")
 
-    return signal.signal(signal.SIGTERM, handler)
+    def on_int(signum, frame):
+        global _SIGNALLED
+        _SIGNALLED = True
+        raise KeyboardInterrupt
+
+    out = [(signal.SIGTERM, signal.signal(signal.SIGTERM, on_term))]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when the caller handles SIGINT itself
+        out.append((signal.SIGINT, signal.signal(signal.SIGINT, on_int)))
+    return out
 
 
 def _error_result(args: argparse.Namespace, failed):
@@ -380,6 +402,7 @@ def cmd_job(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"{r['name']:<24} {'enabled' if r['enabled'] else 'disabled':<9} created {str(r['created_at'])[:19]}  updated {str(r['updated_at'])[:19]}")
     elif args.job_command == "history":
+        jobs.job_exists(args.db, args.name)  # an unknown job is an error, not "no runs recorded"
         return cmd_runs(argparse.Namespace(name=None, db=args.db, job=args.name))
     elif args.job_command == "certificate":
         cert = jobs.certificate(args.db, args.name)

@@ -105,7 +105,7 @@ def serve(db: str, *, once: bool = False, poll: float = 10.0, lease: float = 60.
     if poll <= 0 or lease <= 0:
         raise PpdpError(f"--poll and --lease must be positive seconds, got {poll} and {lease}.")
     name = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
-    con = connect(db)
+    con = connect(db, create=False)  # a mistyped DuckDB path is refused, as by run, not created
     served: list[Served] = []
     given_back: set[str] = set()
     try:

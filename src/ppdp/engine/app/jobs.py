@@ -145,7 +145,7 @@ def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
     return {
         "release": run.release, "version": run.version, "run_id": run.run_id, "job": run.job,
         "published_at": str(run.finished_at), "source_rows": run.source_rows, "source_fingerprint": run.source_fingerprint,
-        "models": [{"model": c["model"], "params": c["params"], "achieved": c["ad"], "passed": c["passed"],
+        "models": [{"model": c["model"], "params": c["params"], "achieved": c.get("achieved", c["ad"]), "passed": c["passed"],
                     "verification_query": c["query"]} for c in v.get("checks", [])],
         "released_rows": v.get("rows"), "suppressed_rows": int(m.get("suppressed") or 0),
         "method": s.get("method", "generalization"), "method_summary": dict(summary.method_lines(run)),

@@ -179,7 +179,8 @@ def result_of_error(exc: BaseException, *, job: str | None = None) -> RunResult:
 def model_checks(checks: list[dict[str, Any]]) -> tuple[ModelCheck, ...]:
     """The verification's checks as records; an infinite AD (the empty release) becomes None,
     so that ``--json`` stays strict JSON (no ``Infinity``)."""
-    return tuple(ModelCheck(c["model"], dict(c["params"]), _finite(c["ad"]), bool(c["passed"])) for c in checks)
+    return tuple(ModelCheck(c["model"], dict(c["params"]), _finite(c.get("achieved", c["ad"])), bool(c["passed"]))
+                 for c in checks)
 
 
 def _int(value: Any) -> int | None:

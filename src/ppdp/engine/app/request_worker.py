@@ -76,8 +76,8 @@ def ensure_requests(con: Connector) -> None:
 
 
 def _requests_ready(con: Connector) -> bool:
-    if con.relation_columns(R.PRIVATE_SCHEMA, "requests") is None:
-        return False
+    if con.relation_columns(R.PRIVATE_SCHEMA, "requests") is None or con.relation_columns(R.PRIVATE_SCHEMA, "job_requesters") is None:
+        return False  # (no job_requesters: made by an older ppdp, whose request_run let any EXECUTE holder request any job)
     return DEFINER_FUNCTIONS not in con.capabilities or bool(con.query(R.function_exists(con.dialect))["ok"][0])
 
 

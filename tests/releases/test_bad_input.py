@@ -453,3 +453,30 @@ def test_probe37_sigint_or_sigterm_during_a_duckdb_query_exits_130(tmp_path):
     finally:
         con.close()
     assert published == 0
+
+
+def test_probe37_a_full_disk_is_one_line_and_leaves_no_private_schema(tmp_path):
+    """Item 14: a write the file system refuses (RLIMIT_FSIZE just above the file's size, the
+    way a full disk refuses it) ends with one line, exit 2, and the file as it was: no empty
+    ``_ppdp`` behind the first run."""
+    import os
+    import resource
+    import signal
+
+    from tests.support.cli import OLD_SRC, _src_module, assert_refused, file_state
+
+    db = load_adult(tmp_path / "full.duckdb", rows=2000)
+    spec = write_spec(tmp_path / "s.toml", db=db, qids=SMALL)
+    before = file_state(db)
+    limit = db.stat().st_size + 20_000
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
+    module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
+    proc = subprocess.run([sys.executable, "-m", module, "run", str(spec), "--no-progress"], preexec_fn=small_disk,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert_refused(proc, "File too large", code=2)
+    assert file_state(db) == before  # (opening it replays what the write-ahead log holds)

@@ -52,7 +52,8 @@ from ppdp.engine.release.stages import (
     validate,
     verify,
 )
-from ppdp.errors import PpdpError, RunInProgress, SpecError
+from ppdp.errors import ConnectorError, PpdpError, RunInProgress, SpecError
+from ppdp.sql import catalog as catalog_sql
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
 from ppdp.sql.relations import ReleaseRelation
@@ -100,6 +101,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
            else connect(database_url(spec, database), create=may_create_database(spec)))  # a mistyped path creates no file
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
+    had_catalog = catalog.has_catalog(con)
     try:
         with _run_lock(con, ctx.release):
             # read once, under the lock: a run that published while this one started is the
@@ -127,7 +129,15 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
                 return _dry_run(ctx, prep, method, plan) if dry_run else _publish(
                     ctx, prep, method, plan, replaces=previous.version if tampered is not None and previous else None)
             except BaseException as exc:
-                record.record_failure(ctx, prep, plan, exc)
+                if not had_catalog and isinstance(exc, ConnectorError):
+                    # the database failed this first run (a full disk): leave no _ppdp behind it
+                    _drop_new_catalog(con)
+                else:
+                    try:
+                        record.record_failure(ctx, prep, plan, exc)
+                    except PpdpError:  # the database cannot be written: the run's error is the one to report
+                        if not had_catalog:
+                            _drop_new_catalog(con)
                 if isinstance(exc, PpdpError):  # the failed run's row, for engine/app/outcome.py
                     exc.run_id, exc.release = ctx.run_id, ctx.release
                 raise
@@ -175,6 +185,16 @@ def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
         rec = record.record_skipped(ctx, prep, access.grant(ctx))
     table = ctx.published.version_table(rec.version)
     return ReleaseOutcome(rec, None, table, ctx.published.view())
+
+
+def _drop_new_catalog(con: Connector) -> None:
+    """Best effort: drop the private schema this failed run created and could not record its
+    failure in, so that a run that wrote nothing leaves no empty ``_ppdp`` behind."""
+    try:
+        with con.transaction():
+            con.execute(catalog_sql.drop_private_schema(con.dialect))
+    except PpdpError:
+        pass
 
 
 def _tampered(ctx: RunContext, previous: RunRecord | None) -> str | None:

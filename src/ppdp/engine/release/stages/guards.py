@@ -66,7 +66,7 @@ def quasi_identifiers_are_unchanged(ctx: RunContext, prep: Prepared, method: Rel
     previous = ctx.key.previous
     if previous is None or not method.publishes_classes:
         return
-    before = [q.get("column") for q in (previous.spec or {}).get("quasi_identifiers", []) if isinstance(q, dict)]
+    before = [str(q.get("column")) for q in (previous.spec or {}).get("quasi_identifiers", []) if isinstance(q, dict)]
     now = list(ctx.spec.qid_columns)
     if sorted(before) != sorted(now):
         raise CrossVersionRefusal(

@@ -160,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(code)
     finally:
         for signum, handler in previous_term:
-            signal.signal(signum, handler)
+            # once interrupted, the process is ending with INTERRUPTED: a signal DuckDB raises
+            # again after it stopped its query must not kill it on the way out
+            signal.signal(signum, signal.SIG_IGN if _SIGNALLED else handler)
 
 
 _SIGNALLED = False  # SIGINT or SIGTERM arrived during this command

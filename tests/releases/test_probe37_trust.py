@@ -61,6 +61,21 @@ def test_delta_presence_below_the_research_share_suppresses_research_records(db,
     _verify_passes(db)
 
 
+@pytest.mark.parametrize("optimizer", ["ga", "de", "haef", "tlef", "descent", "dfs", "id-ga"])
+def test_no_optimizer_ends_a_delta_presence_search_with_a_failed_sql_check(db, tmp_path, optimizer):
+    """Every optimizer, dmax below the research share: it publishes a release that passes its
+    SQL check, or (a search over S that found no feasible node in its budget) is refused with
+    exit 3 before any write; never exit 1 after the search."""
+    spec = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], models=_dp(0.0, 0.3),
+                      optimizer=optimizer, budget=300)
+    proc = ppdp("run", str(spec), "--no-progress")
+    if proc.returncode == 3:
+        assert_refused(proc, "delta-presence", "budget", code=3)
+    else:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        _verify_passes(db)
+
+
 def test_a_search_result_the_search_found_infeasible_is_refused_before_any_write(db, tmp_path):
     """A budget of one evaluation (the bottom node, whose classes fall below dmin = 0.5): the
     search's best is infeasible, so the run is refused with exit 3 before any version is

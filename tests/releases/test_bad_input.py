@@ -435,10 +435,10 @@ def test_probe37_sigint_or_sigterm_during_a_duckdb_query_exits_130(tmp_path):
     env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
     module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
     codes = []
-    for i, sig in enumerate([signal.SIGINT, signal.SIGTERM] * 5):
+    for i, sig in enumerate([signal.SIGINT, signal.SIGTERM] * 3):
         proc = subprocess.Popen([sys.executable, "-m", module, "run", str(spec), "--no-progress"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(4 + 0.5 * i)  # at different points of the run: imports, fingerprint, histogram, search
+        time.sleep(4 + 0.7 * i)  # at different points of the run: imports, fingerprint, histogram, search
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=300)
         if proc.returncode == 0:
@@ -480,3 +480,32 @@ def test_probe37_a_full_disk_is_one_line_and_leaves_no_private_schema(tmp_path):
                           capture_output=True, text=True, env=env, timeout=600)
     assert_refused(proc, "File too large", code=2)
     assert file_state(db) == before  # (opening it replays what the write-ahead log holds)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_probe37_a_signal_that_the_database_turns_into_its_own_error_exits_130(signame):
+    """Item 13, deterministically: DuckDB runs Python's signal handler inside a query
+    (PyErr_CheckSignals), swallows the KeyboardInterrupt it raises and raises its own error,
+    "RuntimeError: Query interrupted" (exit 70 before). A command whose query does exactly that
+    ends with 130 and the documented line."""
+    import os
+
+    from tests.support.cli import OLD_SRC, _src_module
+
+    module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
+    code = ("import os, signal, sys\n"
+            f"import {module} as c\n"
+            "def query(args):\n"
+            "    try:\n"
+            f"        os.kill(os.getpid(), signal.{signame})\n"
+            "        for _ in range(10 ** 6):  # the handler runs at the next bytecode\n"
+            "            pass\n"
+            "    except KeyboardInterrupt:\n"
+            "        raise RuntimeError('Query interrupted') from None\n"
+            "    return 0\n"
+            "c.COMMANDS['runs'] = query\n"
+            "sys.exit(c.main(['runs', '--db', 'duckdb://:memory:']))\n")
+    env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert proc.stderr.strip() == "ppdp: interrupted; nothing was published by the interrupted run."

@@ -118,7 +118,8 @@ def method_can_continue(ctx: RunContext, prep: Prepared, method: ReleaseMethod) 
 
 
 GUARDS: tuple[Guard, ...] = (population_models_have_levels, every_model_is_verified, method_accepts_the_input)
-VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, quasi_identifiers_are_unchanged, earlier_versions_have_the_columns, method_can_continue)
+VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns, quasi_identifiers_are_unchanged,
+                                     method_can_continue)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

@@ -428,7 +428,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         ensure_requests(con)
     finally:
         con.close()
-    print(f"created schema _ppdp (jobs, runs, requests, hierarchies, suppressed, row_ids, row_state) in {_shown(args.db)}")
+    print(f"created schema _ppdp (jobs, runs, requests, job_requesters, hierarchies, suppressed, row_ids, row_state) in {_shown(args.db)}")
     return 0
 
 

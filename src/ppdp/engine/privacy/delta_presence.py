@@ -12,7 +12,9 @@ the transformation on it: suppression cannot repair it).
 
 AD = the largest distance of a class's delta outside [dmin, dmax] (0 when every class is
 inside), so feasible when AD = 0, compared exactly as ARX compares (no tolerance). Suppressed
-records count as not released. Not union-closed across versions (a history class's population
+records count as not released, so suppression lowers delta: S*(G) keeps at most
+floor(dmax x persons) records of each class (``retention_cap``), which makes a dmax below the
+research share reachable by suppressing research records; nothing raises a share to dmin. Not union-closed across versions (a history class's population
 is not the union of its classes' in every version) and no exact S*(G): declared so; a later
 version of such a release is refused, and no search result is certified optimal.
 """

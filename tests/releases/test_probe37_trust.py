@@ -226,8 +226,14 @@ def test_every_row_of_the_exit_code_table_is_what_the_command_returns(db, tmp_pa
 
     readme, docs = _table_rows(REPO / "README.md"), _table_rows(REPO / "docs" / "reference" / "exit-codes.md")
     assert readme == docs == {int(c): c.name for c in ExitCode}
-    run_schema = json.loads((REPO / "src/ppdp/engine/data/schemas/run.schema.json").read_text())
+    from ppdp.engine.app.outcome import STATUS
+
+    schemas = REPO / "src/ppdp/engine/data/schemas"
+    run_schema = json.loads((schemas / "run.schema.json").read_text())
     assert set(run_schema["properties"]["exit_code"]["enum"]) == set(readme)
+    assert set(run_schema["properties"]["status"]["enum"]) == set(STATUS.values())  # one status per code
+    for schema in schemas.glob("*.schema.json"):  # every command's codes are rows of the table
+        assert set(json.loads(schema.read_text())["properties"]["exit_code"]["enum"]) <= set(readme), schema.name
 
     url = f"duckdb://{db}"
     spec = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex"], sensitive=[])

@@ -57,8 +57,10 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
 
 
 def check_feasible(plan: Any, models: Sequence[PrivacyModel]) -> None:
-    """Refuse, before any write, a search result the search itself found infeasible: its SQL
-    check would fail after the whole run (exit 1); no evaluated release met the models (exit 3)."""
+    """Refuse, before any write, a first version's search result the search itself found
+    infeasible: its SQL check would fail after the whole run (exit 1); no evaluated release met
+    the models (exit 3). (A later version's cross-version step may still hold the failing
+    records back, so the orchestrator calls this for a first version only.)"""
     solution = getattr(plan, "solution", None) or {}
     if solution.get("feasible") is False:
         names = ", ".join(m.name for m in models)  # not the parameters: a research predicate is not for sharing

@@ -40,7 +40,11 @@ Full mode: adult all 30,139 rows (30,162 complete records less 23 duplicates), K
 {4, 8, 12, 16, 20}, sweeps {100, ..., 500}; sparcs 10,000 rows. Quick: 2,000 rows, K in {4, 8},
 sweeps {10, 20}.
 
-Outputs (``--out``, default benchmarks/results/drasl, or .../drasl/quick with --quick):
+The paper's three claims, checked on one table for every algorithm (verdicts, Average_IL
+decomposition, alpha/beta trade-off, the audit's switches): benchmarks/drasl_paper.py, whose
+report is benchmarks/results/drasl/report.md.
+
+Outputs (``--out``, default benchmarks/results/drasl/full, or .../full/quick with --quick):
 drasl.json, report.md (the exact command first) and fig05.png ... fig16.png.
 """
 
@@ -74,7 +78,7 @@ from ppdp.engine.methods.microaggregation.dynamic import Modification, NewRecord
 from ppdp.engine.methods.microaggregation.linkage import SensitiveCatalogue, builtin_catalogue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "results" / "drasl"
+OUT = ROOT / "benchmarks" / "results" / "drasl" / "full"
 BUNDLED_UCI = ROOT / "benchmarks" / "data" / "adult.data.gz"
 ADULT_HIERARCHIES = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"
 UCI_COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",

@@ -3,6 +3,8 @@ ppdp, and queried by an analyst who can read the published view and nothing else
 
     .venv/bin/python examples/postgres_walkthrough.py
 
+It needs ppdp importable (installed, or ``PYTHONPATH=src`` in a checkout) and nothing else of the
+checkout: adult and its hierarchies are read from the installed package's data.
 Needs PostgreSQL's server binaries (initdb, pg_ctl) on PATH or in /usr/lib/postgresql/*/bin;
 as root, the server runs as an unprivileged user (see connectors/throwaway_postgres.py).
 Everything is removed at the end.
@@ -15,21 +17,22 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import polars as pl
 
-import polars as pl  # noqa: E402
+import ppdp.engine
+from ppdp.connectors import connect
+from ppdp.connectors.base import ConnectorError
+from ppdp.connectors.throwaway_postgres import PostgresServer
 
-from ppdp.connectors import connect  # noqa: E402
-from ppdp.connectors.base import ConnectorError  # noqa: E402
-from ppdp.connectors.throwaway_postgres import PostgresServer  # noqa: E402
-
-ADULT = ROOT / "src" / "ppdp" / "engine" / "data" / "adult"
+ADULT = Path(ppdp.engine.__file__).parent / "data" / "adult"  # the package's data, installed or not
+PUBLISHED, SKIPPED = 0, 99  # exit codes (docs/reference/exit-codes.md): 99 is a rerun with nothing new
 
 
-def ppdp(*args: str) -> None:
-    print(f"\n$ ppdp {' '.join(args)}")
-    subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", *args], check=True, cwd=ROOT)
+def ppdp(*args: str, expect: tuple[int, ...] = (PUBLISHED,)) -> None:
+    print(f"\n$ ppdp {' '.join(args)}", flush=True)
+    code = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", *args]).returncode
+    if code not in expect:
+        raise SystemExit(f"ppdp {args[0]} exited {code}, expected {' or '.join(map(str, expect))}")
 
 
 def main() -> None:
@@ -60,7 +63,7 @@ def main() -> None:
         print("\n3. registered job 'adult_release' with: INSERT INTO _ppdp.jobs (name, spec) VALUES ('adult_release', '{...}')")
 
         ppdp("job", "run", "adult_release", "--db", url, "--no-progress")
-        ppdp("job", "run", "adult_release", "--db", url, "--no-progress")  # unchanged: skipped
+        ppdp("job", "run", "adult_release", "--db", url, "--no-progress", expect=(SKIPPED,))  # unchanged: skipped
         ppdp("job", "certificate", "adult_release", "--db", url, "--format", "markdown")
 
         print("\n4. the analyst connects with their own role")

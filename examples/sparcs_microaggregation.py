@@ -13,19 +13,15 @@ removed at the end.
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import polars as pl
 
-import polars as pl  # noqa: E402
+from ppdp.connectors import connect
+from ppdp.engine.app.jobs import certificate, register_job, run_job
 
-from ppdp.connectors import connect  # noqa: E402
-from ppdp.engine.app.jobs import certificate, register_job, run_job  # noqa: E402
-
-DATA = ROOT / "examples" / "data" / "sparcs"
+DATA = Path(__file__).resolve().parent / "data" / "sparcs"  # beside this file, in a checkout or a copy
 JOB = "sparcs_micro"
 K = 8
 

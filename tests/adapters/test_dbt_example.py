@@ -26,7 +26,10 @@ from tests.support.paths import REPO
 
 pytestmark = pytest.mark.slow
 
-EXAMPLE = REPO / "examples" / "dbt"
+# PPDP_TEST_CLI_PATH=/old/checkout/src: that checkout's example, dbt package and ppdp (to show
+# that a test failed there)
+CHECKOUT = Path(os.environ["PPDP_TEST_CLI_PATH"]).resolve().parent if os.environ.get("PPDP_TEST_CLI_PATH") else REPO
+EXAMPLE = CHECKOUT / "examples" / "dbt"
 QIDS = ["age", "sex", "race", "marital_status", "education"]
 PPDP_TESTS = {"ppdp_k_anonymous", "ppdp_l_diverse", "ppdp_t_close", "ppdp_release_verified", "ppdp_risk_below"}
 
@@ -45,14 +48,16 @@ def project(tmp_path: Path) -> Path:
     """A copy of the example project whose dbt_ppdp package is the repository's."""
     target = tmp_path / "dbt"
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("target", "dbt_packages", "logs", "*.duckdb*"))
-    package = REPO / "src" / "ppdp" / "dbt_ppdp"
+    package = CHECKOUT / "src" / "ppdp" / "dbt_ppdp"
     (target / "packages.yml").write_text(f"packages:\n  - local: {json.dumps(str(package))}\n")
     return target
 
 
 def dbt(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([dbt_executable(), *args, "--profiles-dir", "."], cwd=project, capture_output=True,
-                          text=True, timeout=900, env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **(env or {})})
+                          text=True, timeout=900, env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+                                                       **({"PYTHONPATH": str(CHECKOUT / "src")} if CHECKOUT != REPO else {}),
+                                                       **(env or {})})
 
 
 def results(project: Path) -> dict[str, dict]:
@@ -121,6 +126,47 @@ def test_dbt_build_publishes_skips_and_fails_on_a_leaky_model(project: Path):
     with duckdb.connect(str(db), read_only=True) as con:
         rows = con.execute(f"SELECT class_size FROM {stored}").fetchall()
     assert len(rows) == expected and all(size < 5 for (size,) in rows)
+
+
+def test_a_valid_second_version_passes_dbt_build(project: Path):
+    """ppdp keeps v1's Q for t-closeness while the models are unchanged; the example's
+    ppdp_t_close compared the classes with the current source's distribution, so once the source
+    drifted (here: one more copy of every person earning >50K, 3,000 -> 3,776 rows, the share
+    >50K 0.26 -> 0.41) `dbt build` failed a v2 that ppdp had verified. It reads the stored Q now."""
+    spec = project / "ppdp" / "adult_release.toml"
+    spec.write_text(spec.read_text() + "\n[dynamic]\nmax_repair_fraction = 0.5\n")  # let v2 hold back what it must
+    assert dbt(project, "deps").returncode == 0
+    first = dbt(project, "build")
+    assert first.returncode == 0, first.stdout[-3000:]
+    seed = project / "seeds" / "adult_sample.csv"
+    frame = pl.read_csv(seed)
+    rich = frame.filter(pl.col("salary_class") == ">50K").with_columns((pl.col("id") + 100_000).alias("id"))
+    pl.concat([frame, rich]).write_csv(seed)
+    second = dbt(project, "build")
+    with duckdb.connect(str(project / "ppdp_example.duckdb"), read_only=True) as con:
+        runs = con.execute("SELECT status, version FROM _ppdp.runs ORDER BY started_at").fetchall()
+    assert runs == [("succeeded", 1), ("succeeded", 2)]  # ppdp verified v2 against v1's Q
+    assert second.returncode == 0, second.stdout[-3000:]
+    tests = ppdp_results(project)
+    assert {generic_test_of(uid) for uid in tests} == PPDP_TESTS
+    assert all(r["status"] == "pass" for r in tests.values()), {u: r["status"] for u, r in tests.items()}
+
+
+def test_t_close_with_the_stored_q_still_fails_a_raw_copy(project: Path):
+    """The stored-Q form of ppdp_t_close is no weaker: the raw staging table fails it."""
+    assert dbt(project, "deps").returncode == 0
+    assert dbt(project, "build").returncode == 0
+    (project / "models" / "raw_copy.sql").write_text(
+        "select age, sex, race, marital_status, education, salary_class from {{ ref('stg_adult') }}\n")
+    (project / "models" / "raw_copy.yml").write_text(
+        "version: 2\nmodels:\n  - name: raw_copy\n    data_tests:\n      - dbt_ppdp.ppdp_t_close:\n"
+        "          arguments:\n            quasi_identifiers: [age, sex, race, marital_status, education]\n"
+        "            sensitive: salary_class\n            t: 0.3\n            release: adult\n"
+        "            release_schema: published\n")
+    third = dbt(project, "build", "--select", "raw_copy")
+    assert third.returncode == 1
+    failing = [r for r in ppdp_results(project).values() if r["status"] == "fail"]
+    assert len(failing) == 1 and failing[0]["failures"] > 0
 
 
 @pytest.mark.postgres

@@ -509,3 +509,80 @@ def test_probe37_a_signal_that_the_database_turns_into_its_own_error_exits_130(s
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
     assert proc.stderr.strip() == "ppdp: interrupted; nothing was published by the interrupted run."
+
+
+# --- ppdp report --html: the file is written whole or not at all, and never over what it must not --
+#
+# Driven through tests/support/cli_under_test.py, so that the same cases can be replayed against an
+# older commit's CLI (PPDP_TEST_CLI_MODULE=ppdp.engine.cli PPDP_TEST_CLI_PATH=/old/src).
+
+
+@pytest.fixture(scope="module")
+def report_db(tmp_path_factory) -> Path:
+    """A DuckDB file with release "pub" published (adult, 300 rows), made through the CLI."""
+    from tests.support.cli_under_test import ppdp
+
+    folder = tmp_path_factory.mktemp("report")
+    db = load_adult(folder / "pub.duckdb", rows=300)
+    proc = ppdp("run", str(write_spec(folder / "pub.toml", db=db, qids=SMALL, output="pub")), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    return db
+
+
+def _report_case(report_db: Path, tmp_path: Path, target_of, *extra: str, env: dict | None = None):
+    from tests.support.cli_under_test import ppdp
+
+    db = tmp_path / "pub.duckdb"
+    db.write_bytes(report_db.read_bytes())
+    target = target_of(tmp_path, db)
+    before_db, files = snapshot(db), {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    proc = ppdp("report", "pub", "--html", str(target), "--db", f"duckdb://{db}", *extra, env=env)
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    return proc, before_db == snapshot(db), files == after, target
+
+
+REPORT_CASES = {
+    "existing-file": (lambda tmp, db: (tmp / "old.html").write_text("<p>kept</p>") and tmp / "old.html", (), "already exists"),
+    "the-database-itself": (lambda tmp, db: db, (), "database"),
+    "the-database-itself-with-force": (lambda tmp, db: db, ("--force",), "database"),
+    "missing-folder": (lambda tmp, db: tmp / "no" / "such" / "r.html", (), "does not exist"),
+    "a-directory": (lambda tmp, db: (tmp / "adir").mkdir() or tmp / "adir", (), "directory"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORT_CASES))
+def test_report_refuses_a_bad_target(report_db, tmp_path, case):
+    target_of, extra, fragment = REPORT_CASES[case]
+    proc, db_same, files_same, _ = _report_case(report_db, tmp_path, target_of, *extra)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppdp: error: ") and fragment in lines[0], \
+        f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert db_same and files_same, "a refused report must write nothing"
+
+
+def test_report_force_replaces_another_file(report_db, tmp_path):
+    proc, db_same, _, target = _report_case(
+        report_db, tmp_path, lambda tmp, db: (tmp / "old.html").write_text("<p>kept</p>") and tmp / "old.html", "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert db_same and target.read_text().startswith("<!DOCTYPE html>") and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_report_on_a_full_disk_is_one_line_and_leaves_nothing(report_db, tmp_path):
+    """A file-size limit of 4 KiB (RLIMIT_FSIZE: the write fails as on a full disk) in a subprocess."""
+    import os
+    import resource
+
+    from tests.support.cli_under_test import CLI_MODULE, CLI_PATH
+
+    db = tmp_path / "pub.duckdb"
+    db.write_bytes(report_db.read_bytes())
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ) | ({"PYTHONPATH": CLI_PATH} if CLI_PATH else {})
+    proc = subprocess.run([sys.executable, "-m", CLI_MODULE, "report", "pub", "--html", str(out / "r.html"),
+                           "--db", f"duckdb://{db}"], capture_output=True, text=True, env=env, timeout=600,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppdp: error: Cannot write the report"), \
+        f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert list(out.iterdir()) == [], "nothing half-written"

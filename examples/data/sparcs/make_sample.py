@@ -15,8 +15,10 @@ from pathlib import Path
 
 import polars as pl
 
+import ppdp.engine
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
+CATALOGUES = Path(ppdp.engine.__file__).parent / "data" / "catalogues"  # the package's data, installed or not
 SAMPLE_ROWS, NEW_ROWS, SEED = 3000, 200, 2015
 COLUMNS = {"Age Group": "age_group", "Gender": "gender", "Race": "race", "Length of Stay": "length_of_stay",
            "Zip Code - 3 digits": "zip3", "Type of Admission": "admission", "CCS Diagnosis Description": "diagnosis"}
@@ -27,7 +29,7 @@ AGE_BANDS = {"0 to 17": "0 to 29", "18 to 29": "0 to 29", "30 to 49": "30 to 69"
 def main(source: Path) -> None:
     parts = sorted(source.glob("part-*.csv"))
     raw = pl.concat([pl.read_csv(p, columns=list(COLUMNS), infer_schema=False) for p in parts]).rename(COLUMNS)
-    catalogue = pl.read_csv(ROOT / "src" / "ppdp" / "engine" / "data" / "catalogues" / "sparcs_ccs_by_mdc.csv", separator=";",
+    catalogue = pl.read_csv(CATALOGUES / "sparcs_ccs_by_mdc.csv", separator=";",
                             has_header=False, new_columns=["diagnosis", "mdc", "root"])
     complete = raw.filter(pl.all_horizontal([pl.col(c).is_not_null() & (pl.col(c) != "") for c in COLUMNS.values()]))
     known = complete.filter(pl.col("diagnosis").is_in(catalogue["diagnosis"].to_list()))
@@ -52,4 +54,6 @@ def main(source: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data" / "sparcs")
+    if len(sys.argv) != 2:
+        raise SystemExit(f"usage: {sys.argv[0]} /path/to/sparcs (the folder of the 8 part-*.csv files)")
+    main(Path(sys.argv[1]))

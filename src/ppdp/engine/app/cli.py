@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="one self-contained HTML page about a release version (no network, no script)")
     rp.add_argument("name", help="release name (output.name, or schema.name)")
-    rp.add_argument("--html", required=True, help="HTML file to write")
+    rp.add_argument("--html", required=True, help="HTML file to write (must not exist unless --force)")
+    rp.add_argument("--force", action="store_true", help="replace an existing report file (never the database being read)")
     rp.add_argument("--version", type=int, help="published version (default: the current one)")
     rp.add_argument("--external", action="store_true",
                     help="for readers outside the organisation: leave out everything that lists quasi-identifier combinations")
@@ -99,6 +100,14 @@ def _parser() -> argparse.ArgumentParser:
     rk.add_argument("--threshold", type=float, default=0.2, help="a record is at risk above this risk (default 0.2)")
     rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
     rk.add_argument("--json", action="store_true", help="one JSON object")
+
+    sg = sub.add_parser("suggest", help="profile a table and write a commented release spec (auto hierarchies) with a preview")
+    sg.add_argument("--table", required=True, help="SCHEMA.TABLE (or TABLE) to profile")
+    sg.add_argument("--db", default=DEFAULT_DB, help=f"database URL (default: {DEFAULT_DB})")
+    sg.add_argument("--out", help="spec file to write (must not exist); without it the spec is printed")
+    sg.add_argument("--max-risk", type=float, default=0.2, help="target highest re-identification risk (default 0.2: k = 5)")
+    sg.add_argument("--no-preview", action="store_true", help="do not run the spec on a copy to preview the release")
+    sg.add_argument("--json", action="store_true", help="one JSON object: the decisions, the source's risk and the preview")
 
     e = sub.add_parser("export", help="copy the published schema alone into a new DuckDB file")
     e.add_argument("out", help="DuckDB file to create (must not exist)")
@@ -200,7 +209,7 @@ def _error_result(args: argparse.Namespace, failed):
         from ppdp.engine.app.api import VerifyResult
 
         return VerifyResult(status=failed.status, exit_code=failed.exit_code, error=failed.error)
-    if args.command == "risk":
+    if args.command in ("risk", "suggest"):
         from ppdp.engine.app.outcome import Measured
 
         return Measured({"error": failed.error}, failed.status, failed.exit_code)
@@ -361,7 +370,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     con = connect(args.db, read_only=True)
     try:
-        size = write_report(con, args.name, args.html, version=args.version, external=args.external)
+        size = write_report(con, args.name, args.html, version=args.version, external=args.external, force=args.force)
     finally:
         con.close()
     print(f"wrote {args.html} ({size:,} bytes, {'external' if args.external else 'internal'} report)")
@@ -467,6 +476,67 @@ def cmd_risk(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from ppdp.connectors import connect
+    from ppdp.engine.app.suggest import preview, spec_text, suggest
+    from ppdp.errors import SpecError
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.exists():
+        raise SpecError(f"{args.out} exists; ppdp suggest never overwrites a file. Hint: --out another path, or remove it.")
+    con = connect(args.db, read_only=True)
+    try:
+        s = suggest(con, args.table, max_risk=args.max_risk)
+        text = spec_text(s, args.db, args.table)
+        if not args.no_preview and s.of("qid"):
+            s.preview = preview(con, s, args.table, text)
+    finally:
+        con.close()
+    if out is not None:
+        with open(out, "x", encoding="utf-8") as f:  # "x": a file created meanwhile is not overwritten
+            f.write(text)
+    if args.json:
+        from ppdp.engine.app.outcome import Measured
+
+        return _emit(args, Measured(s.to_json() | {"spec": str(out) if out else text}))
+    if out is None:
+        print(text)
+    _print_suggestion(s, out)
+    return 0
+
+
+def _print_suggestion(s, out) -> None:
+    from ppdp.engine.app.suggest import risk_phrase
+
+    roles: dict[str, list[str]] = {}
+    for d in s.decisions:
+        roles.setdefault(d.role, []).append(d.column)
+    sample = f" (ranked on a block sample of about {-s.ranked_on:,})" if s.ranked_on < 0 else ""
+    print(f"suggest: {s.table}, {s.rows:,} rows, {len(s.decisions)} columns{sample}")
+    for role in ("key", "identifier", "person", "qid", "sensitive", "drop"):
+        if roles.get(role):
+            print(f"  {role:<11}: {', '.join(roles[role])}")
+    ranked = sorted((d for d in s.decisions if d.role in ("qid", "drop", "sensitive") and d.score != (0.0, 0.0)),
+                    key=lambda d: (d.role != "qid", -d.score[1]))
+    if ranked:
+        print("  ranking    : " + "; ".join(f"{d.column} {d.score[1]:.3f}" for d in ranked[:10]) + "  (separation)")
+    r = s.source_risk
+    if r:
+        print(f"  source risk: on {', '.join(r['qids'])}: {risk_phrase(r)}")
+    v = s.preview
+    if v:
+        where = f"a sample of {v['rows']:,} rows" if v["sampled"] else f"all {v['rows']:,} rows"
+        if v["error"]:
+            print(f"  preview    : on {where}: {v['status']}: {v['error']}")
+        else:
+            rr = (v.get("risk") or {}).get("release") or {}
+            print(f"  preview    : on {where}: {v['status']}, {'certified optimum' if v['certified'] else 'NOT certified optimal'}, "
+                  f"verified {v['verified']}, smallest class {v['k']}, "
+                  f"released {v['released']:,}, suppressed {v['suppressed']:,}, TD {v['td']:.1f}"
+                  + (f"\n  preview risk: {risk_phrase(rr)}" if rr else ""))
+    print(f"  spec       : {out if out else '(printed above)'}; k = {s.k} for max risk {s.max_risk:g}")
+
+
 def cmd_warm_up(args: argparse.Namespace) -> int:
     from ppdp.engine.app.warmup import warm_up
 
@@ -487,7 +557,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"worker": cmd_worker, "warm-up": cmd_warm_up, "init": cmd_init, "demo": cmd_demo, "job": cmd_job, "sql": cmd_sql, "run": cmd_run, "verify": cmd_verify, "runs": cmd_runs, "show": cmd_show, "export": cmd_export,
-            "risk": cmd_risk, "report": cmd_report}
+            "risk": cmd_risk, "report": cmd_report, "suggest": cmd_suggest}
 
 
 # --- printing ------------------------------------------------------------------------------

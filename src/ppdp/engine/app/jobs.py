@@ -141,12 +141,15 @@ def certificate(db: str, name: str) -> dict[str, Any]:
 
 def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
     """The audit record of the version ``run`` published (what ``ppdp job certificate`` prints)."""
+    from ppdp.engine.app.shareable import shareable_check
+
     m, s, v = run.metrics, run.solution, run.verification
+    checks = [shareable_check(c) for c in v.get("checks", [])]
     return {
         "release": run.release, "version": run.version, "run_id": run.run_id, "job": run.job,
         "published_at": str(run.finished_at), "source_rows": run.source_rows, "source_fingerprint": run.source_fingerprint,
         "models": [{"model": c["model"], "params": c["params"], "achieved": c.get("achieved", c["ad"]), "passed": c["passed"],
-                    "verification_query": c["query"]} for c in v.get("checks", [])],
+                    "verification_query": c["query"]} for c in checks],
         "released_rows": v.get("rows"), "suppressed_rows": int(m.get("suppressed") or 0),
         "method": s.get("method", "generalization"), "method_summary": dict(summary.method_lines(run)),
         "utility": summary.utility(m),

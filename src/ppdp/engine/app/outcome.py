@@ -179,7 +179,10 @@ def result_of_error(exc: BaseException, *, job: str | None = None) -> RunResult:
 def model_checks(checks: list[dict[str, Any]]) -> tuple[ModelCheck, ...]:
     """The verification's checks as records; an infinite AD (the empty release) becomes None,
     so that ``--json`` stays strict JSON (no ``Infinity``)."""
-    return tuple(ModelCheck(c["model"], dict(c["params"]), _finite(c.get("achieved", c["ad"])), bool(c["passed"]))
+    from ppdp.engine.app.shareable import shareable_params
+
+    return tuple(ModelCheck(c["model"], shareable_params(c["model"], dict(c["params"])), _finite(c.get("achieved", c["ad"])),
+                            bool(c["passed"]))
                  for c in checks)
 
 

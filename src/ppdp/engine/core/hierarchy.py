@@ -18,10 +18,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ppdp.errors import HierarchyError
+
+if TYPE_CHECKING:  # the builders import this module
+    from ppdp.engine.core.builders import Definition
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +46,9 @@ class Hierarchy:
     repeated_rows: int = 0
     conflicting_leaves: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    # A built hierarchy's functional definition (engine/core/builders ``Definition``): how it was
+    # built and its exact interval bounds; None for a file or a fixed generator. Not in ``digest``.
+    definition: Definition | None = field(default=None, repr=False, compare=False)
 
     @property
     def height(self) -> int:

@@ -25,7 +25,9 @@ from ppdp.sql.relations import DELTA_SUFFIX, VERSION_SEPARATOR
 
 NULL_POLICIES = ("error", "suppress")
 DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
-HIERARCHY_TYPES = ("arx", "intervals", "masking", "dates", "flat")
+HIERARCHY_TYPES = ("arx", "intervals", "masking", "dates", "flat", "auto")
+# { type = "auto", ... }: builder and parameters that replace the chosen ones (engine/core/builders/auto.py)
+AUTO_OVERRIDES = ("builder", "method", "cuts", "ladder", "keep", "merged", "rebuild")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class HierarchySpec:
     widths: tuple[float, ...] | None = None  # intervals
     levels: int | None = None  # intervals (auto widths), masking
     duplicates: str = "error"  # arx: a leaf on several differing rows -> "error", "keep-last" (ARX), "keep-first"
+    auto: tuple[tuple[str, Any], ...] = ()  # auto: the overrides given (AUTO_OVERRIDES)
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ _SCHEMA: dict[str, set[str]] = {
     "access": {"roles"},
     "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
-    "hierarchy": {"type", "file", "widths", "levels", "duplicates"},
+    "hierarchy": {"type", "file", "widths", "levels", "duplicates", *AUTO_OVERRIDES},
     "sensitive": {"columns", "hierarchy"},
     "privacy": {"models", "kept_columns"},
     "utility": {"objective", "report", "workload_queries", "workload_seed"},
@@ -208,7 +211,33 @@ def _hierarchy(raw: Any, where: str) -> HierarchySpec:
         raise SpecError(f"{where}.duplicates {duplicates!r} is not a choice.{hint} Known: {', '.join(ARX_DUPLICATE_POLICIES)}.")
     if "duplicates" in raw and kind != "arx":
         raise SpecError(f"{where}.duplicates applies to ARX files only, not to type {kind!r}. Hint: remove it.")
-    return HierarchySpec(kind, file, widths, levels, duplicates)
+    auto = tuple((k, _frozen(raw[k])) for k in AUTO_OVERRIDES if k in raw)
+    if auto and kind != "auto":
+        raise SpecError(f"{where}.{auto[0][0]} applies to type \"auto\" only, not to type {kind!r}. Hint: remove it.")
+    _check_auto(dict(auto), where)
+    return HierarchySpec(kind, file, widths, levels, duplicates, auto)
+
+
+def _frozen(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+_BUILDERS = ("numeric", "temporal", "codes", "priority")
+
+
+def _check_auto(o: dict[str, Any], where: str) -> None:
+    """The overrides' types (the builder checks their values against the data)."""
+    if "builder" in o and o["builder"] not in _BUILDERS:
+        raise SpecError(f"{where}.builder {o['builder']!r} is not a builder.{did_you_mean(str(o['builder']), _BUILDERS)} "
+                        f"Known: {', '.join(_BUILDERS)}.")
+    if "method" in o and o["method"] not in ("width", "depth"):
+        raise SpecError(f"{where}.method must be \"width\" or \"depth\", got {o['method']!r}.")
+    for key, kind in (("cuts", (int, float)), ("ladder", str), ("keep", int), ("merged", int)):
+        if key in o:
+            if not isinstance(o[key], tuple) or not all(isinstance(x, kind) and not isinstance(x, bool) for x in o[key]):
+                raise SpecError(f"{where}.{key} must be a list of {_kind_name(kind)} values, got {list(o[key]) if isinstance(o[key], tuple) else o[key]!r}.")
+    if "rebuild" in o and not isinstance(o["rebuild"], bool):
+        raise SpecError(f"{where}.rebuild must be true or false, got {o['rebuild']!r}.")
 
 
 def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> ReleaseSpec:

@@ -113,6 +113,9 @@ class PrivacyModel:
     kernel_kind: ClassVar[int | None] = None
     # Spec parameters that ``ppdp warm-up`` releases the sample under (None: not warmed up).
     warm_up_example: ClassVar[dict[str, Any] | None] = None
+    # Spec parameters that are themselves about individuals (delta-presence's research rule, the
+    # membership the model hides): stored in the run record, never in a shareable output.
+    private_params: ClassVar[frozenset[str]] = frozenset()
 
     # -- the spec ------------------------------------------------------------------------
     @classmethod
@@ -123,6 +126,13 @@ class PrivacyModel:
     def params(self) -> dict[str, Any]:
         """The model's parameters as the spec writes them (stored in the run record)."""
         raise NotImplementedError
+
+    def query_names_values(self) -> bool:
+        """True when the model's verification query holds source values as literals (a sensitive
+        domain, a predicate over the source): a value held only by suppressed rows would leave
+        the database with it, so shareable outputs (report, certificate, ``--json``) leave the
+        query text out. The query stays in the private run record."""
+        return bool(self.private_params)
 
     def impossible_reason(self, table: EncodedTable) -> str | None:
         """Why no non-empty release of ``table`` can satisfy the model, or None if one can."""

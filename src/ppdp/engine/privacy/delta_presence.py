@@ -61,6 +61,8 @@ class DeltaPresence(PrivacyModel):
     name: ClassVar[str] = "delta-presence"
     requirements: ClassVar[Requirements] = Requirements(research_subset=True, population=True)
     higher_is_safer: ClassVar[bool] = False
+    # The research rule says who is in the study: the membership this model exists to hide.
+    private_params: ClassVar[frozenset[str]] = frozenset({"research"})
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> DeltaPresence:

@@ -233,6 +233,10 @@ class OrderedTCloseness(_EMD):
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.ordered_emd_ref(counts, q, self._order().rank.tolist())
 
+    def query_names_values(self) -> bool:
+        """The ground distance enters the query as a literal relation of every sensitive value."""
+        return True
+
     def per_class_sql(self, counts: str, q_relation: str, d: Dialect) -> str:
         order = DS.order_relation(list(self.columns), self.values, self._order().rank.tolist(), d)
         return DS.ordered_distance(counts, q_relation, order, len(self.values))
@@ -286,6 +290,10 @@ class HierarchicalTCloseness(_EMD):
 
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.hierarchical_emd_ref(counts, q, [ids.tolist() for ids in self._tree().node])
+
+    def query_names_values(self) -> bool:
+        """The ground distance enters the query as a literal relation of every sensitive value."""
+        return True
 
     def per_class_sql(self, counts: str, q_relation: str, d: Dialect) -> str:
         tree = self._tree()

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppdp.connectors.base import Connector
+from ppdp.engine.app.shareable import shareable_check
 from ppdp.engine.core import catalog
 from ppdp.engine.release.columns import published_qid_columns
 from ppdp.errors import SpecError
@@ -227,7 +228,7 @@ def _summary(run: Any, method: str, records: int, external: bool) -> tuple[tuple
             ("source rows", f"{run.source_rows:,}" if run.source_rows is not None else "-"),
             ("released rows", f"{records:,}"), ("suppressed rows", f"{int(m.get('suppressed', 0) or 0):,}"),
             ("verification", "passed" if v.get("passed") else "FAILED")]
-    for c in v.get("checks", []):
+    for c in map(shareable_check, v.get("checks", [])):
         rows.append((f"model {c['model']}", f"{json.dumps(c['params'])}: achieved {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}"))
     for c in v.get("method_checks", []):
         rows.append((f"method check: {c.get('check')}", "pass" if c.get("passed") else "FAIL"))

@@ -139,12 +139,18 @@ def _suppression(d: ReportData) -> str:
 
 
 def _utility(d: ReportData) -> str:
-    rows = [[q.attribute, q.form, q.domain, q.published_values, q.loss, q.exact_share] for q in d.qid_views]
-    return _section("utility", '<p class="note">Loss is the mean normalized generalization of a released value '
+    # The source's domain counts values held only by suppressed rows: left out of the external page.
+    rows = [[q.attribute, q.form, *([] if d.external else [q.domain]), q.published_values, q.loss, q.exact_share]
+            for q in d.qid_views]
+    head = ["attribute", "published as", *([] if d.external else ["domain values"]), "published values",
+            "loss (0-1)", "exact share"]
+    numeric = {2, 3, 4} if d.external else {2, 3, 4, 5}
+    note = ('<p class="note">The number of source values per attribute is left out of the external report '
+            "(it counts values held only by suppressed rows).</p>" if d.external else "")
+    return _section("utility", note + '<p class="note">Loss is the mean normalized generalization of a released value '
                     "(Iyengar's loss metric: leaves covered minus one over domain leaves minus one, or range width over "
                     "the attribute's range); 0 means as in the source, 1 fully suppressed. Exact share: released values not generalized.</p>"
-                    + _table(["attribute", "published as", "domain values", "published values", "loss (0-1)", "exact share"],
-                             rows, {2, 3, 4, 5})
+                    + _table(head, rows, numeric)
                     + svg.bars([q.attribute for q in d.qid_views], [("loss", [q.loss or 0.0 for q in d.qid_views], svg.RELEASE)],
                                title="loss per attribute", x_label="attribute", y_label="loss", height=200))
 

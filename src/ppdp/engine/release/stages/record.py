@@ -110,12 +110,19 @@ def record_failure(ctx: RunContext, prep: Prepared, plan: ReleasePlan | None, ex
                                               ctx.run_key, ctx.fingerprint, {}, {}))
 
 
+def built_hierarchies(prep: Prepared) -> dict[str, Any]:
+    """The functional definitions of the version's built (``auto``) hierarchies, by column: the
+    next version rebuilds the same hierarchies from them (stages/validate.py load_hierarchy)."""
+    built = {h.attribute: h.definition.to_json() for h in prep.hierarchies if h.definition is not None}
+    return {"hierarchies": built} if built else {}
+
+
 def record_success(ctx: RunContext, prep: Prepared, plan: ReleasePlan, candidate: Candidate, held: HistoryOutcome,
                    written: Published, verification: dict[str, Any], grants: dict[str, Any]) -> RunRecord:
     """The published version's run row (inside the run's transaction): the plan's solution with the
     grants, its metrics with what was released and held back, the verification, the source's
     changes and the delta, and the cross-version check."""
-    solution = plan.solution | {"access": grants}
+    solution = plan.solution | {"access": grants} | built_hierarchies(prep)
     metrics = published_figures(ctx.con, written.table, ctx.spec.qid_columns, prep.hierarchies, plan.metrics,  # the published version's figures
                                 plan.solution.get("levels"), held.record.get("held_back", {}), written.rows, prep.source_rows)
     changes = candidate.changes | ({"delta": written.delta} if ctx.previous is not None else {})

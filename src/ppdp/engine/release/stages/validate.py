@@ -17,6 +17,9 @@ import polars as pl
 from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.core.builders import Definition, build
+from ppdp.engine.core.builders.auto import check, choose
+from ppdp.engine.core.builders.profile import ColumnProfile, from_counts, profile_table
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import (
     EncodedTable,
@@ -39,6 +42,7 @@ from ppdp.errors import DataError, SpecError, did_you_mean
 from ppdp.sql import history as H
 from ppdp.sql import inspect
 from ppdp.sql import predicate as SP
+from ppdp.sql import profile as PR
 from ppdp.sql import queries as Q
 from ppdp.sql.relations import delta_name, version_name
 
@@ -214,7 +218,8 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
     if check["distinct_keys"] != n_rows:
         raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
 
-    hierarchies = [load_hierarchy(spec, q, source, con) for q in spec.quasi_identifiers]
+    profiles = auto_profiles(spec, source, con, described)
+    hierarchies = [load_hierarchy(spec, q, source, con, profiles, previous) for q in spec.quasi_identifiers]
     distribution = reference_distribution(spec, con, source, previous)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
@@ -254,9 +259,39 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
     return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
 
 
-def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, con: Connector) -> hier.Hierarchy:
-    """A QID's hierarchy: its ARX file, or generated from the column's distinct values."""
+def auto_profiles(spec: ReleaseSpec, source: Q.Source, con: Connector,
+                  described: dict[str, str | None]) -> dict[str, ColumnProfile]:
+    """The profiles of the QIDs whose hierarchy is ``auto``, in one statement over the source (a
+    source.query's columns have no described type: they are profiled from their value counts)."""
+    cols = {q.column: described[q.column] for q in spec.quasi_identifiers
+            if q.hierarchy.type == "auto" and described.get(q.column) is not None}
+    return profile_table(con, source.sql(), cols) if cols else {}
+
+
+def load_hierarchy(spec: ReleaseSpec, qid: QuasiIdentifier, source: Q.Source, con: Connector,
+                   profiles: dict[str, ColumnProfile] | None = None, previous: RunRecord | None = None) -> hier.Hierarchy:
+    """A QID's hierarchy: its ARX file, or generated from the column's distinct values, or built
+    from the data (``auto``). An ``auto`` hierarchy keeps the definition the release's published
+    version stored (the same builder and parameters, applied to this version's values) unless
+    its spec says ``rebuild = true`` or gives an override the stored definition does not have."""
     h = qid.hierarchy
+    if h.type == "auto":
+        if profiles and qid.column in profiles:
+            check(profiles[qid.column])
+        frame = con.query(PR.value_counts_query(source.sql(), qid.column, con.dialect))
+        counts = dict(zip(frame["v"].to_list(), (int(n) for n in frame["n"].to_list()), strict=True))
+        overrides = dict(h.auto)
+        stored = ((previous.solution or {}).get("hierarchies") or {}).get(qid.column) if previous is not None else None
+        kept = Definition.from_json(stored) if stored is not None and not overrides.get("rebuild", False) else None
+        if kept is not None and all(kept.builder == v if k == "builder" else kept.param(k) == v
+                                    for k, v in overrides.items() if k != "rebuild"):
+            definition = kept  # the published definition, unless an override of the spec now says otherwise
+        else:
+            profile = (profiles or {}).get(qid.column)
+            if profile is None:
+                profile = from_counts(qid.column, None, counts, sum(counts.values()))
+            definition = choose(profile, counts, overrides)
+        return build(definition, qid.column, list(counts), counts)
     if h.type == "arx":
         path = Path(h.file or "")  # the spec requires a file for type "arx"
         if not path.is_absolute():

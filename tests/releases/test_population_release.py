@@ -23,7 +23,7 @@ from ppdp.connectors import connect
 from ppdp.engine.core import hierarchy as H
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.release.run import run_release
-from ppdp.errors import DataError, SpecError
+from ppdp.errors import CrossVersionRefusal, DataError, SpecError
 from tests.conftest import ADULT, toml_str, write_spec
 
 QIDS = ["age", "education", "race", "sex", "workclass"]
@@ -225,6 +225,6 @@ def test_a_second_version_of_a_delta_presence_release_is_refused(tmp_path):
         con.execute('DELETE FROM "main"."adult" WHERE id % 97 = 0')
     finally:
         con.close()
-    with pytest.raises(SpecError, match="union of classes") as exc:
+    with pytest.raises(CrossVersionRefusal, match="union of classes") as exc:
         run_release(spec, progress=False)
     assert "\n" not in str(exc.value)

@@ -22,11 +22,17 @@ def target(con: Connector, release: str | None, table: str | None, version: int 
     if (release is None) == (table is None):
         raise SpecError("give a release name or --table SCHEMA.TABLE (one of them). Hint: ppdp risk adult --db URL.")
     if table is not None:
-        schema, _, name = table.rpartition(".")
-        schema = schema or getattr(con, "default_schema", "main")
-        if con.relation_columns(schema, name) is None:
-            raise SpecError(f"no table {table!r} in {con.url}.")
-        return quote_table(schema, name, con.dialect), []
+        if version is not None:
+            raise SpecError("--version names a published version of a release; it does not apply to --table. "
+                            "Hint: ppdp risk RELEASE --version N, or --table SCHEMA.TABLE alone.")
+        # a dot may be part of a name: the whole text in the default schema first, then each
+        # split into SCHEMA.TABLE from the left
+        default = getattr(con, "default_schema", "main")
+        candidates = [(default, table)] + [(table[:i], table[i + 1:]) for i, ch in enumerate(table) if ch == "."]
+        for schema, name in candidates:
+            if schema and name and con.relation_columns(schema, name) is not None:
+                return quote_table(schema, name, con.dialect), []
+        raise SpecError(f"no table {table!r} in {con.url}.")
     assert release is not None
     rid = catalog.resolve_release(con, release)
     runs = catalog.published_runs(con, rid)

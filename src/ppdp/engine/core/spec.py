@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,7 +19,9 @@ from ppdp.engine.core.hierarchy import ARX_DUPLICATE_POLICIES
 from ppdp.errors import SpecError, UnknownNameError, did_you_mean, known_names
 from ppdp.redact import redact_value
 from ppdp.registry import check_name, registry
+from ppdp.sql.history import ROW_ID
 from ppdp.sql.queries import PRIVATE_SCHEMA
+from ppdp.sql.relations import DELTA_SUFFIX, VERSION_SEPARATOR
 
 NULL_POLICIES = ("error", "suppress")
 DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
@@ -367,6 +370,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     out_name = _need(out, "name", "output", str)
     if not out_name.strip():
         raise SpecError(f"output.name is empty ({out_name!r}). Hint: name = \"patients_k5\" names the published view.")
+    _check_output_name(out_name)
     report = _names(util.get("report", list(ReleaseSpec.report)), "utility.report")
     for metric in report:
         _registered("metric", metric, "utility.report")
@@ -404,6 +408,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         person_varying=_names(src.get("person_varying", []), "source.person_varying"), raw=raw,
     )
     _check_columns_disjoint(spec)
+    _check_reserved_columns(spec)
     return spec
 
 
@@ -419,6 +424,27 @@ def _file_query(file: str, base: Path) -> str:
     if reader is None:
         raise SpecError(f"source.file must be .parquet or .csv, got {path.name!r}.")
     return file_query(reader, str(path.resolve()))
+
+
+def _check_output_name(name: str) -> None:
+    """A release ``name`` owns ``name__v<N>`` and ``name__delta`` (sql/relations.py): a name that
+    ends like one of those is another release's version table or delta (letter case aside, as
+    DuckDB compares names)."""
+    if re.search(rf"({re.escape(VERSION_SEPARATOR)}[0-9]+|{re.escape(DELTA_SUFFIX)})$", name, re.IGNORECASE):
+        raise SpecError(f"output.name {name!r} ends like a version table or a delta ('<name>{VERSION_SEPARATOR}<N>', "
+                        f"'<name>{DELTA_SUFFIX}'), which belong to the release they are named after. "
+                        "Hint: choose a name without that ending.")
+
+
+def _check_reserved_columns(spec: ReleaseSpec) -> None:
+    """ppdp adds the column ROW_ID to every published row (the row's id across versions), so no
+    published column of the source may be named so."""
+    for role, cols in (("quasi-identifier", spec.qid_columns), ("sensitive attribute", spec.sensitive),
+                       ("kept column", spec.keep)):
+        for c in cols:
+            if c.lower() == ROW_ID:
+                raise SpecError(f"The {role} {c!r} has the name of the column ppdp adds to every published row "
+                                f"({ROW_ID!r}). Hint: rename it in a source.query (SELECT ..., {c} AS ...).")
 
 
 def _check_columns_disjoint(spec: ReleaseSpec) -> None:
@@ -457,7 +483,7 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     """The raw TOML of a spec file (not yet validated), or a one-line SpecError."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not TOML
     except FileNotFoundError:
         raise SpecError(f"Spec file {str(path)!r} does not exist.") from None
     except IsADirectoryError:

@@ -198,6 +198,12 @@ class PrivacyModel:
         """This model's constraints for S*(G) (models/oracle.py), or None: no exact oracle."""
         return None
 
+    def retention_cap(self, stats: ClassStats) -> np.ndarray | None:
+        """The most records each class may keep and still satisfy the model, for a model that
+        suppression satisfies by keeping fewer records of a class (delta-presence's upper bound);
+        None: no such cap. S*(G) keeps at most this many records of each class."""
+        return None
+
     # -- SQL -------------------------------------------------------------------------------
     def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str | None:
         """The independent SQL check of a version: one row (ad, classes); None if the model has none."""
@@ -209,6 +215,12 @@ class PrivacyModel:
         uniqueness) returns the histogram from SQL and computes AD here."""
         row = frame.row(0, named=True)
         return (None if row["ad"] is None else float(row["ad"])), int(row["classes"])
+
+    def achieved_value(self, frame: Any, ad: float | None) -> float | None:
+        """The value reported as the model's achieved value (``achieved`` of --json, the
+        certificate) from the result of ``version_sql``: AD unless the model's parameter bounds
+        another figure (beta-likeness: the largest gain)."""
+        return ad
 
     def population_version_sql(self, relation: str, qids: list[str], population: str, d: Dialect) -> str | None:
         """The independent SQL check of a version for a model that reads population counts:

@@ -58,6 +58,8 @@ class Problem:
         # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
         self._class_memo: ClassMemo | None = None
         self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
+        # A model caps the records a class may keep (delta-presence): S*(G) applies the cap.
+        self._caps_retention = any(type(m).retention_cap is not PrivacyModel.retention_cap for m in self.models)
 
     @property
     def oracle_params(self) -> OracleParams:
@@ -113,6 +115,16 @@ class Problem:
         self.evaluations += G.shape[0]
         return self.evaluator.evaluate(G, retained if retained.ndim == 2 else np.atleast_2d(retained))
 
+    @property
+    def needs_population(self) -> bool:
+        """A model counts the population's persons per class (delta-presence, k-map)."""
+        return self._numba.needs_population
+
+    def class_stats(self, g: np.ndarray, retained: np.ndarray):
+        """(class id per histogram row, ClassStats with the population's counts when a model
+        needs them, pair id per row) of one (G, retained)."""
+        return self._numba.class_stats(np.ascontiguousarray(g, dtype=np.int64), np.asarray(retained, dtype=np.int64))
+
     def record_class_sizes(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Class size of each record for one (G, S); 0 for suppressed records.
 
@@ -143,6 +155,33 @@ class Problem:
         self._oracle_cache[key] = retained.copy() if copy else retained
 
     def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
+        out = self._oracle_retained(g)
+        return self._capped(g, out) if self._caps_retention else out
+
+    def _capped(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        """S*(G) under the models that cap the records a class may keep (``retention_cap``):
+        each class keeps its first records in histogram-row order up to the smallest cap, and
+        none when that cap is below the oracle's k."""
+        cls, stats, _ = self._numba.class_stats(np.asarray(g, dtype=np.int64), retained)
+        caps = [c for c in (m.retention_cap(stats) for m in self.models) if c is not None]
+        cap = np.minimum.reduce(caps)
+        cap = np.where(cap < self.oracle_params.k, 0, cap)
+        live = cls >= 0
+        order = np.argsort(np.where(live, cls, np.iinfo(np.int64).max), kind="stable")
+        ret = np.asarray(retained, dtype=np.int64)[order]
+        c = np.asarray(cls, dtype=np.int64)[order]
+        live_sorted = c >= 0
+        cum = np.cumsum(ret)
+        # records of the same class in rows before this one
+        first = np.r_[True, c[1:] != c[:-1]]
+        start = np.maximum.accumulate(np.where(first, np.arange(len(c)), 0))
+        before = cum - ret - np.where(start > 0, cum[start - 1], 0)
+        keep = np.where(live_sorted, np.clip(cap[np.where(live_sorted, c, 0)] - before, 0, ret), ret)
+        out = np.empty_like(ret)
+        out[order] = keep
+        return out
+
+    def _oracle_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
         o = self.oracle_params
         counts = t.counts
@@ -172,7 +211,7 @@ class Problem:
         keys = [g.tobytes() for g in G]
         # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
         # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
-        if (self.evaluator is not self._numba or self._numba.kinds is None
+        if (self.evaluator is not self._numba or self._numba.kinds is None or self._caps_retention
                 or any(key in self._oracle_cache for key in keys)):
             retained = np.stack([self.optimal_retained(g) for g in G])
             return retained, self.evaluate(G, retained=retained)

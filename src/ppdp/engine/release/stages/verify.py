@@ -51,9 +51,10 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
     checks = []
     for m in models:
         sql = model_check_sql(spec, m, relation, release, version, con.dialect, levels)
-        ad, classes = m.check_result(con.query(sql))
+        frame = con.query(sql)
+        ad, classes = m.check_result(frame)
         ad_value = empty_ad(m) if ad is None else ad
-        checks.append({"model": m.name, "params": m.params(), "ad": ad,
+        checks.append({"model": m.name, "params": m.params(), "ad": ad, "achieved": m.achieved_value(frame, ad),
                        "classes": classes, "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
     return checks
 

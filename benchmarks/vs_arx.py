@@ -189,6 +189,20 @@ def _cases() -> list[Case]:
                                 (("k-anonymity", {"k": 2}), ("t-closeness", {"t": T_EMD_AS_EUCLIDEAN})), "lattice",
                                 "k=2 t=0.2 tmodel=equal supp=1.0", family="small", quick=quick))
     k2 = ("k-anonymity", {"k": 2})
+    # Issue #40's rows besides those above: EMD as the same model on both sides, and a small wide
+    # table (creditcard, 1,000 records, 10 QIDs) with a suppression limit.
+    for d in ("equal", "ordered"):
+        out.append(Case(f"adult-emd-{d}-0.2-k2", f"adult EMD {d} t=0.2 + k=2, same model (ppdp lattice)", "adult",
+                        (k2, ("t-closeness", {"t": 0.2, "distance": d})), "lattice",
+                        f"k=2 t=0.2 tmodel={d} supp=1.0", family="issue40"))
+    ds = "creditcard-q10-1000"
+    out += [
+        Case(f"{ds}-emd-equal-0.2-k2", f"{ds} EMD equal t=0.2 + k=2, same model (ppdp lattice)", ds,
+             (k2, ("t-closeness", {"t": 0.2, "distance": "equal"})), "lattice", "k=2 t=0.2 tmodel=equal supp=1.0",
+             family="issue40"),
+        Case(f"{ds}-k10-flash-5", f"{ds} k=10, 5 % limit (ppdp flash)", ds, (("k-anonymity", {"k": 10}),), "flash",
+             "k=10 supp=0.05", {"suppression_limit": 0.05}, family="issue40"),
+    ]
     for key, label, model, arx in [
         ("distinct-l3", "distinct l-diversity l=3", ("distinct-l-diversity", {"l": 3}), "ldiv=distinct l=3"),
         ("entropy-l3", "entropy l-diversity l=3", ("entropy-l-diversity", {"l": 3}), "ldiv=entropy l=3"),
@@ -226,6 +240,9 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
+# Issue #40's table: its own rows (family issue40) and these of the other families.
+ISSUE40_KEYS = ("adult-k5-lattice", "adult-k5-flash-5", "adult-k5-flash-0", "creditcard-q10-1000-k5-flash-0",
+                "fars-k5-lattice")
 
 
 def data_dir(arg: str | None) -> Path:
@@ -597,7 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", type=Path, help="an earlier vs_arx.json: its ppdp time and equality columns")
     ap.add_argument("--label", help="a name for this run in the JSON")
     ap.add_argument("--only", action="append", help="run only these case keys (repeatable)")
-    ap.add_argument("--family", help="comma-separated families: issue, small, models (default all)")
+    ap.add_argument("--family", help="comma-separated families: issue, small, models, issue40 (default all but "
+                    "issue40)")
     ap.add_argument("--no-arx", action="store_true", help="ppdp only")
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt", help="file holding ARX's classpath")
     args = ap.parse_args(argv)
@@ -605,8 +623,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out or REPO / "benchmarks" / "results" / "vs_arx" / ("quick" if args.quick else "")
     families = set(args.family.split(",")) if args.family else {"issue", "small", "models"}
     root = data_dir(args.data)
-    cases = [c for c in CASES if c.family in families and (not args.quick or c.quick)
-             and (not args.only or c.key in args.only)]
+    cases = [c for c in CASES if (c.family in families or ("issue40" in families and c.key in ISSUE40_KEYS))
+             and (not args.quick or c.quick) and (not args.only or c.key in args.only)]
     compare = json.loads(args.compare.read_text()) if args.compare else None
     arx: Arx | None = None
     arx_note = "not run (--no-arx)"

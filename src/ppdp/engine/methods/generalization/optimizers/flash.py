@@ -73,11 +73,11 @@ from ppdp.engine.methods.generalization.optimizers import (
     checks_params,
 )
 from ppdp.engine.methods.generalization.optimizers import _flash_kernel as FK
-from ppdp.engine.methods.generalization.optimizers.lattice import (
+from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
+    check_suppression_limit,
     lattice_size,
     max_suppressed_records,
 )
-from ppdp.engine.methods.generalization.optimizers.lattice_nodes import check_suppression_limit
 from ppdp.engine.methods.generalization.problem import CLASS_CACHE_BYTES, Problem, fitness_key
 from ppdp.engine.privacy.k_anonymity import KAnonymity
 from ppdp.errors import SpecError

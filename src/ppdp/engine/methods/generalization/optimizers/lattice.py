@@ -79,6 +79,7 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
 )
 from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
+from ppdp.engine.methods.generalization.optimizers.flash import _Flash
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,
     check_suppression_limit,
@@ -156,8 +157,6 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         # feasible ones is feasible), so feasibility is monotone up the lattice and TD with
         # nothing suppressed is non-increasing up it: Flash's tagging is exact, and the best
         # anonymous node it checks is the optimum over every (G, S) within the limit.
-        from ppdp.engine.methods.generalization.optimizers.flash import _Flash
-
         state = _Flash(problem, tracker, 0)
         complete = state.run()
         info.update(search="flash (zero limit, union-closed models)", nodes_evaluated=tracker.used)

@@ -194,8 +194,8 @@ class Problem:
         if not self._numba.needs_pairs:  # k-anonymity alone: keep classes of size >= k
             keep_class = stats.size >= o.k
             return np.where(keep_class[cls], counts, 0)
-        keep_pairs = K.optimal_pair_retention(stats.size, stats.pair_class, stats.pair_sa, stats.pair_n, stats.q,
-                                              o.k, o.t, o.l_distinct, o.l_entropy)
+        keep_pairs = K.optimal_pair_retention_t(stats.size, stats.pair_class, stats.pair_sa, stats.pair_n, stats.q,
+                                                o.k, o.t, o.l_distinct, o.l_entropy, o.t_kind, o.kernel_t_params())
         return K.rows_from_pairs(pid, keep_pairs, counts)
 
     def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
@@ -251,8 +251,8 @@ class Problem:
             parent_slot = out_slot = np.zeros(0, dtype=np.int64)
         retained, ad, td, sup = K.evaluate_optimal_batch(
             G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, ev.kind_params, t.n_records,
-            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, ids, parent_slot,
-            out_slot)
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), int(o.t_kind), o.kernel_t_params(),
+            allocations, allocations_fill, ids, parent_slot, out_slot)
         return retained, finish(self.models, ad, td, sup)
 
     @property

@@ -1,0 +1,98 @@
+"""examples/person_visits end to end on DuckDB: the shipped spec (``person = "person_id"``) on
+the shipped extract of Synthea encounters, recounted per person by SQL of its own, beside the
+same spec without ``person`` (docs/guides/person_unit.md quotes both runs)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from ppdp.engine.core.catalog import release_id
+from ppdp.engine.core.spec import load_spec
+from ppdp.engine.release.run import run_release
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "person_visits"
+QIDS = ("birth_year", "gender", "race", "county")
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory) -> Path:
+    """The example folder copied to a scratch folder and loaded by its own load.py."""
+    work = tmp_path_factory.mktemp("person_visits")
+    for name in ("encounters.csv", "load.py", "spec.toml"):
+        shutil.copy(EXAMPLE / name, work / name)
+    subprocess.run([sys.executable, str(work / "load.py")], check=True, capture_output=True)
+    return work
+
+
+def rows_spec(work: Path) -> Path:
+    """The shipped spec without the person: person_id dropped, the unit back to the row."""
+    text = (work / "spec.toml").read_text()
+    text = re.sub(r'(?m)^person = .*$', "", text)
+    text = text.replace('drop = ["encounter_class"]', 'drop = ["encounter_class", "person_id"]')
+    text = text.replace('name = "encounters"', 'name = "encounters_rows"')
+    assert "person =" not in text and '"person_id"]' in text
+    path = work / "spec_rows.toml"
+    path.write_text(text)
+    return path
+
+
+def per_class(db: Path, output: str) -> list[tuple[int, int]]:
+    """(distinct persons, rows) of each published class, joined back to the source rows through
+    the private row ids; none of ppdp's counting code."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cols = ", ".join(f'p."{q}"' for q in QIDS)
+        return con.execute(
+            f"SELECT COUNT(DISTINCT e.person_id), COUNT(*) FROM published.\"{output}\" AS p "
+            "JOIN _ppdp.row_ids AS i ON i.row_id = p.ppdp_row_id AND i.release = ? "
+            "JOIN encounters AS e ON CAST(e.visit_id AS VARCHAR) = i.key "
+            f"GROUP BY {cols}", [release_id("published", output)]).fetchall()
+    finally:
+        con.close()
+
+
+def test_the_extract_has_many_rows_per_person():
+    con = duckdb.connect()
+    per_person = con.execute("SELECT COUNT(*) FROM read_csv(?) GROUP BY person_id",
+                             [str(EXAMPLE / "encounters.csv")]).fetchall()
+    counts = sorted(n for (n,) in per_person)
+    assert len(counts) >= 100 and counts[len(counts) // 2] >= 10  # median person: 10+ rows
+    # the person-level quasi-identifiers really are constant per person (the spec says so)
+    varying = con.execute(
+        "SELECT COUNT(*) FROM (SELECT person_id FROM read_csv(?) GROUP BY person_id "
+        "HAVING COUNT(DISTINCT (birth_year, gender, race, county)) > 1)",
+        [str(EXAMPLE / "encounters.csv")]).fetchone()[0]
+    assert varying == 0
+
+
+def test_the_example_publishes_k5_per_person_where_rows_alone_do_not(example):
+    spec = load_spec(example / "spec.toml")
+    (model,) = spec.models
+    assert model.name == "k-anonymity"
+    k = dict(model.params)["k"]
+    out = run_release(spec, progress=False)
+    assert out.run.status == "succeeded"
+    db = example / "visits.duckdb"
+    classes = per_class(db, "encounters")
+    assert classes and min(persons for persons, _ in classes) >= k
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        published = {r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'published' AND table_name = 'encounters__v1'").fetchall()}
+    finally:
+        con.close()
+    assert "person_id" not in published and "reason" in published
+
+    rows_out = run_release(load_spec(rows_spec(example)), progress=False)
+    assert rows_out.run.status == "succeeded"
+    rows_classes = per_class(db, "encounters_rows")
+    assert min(rows for _, rows in rows_classes) >= k          # k holds over rows ...
+    assert sum(1 for persons, _ in rows_classes if persons < k) > 0  # ... not over persons

@@ -15,6 +15,7 @@ import pytest
 from ppdp.engine.core.catalog import release_id
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.release.run import run_release
+from tests.support.cli import ppdp
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "person_visits"
 QIDS = ("birth_year", "gender", "race", "county")
@@ -96,3 +97,23 @@ def test_the_example_publishes_k5_per_person_where_rows_alone_do_not(example):
     rows_classes = per_class(db, "encounters_rows")
     assert min(rows for _, rows in rows_classes) >= k          # k holds over rows ...
     assert sum(1 for persons, _ in rows_classes if persons < k) > 0  # ... not over persons
+
+
+def test_a_varying_qid_no_signature_group_can_meet_is_refused_not_failed(example: Path) -> None:
+    """encounter_class varies by encounter (source.person_varying); at the levels the row search
+    finds, no 5 patients share the classes their encounters fall into, so every patient would be
+    suppressed: the run is refused (exit 3, "refused"), not left to fail verification (exit 1)."""
+    text = (example / "spec.toml").read_text()
+    text = text.replace('drop = ["encounter_class"]', 'person_varying = ["encounter_class"]')
+    text = text.replace("[sensitive]", '[[quasi_identifiers]]\ncolumn = "encounter_class"\nhierarchy = "flat"\n\n[sensitive]')
+    text = text.replace('name = "encounters"', 'name = "encounters_class"')
+    spec = example / "spec_class.toml"
+    spec.write_text(text)
+    proc = ppdp("run", str(spec), "--no-progress")
+    assert proc.returncode == 3, proc.stderr
+    assert "every person would be suppressed" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    con = duckdb.connect(str(example / "visits.duckdb"), read_only=True)
+    try:
+        assert not con.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_name LIKE 'encounters_class%'").fetchone()[0]
+    finally:
+        con.close()

@@ -37,7 +37,7 @@ from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
 from ppdp.engine.privacy import PrivacyModel, plan_oracle
-from ppdp.errors import SpecError
+from ppdp.errors import ModelRefusal, SpecError
 from ppdp.sql import catalog as C
 from ppdp.sql import person as SP
 from ppdp.sql import queries as Q
@@ -194,9 +194,15 @@ class Generalization:
         select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=[spec.person_column, *spec.qid_columns],
                                   levels=levels, key=spec.key, row_ids=False).sql(dialect=d.name)
         pairs = con.query(SP.generalized_person_classes(select, spec.person_column, spec.qid_columns, d))
-        failing = failing_persons(pairs, plan_oracle(prep.models).params.k)
+        k = plan_oracle(prep.models).params.k
+        failing = failing_persons(pairs, k)
         if not failing:
             return
+        if len(failing) == pairs["person"].n_unique():
+            raise ModelRefusal(f"At the levels found, no {k} persons share the classes their rows fall into "
+                               f"(source.person_varying {list(spec.person_varying)}), so every person would be "
+                               "suppressed; nothing was published. Hint: coarser hierarchies for the varying "
+                               "quasi-identifiers, or fewer of them.")
         stage = f"persons_out_{ctx.run_id}"
         con.write_frame(C.PRIVATE_SCHEMA, stage, pl.DataFrame({"key": failing}, schema={"key": pl.String}))
         con.execute(C.insert_suppressed(SP.new_person_keys(full, spec.key, spec.person_column, stage, ctx.release, ctx.version), d),

@@ -50,7 +50,7 @@ def _verify_passes(db: Path, name: str = "adult") -> None:
 @pytest.mark.parametrize("optimizer, evaluator", [("lattice", "numba"), ("lattice", "duckdb"), ("id-dga", "numba")])
 def test_delta_presence_below_the_research_share_suppresses_research_records(db, tmp_path, optimizer, evaluator):
     """dmax = 0.3 under a research share of 0.61: the root keeping 0.3 of the population is a
-    release, found by suppressing research records (S*(G) caps each class at dmax x persons);
+    release, found by suppressing research records (S*(G) keeps the largest r <= dmax x persons);
     never a release that the SQL check then fails (exit 1)."""
     spec = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], models=_dp(0.0, 0.3),
                       optimizer=optimizer, budget=300)
@@ -59,6 +59,12 @@ def test_delta_presence_below_the_research_share_suppresses_research_records(db,
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "delta-presence" in proc.stdout and "-> PASS" in proc.stdout
     _verify_passes(db)
+    if optimizer == "lattice":  # S*(G)'s delta-presence term is exact: the optimum is certified
+        with duckdb.connect(str(db), read_only=True) as con:
+            solution = json.loads(con.execute("SELECT solution FROM _ppdp.runs WHERE status = 'succeeded'").fetchone()[0])
+            dropped = con.execute("SELECT count(*) FROM _ppdp.suppressed").fetchone()[0]
+        assert solution["certified"] and not solution.get("not_certified_because"), solution
+        assert dropped > 0  # research records were dropped to bring delta under dmax
 
 
 @pytest.mark.parametrize("optimizer", ["ga", "de", "haef", "tlef", "descent", "dfs", "id-ga"])

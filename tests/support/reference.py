@@ -194,3 +194,17 @@ def emd(alloc, q_of, q, distance, rank=None):
         cum += p[v] - q[v]
         total += abs(cum)
     return total / max(len(q) - 1, 1)
+
+
+def presence_retention(size, persons, k, dmin, dmax):
+    """Twin of engine/kernels/presence.py's oracle term, from the definition: per class, the
+    largest r in 0..size with r = 0 or r >= k, and r / persons <= dmax (as the SQL check divides);
+    with the verdict whether some r also has r / persons >= dmin (a class left with 0 released
+    records has delta 0)."""
+    keep, ok = [], []
+    for n, p in zip(size, persons, strict=True):
+        n, p = int(n), int(p)
+        good = [r for r in range(n + 1) if (r == 0 or r >= k) and p > 0 and r / p <= dmax]
+        keep.append(max(good) if good else 0)
+        ok.append(any(dmin <= r / p for r in good) if p > 0 else False)
+    return keep, ok

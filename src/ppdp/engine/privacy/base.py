@@ -198,12 +198,6 @@ class PrivacyModel:
         """This model's constraints for S*(G) (models/oracle.py), or None: no exact oracle."""
         return None
 
-    def retention_cap(self, stats: ClassStats) -> np.ndarray | None:
-        """The most records each class may keep and still satisfy the model, for a model that
-        suppression satisfies by keeping fewer records of a class (delta-presence's upper bound);
-        None: no such cap. S*(G) keeps at most this many records of each class."""
-        return None
-
     # -- SQL -------------------------------------------------------------------------------
     def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str | None:
         """The independent SQL check of a version: one row (ad, classes); None if the model has none."""

@@ -4,7 +4,9 @@ S*(G) keeps, in every class of G, the largest set of records that satisfies the 
 ``OracleParams`` carries (the kernel is ``_kernels.optimal_pair_retention_t``). Each model with an
 oracle contributes its constraint; the combination is exact (S*(G) provably the largest
 feasible retention, so a search over G alone is a search over every (G, S)) only when every
-model contributed one and the kernel is proven for that combination. Otherwise the oracle still
+model contributed one and the kernel is proven for that combination. delta-presence's term is
+applied after the kernel, class by class (engine/kernels/presence.py): exact beside
+k-anonymity (and k-map), not beside a constraint on sensitive values. Otherwise the oracle still
 suppresses for the models it knows and the evaluator checks every model on the result, but no
 optimizer may call its result certified, and ``OraclePlan.reasons`` says why.
 """
@@ -37,6 +39,10 @@ class OracleParams:
     t_kind: int = kinds.LARGEST_EUCLIDEAN_DISTANCE
     t_params: tuple[float, ...] = ()
     t_mixed: bool = False
+    # delta-presence (engine/kernels/presence.py): a class keeps at most the largest r with
+    # r / persons <= dmax; dmax < 0: no delta-presence. dmin only decides feasibility.
+    dmin: float = 0.0
+    dmax: float = -1.0
 
     def merge(self, other: OracleParams) -> OracleParams:
         both = self.t >= 0 and other.t >= 0
@@ -45,7 +51,8 @@ class OracleParams:
         return OracleParams(
             k=max(self.k, other.k), t=tight.t, l_distinct=max(self.l_distinct, other.l_distinct),
             l_entropy=max(self.l_entropy, other.l_entropy), t_kind=tight.t_kind, t_params=tight.t_params,
-            t_mixed=mixed,
+            t_mixed=mixed, dmin=max(self.dmin, other.dmin),
+            dmax=min((x.dmax for x in (self, other) if x.dmax >= 0), default=-1.0),
         )
 
     @property
@@ -54,10 +61,22 @@ class OracleParams:
         return self.t >= 0 and self.t_kind != kinds.LARGEST_EUCLIDEAN_DISTANCE
 
     @property
+    def presence(self) -> bool:
+        """delta-presence caps the records of each class (engine/kernels/presence.py)."""
+        return self.dmax >= 0
+
+    @property
+    def per_value(self) -> bool:
+        """A constraint on the sensitive values a class keeps (t-closeness or an l-model)."""
+        return self.t >= 0 or self.l_distinct > 1 or self.l_entropy > 1
+
+    @property
     def kernel_exact(self) -> bool:
         """The kernel is proven optimal unless t-closeness and an l-model are combined, or two
-        t-closeness distances are."""
-        return not (self.t_mixed or (self.t >= 0 and (self.l_distinct > 1 or self.l_entropy > 1)))
+        t-closeness distances are, or delta-presence's cap meets a constraint on sensitive values
+        (which records a capped class keeps then matters, and the cap takes the first ones)."""
+        return not (self.t_mixed or (self.t >= 0 and (self.l_distinct > 1 or self.l_entropy > 1))
+                    or (self.presence and self.per_value))
 
     def kernel_t_params(self) -> np.ndarray:
         """``t_params`` as the kernel reads them (a float row, empty for the Euclidean distance)."""
@@ -89,6 +108,9 @@ def plan_oracle(models: Sequence[PrivacyModel]) -> OraclePlan:
             params = params.merge(term)
     if params.t_mixed:
         reasons.append("S*(G) enforces one t-closeness distance at a time, and the models ask for two")
+    elif params.presence and params.per_value:
+        reasons.append("S*(G) caps delta-presence's classes without choosing which sensitive values they keep, so it is "
+                       "not proven optimal beside t-closeness or l-diversity (docs/design/paper_notes.md §3)")
     elif not params.kernel_exact:
         reasons.append("S*(G) is not proven optimal for t-closeness combined with l-diversity (docs/design/paper_notes.md §3)")
     return OraclePlan(params, tuple(reasons))

@@ -14,6 +14,7 @@ from ppdp.engine.core.encoding import EncodedTable
 from ppdp.engine.kernels import batch as B
 from ppdp.engine.kernels import classes as K
 from ppdp.engine.kernels import kinds
+from ppdp.engine.kernels import presence as P
 from ppdp.engine.methods.generalization.evaluators import Evaluation, finish, make_evaluator
 from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
 from ppdp.engine.methods.generalization.evaluators.numba_backend import NumbaEvaluator
@@ -58,8 +59,8 @@ class Problem:
         # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
         self._class_memo: ClassMemo | None = None
         self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
-        # A model caps the records a class may keep (delta-presence): S*(G) applies the cap.
-        self._caps_retention = any(type(m).retention_cap is not PrivacyModel.retention_cap for m in self.models)
+        # delta-presence caps the records a class may keep: S*(G) applies its term (kernels/presence.py).
+        self._caps_retention = self.oracle_plan.params.presence
 
     @property
     def oracle_params(self) -> OracleParams:
@@ -159,13 +160,18 @@ class Problem:
         return self._capped(g, out) if self._caps_retention else out
 
     def _capped(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
-        """S*(G) under the models that cap the records a class may keep (``retention_cap``):
-        each class keeps its first records in histogram-row order up to the smallest cap, and
-        none when that cap is below the oracle's k."""
+        """S*(G) under delta-presence's term (engine/kernels/presence.py): each class keeps its
+        first records in histogram-row order up to the largest count with count / persons <=
+        dmax, and none when that is below the oracle's k. Exact after the k-only oracle (all
+        records of a class weigh the same in TD and delta); beside a constraint on sensitive
+        values the plan says it is not (privacy/oracle.py)."""
+        o = self.oracle_params
         cls, stats, _ = self._numba.class_stats(np.asarray(g, dtype=np.int64), retained)
-        caps = [c for c in (m.retention_cap(stats) for m in self.models) if c is not None]
-        cap = np.minimum.reduce(caps)
-        cap = np.where(cap < self.oracle_params.k, 0, cap)
+        assert stats.population is not None, "delta-presence requires population counts per class"
+        cap = P.presence_retention(np.asarray(stats.size, dtype=np.int64), np.asarray(stats.population, dtype=np.int64),
+                                   int(o.k), float(o.dmax))
+        if not cap.size:  # no class kept: nothing to cap
+            return np.asarray(retained, dtype=np.int64)
         live = cls >= 0
         order = np.argsort(np.where(live, cls, np.iinfo(np.int64).max), kind="stable")
         ret = np.asarray(retained, dtype=np.int64)[order]

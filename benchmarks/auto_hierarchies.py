@@ -108,7 +108,8 @@ def measure(con, spec_path: Path, table: str) -> dict:
         check[q.column] = abs((1.0 - g["columns"][q.column]) - leaf_share_loss)
     return {"granularity": g["value"], "loss": g["loss"], "granularity_per_qid": {k: round(v, 4) for k, v in g["columns"].items()},
             "levels": levels, "certified": bool(run.solution.get("certified")),
-            "check_max_abs_diff": max(check.values()), "check_ok": max(check.values()) <= 1e-9}
+            "check_max_abs_diff": max(check.values()), "check_ok": max(check.values()) <= 1e-9,
+            "check_abs_diff_per_qid": check}
 
 
 def run_one(name: str, data: Path, tmp: Path, rows_limit: int | None, objective: str) -> dict:
@@ -154,7 +155,7 @@ def table(rows: list[dict]) -> list[str]:
         ok = h.get("check_ok") and a.get("check_ok")
         diff = max(h.get("check_max_abs_diff", float("nan")), a.get("check_max_abs_diff", float("nan")))
         lines.append(f"| {r['dataset']} | {r.get('rows', '-')} | {r['qids']} | {h.get('granularity', float('nan')):.4f} | "
-                     f"{a.get('granularity', float('nan')):.4f} | {r.get('ratio', float('nan')):.3f} | "
+                     f"{a.get('granularity', float('nan')):.4f} | {r.get('ratio', float('nan')):.4f} | "
                      f"{h.get('certified')}, {a.get('certified')} | {h.get('suppressed')}, {a.get('suppressed')} | "
                      f"{'ok' if ok else 'FAIL'} ({diff:.1e}) |")
     return lines

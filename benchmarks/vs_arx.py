@@ -48,6 +48,16 @@ ARX's setup (data, hierarchies, research subsets, DPresence/KMap from tokens) is
 benchmarks/arx/ArxSetup.java, shared with ArxVerdicts.java and ArxPopVerdicts.java. The
 ``node = ARX's`` column says whether ppdp chose ARX's node (ARX's Loss and ppdp's TD differ).
 
+- ``issue40``: the table of issue #40: EMD t-closeness as the same model on both sides (adult,
+  equal and ordered; creditcard 1,000 records, 10 QIDs), that table with k=10 and a 5 % limit,
+  and the rows of the other families it repeats (``ISSUE40_KEYS``). Not run by default.
+- ``--drawn N --seeds 1,2,3``: N cases per seed drawn by ``drawn_cases`` (a base data set, a
+  seeded sample of 1,000-5,000 records, 8-12 of its QIDs, k in 2-20, a suppression limit of
+  0-10 % or none, k-anonymity alone or with equal / ordered EMD t-closeness), timed as the others;
+  each row also holds ppdp's TD at ARX's node (``ppdp_td_at_arx_node``) and whether ppdp's node is
+  at least as good on TD or certified optimal; the table ends with the ratios' median, 90th
+  percentile and maximum. Alone unless ``--family`` names families too.
+
 ``--quick``: the adult rows of ``issue`` and the 1,000-record adult rows of ``small``.
 ``--compare OLD.json`` (a run of this script on another commit) adds that run's ppdp time and
 the equality columns: the same TD, nodes evaluated and certification (``same`` = all three).
@@ -193,6 +203,20 @@ def _cases() -> list[Case]:
                                 (("k-anonymity", {"k": 2}), ("t-closeness", {"t": T_EMD_AS_EUCLIDEAN})), "lattice",
                                 "k=2 t=0.2 tmodel=equal supp=1.0", family="small", quick=quick))
     k2 = ("k-anonymity", {"k": 2})
+    # Issue #40's rows besides those above: EMD as the same model on both sides, and a small wide
+    # table (creditcard, 1,000 records, 10 QIDs) with a suppression limit.
+    for d in ("equal", "ordered"):
+        out.append(Case(f"adult-emd-{d}-0.2-k2", f"adult EMD {d} t=0.2 + k=2, same model (ppdp lattice)", "adult",
+                        (k2, ("t-closeness", {"t": 0.2, "distance": d})), "lattice",
+                        f"k=2 t=0.2 tmodel={d} supp=1.0", family="issue40"))
+    ds = "creditcard-q10-1000"
+    out += [
+        Case(f"{ds}-emd-equal-0.2-k2", f"{ds} EMD equal t=0.2 + k=2, same model (ppdp lattice)", ds,
+             (k2, ("t-closeness", {"t": 0.2, "distance": "equal"})), "lattice", "k=2 t=0.2 tmodel=equal supp=1.0",
+             family="issue40"),
+        Case(f"{ds}-k10-flash-5", f"{ds} k=10, 5 % limit (ppdp flash)", ds, (("k-anonymity", {"k": 10}),), "flash",
+             "k=10 supp=0.05", {"suppression_limit": 0.05}, family="issue40"),
+    ]
     for key, label, model, arx in [
         ("distinct-l3", "distinct l-diversity l=3", ("distinct-l-diversity", {"l": 3}), "ldiv=distinct l=3"),
         ("entropy-l3", "entropy l-diversity l=3", ("entropy-l-diversity", {"l": 3}), "ldiv=entropy l=3"),
@@ -230,6 +254,9 @@ def _cases() -> list[Case]:
 
 
 CASES = _cases()
+# Issue #40's table: its own rows (family issue40) and these of the other families.
+ISSUE40_KEYS = ("adult-k5-lattice", "adult-k5-flash-5", "adult-k5-flash-0", "creditcard-q10-1000-k5-flash-0",
+                "fars-k5-lattice")
 
 
 def data_dir(arg: str | None) -> Path:
@@ -273,6 +300,9 @@ def dataset(root: Path, key: str, work: Path) -> Dataset | None:
         if key == "cup":
             files[0] = zip_hierarchy(csv, work / "cup_int_hierarchy_ZIP.csv")
         return Dataset(key, csv, tuple(ISSUE_QIDS[key]), None, tuple(files))
+    if key in DRAWN_DATASETS:
+        base, qids, sa, n_rows, seed = DRAWN_DATASETS[key]
+        return _sample(root, work, base, list(qids), sa, n_rows, seed, key)
     name, n = key.rsplit("-", 1)
     base, qids, sa = SMALL_QIDS[name]
     src = arx / "adult.csv" if base == "adult" else gb / f"{base}_int.csv"
@@ -286,6 +316,101 @@ def dataset(root: Path, key: str, work: Path) -> Dataset | None:
         frame.write_csv(sample, separator=";")
     return Dataset(key, sample, tuple(qids), sa, tuple(folder / f"{prefix}_hierarchy_{q}.csv" for q in qids),
                    None if sa is None else folder / f"{prefix}_hierarchy_{sa}.csv")
+
+
+def _sample(root: Path, work: Path, base: str, qids: list[str], sa: str | None, n: int, seed: int,
+            key: str) -> Dataset | None:
+    """A drawn case's dataset: ``n`` records of ``base`` sampled with ``seed`` (the same records
+    every run), its QIDs and SA."""
+    arx = root / "arx"
+    gb = arx / "genetic-benchmark"
+    src = arx / "adult.csv" if base == "adult" else gb / f"{base}_int.csv"
+    if not src.exists():
+        return None
+    folder, prefix = (arx, "adult") if base == "adult" else (gb, f"{base}_int")
+    sample = work / f"{base}-{n}-s{seed}.csv"
+    if not sample.exists():
+        frame = pl.read_csv(src, separator=";", infer_schema=False).sample(n, seed=seed, shuffle=True)
+        work.mkdir(parents=True, exist_ok=True)
+        frame.write_csv(sample, separator=";")
+    return Dataset(key, sample, tuple(qids), sa, tuple(folder / f"{prefix}_hierarchy_{q}.csv" for q in qids),
+                   None if sa is None else folder / f"{prefix}_hierarchy_{sa}.csv")
+
+
+# --- the drawn family: cases drawn from a seed (``--drawn N --seeds 1,2,3``) ---------------------
+# Bases: (the shared data set, the QIDs to draw from, the SA or None). Lattices above
+# DRAWN_MAX_NODES are drawn again (ARX's optimal search there takes minutes a case).
+DRAWN_BASES: dict[str, tuple[list[str], str | None]] = {
+    "adult": (ADULT_QIDS, "salary-class"),
+    "creditcard": (CREDIT_QIDS, "default-payment-next-month"),
+    "mach2019": (MACH_QIDS, None),
+}
+DRAWN_SIZES = (1000, 2000, 3000, 5000)
+DRAWN_K = (2, 3, 5, 10, 20)
+DRAWN_LIMITS = (0.0, 0.01, 0.02, 0.05, 0.1, 1.0)  # 1.0: no limit
+DRAWN_T = (0.15, 0.2, 0.3)
+DRAWN_MAX_NODES = 120_000
+# drawn dataset key -> (base, QIDs, SA, records, sample seed)
+DRAWN_DATASETS: dict[str, tuple[str, tuple[str, ...], str | None, int, int]] = {}
+
+
+def _heights(root: Path, base: str, qids: list[str]) -> list[int]:
+    folder, prefix = (root / "arx", "adult") if base == "adult" else (root / "arx" / "genetic-benchmark", f"{base}_int")
+    out = []
+    for q in qids:
+        with open(folder / f"{prefix}_hierarchy_{q}.csv") as f:
+            out.append(f.readline().rstrip("\n").count(";"))
+    return out
+
+
+def drawn_cases(seed: int, count: int, root: Path) -> list[Case]:
+    """``count`` cases drawn from ``seed``: a base data set, a sample of 1,000-5,000 records (its
+    own seed), 8-12 of its QIDs, k, a suppression limit (0-10 %, or none), the model (k-anonymity
+    alone, or with equal or ordered EMD t-closeness where the base has an SA) and t. k-anonymity
+    with a limit runs Flash, everything else the certified lattice search (with the limit)."""
+    rng = np.random.default_rng([40, seed])
+    out: list[Case] = []
+    while len(out) < count:
+        base = str(rng.choice(list(DRAWN_BASES)))
+        pool, sa = DRAWN_BASES[base]
+        n_q = int(rng.integers(8, min(12, len(pool)) + 1))
+        qids = sorted(rng.choice(pool, size=n_q, replace=False).tolist(), key=pool.index)
+        if math.prod(h + 1 for h in _heights(root, base, qids)) > DRAWN_MAX_NODES:
+            continue
+        n = int(rng.choice(DRAWN_SIZES))
+        k = int(rng.choice(DRAWN_K))
+        limit = float(rng.choice(DRAWN_LIMITS))
+        model = "k" if sa is None or rng.random() < 0.5 else str(rng.choice(["equal", "ordered"]))
+        i = len(out)
+        ds = f"drawn-s{seed}-{i}"
+        DRAWN_DATASETS[ds] = (base, tuple(qids), sa, n, int(rng.integers(1, 10**6)))
+        models: tuple[tuple[str, dict[str, Any]], ...] = (("k-anonymity", {"k": k}),)
+        arx = f"k={k} supp={limit}"
+        label = f"{base}-{n} {n_q} QIDs k={k}"
+        if model != "k":
+            t = float(rng.choice(DRAWN_T))
+            models += (("t-closeness", {"t": t, "distance": model}),)
+            arx += f" t={t} tmodel={model}"
+            label += f" EMD {model} t={t}"
+        label += f", {'no limit' if limit >= 1 else f'{limit:.0%} limit'}"
+        optimizer = "flash" if model == "k" and limit < 1 else "lattice"
+        params = {"suppression_limit": limit} if limit < 1 else {}
+        out.append(Case(f"{ds}", f"{label} (ppdp {optimizer})", ds, models, optimizer, arx, params, family="drawn"))
+    return out
+
+
+def ppdp_td_at(case: Case, loaded: Loaded, sa: list[str], levels: dict[str, int]) -> float | None:
+    """ppdp's objective (TD of (G, S*(G))) at ARX's node, None when S*(G) there is infeasible or
+    suppresses more than the case's limit (ppdp would not choose it)."""
+    models = ppdp_models(case, loaded.ds)
+    table = prepare(loaded, sa, models)
+    problem = Problem(table, bind(models, table, loaded.ds))
+    g = np.array([[int(levels[q]) for q in loaded.ds.qids]], dtype=np.int64)
+    _, ev = problem.evaluate_optimal(g)
+    limit = case.params.get("suppression_limit", 1.0)
+    if not bool(ev.feasible[0]) or int(ev.suppressed[0]) > math.floor(limit * table.n_records + 1e-9):
+        return None
+    return float(ev.td[0])
 
 
 @dataclass
@@ -535,6 +660,11 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
             row["objective_value"] = result.info.get("objective_value")
             row["arx_objective_value"] = float(arx_score)
             row["same_score"] = bool(abs(arx_score - float(result.info.get("objective_value", np.nan))) <= 1e-9)
+        if case.family == "drawn" and arx_out.get("found") and arx_out.get("levels"):
+            at = ppdp_td_at(case, loaded, sa, arx_out["levels"])
+            row["ppdp_td_at_arx_node"] = at
+            # ppdp's node is at least as good as ARX's on ppdp's objective (TD), or certified optimal
+            row["as_good_as_arx"] = bool(result.certified) or at is None or float(result.td) >= at - 1e-9
     row["lattice_nodes"] = loaded.lattice_nodes
     if rows is not None:
         row["subset_rows"] = rows.n_rows
@@ -607,6 +737,12 @@ def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
             cells += [o.get("skipped", fmt(o.get("ppdp_ms"))) if o else ""]
             cells += ["" if s is None else ("yes" if s[k] else "**NO**") for k in ("td", "nodes", "certified")]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    dist = doc.get("distribution")
+    if dist:
+        lines += ["", f"Drawn family: {dist['cases']} cases timed with ARX ({dist['skipped']} skipped); ratio median "
+                      f"{dist['median']:.2f}, 90th percentile {dist['p90']:.2f}, maximum {dist['max']:.2f}; certified "
+                      f"{dist['certified']}; node at least as good as ARX's on TD or certified optimal: "
+                      f"{dist['as_good_as_arx']}."]
     if compare:
         lines += ["", f"before = {compare['meta'].get('label') or compare['meta']['commit']} "
                       f"(same script, run {compare['meta']['date']})."]
@@ -625,7 +761,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare", type=Path, help="an earlier vs_arx.json: its ppdp time and equality columns")
     ap.add_argument("--label", help="a name for this run in the JSON")
     ap.add_argument("--only", action="append", help="run only these case keys (repeatable)")
-    ap.add_argument("--family", help="comma-separated families: issue, small, models (default all)")
+    ap.add_argument("--family", help="comma-separated families: issue, small, models, issue40 (default all but "
+                    "issue40)")
+    ap.add_argument("--drawn", type=int, default=0, help="the drawn family: this many cases per seed")
+    ap.add_argument("--seeds", default="1,2,3", help="seeds of the drawn family (default 1,2,3)")
     ap.add_argument("--no-arx", action="store_true", help="ppdp only")
     ap.add_argument("--objective", default="td",
                     choices=["td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height"],
@@ -638,8 +777,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out or REPO / "benchmarks" / "results" / "vs_arx" / ("quick" if args.quick else "")
     families = set(args.family.split(",")) if args.family else {"issue", "small", "models"}
     root = data_dir(args.data)
-    cases = [c for c in CASES if c.family in families and (not args.quick or c.quick)
-             and (not args.only or c.key in args.only)]
+    cases = [c for c in CASES if (c.family in families or ("issue40" in families and c.key in ISSUE40_KEYS))
+             and (not args.quick or c.quick) and (not args.only or c.key in args.only)]
+    if args.drawn:
+        drawn = [c for seed in map(int, args.seeds.split(",")) for c in drawn_cases(seed, args.drawn, root)]
+        cases = drawn if not args.family else cases + drawn
     compare = json.loads(args.compare.read_text()) if args.compare else None
     arx: Arx | None = None
     arx_note = "not run (--no-arx)"
@@ -677,7 +819,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             shown = row.get("skipped") or (f"ARX {fmt(row['arx_ms'])} ms, ppdp {row['ppdp_ms']:,.0f} ms "
                                            f"(prepare {row['ppdp_prepare_ms']:,.0f}), ratio {row['ratio']}, "
-                                           f"{row['nodes_evaluated']} nodes, TD {row['td']:,.1f}")
+                                           f"{row['nodes_evaluated']} nodes, TD {row['td']:,.1f}"
+                                           f"{', certified' if row['certified'] else ''}")
             print(f"{case.key:<28} {shown}", flush=True)
             write(args.out, meta, rows, compare)  # after every case: a long run cut short keeps what it has
     finally:
@@ -687,12 +830,27 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def distribution(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Median, 90th percentile and maximum of the ratios of the drawn cases timed with ARX, and
+    how many chose a node at least as good as ARX's on ppdp's objective or certified optimal."""
+    drawn = [r for r in rows if r.get("family") == "drawn" and r.get("ratio") is not None]
+    if not drawn:
+        return None
+    ratios = sorted(r["ratio"] for r in drawn)
+    return {"cases": len(drawn), "median": round(statistics.median(ratios), 3),
+            "p90": round(float(np.quantile(ratios, 0.9)), 3), "max": ratios[-1],
+            "certified": sum(1 for r in drawn if r["certified"]),
+            "as_good_as_arx": sum(1 for r in drawn if r.get("as_good_as_arx", r["certified"])),
+            "skipped": sum(1 for r in rows if r.get("family") == "drawn" and "skipped" in r)}
+
+
 def write(out: Path, meta: dict[str, Any], rows: list[dict[str, Any]], compare: dict[str, Any] | None) -> None:
     doc: dict[str, Any] = {"meta": meta, "rows": rows}
     if compare:
         doc["compare"] = {"meta": compare["meta"], "rows": compare["rows"]}
         doc["same_as_compare"] = {r["key"]: same(r, o) for r in rows
                                   for o in compare["rows"] if o["key"] == r["key"]}
+    doc["distribution"] = distribution(rows)
     out.mkdir(parents=True, exist_ok=True)
     (out / "vs_arx.json").write_text(json.dumps(doc, indent=1) + "\n")
     (out / "vs_arx.md").write_text(markdown(doc, compare))

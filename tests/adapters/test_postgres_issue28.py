@@ -110,7 +110,7 @@ def test_a_password_in_the_url_is_stored_and_printed_nowhere(warehouse, tmp_path
     outputs = [ok(ppdp("run", str(spec_file(tmp_path, w.password_url)), "--no-progress")),
                ok(ppdp("job", "register", str(spec_file(tmp_path, w.password_url)), "--db", w.password_url)),
                ok(ppdp("job", "run", "rel", "--db", w.password_url, "--no-progress")),
-               ok(ppdp("job", "run", "rel", "--db", w.password_url, "--no-progress", "--dry-run")),
+               ok(ppdp("job", "run", "rel", "--db", w.password_url, "--no-progress", "--dry-run"), 98),
                ok(ppdp("runs", "--db", w.password_url)),
                ok(ppdp("show", "rel", "--db", w.password_url)),
                ok(ppdp("job", "history", "rel", "--db", w.password_url)),

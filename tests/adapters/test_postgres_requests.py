@@ -91,6 +91,7 @@ def test_a_role_with_only_execute_requests_and_the_worker_publishes(db):
     admin.execute(f'CREATE ROLE "{role}" LOGIN')
     admin.execute(f'CREATE ROLE "{outsider}" LOGIN')
     admin.execute(f'GRANT EXECUTE ON FUNCTION "ppdp"."request_run"(text) TO "{role}"')
+    admin.execute('INSERT INTO "_ppdp"."job_requesters" (job, role) VALUES (?, ?)', ["job_a", role])  # job_a only
     admin.close()
     analyst = connect(as_role(db, role))
     try:
@@ -100,7 +101,7 @@ def test_a_role_with_only_execute_requests_and_the_worker_publishes(db):
                 analyst.query(forbidden)
         request_id = analyst.query("SELECT ppdp.request_run('job_a') AS id")["id"][0]
         # A name that is no job, one that tries SQL, and NULL: refused, nothing inserted.
-        for bad in ("no_such_job", "job_a'); DELETE FROM _ppdp.jobs; --", None):
+        for bad in ("no_such_job", "job_a'); DELETE FROM _ppdp.jobs; --", None, "job_b"):
             with pytest.raises(ConnectorError, match="no enabled job named"):
                 analyst.query("SELECT ppdp.request_run(?) AS id", [bad])
     finally:

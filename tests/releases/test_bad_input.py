@@ -335,6 +335,190 @@ def test_bad_input_sweep(sweep_sources, tmp_path, case):
     assert _files(tmp_path) == files, "a refused command must create or remove no file"
 
 
+# --- probe 37: names, risk inputs, signals, a full disk, late errors ----------------------------
+#
+# Each case below failed at 1175431 (PPDP_CLI_SRC=/path/to/that/src runs its ``ppdp``, see
+# benchmarks/results/probe37/trust-b.md) and passes now.
+
+
+def _in_pub(w: Sweep, statement: str) -> None:
+    con = duckdb.connect(str(w.pub))
+    con.execute(statement)
+    con.close()
+
+
+def _weighted(w: Sweep, expr: str) -> list[str]:
+    w.sql(f"ALTER TABLE adult ADD COLUMN wt DOUBLE; UPDATE adult SET wt = {expr}")
+    return ["risk", "--table", "main.adult", "--qids", "age,sex", "--weight", "wt", "--db", w.url]
+
+
+PROBE37_CASES = {
+    # item 8: reserved names refused when the spec is read
+    "output-name-is-a-delta": lambda w: w.run(w.spec(output="pub__delta")),
+    "output-name-is-a-version-table": lambda w: w.run(w.spec(output="pub__v1")),
+    "output-name-is-a-version-table-other-case": lambda w: w.run(w.spec(output="Pub__V12")),
+    "qid-named-ppdp_row_id": lambda w: (w.sql('ALTER TABLE adult RENAME COLUMN sex TO ppdp_row_id'),
+                                        w.run(w.spec(qids=["age", "ppdp_row_id", "race"],
+                                                     hierarchies={"ppdp_row_id": str(ADULT / "adult_hierarchy_sex.csv")},
+                                                     keep=["marital-status", "education", "native-country", "workclass",
+                                                           "occupation"])))[1],
+    "kept-column-named-ppdp_row_id": lambda w: (w.sql("ALTER TABLE adult ADD COLUMN PPDP_ROW_ID INTEGER"),
+                                                w.run(w.spec(keep=["marital-status", "education", "native-country",
+                                                                   "workclass", "occupation", "PPDP_ROW_ID"])))[1],
+    # items 9 and 11: sampling weights and population tables
+    "weight-below-one": lambda w: _weighted(w, "CASE WHEN id = 1 THEN 0.5 ELSE 10 END"),
+    "weight-null": lambda w: _weighted(w, "CASE WHEN id = 1 THEN NULL ELSE 10 END"),
+    "weight-zero": lambda w: _weighted(w, "CASE WHEN sex = 'Female' THEN 0 ELSE 10 END"),
+    "weight-negative": lambda w: _weighted(w, "CASE WHEN sex = 'Female' THEN -1 ELSE 10 END"),
+    "population-smaller-than-the-sample": lambda w: (w.sql("CREATE TABLE pop AS SELECT * FROM adult WHERE id % 2 = 0"),
+                                                     ["risk", "--table", "main.adult", "--qids", "age,sex",
+                                                      "--population-table", "main.pop", "--db", w.url])[1],
+    "raw-population-against-a-release": lambda w: (_in_pub(w, "CREATE TABLE popraw AS SELECT CAST(age AS VARCHAR) AS age, "
+                                                          "sex, race FROM adult"),
+                                                   ["risk", "pub", "--population-table", "main.popraw", "--db", w.pub_url])[1],
+    # item 16: a worker refuses a missing DuckDB file, as run does
+    "worker-on-a-missing-duckdb-file": lambda w: ["worker", "--once", "--db", f"duckdb://{w.tmp / 'typo.duckdb'}"],
+    # item 20: late errors
+    "job-history-unknown": lambda w: ["job", "history", "nope", "--db", w.pub_url],
+    "risk-table-with-version": lambda w: ["risk", "--table", "main.adult", "--qids", "age", "--version", "3", "--db", w.pub_url],
+}
+
+
+@pytest.mark.parametrize("case", sorted(PROBE37_CASES))
+def test_probe37_bad_input(sweep_sources, tmp_path, case):
+    from tests.support.cli import assert_refused, file_state, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    argv = PROBE37_CASES[case](w)
+    before, files = (file_state(w.db), file_state(w.pub)), _files(tmp_path)
+    line = assert_refused(ppdp(*argv), code=2)
+    assert "Traceback" not in line
+    assert (file_state(w.db), file_state(w.pub)) == before, "a refused command must write nothing"
+    assert _files(tmp_path) == files, "a refused command must create or remove no file"
+
+
+def test_probe37_spec_with_a_utf8_bom_is_read(sweep_sources, tmp_path):
+    """Item 19: a spec saved with a byte-order mark (Notepad) is the same TOML."""
+    from tests.support.cli import assert_ok, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    spec = w.spec()
+    spec.write_bytes(b"\xef\xbb\xbf" + spec.read_bytes())
+    assert "published" in assert_ok(ppdp(*w.run(spec)))
+
+
+def test_probe37_table_with_a_dot_in_its_name(sweep_sources, tmp_path):
+    """Item 20: --table names a table whose name has a dot (and SCHEMA.TABLE still works)."""
+    from tests.support.cli import assert_ok, ppdp
+
+    w = Sweep(tmp_path, *sweep_sources)
+    w.sql('CREATE TABLE "my.table" AS SELECT * FROM adult')
+    out = assert_ok(ppdp("risk", "--table", "my.table", "--qids", "age,sex", "--db", w.url))
+    assert '"main"."my.table": 300 rows' in out
+    assert '"main"."my.table": 300 rows' in assert_ok(ppdp("risk", "--table", "main.my.table", "--qids", "age,sex", "--db", w.url))
+
+
+def test_probe37_sigint_or_sigterm_during_a_duckdb_query_exits_130(tmp_path):
+    """Item 13: a signal that lands inside a DuckDB query ends with 130 and the documented line,
+    never 70 with "RuntimeError: Query interrupted"; the database holds no version."""
+    import os
+    import signal
+    import time
+
+    from tests.support.cli import OLD_SRC, _src_module
+
+    db = load_adult(tmp_path / "big.duckdb", rows=2000)
+    con = duckdb.connect(str(db))
+    # every query on the source computes a large sum first (about a second): the run is mostly
+    # DuckDB queries, so the signals land inside them
+    con.execute("CREATE VIEW slow AS SELECT * FROM adult WHERE id > (SELECT SUM(x % 7) FROM range(100000000) t(x)) * 0")
+    con.close()
+    spec = write_spec(tmp_path / "s.toml", db=db, table="slow", qids=SMALL)
+    env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
+    module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
+    def tables() -> list[tuple]:
+        c = duckdb.connect(str(db), read_only=True)
+        try:
+            return c.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'published' "
+                             "ORDER BY 1").fetchall()
+        finally:
+            c.close()
+
+    codes = []
+    for i, sig in enumerate([signal.SIGINT, signal.SIGTERM] * 3):
+        before = tables()
+        proc = subprocess.Popen([sys.executable, "-m", module, "run", str(spec), "--no-progress"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3 + 0.8 * i)  # at different points of the run: imports, fingerprint, histogram, search
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=300)
+        if proc.returncode in (0, 99):
+            continue  # finished (published, or nothing changed since) before the signal
+        if proc.returncode == -sig and not err.strip():
+            continue  # arrived while Python was still starting (a loaded machine), before ppdp's main ran
+        codes.append(proc.returncode)
+        assert proc.returncode == 130, f"signal {sig!r} -> exit {proc.returncode}\n{err[-2000:]}"
+        assert "ppdp: interrupted" in err and "Traceback" not in err
+        assert tables() == before, "the interrupted run published nothing"
+    assert codes, "no run was interrupted"
+
+
+def test_probe37_a_full_disk_is_one_line_and_leaves_no_private_schema(tmp_path):
+    """Item 14: a write the file system refuses (RLIMIT_FSIZE just above the file's size, the
+    way a full disk refuses it) ends with one line, exit 2, and the file as it was: no empty
+    ``_ppdp`` behind the first run."""
+    import os
+    import resource
+    import signal
+
+    from tests.support.cli import OLD_SRC, _src_module, assert_refused, file_state
+
+    db = load_adult(tmp_path / "full.duckdb", rows=2000)
+    spec = write_spec(tmp_path / "s.toml", db=db, qids=SMALL)
+    before = file_state(db)
+    limit = db.stat().st_size + 20_000
+
+    def small_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
+    module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
+    proc = subprocess.run([sys.executable, "-m", module, "run", str(spec), "--no-progress"], preexec_fn=small_disk,
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert_refused(proc, "File too large", code=2)
+    assert file_state(db) == before  # (opening it replays what the write-ahead log holds)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_probe37_a_signal_that_the_database_turns_into_its_own_error_exits_130(signame):
+    """Item 13, deterministically: DuckDB runs Python's signal handler inside a query
+    (PyErr_CheckSignals), swallows the KeyboardInterrupt it raises and raises its own error,
+    "RuntimeError: Query interrupted" (exit 70 before). A command whose query does exactly that
+    ends with 130 and the documented line."""
+    import os
+
+    from tests.support.cli import OLD_SRC, _src_module
+
+    module = _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli"
+    code = ("import os, signal, sys\n"
+            f"import {module} as c\n"
+            "def query(args):\n"
+            "    try:\n"
+            f"        os.kill(os.getpid(), signal.{signame})\n"
+            "        for _ in range(10 ** 6):  # the handler runs at the next bytecode\n"
+            "            pass\n"
+            "    except KeyboardInterrupt:\n"
+            "        raise RuntimeError('Query interrupted') from None\n"
+            "    return 0\n"
+            "c.COMMANDS['runs'] = query\n"
+            "sys.exit(c.main(['runs', '--db', 'duckdb://:memory:']))\n")
+    env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert proc.stderr.strip() == "ppdp: interrupted; nothing was published by the interrupted run."
+
+
 # --- ppdp report --html: the file is written whole or not at all, and never over what it must not --
 #
 # Driven through tests/support/cli_under_test.py, so that the same cases can be replayed against an
@@ -410,3 +594,89 @@ def test_report_on_a_full_disk_is_one_line_and_leaves_nothing(report_db, tmp_pat
     assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("ppdp: error: Cannot write the report"), \
         f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
     assert list(out.iterdir()) == [], "nothing half-written"
+# --- the person unit (docs/design/person_unit.md): source.person ---------------------------
+
+
+@pytest.fixture
+def visits_db(tmp_path) -> Path:
+    from tests.support.visits import make_visits
+
+    return make_visits(tmp_path / "visits.duckdb", persons=300)
+
+
+def _visits_spec(tmp_path: Path, db: Path, person: str, **kw) -> Path:
+    from tests.support.visits import VISIT_QIDS, VISIT_SA
+
+    return write_spec(tmp_path / "v.toml", db=db, table="visits", key="visit_id", qids=kw.pop("qids", VISIT_QIDS),
+                      sensitive=[VISIT_SA], keep=[], drop=kw.pop("drop", ["visit_month"]), output="visits",
+                      extra_source=f"person = {person!r}".replace("'", '"'), **kw)
+
+
+def _cli_one_line_exit_2(spec: Path, db: Path, pattern: str) -> None:
+    before = snapshot(db)
+    proc = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "run", str(spec), "--no-progress"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and __import__("re").search(pattern, lines[0]), proc.stderr
+    assert snapshot(db) == before
+
+
+def test_person_column_missing(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "persn_id", drop=["visit_month", "person_id"])
+    expect_failure(spec, visits_db, DataError, r"The person column 'persn_id' is not in .*Did you mean 'person_id'\?")
+    _cli_one_line_exit_2(spec, visits_db, r"person column 'persn_id' is not in")
+
+
+def test_person_column_with_nulls(visits_db, tmp_path):
+    con = duckdb.connect(str(visits_db))
+    con.execute("UPDATE visits SET person_id = NULL WHERE visit_id IN (3, 7)")
+    con.close()
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    expect_failure(spec, visits_db, DataError, r"The person column 'person_id' is NULL in 2 row\(s\)")
+    _cli_one_line_exit_2(spec, visits_db, r"is NULL in 2 row")
+
+
+def test_person_column_is_a_qid(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "age")
+    with pytest.raises(SpecError, match=r"source.person 'age' is also a quasi-identifier"):
+        load_spec(spec)
+    _cli_one_line_exit_2(spec, visits_db, r"source.person 'age' is also a quasi-identifier")
+
+
+def test_person_contradicting_qids(visits_db, tmp_path):
+    con = duckdb.connect(str(visits_db))
+    # two persons whose second visit says another age: a person-level QID that contradicts itself
+    con.execute("UPDATE visits SET age = age + 1 WHERE visit_id IN "
+                "(SELECT MAX(visit_id) FROM visits GROUP BY person_id HAVING COUNT(*) > 1 ORDER BY 1 LIMIT 2)")
+    con.close()
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    expect_failure(spec, visits_db, DataError, r"^2 person\(s\) have rows that differ on the quasi-identifiers")
+    _cli_one_line_exit_2(spec, visits_db, r"2 person\(s\) have rows that differ")
+
+
+def test_person_row_varying_qid_is_refused(visits_db, tmp_path):
+    from tests.support.visits import VISIT_QIDS
+
+    spec = _visits_spec(tmp_path, visits_db, "person_id", qids=[*VISIT_QIDS, "visit_month"], drop=[],
+                        hierarchies={"visit_month": '{ type = "intervals", widths = [3, 6] }'})
+    expect_failure(spec, visits_db, DataError, r"person\(s\) have rows that differ on the quasi-identifiers")
+
+
+def test_person_varying_must_name_a_qid(visits_db, tmp_path):
+    spec = _visits_spec(tmp_path, visits_db, "person_id")
+    text = spec.read_text().replace('person = "person_id"', 'person = "person_id"\nperson_varying = ["visit_month"]')
+    spec.write_text(text)
+    with pytest.raises(SpecError, match=r"source.person_varying names 'visit_month', which is not a quasi-identifier"):
+        load_spec(spec)
+    _cli_one_line_exit_2(spec, visits_db, r"source.person_varying names 'visit_month'")
+
+
+def test_person_varying_refuses_sensitive_models(visits_db, tmp_path):
+    from tests.support.visits import VISIT_QIDS
+
+    spec = _visits_spec(tmp_path, visits_db, "person_id", qids=[*VISIT_QIDS, "visit_month"], drop=[],
+                        hierarchies={"visit_month": '{ type = "intervals", widths = [3, 6] }'},
+                        models='[[privacy.models]]\nname = "k-anonymity"\nk = 5\n[[privacy.models]]\nname = "distinct-l-diversity"\nl = 2\n')
+    spec.write_text(spec.read_text().replace('person = "person_id"', 'person = "person_id"\nperson_varying = ["visit_month"]'))
+    expect_failure(spec, visits_db, SpecError, r"distinct-l-diversity cannot count persons when quasi-identifiers vary by row")

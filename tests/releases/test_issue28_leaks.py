@@ -220,7 +220,7 @@ def test_a_dry_run_of_an_unchanged_job_says_it_would_be_skipped(source, tmp_path
     spec = spec_for(tmp_path, source)
     ok(ppdp("job", "register", str(spec), "--db", f"duckdb://{source}"))
     ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress"))
-    dry = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress", "--dry-run"))
+    dry = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress", "--dry-run"), 98)
     real = ok(ppdp("job", "run", "rel", "--db", f"duckdb://{source}", "--no-progress"), 99)
     assert real.startswith("skipped")
     assert "would be skipped" in dry and "would publish version" not in dry, dry

@@ -65,7 +65,7 @@ def test_dry_run_prints_sql_and_writes_only_the_run_record(tmp_path):
     url = f"duckdb://{db}"
     register_by_sql(db, "adult_job", SPEC)
     out = ppdp("job", "run", "adult_job", "--dry-run", "--db", url)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 98, out.stderr  # DRY_RUN: nothing was published
     assert "-- materialize\nCREATE TABLE" in out.stdout and "-- verify k-anonymity" in out.stdout
     assert "would publish version 1" in out.stdout
     con = duckdb.connect(str(db), read_only=True)

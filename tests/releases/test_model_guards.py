@@ -20,7 +20,7 @@ from ppdp.engine.core.spec import load_spec
 from ppdp.engine.methods import METHODS
 from ppdp.engine.privacy import PrivacyModel
 from ppdp.engine.release.run import run_release
-from ppdp.errors import SpecError
+from ppdp.errors import CrossVersionRefusal, SpecError
 from tests.conftest import load_adult, snapshot, write_spec
 from tests.support.toy_models import ToyMinClass, registered, toy_models
 
@@ -71,7 +71,7 @@ def test_a_model_not_declared_union_closed_refuses_a_second_version_before_any_w
     con.execute("DELETE FROM main.adult WHERE id % 50 = 0")
     con.close()
     before = snapshot(small_db)
-    with pytest.raises(SpecError, match=rf"{ToyMinClass.name} is not declared to hold for a union of classes.*nothing was written"):
+    with pytest.raises(CrossVersionRefusal, match=rf"{ToyMinClass.name} is not declared to hold for a union of classes.*nothing was written"):
         run_release(spec, progress=False)
     assert snapshot(small_db) == before
 

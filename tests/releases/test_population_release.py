@@ -23,7 +23,7 @@ from ppdp.connectors import connect
 from ppdp.engine.core import hierarchy as H
 from ppdp.engine.core.spec import load_spec
 from ppdp.engine.release.run import run_release
-from ppdp.errors import DataError, SpecError
+from ppdp.errors import CrossVersionRefusal, DataError, SpecError
 from tests.conftest import ADULT, toml_str, write_spec
 
 QIDS = ["age", "education", "race", "sex", "workclass"]
@@ -136,7 +136,8 @@ def test_delta_presence_releases_the_research_subset_verified_and_rechecked(data
     url, schema = database
     out = run_release(_spec(tmp_path / "dp.toml", url, schema, table="adult", models=DP, output="adult_dp"), progress=False)
     _passed(out)
-    assert not out.result.certified  # no exact S*(G) for delta-presence: said so, not claimed
+    # S*(G)'s delta-presence term is exact (tests/oracles/test_presence_oracle.py): certified
+    assert out.result.certified and not out.result.not_certified_because, out.result.not_certified_because
     source = adult_frame()
     released, gen, _ = _recheck(url, "adult_dp", source, _research)
     persons = _persons(source, gen)  # the population is the whole source
@@ -225,6 +226,6 @@ def test_a_second_version_of_a_delta_presence_release_is_refused(tmp_path):
         con.execute('DELETE FROM "main"."adult" WHERE id % 97 = 0')
     finally:
         con.close()
-    with pytest.raises(SpecError, match="union of classes") as exc:
+    with pytest.raises(CrossVersionRefusal, match="union of classes") as exc:
         run_release(spec, progress=False)
     assert "\n" not in str(exc.value)

@@ -303,7 +303,7 @@ def test_job_history_does_not_list_a_dry_run_as_succeeded(tmp_path):
     spec = write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], output="j")
     url = f"duckdb://{db}"
     assert_ok(ppdp("job", "register", str(spec), "--db", url))
-    assert_ok(ppdp("job", "run", "j", "--dry-run", "--db", url, "--no-progress"))
+    assert ppdp("job", "run", "j", "--dry-run", "--db", url, "--no-progress").returncode == 98  # DRY_RUN
     history = assert_ok(ppdp("job", "history", "j", "--db", url))
     rows = [line for line in history.splitlines()[1:] if line.strip()]
     assert len(rows) == 1 and "succeeded" not in rows[0] and "dry-run" in rows[0]

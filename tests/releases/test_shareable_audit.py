@@ -6,7 +6,8 @@ in JSON and Markdown, the export file, and the ``--json`` of ``run``, ``job run`
 who is suppressed (``S``: a NULL quasi-identifier under ``null_policy = "suppress"``) with unique
 values of their own; every planted value that the published view does not show is searched for
 in every output, and none may be found. Run for the three release methods, on DuckDB and on a
-real PostgreSQL server.
+real PostgreSQL server. dbt's test failures (the rows ``--store-failures`` stores, dbt's log,
+output and result files) are audited in one dbt run, on DuckDB (slow, as the other dbt tests).
 
 The generalization release also carries the two models whose verification SQL used to hold
 source values: t-closeness with the ordered ground distance (the whole sensitive domain as
@@ -162,7 +163,7 @@ def test_no_shareable_output_names_a_value_the_release_does_not_show(database, t
     outputs["job run --json"] = _ok(ppdp("job", "run", "audit", "--db", url, "--json", "--no-progress"))
     assert json.loads(outputs["job run --json"])["status"] == "published"
     outputs["job run --dry-run --json"] = _ok(ppdp("job", "run", "audit", "--db", url, "--json", "--dry-run", "--no-progress"),
-                                             0, 2, 3, 99)
+                                             2, 3, 98)  # 98: DRY_RUN
     # the same spec run directly (not as the job): another version, or its refusal, as JSON
     outputs["run --json"] = _ok(ppdp("run", str(spec), "--no-progress", "--json"), 0, 2, 3, 99)
     outputs["verify --json"] = _ok(ppdp("verify", "audit", "--db", url, "--json"))
@@ -230,3 +231,102 @@ def test_the_query_is_withheld_exactly_where_it_holds_source_values():
             withheld.add(key)
         assert {k for k, v in shared["params"].items() if v == WITHHELD} == ({"research"} if name == "delta-presence" else set())
     assert withheld == {"delta-presence", "t-closeness/ordered", "t-closeness/hierarchical"}
+
+
+DBT_TESTS = """version: 2
+sources:
+  - name: published
+    schema: published
+    tables:
+      - name: audit
+        data_tests:
+          - dbt_ppdp.ppdp_k_anonymous:
+              arguments: {quasi_identifiers: [age, sex, race, education], k: 100000}
+          - dbt_ppdp.ppdp_l_diverse:
+              arguments: {quasi_identifiers: [age, sex, race, education], sensitive: disease, l: 1000}
+          - dbt_ppdp.ppdp_l_diverse:
+              arguments: {quasi_identifiers: [age, sex, race, education], sensitive: disease, l: 1000, kind: entropy}
+          - dbt_ppdp.ppdp_t_close:
+              arguments: {quasi_identifiers: [age, sex, race, education], sensitive: disease, t: 0.0,
+                          release: audit, release_schema: published}
+          - dbt_ppdp.ppdp_t_close:
+              arguments: {quasi_identifiers: [age, sex, race, education], sensitive: disease, t: 0.0,
+                          distance: equal}
+          - dbt_ppdp.ppdp_risk_below:
+              arguments: {quasi_identifiers: [age, sex, race, education], threshold: 0.0}
+          - dbt_ppdp.ppdp_release_verified:
+              arguments: {release: audit, release_schema: published}
+  # the control: the source itself fails too, and its failure rows do name the planted values
+  - name: source
+    schema: main
+    tables:
+      - name: adult
+        data_tests:
+          - dbt_ppdp.ppdp_k_anonymous:
+              arguments: {quasi_identifiers: [id, occupation], k: 2}
+"""
+
+
+@pytest.mark.slow
+def test_dbt_test_failures_name_no_value_the_release_does_not_show(tmp_path):
+    """dbt_ppdp's generic tests on the published view, with parameters that fail them (k, l, t
+    and the risk threshold out of reach), in one `dbt test --store-failures`: the failure rows
+    dbt stores, its log, its printed output and its result files carry none of the planted
+    values that the view does not show (the suppressed person's, the keys, the research rule's).
+    DuckDB and the generalization release only: dbt takes a minute to start."""
+    import shutil
+    import subprocess
+
+    from tests.adapters.test_dbt_example import dbt_executable
+
+    executable = dbt_executable()  # skips (or fails under PPDP_REQUIRE_DBT=1) without dbt
+    db = tmp_path / "audit.duckdb"
+    url = f"duckdb://{db}"
+    con = connect(url)
+    try:
+        con.write_frame("main", "adult", _frame("generalization"))
+    finally:
+        con.close()
+    _ok(ppdp("run", str(_spec(tmp_path / "audit.toml", url, "generalization")), "--no-progress"))
+    project = tmp_path / "dbt"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: ppdp_audit\nversion: '1.0'\nconfig-version: 2\nprofile: ppdp_audit\n")
+    (project / "profiles.yml").write_text(
+        f"ppdp_audit:\n  target: dev\n  outputs:\n    dev:\n      type: duckdb\n      path: {json.dumps(str(db))}\n"
+        "      threads: 1\n")
+    (project / "models" / "sources.yml").write_text(DBT_TESTS)
+    # the package as `dbt deps` would install it (a second dbt start otherwise)
+    package = PATHS.REPO / "src" / "ppdp" / "dbt_ppdp"
+    (project / "packages.yml").write_text(f"packages:\n  - local: {json.dumps(str(package))}\n")
+    shutil.copytree(package, project / "dbt_packages" / "dbt_ppdp")
+    proc = subprocess.run([executable, "test", "--store-failures", "--profiles-dir", "."], cwd=project,
+                          capture_output=True, text=True, timeout=900,
+                          env={**__import__("os").environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"})
+    assert proc.returncode == 1, proc.stdout[-3000:]  # the tests failed, as they were made to
+    results = json.loads((project / "target" / "run_results.json").read_text())["results"]
+    status = {r["unique_id"]: r["status"] for r in results}
+    assert len(status) == 8 and sum(s == "fail" for s in status.values()) == 7, status
+    assert all(s == "pass" for uid, s in status.items() if "release_verified" in uid), status
+    outputs = {"dbt stdout and stderr": proc.stdout + proc.stderr}
+    for path in [*sorted((project / "logs").glob("*")), *sorted((project / "target").glob("*.json"))]:
+        outputs[str(path.relative_to(project))] = path.read_text(errors="replace")
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                             "WHERE table_schema LIKE '%dbt_test__audit'").fetchall()
+        failing_rows = 0
+        control = ""
+        for schema, table in stored:
+            rows = con.execute(f'SELECT * FROM "{schema}"."{table}"').fetchall()
+            text = "\n".join("\t".join("" if v is None else str(v) for v in r) for r in rows)
+            if "source_ppdp_k_anonymous_source_adult" in table:
+                control = text  # the source's failures: not an output of the release
+                continue
+            failing_rows += len(rows)
+            outputs[f"stored failures {table}"] = text
+    assert len(stored) == 8 and failing_rows > 0, stored
+    shown = _shown(url)
+    hidden = [v for v in PLANTED if v not in shown]
+    assert {str(S_KEY), str(U_KEY), S_DISEASE, "Zz-S-occupation", RULE_VALUE} <= set(hidden), hidden
+    assert {str(S_KEY), "Zz-S-occupation", str(U_KEY)} <= {v for v in hidden if v in control}  # the grep sees them
+    hits = {(name, v) for name, text in outputs.items() for v in hidden if v in text}
+    assert not hits, f"{len(hits)} value(s) that the release does not show left through dbt: {sorted(hits)}"

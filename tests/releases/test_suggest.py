@@ -50,12 +50,38 @@ def test_suggest_drops_unique_columns_and_proposes_the_person(adult_db: Path, tm
     assert {"age", "sex", "race"} <= {c for c, r in roles.items() if r == "qid"}
     spec = tomllib.loads(out.read_text())
     assert spec["source"]["key"] == "visit_id"
-    assert set(spec["source"]["identifiers"]) == {"email", "person_id"}
-    assert '# person = "person_id"' in out.read_text()  # the person option is not on this branch yet
+    assert set(spec["source"]["identifiers"]) == {"email"}
+    assert spec["source"]["person"] == "person_id"
+    # visit_date differs between one person's rows; the person-level QIDs do not
+    qids = {q["column"] for q in spec["quasi_identifiers"]}
+    assert set(spec["source"].get("person_varying", [])) == {"visit_date"} & qids == set(result["person_varying"])
     assert all(q["hierarchy"] == "auto" for q in spec["quasi_identifiers"])
     # every decision carries its reason
     for c in result["columns"]:
         assert c["why"], c
+
+
+def test_suggest_then_run_publishes_per_person(adult_db: Path, tmp_path: Path, capsys) -> None:
+    """The spec suggest writes for a visits table runs with no hand edit and counts persons."""
+    db = _visits(adult_db)
+    out = tmp_path / "visits.toml"
+    code, _, _ = _run(["suggest", "--table", "visits", "--db", f"duckdb://{db}", "--out", str(out), "--no-preview"], capsys)
+    assert code == 0
+    code, stdout, err = _run(["run", str(out), "--no-progress", "--json"], capsys)
+    assert code == 0, err
+    result = json.loads(stdout)
+    assert result["status"] == "published" and result["verified"] is True
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        qids = [q["column"] for q in tomllib.loads(out.read_text())["quasi_identifiers"]]
+        cols = ", ".join(f'v."{q}"' for q in qids)
+        smallest = con.execute(f"""SELECT MIN(n) FROM (SELECT COUNT(DISTINCT s.person_id) AS n
+            FROM published.visits v JOIN _ppdp.row_ids r ON r.row_id = v.ppdp_row_id
+            JOIN visits s ON CAST(s.visit_id AS VARCHAR) = r.key GROUP BY {cols})""").fetchone()[0]
+    finally:
+        con.close()
+    k = tomllib.loads(out.read_text())["privacy"]["models"][0]["k"]
+    assert smallest >= k
 
 
 def test_every_unique_column_is_dropped(adult_db: Path, tmp_path: Path, capsys) -> None:
@@ -224,3 +250,19 @@ def test_sparcs_ranks_zip_age_sex_above_low_risk_columns(tmp_path: Path, capsys)
     code, stdout, err = _run(["run", str(out), "--no-progress", "--json"], capsys)
     run = json.loads(stdout)
     assert code == 0 and run["status"] == "published" and run["verified"] is True, err
+
+
+def test_varying_per_person_counts_persons_with_several_values(adult_db: Path) -> None:
+    """The query suggest uses for ``person_varying``: persons whose rows differ on a column."""
+    from ppdp.sql.dialect import DUCKDB
+    from ppdp.sql.profile import varying_per_person_query
+
+    db = _visits(adult_db)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute(varying_per_person_query("visits", "person_id", ["age", "visit_date"], DUCKDB)).fetchone()
+        expected = con.execute("SELECT COUNT(*) FROM (SELECT person_id FROM visits GROUP BY person_id "
+                               "HAVING COUNT(DISTINCT visit_date) > 1)").fetchone()[0]
+    finally:
+        con.close()
+    assert int(row[0]) == 0 and int(row[1]) == expected and expected > 0

@@ -21,14 +21,24 @@ from tests.support import paths as PATHS
 from tests.support.cli_in_process import SUBPROCESS, run_cli
 
 OLD_CHECKOUT = os.environ.get("PPDP_CLI_CHECKOUT")
+# ``PPDP_CLI_SRC=/path/to/worktree/src`` runs that worktree's ``ppdp`` (the src/ layout, before or
+# after engine/app/) in a subprocess: the probe-37 tests were run so against 1175431.
+OLD_SRC = os.environ.get("PPDP_CLI_SRC")
+
+
+def _src_module(src: str) -> str:
+    return "ppdp.engine.app.cli" if (Path(src) / "ppdp" / "engine" / "app" / "cli.py").exists() else "ppdp.engine.cli"
 
 
 def ppdp(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``ppdp ARGS`` from the repository root (this checkout's code, in this process unless
     ``PPDP_TEST_CLI_SUBPROCESS=1``; an old checkout's always in a subprocess)."""
-    if not OLD_CHECKOUT and not SUBPROCESS:
+    if not OLD_CHECKOUT and not OLD_SRC and not SUBPROCESS:
         return run_cli(list(args), cwd=PATHS.REPO, env=env)
-    if OLD_CHECKOUT:
+    if OLD_SRC:
+        cmd, cwd = [sys.executable, "-m", _src_module(OLD_SRC), *args], str(PATHS.REPO)
+        env = {**os.environ, **(env or {}), "PYTHONPATH": OLD_SRC}
+    elif OLD_CHECKOUT:
         cmd, cwd = [sys.executable, "-m", "engine.app.cli", *args], OLD_CHECKOUT
         env = {**os.environ, **(env or {}), "PYTHONPATH": OLD_CHECKOUT}
     else:

@@ -161,3 +161,50 @@ def best_retention(caps, q_of, q, **constraints):
         if n > best and allocation_feasible(alloc, q_of, q, **constraints):
             best = n
     return best
+
+
+# --- EMD t-closeness's S*(G) by brute force --------------------------------------------------------
+
+
+def emd_best_retention(caps, q_of, q, distance, *, k=1, t, rank=None):
+    """Largest N over all allocations 0 <= n_i <= caps[i] of at least k records whose EMD to q
+    (``distance`` "equal" or "ordered" with ``rank`` of each code) is within t (0 if none)."""
+    best = 0
+    for alloc in itertools.product(*[range(c + 1) for c in caps]):
+        n = sum(alloc)
+        if n <= best or n < max(k, 1):
+            continue
+        if emd(alloc, q_of, q, distance, rank) <= t:
+            best = n
+    return best
+
+
+def emd(alloc, q_of, q, distance, rank=None):
+    """Li et al. 2007's EMD of a class holding ``alloc[i]`` records of code ``q_of[i]``, term by
+    term: equal 1/2 sum |p - q|; ordered 1/(m-1) sum_i |sum_{rank <= i} (p - q)|."""
+    n = sum(alloc)
+    p = [0.0] * len(q)
+    for a, v in zip(alloc, q_of, strict=True):
+        p[v] += a / n
+    if distance == "equal":
+        return 0.5 * sum(abs(p[v] - q[v]) for v in range(len(q)))
+    by_rank = sorted(range(len(q)), key=lambda v: rank[v])
+    cum, total = 0.0, 0.0
+    for v in by_rank:
+        cum += p[v] - q[v]
+        total += abs(cum)
+    return total / max(len(q) - 1, 1)
+
+
+def presence_retention(size, persons, k, dmin, dmax):
+    """Twin of engine/kernels/presence.py's oracle term, from the definition: per class, the
+    largest r in 0..size with r = 0 or r >= k, and r / persons <= dmax (as the SQL check divides);
+    with the verdict whether some r also has r / persons >= dmin (a class left with 0 released
+    records has delta 0)."""
+    keep, ok = [], []
+    for n, p in zip(size, persons, strict=True):
+        n, p = int(n), int(p)
+        good = [r for r in range(n + 1) if (r == 0 or r >= k) and p > 0 and r / p <= dmax]
+        keep.append(max(good) if good else 0)
+        ok.append(any(dmin <= r / p for r in good) if p > 0 else False)
+    return keep, ok

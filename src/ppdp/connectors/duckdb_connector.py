@@ -120,12 +120,23 @@ class DuckDBConnector:
         try:
             yield
         except BaseException:
-            self.con.execute(S.DUCKDB_ROLLBACK)
+            self._rollback()
             raise
         else:
-            self.con.execute(S.DUCKDB_COMMIT)
+            try:
+                self.con.execute(S.DUCKDB_COMMIT)
+            except duckdb.Error as exc:  # a full disk: the write-ahead log could not be written
+                self._rollback()
+                raise ConnectorError(f"DuckDB could not commit the transaction, nothing of it was written: {exc}") from exc
         finally:
             self._in_tx = False
+
+    def _rollback(self) -> None:
+        """Roll back; a transaction DuckDB already aborted (a failed commit) has nothing to undo."""
+        try:
+            self.con.execute(S.DUCKDB_ROLLBACK)
+        except duckdb.Error:
+            pass
 
     def relation_columns(self, schema: str, name: str) -> list[tuple[str, str]] | None:
         rows = self.con.execute(S.DUCKDB_RELATION_COLUMNS, [schema, name]).fetchall()

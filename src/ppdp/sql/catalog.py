@@ -287,3 +287,8 @@ def delete_unpublished_versions(table: str, d: Dialect) -> str:
 def count_unpublished_versions(table: str, d: Dialect) -> str:
     """How many rows ``delete_unpublished_versions`` would remove (params: release, version)."""
     return f"SELECT COUNT(*) AS n FROM {private(table, d)} WHERE release = ? AND version >= ?"
+
+
+def drop_private_schema(d: Dialect) -> str:
+    """DROP ppdp's private schema and all it holds (a failed first run's leftovers)."""
+    return f"DROP SCHEMA IF EXISTS {quote_ident(PRIVATE_SCHEMA, d)} CASCADE"

@@ -138,6 +138,14 @@ def likeness_excess(counts: str, q_relation: str, beta: float, enhanced: bool) -
             f"FROM ({_shares(counts)}) AS c LEFT JOIN {q_relation} AS q ON q.sa_key = c.s GROUP BY c.cid")
 
 
+def with_largest_gain(check: str, counts: str, q_relation: str) -> str:
+    """A version check's row (ad, classes) with ``gain``: the largest relative gain (p - q) / q
+    of a value in a class over the version (what beta-likeness bounds; Cao and Karras 2012)."""
+    return (f"SELECT v.ad, v.classes, g.gain FROM ({check}) AS v CROSS JOIN "
+            f"(SELECT MAX((c.p - q.q) / q.q) AS gain FROM ({_shares(counts)}) AS c "
+            f"JOIN {q_relation} AS q ON q.sa_key = c.s AND q.q > 0) AS g")
+
+
 def disclosure_gap(counts: str, q_relation: str) -> str:
     """(cid, e): the largest |log2(p / q)| over the values present in a class (Brickell and
     Shmatikov 2008, as ARX's DDisclosurePrivacy: base 2, absent values unchecked). A value

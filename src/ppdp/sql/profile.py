@@ -93,6 +93,19 @@ def repeat_query(relation: str, column: str, d: Dialect) -> str:
     return render(tree, d, {"relation": relation})
 
 
+def varying_per_person_query(relation: str, person: str, columns: list[str], d: Dialect) -> str:
+    """One row: for each of ``columns`` (alias ``c{i}``, ``i`` its position), the number of persons
+    (distinct values of ``person``) whose rows hold more than one value of it -- a quasi-identifier
+    that varies by row, not by person."""
+    p = _col(person)
+    inner = exp.select(p.copy(), *(exp.alias_(exp.Count(this=exp.Distinct(expressions=[_col(c)])), f"n{i}")
+                                   for i, c in enumerate(columns))).from_(slot()).group_by(p.copy())
+    outer = exp.select(*(exp.alias_(exp.Sum(this=exp.Case(
+        ifs=[exp.If(this=exp.GT(this=exp.column(f"n{i}"), expression=exp.Literal.number(1)), true=exp.Literal.number(1))],
+        default=exp.Literal.number(0))), f"c{i}") for i in range(len(columns)))).from_(inner.subquery("per_person"))
+    return render(outer, d, {"relation": relation})
+
+
 def exact_distinct_query(relation: str, column: str, d: Dialect) -> str:
     """One row ``d``: the exact number of distinct non-NULL values of ``column``."""
     tree = exp.select(exp.alias_(exp.Count(this=exp.Distinct(expressions=[_col(column)])), "d")).from_(slot())

@@ -45,7 +45,14 @@ def ddl(d: Dialect) -> list[str]:
         "status VARCHAR NOT NULL DEFAULT 'requested', run_id VARCHAR, error VARCHAR, worker VARCHAR, "
         "attempts INTEGER NOT NULL DEFAULT 0, started_at TIMESTAMP, heartbeat_at TIMESTAMP, lease_until TIMESTAMP, "
         "finished_at TIMESTAMP)",
+        f"CREATE TABLE IF NOT EXISTS {requesters_table(d)} (job VARCHAR NOT NULL, role VARCHAR NOT NULL, "
+        "PRIMARY KEY (job, role))",
     ]
+
+
+def requesters_table(d: Dialect) -> str:
+    """``_ppdp.job_requesters``: (job, role) pairs, the roles whose members may request a job."""
+    return quote_table(PRIVATE_SCHEMA, "job_requesters", d)
 
 
 def function_ddl(d: Dialect) -> list[str]:
@@ -53,14 +60,18 @@ def function_ddl(d: Dialect) -> list[str]:
 
     SECURITY DEFINER so that a role holding only EXECUTE can insert into ``_ppdp.requests``; a
     fixed ``search_path`` (pg_catalog, then pg_temp last) so that the caller cannot shadow any
-    name the body uses, and every name in the body is schema-qualified anyway. The job must be a
-    registered, enabled job (missing and disabled read the same, so the error tells a caller no
-    more than that); the requester is ``session_user``, the role that logged in, which SET ROLE
-    and the definer's rights do not change. EXECUTE is revoked from PUBLIC: an administrator
-    grants it per role (docs/guides/requests.md).
+    name the body uses, and every name in the body is schema-qualified anyway. The requester is
+    ``session_user``, the role that logged in, which SET ROLE and the definer's rights do not
+    change. It may request a job only when the job is registered and enabled and the requester is
+    a member of one of the job's roles in ``_ppdp.job_requesters``, or of the role owning
+    ``_ppdp.jobs`` (who registers jobs and may run them anyway); every other call, a missing job
+    included, gets the same error, so that the error tells a caller no job names. A request
+    while one for the same job is still waiting returns that one's id (one per job at a time,
+    under a transaction lock per job name), so repeated calls queue nothing more. EXECUTE is
+    revoked from PUBLIC: an administrator grants it per role (docs/guides/requests.md).
     """
     fn = function_name(d)
-    jobs, requests = quote_table(PRIVATE_SCHEMA, "jobs", d), requests_table(d)
+    jobs, requests, allowed = quote_table(PRIVATE_SCHEMA, "jobs", d), requests_table(d), requesters_table(d)
     return [
         f"CREATE SCHEMA IF NOT EXISTS {quote_ident(API_SCHEMA, d)}",
         f"CREATE OR REPLACE FUNCTION {fn}(job_name text) RETURNS text "
@@ -68,9 +79,20 @@ def function_ddl(d: Dialect) -> list[str]:
         "DECLARE rid text;\n"
         "BEGIN\n"
         f"  IF job_name IS NULL OR length(job_name) > {MAX_JOB_NAME} OR NOT EXISTS (\n"
-        f"      SELECT 1 FROM {jobs} AS j WHERE j.name = job_name AND j.enabled) THEN\n"
-        "    RAISE EXCEPTION 'ppdp: no enabled job named %', coalesce(quote_literal(left(job_name, 64)), 'NULL')\n"
-        "      USING ERRCODE = '22023', HINT = 'ppdp job list shows the registered jobs';\n"
+        f"      SELECT 1 FROM {jobs} AS j WHERE j.name = job_name AND j.enabled) OR NOT (\n"
+        f"      EXISTS (SELECT 1 FROM {allowed} AS a JOIN pg_catalog.pg_roles AS r ON r.rolname = a.role\n"
+        "              WHERE a.job = job_name AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER'))\n"
+        "      OR pg_catalog.pg_has_role(session_user, (SELECT c.relowner FROM pg_catalog.pg_class AS c\n"
+        f"              WHERE c.oid = '{PRIVATE_SCHEMA}.jobs'::pg_catalog.regclass), 'MEMBER')) THEN\n"
+        "    RAISE EXCEPTION 'ppdp: no enabled job named % that you may request', "
+        "coalesce(quote_literal(left(job_name, 64)), 'NULL')\n"
+        "      USING ERRCODE = '22023', HINT = 'ppdp job list shows the registered jobs; _ppdp.job_requesters says who may request each';\n"
+        "  END IF;\n"
+        "  PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('ppdp-request:' || job_name));\n"
+        f"  SELECT q.request_id INTO rid FROM {requests} AS q WHERE q.job = job_name AND q.status = 'requested'\n"
+        "    ORDER BY q.requested_at, q.request_id LIMIT 1;\n"
+        "  IF rid IS NOT NULL THEN\n"
+        "    RETURN rid;\n"
         "  END IF;\n"
         f"  INSERT INTO {requests} (job, requested_by) VALUES (job_name, session_user) RETURNING request_id INTO rid;\n"
         "  RETURN rid;\n"

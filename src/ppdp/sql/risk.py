@@ -49,16 +49,24 @@ def weighted_sizes(relation: str, cols: list[str], weight: str, d: Dialect) -> s
                   {"relation": relation})
 
 
+def weight_summary(relation: str, weight: str, d: Dialect) -> str:
+    """One row (nulls, smallest): the rows whose sampling weight is NULL, and the smallest weight."""
+    w = exp.cast(exp.Column(this=ident(weight)), exp.DataType.build("double"))
+    nulls = exp.Sub(this=exp.Count(this=exp.Star()), expression=exp.Count(this=w.copy()))
+    return render(exp.select(exp.alias_(nulls, "nulls"), exp.alias_(exp.Min(this=w), "smallest")).from_(slot()), d,
+                  {"relation": relation})
+
+
 def population_sizes(sample: str, population: str, cols: list[str], d: Dialect) -> str:
     """(size, population_size, classes): each sample class's size and the size of the matching
-    class in the population table (the sample's own size where the population lacks it)."""
+    class in the population table (NULL where the population has no person in the class)."""
     g = _group(cols, d)
     on = exp.and_(*[exp.NullSafeEQ(this=exp.Column(this=ident(c), table=ident("s")),
                                    expression=exp.Column(this=ident(c), table=ident("p"))) for c in cols]).sql(dialect=d.name)
     return (f"WITH s AS (SELECT {g}, COUNT(*) AS n FROM {sample} GROUP BY {g}), "
             f"p AS (SELECT {g}, COUNT(*) AS pn FROM {population} GROUP BY {g}) "
-            f"SELECT s.n AS size, COALESCE(p.pn, s.n) AS population_size, COUNT(*) AS classes "
-            f"FROM s LEFT JOIN p ON {on} GROUP BY s.n, COALESCE(p.pn, s.n)")
+            f"SELECT s.n AS size, p.pn AS population_size, COUNT(*) AS classes "
+            f"FROM s LEFT JOIN p ON {on} GROUP BY s.n, p.pn")
 
 
 def average_risk_check(relation: str, qids: list[str], small: int, records_at_risk: float | None, d: Dialect) -> str:

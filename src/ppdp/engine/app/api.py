@@ -65,6 +65,11 @@ class VerifyResult:
     source_changed: bool | None = None  # None: the source could not be read to compare
     error: str | None = None
 
+    @property
+    def ok(self) -> bool:
+        """The verification passed (exit code 0), as ``RunResult.ok``."""
+        return self.exit_code == ExitCode.PUBLISHED
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``ppdp verify --json`` prints (data/schemas/verify.schema.json)."""
         return {"status": self.status, "exit_code": int(self.exit_code), "release": self.release,
@@ -92,4 +97,6 @@ def verify_release(name: str, *, db: str) -> VerifyResult:
                         release=found["release"], version=found["version"],
                         models=model_checks(found["checks"]),
                         rows=found["rows"], expected_rows=found["expected_rows"], passed=bool(found["passed"]),
-                        source_changed=found["source_changed"])
+                        source_changed=found["source_changed"],
+                        error=(f"{found['release']} v{found['version']}: verification FAILED: {found['tampered']}"
+                               if found.get("tampered") else None))

@@ -101,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     rk.add_argument("--population-table", help="SCHEMA.TABLE holding the population, for journalist risk")
     rk.add_argument("--threshold", type=float, default=0.2, help="a record is at risk above this risk (default 0.2)")
     rk.add_argument("--weight", help="sampling-weight column: sdcMicro's individual and global risk")
+    rk.add_argument("--person", help="column naming each row's person: count distinct persons, not rows "
+                                     "(default: the release's source.person; without either, row = person assumed)")
     rk.add_argument("--json", action="store_true", help="one JSON object")
 
     sg = sub.add_parser("suggest", help="profile a table and write a commented release spec (auto hierarchies) with a preview")
@@ -168,32 +170,56 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 141
     except (PpdpError, KeyboardInterrupt, Exception) as exc:
-        code = exit_code_of(exc)
-        if isinstance(exc, PpdpError):
+        # a signal that arrived during a database call may surface as the database's own error
+        # ("Query interrupted"): the signal, not that error, ended the command
+        code = ExitCode.INTERRUPTED if _SIGNALLED else exit_code_of(exc)
+        if code == ExitCode.INTERRUPTED:
+            print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
+            exc = KeyboardInterrupt("interrupted")  # its JSON object says interrupted
+        elif isinstance(exc, PpdpError):
             # one line even when a database's message has several (libpq, DuckDB's "LINE 1: ... ^"),
             # and no password of a URL in it
             message = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
             print(f"ppdp: error: {redact_text(message)}", file=sys.stderr)
-        elif code == ExitCode.INTERRUPTED:
-            print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
         else:  # a bug: the traceback, and a code no expected outcome uses
             traceback.print_exc()
         if json_mode:
             _emit(args, _error_result(args, result_of_error(exc, job=getattr(args, "name", None) if args.command == "job" else None)))
         return int(code)
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
+        for signum, handler in previous_term:
+            # once interrupted, the process is ending with INTERRUPTED: a signal DuckDB raises
+            # again after it stopped its query must not kill it on the way out
+            signal.signal(signum, signal.SIG_IGN if _SIGNALLED else handler)
+
+
+_SIGNALLED = False  # SIGINT or SIGTERM arrived during this command
 
 
 def _on_sigterm():
     """SIGTERM (an orchestrator cancelling the task) unwinds the run like Ctrl-C: its transaction
-    rolls back and the exit code is INTERRUPTED. Returns the handler it replaced."""
+    rolls back and the exit code is INTERRUPTED; SIGINT too, and either is remembered, so that a
+    database call it interrupted ends with INTERRUPTED whatever the database raised. Returns the
+    handlers it replaced."""
     from ppdp.engine.app.outcome import Interrupted
 
-    def handler(signum, frame):
+    global _SIGNALLED
+    _SIGNALLED = False
+
+    def on_term(signum, frame):
+        global _SIGNALLED
+        _SIGNALLED = True
         raise Interrupted("SIGTERM")
 
-    return signal.signal(signal.SIGTERM, handler)
+    def on_int(signum, frame):
+        global _SIGNALLED
+        _SIGNALLED = True
+        raise KeyboardInterrupt
+
+    out = [(signal.SIGTERM, signal.signal(signal.SIGTERM, on_term))]
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when the caller handles SIGINT itself
+        out.append((signal.SIGINT, signal.signal(signal.SIGINT, on_int)))
+    return out
 
 
 def _error_result(args: argparse.Namespace, failed):
@@ -274,7 +300,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         from ppdp.engine.app.api import verify_release
 
-        return _emit(args, verify_release(args.name, db=args.db))
+        verified = verify_release(args.name, db=args.db)
+        if verified.error:  # the one line on stderr, as without --json (stdout holds the JSON object)
+            print(f"ppdp: error: {_shown(verified.error)}", file=sys.stderr)
+        return _emit(args, verified)
     con = connect(args.db, read_only=True)
     try:
         result = reverify(con, args.name)
@@ -284,7 +313,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{c['model']:<22} {json.dumps(c['params'])}  AD = {c['ad']}  classes = {c['classes']}  {'PASS' if c['passed'] else 'FAIL'}")
     for c in result.get("method_checks", []):
         print(f"{c['check']}: {c['detail']}  {'PASS' if c['passed'] else 'FAIL'}")
-    print(f"rows: {result['rows']} (expected {result['expected_rows']})")
+    if result["rows"] is not None:
+        print(f"rows: {result['rows']} (expected {result['expected_rows']})")
+    if result.get("tampered"):
+        print(f"ppdp: error: {result['release']} v{result['version']}: verification FAILED: {result['tampered']}; "
+              "analysts do not read what was verified. Hint: 'ppdp run' the spec again to publish it anew.", file=sys.stderr)
     print(f"{result['release']} v{result['version']}: " + ("verification passed" if result["passed"] else "verification FAILED")
           + " (against what was published, t-closeness against the stored distribution)")
     changed = {True: "the source has changed since this version was published (a new run would publish a new version)",
@@ -400,6 +433,7 @@ def cmd_job(args: argparse.Namespace) -> int:
         for r in rows:
             print(f"{r['name']:<24} {'enabled' if r['enabled'] else 'disabled':<9} created {str(r['created_at'])[:19]}  updated {str(r['updated_at'])[:19]}")
     elif args.job_command == "history":
+        jobs.job_exists(args.db, args.name)  # an unknown job is an error, not "no runs recorded"
         return cmd_runs(argparse.Namespace(name=None, db=args.db, job=args.name))
     elif args.job_command == "certificate":
         cert = jobs.certificate(args.db, args.name)
@@ -423,7 +457,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         ensure_requests(con)
     finally:
         con.close()
-    print(f"created schema _ppdp (jobs, runs, requests, hierarchies, suppressed, row_ids, row_state) in {_shown(args.db)}")
+    print(f"created schema _ppdp (jobs, runs, requests, job_requesters, hierarchies, suppressed, row_ids, row_state) in {_shown(args.db)}")
     return 0
 
 
@@ -441,7 +475,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 def cmd_risk(args: argparse.Namespace) -> int:
     from ppdp.connectors import connect
-    from ppdp.engine.app.risk_cli import describe, target
+    from ppdp.engine.app.risk_cli import describe, person_relation, target
+    from ppdp.engine.core.person import unit_label
     from ppdp.engine.risk import assess
 
     con = connect(args.db, read_only=True)
@@ -450,15 +485,20 @@ def cmd_risk(args: argparse.Namespace) -> int:
         cols = [c.strip() for c in args.qids.split(",") if c.strip()] if args.qids else qids
         also = [c.strip() for c in (args.also or "").split(",") if c.strip()]
         pop_table = target(con, None, args.population_table, None)[0] if args.population_table else None
-        result = assess(con, relation, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
+        measured, person = person_relation(con, args.name, relation, args.version, args.person, list(dict.fromkeys([*cols, *also])))
+        if person is not None and args.weight:
+            from ppdp.errors import SpecError
+
+            raise SpecError("--weight weighs rows; it cannot be combined with counting persons. Hint: leave out --weight.")
+        result = assess(con, measured, cols, also=also, sampling_fraction=args.sampling_fraction, population=args.population,
                         population_table=pop_table, threshold=args.threshold, weight=args.weight)
     finally:
         con.close()
     if args.json:
         from ppdp.engine.app.outcome import Measured
 
-        return _emit(args, Measured(result.to_json()))
-    print(describe(result))
+        return _emit(args, Measured(result.to_json() | {"relation": relation, "unit": unit_label(person)}))
+    print(describe(result, person, relation))
     return 0
 
 

@@ -20,7 +20,7 @@ from ppdp.engine.core.spec import load_spec, spec_from_dict
 from ppdp.engine.methods import method_of
 from ppdp.engine.release.placement import may_create_database
 from ppdp.engine.release.run import ReleaseOutcome, run_release
-from ppdp.errors import SpecError
+from ppdp.errors import DataError, SpecError
 from ppdp.sql import catalog as catalog_sql
 from ppdp.sql.queries import PRIVATE_SCHEMA
 
@@ -91,7 +91,23 @@ def run_job(db: str, name: str, *, dry_run: bool = False, progress: bool = True,
         spec = spec_from_dict(raw, base_dir=Path.cwd())
     except SpecError as exc:
         raise SpecError(f"Job {name!r}: {exc}") from None
-    return run_release(spec, database=db, dry_run=dry_run, progress=progress, job=name, on_phase=on_phase)
+    try:
+        return run_release(spec, database=db, dry_run=dry_run, progress=progress, job=name, on_phase=on_phase)
+    except (SpecError, DataError) as exc:
+        # the spec's errors found once the source is read (source.query, columns, hierarchies):
+        # prefixed like the others, the exception kept (its class decides the exit code)
+        if not str(exc).startswith(f"Job {name!r}: "):
+            exc.args = (f"Job {name!r}: {exc}", *exc.args[1:])
+        raise
+
+
+def job_exists(db: str, name: str) -> None:
+    """SpecError unless job ``name`` is registered in ``db``."""
+    con = connect(db, read_only=True)
+    try:
+        load_job(con, name)
+    finally:
+        con.close()
 
 
 def list_jobs(db: str) -> list[dict[str, Any]]:
@@ -132,7 +148,7 @@ def certificate_of(run: catalog.RunRecord) -> dict[str, Any]:
     return {
         "release": run.release, "version": run.version, "run_id": run.run_id, "job": run.job,
         "published_at": str(run.finished_at), "source_rows": run.source_rows, "source_fingerprint": run.source_fingerprint,
-        "models": [{"model": c["model"], "params": c["params"], "achieved": c["ad"], "passed": c["passed"],
+        "models": [{"model": c["model"], "params": c["params"], "achieved": c.get("achieved", c["ad"]), "passed": c["passed"],
                     "verification_query": c["query"]} for c in checks],
         "released_rows": v.get("rows"), "suppressed_rows": int(m.get("suppressed") or 0),
         "method": s.get("method", "generalization"), "method_summary": dict(summary.method_lines(run)),

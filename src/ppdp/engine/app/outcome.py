@@ -22,11 +22,12 @@ class ExitCode(IntEnum):
     exists: 2 for bad input (argparse uses it too), 70 = EX_SOFTWARE of sysexits.h, 99 = the code
     Airflow's BashOperator treats as "skipped" (``skip_on_exit_code``), 130 = 128 + SIGINT."""
 
-    PUBLISHED = 0  # a new version was published (or: verify passed, a dry run or a listing ended well)
+    PUBLISHED = 0  # a new version was published (or: verify passed, a listing ended well)
     VERIFICATION_FAILED = 1  # the independent SQL verification failed; nothing was published
     SPEC_ERROR = 2  # the spec, the data or the database is wrong or unreachable; nothing was written
     REFUSED = 3  # the privacy model (no release can meet it) or the cross-version rule refused the step
     INTERNAL_ERROR = 70  # a bug in ppdp: the traceback is on stderr
+    DRY_RUN = 98  # a dry run ended well: the SQL and the metrics printed, nothing published
     SKIPPED = 99  # nothing changed since the current version (same run key): nothing to publish
     INTERRUPTED = 130  # SIGINT or SIGTERM: the interrupted run published nothing
 
@@ -34,7 +35,7 @@ class ExitCode(IntEnum):
 # The ``status`` of a RunResult for each code (also the value the request worker writes back).
 STATUS = {ExitCode.PUBLISHED: "published", ExitCode.VERIFICATION_FAILED: "verification_failed",
           ExitCode.SPEC_ERROR: "error", ExitCode.REFUSED: "refused", ExitCode.INTERNAL_ERROR: "internal_error",
-          ExitCode.SKIPPED: "skipped", ExitCode.INTERRUPTED: "interrupted"}
+          ExitCode.SKIPPED: "skipped", ExitCode.INTERRUPTED: "interrupted", ExitCode.DRY_RUN: "dry_run"}
 
 
 class Interrupted(KeyboardInterrupt):
@@ -104,7 +105,7 @@ class RunResult:
     @property
     def ok(self) -> bool:
         """Published, skipped or a dry run: nothing for an orchestrator to alert on."""
-        return self.exit_code in (ExitCode.PUBLISHED, ExitCode.SKIPPED)
+        return self.exit_code in (ExitCode.PUBLISHED, ExitCode.SKIPPED, ExitCode.DRY_RUN)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``--json`` prints (data/schemas/run.schema.json)."""
@@ -144,11 +145,11 @@ def result_of_outcome(outcome: Any, *, dry_run: bool = False) -> RunResult:
     run = outcome.run
     m, v = run.metrics or {}, run.verification or {}
     skipped = run.status == "skipped"
-    code = ExitCode.SKIPPED if skipped else ExitCode.PUBLISHED
+    code = ExitCode.DRY_RUN if dry_run else ExitCode.SKIPPED if skipped else ExitCode.PUBLISHED
     held = (run.cross_version or {}).get("held_back") or m.get("held_back")
     sizes = m.get("class_sizes") or {}
     return RunResult(
-        status="dry_run" if dry_run else STATUS[code], exit_code=code, release=run.release, job=run.job,
+        status=STATUS[code], exit_code=code, release=run.release, job=run.job,
         run_id=run.run_id, version=None if dry_run else run.version, output=outcome.view, table=outcome.table,
         k=_int(sizes.get("min")),
         models=model_checks(v.get("checks", [])),
@@ -180,7 +181,8 @@ def model_checks(checks: list[dict[str, Any]]) -> tuple[ModelCheck, ...]:
     so that ``--json`` stays strict JSON (no ``Infinity``)."""
     from ppdp.engine.app.shareable import shareable_params
 
-    return tuple(ModelCheck(c["model"], shareable_params(c["model"], dict(c["params"])), _finite(c["ad"]), bool(c["passed"]))
+    return tuple(ModelCheck(c["model"], shareable_params(c["model"], dict(c["params"])), _finite(c.get("achieved", c["ad"])),
+                            bool(c["passed"]))
                  for c in checks)
 
 

@@ -76,8 +76,8 @@ def ensure_requests(con: Connector) -> None:
 
 
 def _requests_ready(con: Connector) -> bool:
-    if con.relation_columns(R.PRIVATE_SCHEMA, "requests") is None:
-        return False
+    if con.relation_columns(R.PRIVATE_SCHEMA, "requests") is None or con.relation_columns(R.PRIVATE_SCHEMA, "job_requesters") is None:
+        return False  # (no job_requesters: made by an older ppdp, whose request_run let any EXECUTE holder request any job)
     return DEFINER_FUNCTIONS not in con.capabilities or bool(con.query(R.function_exists(con.dialect))["ok"][0])
 
 
@@ -105,7 +105,7 @@ def serve(db: str, *, once: bool = False, poll: float = 10.0, lease: float = 60.
     if poll <= 0 or lease <= 0:
         raise PpdpError(f"--poll and --lease must be positive seconds, got {poll} and {lease}.")
     name = worker or f"{socket.gethostname()}:{uuid.uuid4().hex[:8]}"
-    con = connect(db)
+    con = connect(db, create=False)  # a mistyped DuckDB path is refused, as by run, not created
     served: list[Served] = []
     given_back: set[str] = set()
     try:

@@ -80,6 +80,7 @@ class Suggestion:
     null_qids: list[str]
     ranked_on: int  # rows the ranking was measured on; negative: about that many, a block sample above RANK_ROWS
     preview: dict[str, Any] = field(default_factory=dict)
+    person_varying: list[str] = field(default_factory=list)  # QIDs whose value differs between a person's rows
     source_risk: dict[str, Any] = field(default_factory=dict)
 
     def of(self, role: str) -> list[Decision]:
@@ -90,7 +91,7 @@ class Suggestion:
                 "columns": [{"column": d.column, "role": d.role, "why": d.why, "distinction": d.score[0], "separation": d.score[1]}
                             for d in self.decisions],
                 "pairs": [{"columns": list(c), "distinction": a, "separation": b} for c, a, b in self.pairs],
-                "source_risk": self.source_risk, "preview": self.preview}
+                "person_varying": self.person_varying, "source_risk": self.source_risk, "preview": self.preview}
 
 
 def suggest(con: Connector, table: str, *, max_risk: float = 0.2) -> Suggestion:
@@ -144,6 +145,10 @@ def suggest(con: Connector, table: str, *, max_risk: float = 0.2) -> Suggestion:
     result = Suggestion(table, rows, sorted(decisions.values(), key=lambda d: order.index(d.column)), pairs, k, float(max_risk),
                         [c for c in chosen if profiles[c].nulls], rows if rows <= RANK_ROWS else -RANK_ROWS)
     qids = [d.column for d in result.of("qid")]
+    persons = result.of("person")
+    if persons and qids:
+        row = con.query(P.varying_per_person_query(relation, persons[0].column, qids, con.dialect)).row(0)
+        result.person_varying = [q for q, n in zip(qids, row, strict=True) if int(n or 0) > 0]
     if qids:
         a = assess(con, relation, qids, attributes=False)
         result.source_risk = {"qids": qids, **a.to_json()}
@@ -211,7 +216,7 @@ def _comment(text: str) -> str:
     return "# " + text.replace("\n", " ")
 
 
-def spec_text(s: Suggestion, database: str, table: str, *, person_supported: bool = False) -> str:
+def spec_text(s: Suggestion, database: str, table: str) -> str:
     schema, _, name = table.rpartition(".")
     key = s.of("key")[0].column
     out = [f"# Written by `ppdp suggest` from {s.rows:,} rows of {table}. Every decision has its reason; change any and run:",
@@ -221,13 +226,16 @@ def spec_text(s: Suggestion, database: str, table: str, *, person_supported: boo
     if schema:
         out.append(f"schema = {_s(schema)}")
     out += [f"table = {_s(name)}", f"key = {_s(key)}  {_comment(s.of('key')[0].why)}"]
-    idents = s.of("identifier") + s.of("person")
+    idents = s.of("identifier")
     out.append("identifiers = [" + ", ".join(_s(d.column) for d in idents) + "]")
     for d in idents:
         out.append(_comment(f"  {d.column}: {d.why}"))
     for d in s.of("person"):
-        line = f"person = {_s(d.column)}  # one person, several rows: the models count persons, not rows"
-        out.append(line if person_supported else "# " + line + " (needs ppdp's person option)")
+        out.append(f"person = {_s(d.column)}  # one person, several rows: the models count persons, not rows")
+        out.append(_comment(f"  {d.column}: {d.why}"))
+    if s.of("person") and s.person_varying:
+        out.append("person_varying = [" + ", ".join(_s(c) for c in s.person_varying) + "]  "
+                   + _comment("these differ between one person's rows: the signature rule of docs/design/person_unit.md"))
     drops = s.of("drop")
     out.append("drop = [" + ", ".join(_s(d.column) for d in drops) + "]")
     for d in drops:

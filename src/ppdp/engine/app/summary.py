@@ -56,7 +56,11 @@ def metric_lines(run: RunRecord) -> list[tuple[str, str]]:
         out.append(("utility", ", ".join(f"{label} {m[k]:.4f}" for k, label in (("total_pr", "total PR"), ("average_il", "average IL"))
                                          if m.get(k) is not None)))
     if "records" in m:
-        out.append(("suppressed", f"{int(m.get('suppressed') or 0):,} of {int(m['records']):,} records"))
+        if m.get("unit") == "person" and m.get("persons") is not None:
+            out.append(("suppressed", f"{int(m.get('suppressed') or 0):,} of {int(m['persons']):,} persons "
+                                      f"({int(m.get('released_records') or 0):,} of {int(m['records']):,} rows published)"))
+        else:
+            out.append(("suppressed", f"{int(m.get('suppressed') or 0):,} of {int(m['records']):,} records"))
     if m.get("workload_error") is not None:
         out.append(("workload error", f"{m['workload_error']:.4f} mean relative error of random COUNT queries"))
     cs = m.get("class_sizes") or {}
@@ -71,7 +75,8 @@ def metric_lines(run: RunRecord) -> list[tuple[str, str]]:
 def verification_lines(run: RunRecord) -> list[tuple[str, str]]:
     """Each model check and each of the method's own checks, with its verdict."""
     v = run.verification or {}
-    out = [("verified (SQL)", f"{c['model']} {json.dumps(c['params'])}: AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
+    out = [("verified (SQL)", f"{c['model']} {json.dumps(c['params'])}{' per person' if c.get('unit') == 'person' else ''}: "
+                              f"AD = {c['ad']} -> {'PASS' if c['passed'] else 'FAIL'}")
            for c in v.get("checks", [])]
     out += [("verified (SQL)", f"{c['check']}: {c.get('detail', '')} -> {'PASS' if c['passed'] else 'FAIL'}")
             for c in v.get("method_checks", [])]
@@ -119,7 +124,8 @@ def risk_lines(run: RunRecord) -> list[tuple[str, str]]:
         return []
     from ppdp.engine.risk.base import estimators, values_of  # each estimator phrases its own keys
 
-    out: list[tuple[str, str]] = []
+    # the unit every count counted (docs/design/person_unit.md); runs before it counted rows
+    out: list[tuple[str, str]] = [("counted per", str(rk.get("unit") or "row = person assumed"))]
     for side in ("source", "release"):
         r = rk.get(side)
         if r is None:

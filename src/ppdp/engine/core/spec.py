@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,7 +19,9 @@ from ppdp.engine.core.hierarchy import ARX_DUPLICATE_POLICIES
 from ppdp.errors import SpecError, UnknownNameError, did_you_mean, known_names
 from ppdp.redact import redact_value
 from ppdp.registry import check_name, registry
+from ppdp.sql.history import ROW_ID
 from ppdp.sql.queries import PRIVATE_SCHEMA
+from ppdp.sql.relations import DELTA_SUFFIX, VERSION_SEPARATOR
 
 NULL_POLICIES = ("error", "suppress")
 DYNAMIC_POLICIES = ("stable-levels", "reoptimize", "strict")
@@ -91,6 +94,12 @@ class ReleaseSpec:
     method: str = "generalization"
     method_params: tuple[tuple[str, Any], ...] = ()  # the release method's own options ([method] params)
     base_dir: str = "."
+    # The privacy unit (docs/design/person_unit.md): a column naming the person each row is
+    # about; None: the key (one row per person). Never published.
+    person: str | None = None
+    # quasi-identifiers that may differ between a person's rows (visit month, ward); the others
+    # are constant per person, checked before any write
+    person_varying: tuple[str, ...] = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -98,6 +107,16 @@ class ReleaseSpec:
         """Whether a step that would single someone out across versions may be repaired by
         holding records back (every policy but "strict", which refuses the step)."""
         return self.dynamic_policy != "strict"
+
+    @property
+    def person_column(self) -> str:
+        """The column that names the privacy unit: ``person``, else the key."""
+        return self.person or self.key
+
+    @property
+    def counts_persons(self) -> bool:
+        """Whether rows and persons differ (a person column other than the key is declared)."""
+        return self.person is not None and self.person != self.key
 
     @property
     def qid_columns(self) -> list[str]:
@@ -119,7 +138,7 @@ _SCHEMA: dict[str, set[str]] = {
     "method": {"name", "params"},
     "dynamic": {"policy", "max_repair_fraction"},
     "access": {"roles"},
-    "source": {"database", "table", "schema", "query", "file", "key", "identifiers", "drop", "keep", "null_policy"},
+    "source": {"database", "table", "schema", "query", "file", "key", "person", "person_varying", "identifiers", "drop", "keep", "null_policy"},
     "quasi_identifier": {"column", "hierarchy"},
     "hierarchy": {"type", "file", "widths", "levels", "duplicates", *AUTO_OVERRIDES},
     "sensitive": {"columns", "hierarchy"},
@@ -264,6 +283,9 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     if schema is not None:
         _typed(schema, "source.schema", str)
     key = _need(src, "key", "source", str)
+    person = src.get("person")
+    if person is not None and not _typed(person, "source.person", str):
+        raise SpecError("source.person is empty. Hint: person = \"person_id\" (the column naming each row's person).")
     null_policy = _typed(src.get("null_policy", "error"), "source.null_policy", str)
     if null_policy not in NULL_POLICIES:
         raise SpecError(f"source.null_policy must be one of {', '.join(NULL_POLICIES)}, got {null_policy!r}.")
@@ -348,6 +370,7 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     out_name = _need(out, "name", "output", str)
     if not out_name.strip():
         raise SpecError(f"output.name is empty ({out_name!r}). Hint: name = \"patients_k5\" names the published view.")
+    _check_output_name(out_name)
     report = _names(util.get("report", list(ReleaseSpec.report)), "utility.report")
     for metric in report:
         _registered("metric", metric, "utility.report")
@@ -381,9 +404,11 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
         dynamic_policy=policy, max_repair_fraction=float(repair),
         reader_roles=_names(access.get("roles", []), "access.roles"),
         output_schema=out_schema, output_name=out_name, method=method_name,
-        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), raw=raw,
+        method_params=tuple(sorted(method_params.items())), base_dir=str(base_dir), person=person,
+        person_varying=_names(src.get("person_varying", []), "source.person_varying"), raw=raw,
     )
     _check_columns_disjoint(spec)
+    _check_reserved_columns(spec)
     return spec
 
 
@@ -401,6 +426,27 @@ def _file_query(file: str, base: Path) -> str:
     return file_query(reader, str(path.resolve()))
 
 
+def _check_output_name(name: str) -> None:
+    """A release ``name`` owns ``name__v<N>`` and ``name__delta`` (sql/relations.py): a name that
+    ends like one of those is another release's version table or delta (letter case aside, as
+    DuckDB compares names)."""
+    if re.search(rf"({re.escape(VERSION_SEPARATOR)}[0-9]+|{re.escape(DELTA_SUFFIX)})$", name, re.IGNORECASE):
+        raise SpecError(f"output.name {name!r} ends like a version table or a delta ('<name>{VERSION_SEPARATOR}<N>', "
+                        f"'<name>{DELTA_SUFFIX}'), which belong to the release they are named after. "
+                        "Hint: choose a name without that ending.")
+
+
+def _check_reserved_columns(spec: ReleaseSpec) -> None:
+    """ppdp adds the column ROW_ID to every published row (the row's id across versions), so no
+    published column of the source may be named so."""
+    for role, cols in (("quasi-identifier", spec.qid_columns), ("sensitive attribute", spec.sensitive),
+                       ("kept column", spec.keep)):
+        for c in cols:
+            if c.lower() == ROW_ID:
+                raise SpecError(f"The {role} {c!r} has the name of the column ppdp adds to every published row "
+                                f"({ROW_ID!r}). Hint: rename it in a source.query (SELECT ..., {c} AS ...).")
+
+
 def _check_columns_disjoint(spec: ReleaseSpec) -> None:
     """Each column has one role; a column named twice would reach the SQL as a raw binder error."""
     seen: dict[str, str] = {}
@@ -413,6 +459,18 @@ def _check_columns_disjoint(spec: ReleaseSpec) -> None:
                 raise SpecError(f"Column {c!r} is {what}. Hint: give each column exactly one role "
                                 "(key, identifiers, quasi_identifiers, sensitive, drop or keep).")
             seen[c] = role
+    if spec.person_varying and not spec.counts_persons:
+        raise SpecError("source.person_varying needs source.person (the column naming each row's person).")
+    for c in spec.person_varying:
+        if c not in spec.qid_columns:
+            raise SpecError(f"source.person_varying names {c!r}, which is not a quasi-identifier. "
+                            "Hint: list the QIDs that may differ between a person's rows.")
+    # the person column is never published: it may also be listed as an identifier or dropped
+    if spec.person is not None and spec.person != spec.key:
+        person_role = seen.get(spec.person)
+        if person_role in ("quasi-identifier", "sensitive attribute", "kept column"):
+            raise SpecError(f"source.person {spec.person!r} is also a {person_role}: the person column is never published. "
+                            "Hint: name a column that only identifies the person.")
 
 
 def load_spec(path: str | Path) -> ReleaseSpec:
@@ -425,7 +483,7 @@ def read_spec_file(path: str | Path) -> dict[str, Any]:
     """The raw TOML of a spec file (not yet validated), or a one-line SpecError."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark (Windows editors) is not TOML
     except FileNotFoundError:
         raise SpecError(f"Spec file {str(path)!r} does not exist.") from None
     except IsADirectoryError:

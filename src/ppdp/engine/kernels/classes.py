@@ -661,6 +661,232 @@ def _allocation_distance(alloc, total, tq, qq_out):
     return np.sqrt(d2) if d2 > 0.0 else 0.0
 
 
+# --- EMD t-closeness terms of S*(G) (docs/design/paper_notes.md §3) ------------------------------
+# ``t_kind`` is the code of engine/kernels/kinds.py of the t-closeness distance S*(G) enforces:
+# LARGEST_EUCLIDEAN_DISTANCE (HAEF eq. 2-4), EQUAL_EMD or ORDERED_EMD (Li et al. 2007). For each
+# kept total N of a class, the allocation of smallest distance is found exactly (equal: a greedy
+# on a separable concave gain; ordered: a dynamic programme over the cumulative counts), and a
+# lower bound nonincreasing as N decreases (p_v may only range over [0, cap_v / N]) skips the
+# totals that no allocation can bring within t.
+
+
+@njit(cache=True)
+def _equal_distance(alloc, total, tq):
+    """Equal-distance EMD of a class keeping ``alloc`` records per value, summed as
+    distributions._equal sums it (absent and emptied values add q each)."""
+    s = 0.0
+    for i in range(alloc.shape[0]):
+        if alloc[i] > 0:
+            s += abs(alloc[i] / max(total, 1) - tq[i]) - tq[i]
+    return 0.5 * (1.0 + s)
+
+
+@njit(cache=True)
+def _equal_relaxed(cap, tq, total):
+    """Lower bound of the equal-distance EMD of any allocation of ``total`` records: the mass
+    of q no p_v <= cap_v / total can cover, 1 - sum_v min(q_v, cap_v / total) (absent values
+    cover none). Nonincreasing as total decreases."""
+    covered = 0.0
+    for i in range(cap.shape[0]):
+        covered += min(tq[i], cap[i] / total)
+    return max(1.0 - covered, 0.0)
+
+
+@njit(cache=True)
+def _equal_allocation(cap, tq, total, out):
+    """Integers 0<=n_v<=cap_v, sum n_v = total, minimizing sum_v max(0, total q_v - n_v) (total
+    times the equal-distance EMD, absent values adding total q_v whatever n is). Each value's
+    gain per unit is 1 up to floor(total q_v), then frac(total q_v), then 0: nonincreasing, so
+    the greedy by largest gain is optimal; the first two phases are taken at once."""
+    nv = cap.shape[0]
+    used = 0
+    for v in range(nv):
+        out[v] = min(cap[v], np.int64(np.floor(total * tq[v])))
+        used += out[v]
+    left = total - used
+    while left > 0:
+        best_v = -1
+        best_gain = -1.0
+        for v in range(nv):
+            f = total * tq[v]
+            fl = np.floor(f)
+            if out[v] < cap[v] and out[v] == np.int64(fl) and f - fl > best_gain:
+                best_gain = f - fl
+                best_v = v
+        if best_v < 0 or best_gain <= 0.0:
+            break
+        out[best_v] += 1
+        left -= 1
+    for v in range(nv):  # units of no gain anywhere there is room (sum cap >= total)
+        add = min(cap[v] - out[v], left)
+        out[v] += add
+        left -= add
+
+
+@njit(cache=True)
+def _ordered_distance(alloc, total, sa_of, q, by_rank, x):
+    """Ordered-distance EMD of a class keeping ``alloc`` records of values ``sa_of``, summed as
+    distributions._ordered sums it (``x``: scratch of n_sa)."""
+    n_sa = q.shape[0]
+    for v in range(n_sa):
+        x[v] = -q[v]
+    for i in range(alloc.shape[0]):
+        if alloc[i] > 0:
+            x[sa_of[i]] += alloc[i] / max(total, 1)
+    cum = 0.0
+    s = 0.0
+    for r in range(n_sa):
+        cum += x[by_rank[r]]
+        s += abs(cum)
+    return s / max(n_sa - 1, 1)
+
+
+@njit(cache=True)
+def _ordered_relaxed(cap_rank, qcum, total):
+    """Lower bound of the ordered-distance EMD of any allocation of ``total`` records: the
+    cumulative share P_r lies in [1 - (C - C_r) / total, C_r / total] (C_r: the class's records
+    of rank <= r), so |P_r - Q_r| is at least Q_r's distance to that interval. Nonincreasing as
+    total decreases (the interval widens)."""
+    n_sa = cap_rank.shape[0]
+    whole = 0
+    for r in range(n_sa):
+        whole += cap_rank[r]
+    c = 0
+    s = 0.0
+    for r in range(n_sa):
+        c += cap_rank[r]
+        hi = min(c / total, 1.0)
+        lo = max(1.0 - (whole - c) / total, 0.0)
+        if qcum[r] > hi:
+            s += qcum[r] - hi
+        elif qcum[r] < lo:
+            s += lo - qcum[r]
+    return s / max(n_sa - 1, 1)
+
+
+@njit(cache=True)
+def _ordered_allocation(cap_rank, qcum, total, f_prev, f_cur, xstar, out_rank):
+    """Integers 0<=n_r<=cap_r (by rank), sum = total, minimizing sum_r |N_r - total Q_r| (N_r,
+    Q_r cumulative): F_r(s) = |s - total Q_r| + min over s' in [s - cap_r, s] of F_{r-1}(s'),
+    F_{-1} = 0 at s = 0 only. Every F_r is convex on its finite range (a sum of convex terms
+    and the window minimum of a convex function), so the window minimum is F(s) left of
+    F's argmin x*, F(x*) within cap_r of it and F(s - cap_r) beyond: O(n_sa x total).
+    ``f_prev``, ``f_cur``: scratch of >= total + 1; returns the minimum."""
+    n_sa = cap_rank.shape[0]
+    inf = np.inf
+    for s in range(total + 1):
+        f_prev[s] = inf
+    f_prev[0] = 0.0
+    reach = 0
+    for r in range(n_sa):
+        xs = 0
+        best = inf
+        for s in range(min(reach, total) + 1):
+            if f_prev[s] < best:
+                best = f_prev[s]
+                xs = s
+        xstar[r] = xs
+        c = cap_rank[r]
+        target = total * qcum[r]
+        reach = min(reach + c, total)
+        for s in range(total + 1):
+            if s > reach:
+                f_cur[s] = inf
+                continue
+            if s <= xs:
+                g = f_prev[s]
+            elif s <= xs + c:
+                g = best
+            else:
+                g = f_prev[s - c]
+            f_cur[s] = g + abs(s - target)
+        for s in range(total + 1):
+            f_prev[s] = f_cur[s]
+    value = f_prev[total]
+    s = total
+    for r in range(n_sa - 1, -1, -1):
+        lo = s - cap_rank[r]
+        prev = xstar[r]
+        if prev < lo:
+            prev = lo
+        if prev > s:
+            prev = s
+        out_rank[r] = s - prev
+        s = prev
+    return value
+
+
+@njit(cache=True)
+def _emd_class_keep(cap, sa_of, tq, q, rank_of, by_rank, qcum, total_c, n_min, t, t_kind, alloc):
+    """Largest N in [n_min, total_c] with an allocation of N records within EMD t of Q (into
+    ``alloc``), 0 when none: the whole class first, then every N from the largest the lower
+    bound allows, down, each with its allocation of smallest distance (exact per N), checked
+    by the evaluator's own sum."""
+    nv = cap.shape[0]
+    n_sa = q.shape[0]
+    x = np.empty(n_sa)
+    ordered = t_kind == 6
+    cap_rank = np.zeros(n_sa if ordered else 0, dtype=np.int64)
+    if ordered:
+        for i in range(nv):
+            cap_rank[rank_of[sa_of[i]]] = cap[i]
+    if total_c < n_min:
+        return 0
+    for i in range(nv):
+        alloc[i] = cap[i]
+    whole = _ordered_distance(alloc, total_c, sa_of, q, by_rank, x) if ordered else _equal_distance(alloc, total_c, tq)
+    if whole <= t:
+        return total_c
+    a, b = n_min, total_c - 1  # largest N in [a, b] whose bound is within t, or a - 1
+    top = n_min - 1
+    while a <= b:
+        mid = (a + b) // 2
+        lb = _ordered_relaxed(cap_rank, qcum, mid) if ordered else _equal_relaxed(cap, tq, mid)
+        if lb <= t + 1e-9:
+            top = mid
+            a = mid + 1
+        else:
+            b = mid - 1
+    if top < n_min:
+        return 0
+    f_prev = np.empty(top + 1 if ordered else 0)
+    f_cur = np.empty(top + 1 if ordered else 0)
+    xstar = np.empty(n_sa if ordered else 0, dtype=np.int64)
+    out_rank = np.empty(n_sa if ordered else 0, dtype=np.int64)
+    for n_keep in range(top, n_min - 1, -1):
+        if ordered:
+            _ordered_allocation(cap_rank, qcum, n_keep, f_prev, f_cur, xstar, out_rank)
+            for i in range(nv):
+                alloc[i] = out_rank[rank_of[sa_of[i]]]
+            d = _ordered_distance(alloc, n_keep, sa_of, q, by_rank, x)
+        else:
+            _equal_allocation(cap, tq, n_keep, alloc)
+            d = _equal_distance(alloc, n_keep, tq)
+        if d <= t:
+            return n_keep
+    return 0
+
+
+@njit(cache=True)
+def emd_terms(q, t_params, t_kind):
+    """(rank_of, by_rank, qcum) of ORDERED_EMD from its kernel row (the code at each rank);
+    empty for the other distances."""
+    n_sa = q.shape[0]
+    if t_kind != 6:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, np.zeros(0)
+    by_rank = np.empty(n_sa, dtype=np.int64)
+    rank_of = np.empty(n_sa, dtype=np.int64)
+    qcum = np.empty(n_sa)
+    c = 0.0
+    for r in range(n_sa):
+        by_rank[r] = int(t_params[r])
+        rank_of[by_rank[r]] = r
+        c += q[by_rank[r]]
+        qcum[r] = c
+    return rank_of, by_rank, qcum
+
+
 @njit(cache=True)
 def _class_keep(cap, tq, qq_all, n_pos_all, total_c, k, t, l_distinct, l_entropy, log_l, alloc):
     """Records to keep per sensitive value of one class (into ``alloc``); returns the kept
@@ -783,12 +1009,24 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
     Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
     the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
     """
+    return optimal_pair_retention_t(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy,
+                                    1, np.zeros(0))
+
+
+@njit(cache=True)
+def optimal_pair_retention_t(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy, t_kind, t_params):
+    """``optimal_pair_retention`` with t-closeness under the distance ``t_kind`` (a code of
+    kinds.py: 1 Euclidean, 5 equal EMD, 6 ordered EMD; ``t_params`` its kernel row). Under an
+    EMD the allocation follows t and k alone (``_emd_class_keep``); l is left to the evaluator."""
     m = size.shape[0]
+    emd = t >= 0.0 and t_kind != 1
+    rank_of, by_rank, qcum = emd_terms(q, t_params, t_kind)
     first, order, widest = _pairs_by_class(pair_class, m)
     keep = np.zeros(pair_class.shape[0], dtype=np.int64)
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all, n_pos_all = _q_terms(q)
     cap_buf = np.empty(widest, dtype=np.int64)
+    sa_buf = np.empty(widest, dtype=np.int64)
     tq_buf = np.empty(widest)
     alloc_buf = np.zeros(widest, dtype=np.int64)
     for c in range(m):
@@ -798,12 +1036,17 @@ def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinc
             continue
         cap = cap_buf[:nv]
         tq = tq_buf[:nv]
+        sa_of = sa_buf[:nv]
         for i in range(nv):
             p = order[start + i]
             cap[i] = pair_n[p]
+            sa_of[i] = pair_sa[p]
             tq[i] = q[pair_sa[p]]
         alloc = alloc_buf[:nv]
-        chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
+        if emd:
+            chosen = _emd_class_keep(cap, sa_of, tq, q, rank_of, by_rank, qcum, size[c], max(k, 1), t, t_kind, alloc)
+        else:
+            chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
         for i in range(nv):
             keep[order[start + i]] = alloc[i] if chosen > 0 else 0
     return keep
@@ -875,7 +1118,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
 
 @njit(cache=True)
 def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, kind_params, n_records,
-                           k, t, l_distinct, l_entropy, memo, memo_fill,
+                           k, t, l_distinct, l_entropy, t_kind, t_params, memo, memo_fill,
                            ids, parent_slot, out_slot):
     """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
     for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
@@ -914,6 +1157,9 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     log_l = np.log(l_entropy) if l_entropy > 1.0 else 0.0
     qq_all, n_pos_all = _q_terms(q)
     n_min = max(k, 1)
+    emd = t >= 0.0 and t_kind != 1  # t-closeness under an EMD (``optimal_pair_retention_t``)
+    rank_of, by_rank, qcum = emd_terms(q, t_params, t_kind)
+    emd_x = np.empty(q.shape[0])
     # Only k constrains S*(G) (the other models have no oracle term): it keeps whole classes.
     class_level = t < 0.0 and l_distinct <= 1 and l_entropy <= 1.0
     width = (memo.shape[1] - 1) // 2
@@ -1007,9 +1253,17 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
                 tq = tq_buf[:nv]
                 for i in range(nv):
                     tq[i] = q[sa_buf[i]]
-                if t >= 0.0 and l_entropy <= 1.0:
+                if t >= 0.0 and l_entropy <= 1.0 and not emd:
                     # The whole class passes: _class_keep would keep it whole (its first test).
                     if _allocation_distance(cap, size[c], tq, _absent_q_mass(tq, qq_all, n_pos_all)) <= t:
+                        for i in range(nv):
+                            keep[order[start + i]] = cap[i]
+                        continue
+                if emd:
+                    # The whole class passes: _emd_class_keep would keep it whole (its first test).
+                    whole = (_ordered_distance(cap, size[c], sa_buf[:nv], q, by_rank, emd_x) if t_kind == 6
+                             else _equal_distance(cap, size[c], tq))
+                    if whole <= t:
                         for i in range(nv):
                             keep[order[start + i]] = cap[i]
                         continue
@@ -1021,7 +1275,12 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
                             keep[order[start + i]] = memo[slot, 1 + width + i]
                         continue
                 alloc = alloc_buf[:nv]
-                chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l, alloc)
+                if emd:
+                    chosen = _emd_class_keep(cap, sa_buf[:nv], tq, q, rank_of, by_rank, qcum, size[c], n_min, t, t_kind,
+                                             alloc)
+                else:
+                    chosen = _class_keep(cap, tq, qq_all, n_pos_all, size[c], k, t, l_distinct, l_entropy, log_l,
+                                         alloc)
                 for i in range(nv):
                     keep[order[start + i]] = alloc[i] if chosen > 0 else 0
                 if slot >= 0 and memo_fill[0] < memo_cap:

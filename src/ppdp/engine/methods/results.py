@@ -34,6 +34,10 @@ class Prepared:
     models: list[PrivacyModel]
     source_rows: int
     distribution: pl.DataFrame | None = None  # t-closeness's Q: sa_key, sa_value (JSON), q
+    # the person unit (engine/core/person.py): the person-level relation ``table`` was read from,
+    # and its number of persons; None: one row per person
+    persons: Q.Source | None = None
+    source_persons: int | None = None
 
 
 @dataclass(frozen=True)

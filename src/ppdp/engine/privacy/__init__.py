@@ -9,7 +9,7 @@ search.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ppdp.engine.privacy.base import (
     MODELS,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ppdp.engine.core.encoding import EncodedTable
 
 __all__ = ["MODELS", "ClassStats", "ModelContext", "OracleParams", "OraclePlan", "PrivacyModel", "Requirements", "build_model",
-           "check_not_empty", "check_possible", "distinct_sensitive_values", "empty_ad", "plan_oracle"]
+           "check_feasible", "check_not_empty", "check_possible", "distinct_sensitive_values", "empty_ad", "plan_oracle"]
 
 
 def check_possible(table: EncodedTable, models: Sequence[PrivacyModel]) -> None:
@@ -54,6 +54,18 @@ def check_not_empty(released_rows: int, models: Sequence[PrivacyModel]) -> None:
         names = ", ".join(f"{m.name} {m.params()}" for m in models)
         raise ModelRefusal(f"The best release found keeps no rows ({names} cannot be met together by any release found), "
                         "so nothing was published. Hint: relax the model parameters, or raise optimizer.budget.")
+
+
+def check_feasible(plan: Any, models: Sequence[PrivacyModel]) -> None:
+    """Refuse, before any write, a first version's search result the search itself found
+    infeasible: its SQL check would fail after the whole run (exit 1); no evaluated release met
+    the models (exit 3). (A later version's cross-version step may still hold the failing
+    records back, so the orchestrator calls this for a first version only.)"""
+    solution = getattr(plan, "solution", None) or {}
+    if solution.get("feasible") is False:
+        names = ", ".join(m.name for m in models)  # not the parameters: a research predicate is not for sharing
+        raise ModelRefusal(f"No release the search evaluated meets {names}, so nothing was published. "
+                           "Hint: relax the model parameters, or raise optimizer.budget.")
 
 
 def _import_every_model_module() -> None:

@@ -210,6 +210,12 @@ class PrivacyModel:
         row = frame.row(0, named=True)
         return (None if row["ad"] is None else float(row["ad"])), int(row["classes"])
 
+    def achieved_value(self, frame: Any, ad: float | None) -> float | None:
+        """The value reported as the model's achieved value (``achieved`` of --json, the
+        certificate) from the result of ``version_sql``: AD unless the model's parameter bounds
+        another figure (beta-likeness: the largest gain)."""
+        return ad
+
     def population_version_sql(self, relation: str, qids: list[str], population: str, d: Dialect) -> str | None:
         """The independent SQL check of a version for a model that reads population counts:
         ``population`` is a FROM-able subquery of the population's classes of that version (the

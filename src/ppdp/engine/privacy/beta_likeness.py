@@ -102,8 +102,15 @@ class BetaLikeness(PrivacyModel):
 
     def version_sql(self, relation: str, qids: list[str], sensitive: list[str], q_relation: str, d: Dialect) -> str:
         """The independent SQL check of a version: (ad, classes) against the stored Q."""
-        return DS.version_check(DS.likeness_excess(DS.version_counts(relation, qids, sensitive, d), q_relation,
-                                                   self.beta, self.enhanced))
+        counts = DS.version_counts(relation, qids, sensitive, d)
+        return DS.with_largest_gain(DS.version_check(DS.likeness_excess(counts, q_relation, self.beta, self.enhanced)),
+                                    counts, q_relation)
+
+    def achieved_value(self, frame: Any, ad: float | None) -> float | None:
+        """The largest relative gain (p - q) / q of a value in a class, which beta bounds (basic;
+        enhanced: min(beta, -ln q) per value); AD is its excess over the bound."""
+        gain = frame.row(0, named=True).get("gain") if "gain" in frame.columns else None
+        return None if gain is None else float(gain)
 
     def history_failures(self, sig: str, values_at, q_at, versions: list[int], d: Dialect) -> list[str]:
         """Queries of the history classes (sig_now) over the bound in some version."""

@@ -12,9 +12,13 @@ the transformation on it: suppression cannot repair it).
 
 AD = the largest distance of a class's delta outside [dmin, dmax] (0 when every class is
 inside), so feasible when AD = 0, compared exactly as ARX compares (no tolerance). Suppressed
-records count as not released. Not union-closed across versions (a history class's population
-is not the union of its classes' in every version) and no exact S*(G): declared so; a later
-version of such a release is refused, and no search result is certified optimal.
+records count as not released, so suppression lowers delta: S*(G)'s delta-presence term keeps
+in each class the largest r with r / persons <= dmax (``oracle``, engine/kernels/presence.py),
+the fewest records suppressed, which makes a dmax below the research share reachable; nothing
+raises a share to dmin, so a class below dmin makes G infeasible for every S. The term is exact
+beside k-anonymity and k-map (search results certified), not beside t-closeness or l-diversity
+(privacy/oracle.py says so). Not union-closed across versions (a history class's population is
+not the union of its classes' in every version): a later version of such a release is refused.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ppdp.engine.privacy.base import (
     ReferenceClasses,
     Requirements,
 )
+from ppdp.engine.privacy.oracle import OracleParams
 from ppdp.errors import SpecError
 from ppdp.sql import evaluator as esql
 from ppdp.sql import verify as V
@@ -117,6 +122,11 @@ class DeltaPresence(PrivacyModel):
         assert stats.population is not None
         delta = stats.size / np.maximum(stats.population, 1)
         return np.maximum(np.maximum(self.dmin - delta, delta - self.dmax), 0.0)
+
+    def oracle(self) -> OracleParams:
+        """delta <= dmax caps the records of each class (engine/kernels/presence.py); dmin only
+        decides feasibility (suppressing never raises a share)."""
+        return OracleParams(dmin=self.dmin, dmax=self.dmax)
 
     def feasible(self, ad: float) -> bool:
         return ad <= 0.0

@@ -145,8 +145,11 @@ class TCloseness(PrivacyModel):
 class _EMD(TCloseness):
     """The EMD variants (Li et al. 2007): each names its kernel of the fused evaluator
     (``kernel_kind``, kernels/distributions.py; its ``ad`` is that kernel); no DuckDB
-    evaluator term and no exact suppression oracle (S*(G) knows only the Euclidean distance), so
-    a search under them is not certified optimal; the SQL checks are ``sql/distributions.py``'s."""
+    evaluator term; the SQL checks are ``sql/distributions.py``'s. The equal and ordered
+    distances have an exact suppression oracle (``_kernels._emd_class_keep``), so a lattice
+    search under them is certified; the hierarchical distance has none (S*(G) would need the
+    smallest hierarchical EMD of every kept total, which it does not compute), so a search
+    under it is not certified optimal."""
 
     kernel_kind: ClassVar[int | None] = None  # each variant names its own
     # EMD (a Wasserstein distance) is convex in S for a fixed Q, so a union's distance is at
@@ -195,6 +198,10 @@ class EqualTCloseness(_EMD):
     distance: ClassVar[str] = "equal"
     kernel_kind: ClassVar[int | None] = kinds.EQUAL_EMD
 
+    def oracle(self) -> OracleParams | None:
+        """S*(G) keeps per class the most records within t (docs/design/paper_notes.md §3)."""
+        return OracleParams(t=self.t + TOLERANCE, t_kind=kinds.EQUAL_EMD)
+
     def class_ad(self, stats: ClassStats) -> np.ndarray:
         return D.equal_emd(stats)
 
@@ -229,6 +236,14 @@ class OrderedTCloseness(_EMD):
 
     def kernel_params(self) -> np.ndarray:
         return D.ordered_params(self._order())
+
+    def oracle(self) -> OracleParams | None:
+        """S*(G) keeps per class the most records within t (docs/design/paper_notes.md §3); the
+        order is the bound model's (before bind() there is none: no oracle)."""
+        if self.order is None:
+            return None
+        return OracleParams(t=self.t + TOLERANCE, t_kind=kinds.ORDERED_EMD,
+                            t_params=tuple(self.kernel_params().tolist()))
 
     def reference_class(self, counts: Any, q: list[float]) -> float:
         return D.ordered_emd_ref(counts, q, self._order().rank.tolist())

@@ -14,7 +14,8 @@ from ppdp.errors import DataError, did_you_mean
 
 def declared_columns(spec: ReleaseSpec) -> list[str]:
     """Every column the spec gives a role, in role order."""
-    return [spec.key, *spec.identifiers, *spec.qid_columns, *spec.sensitive, *spec.drop, *spec.keep]
+    person = [spec.person] if spec.person is not None and spec.person not in (spec.key, *spec.identifiers, *spec.drop) else []
+    return [spec.key, *person, *spec.identifiers, *spec.qid_columns, *spec.sensitive, *spec.drop, *spec.keep]
 
 
 def undeclared_columns(spec: ReleaseSpec, source_columns: list[str]) -> list[str]:

@@ -35,13 +35,14 @@ from ppdp.engine.methods import ReleaseMethod, ReleasePlan, method_of
 from ppdp.engine.methods.base import RechecksVersion
 from ppdp.engine.methods.context import RunContext, no_phase, published_versions
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.privacy import check_not_empty
+from ppdp.engine.privacy import check_feasible, check_not_empty
 from ppdp.engine.release.placement import may_create_database
 from ppdp.engine.release.stages import (
     access,
     guards,
     history,
     identify,
+    integrity,
     materialize,
     preview,
     publish,
@@ -52,7 +53,8 @@ from ppdp.engine.release.stages import (
     validate,
     verify,
 )
-from ppdp.errors import PpdpError, RunInProgress, SpecError
+from ppdp.errors import ConnectorError, PpdpError, RunInProgress, SpecError
+from ppdp.sql import catalog as catalog_sql
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
 from ppdp.sql.relations import ReleaseRelation
@@ -100,6 +102,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
            else connect(database_url(spec, database), create=may_create_database(spec)))  # a mistyped path creates no file
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
+    had_catalog = catalog.has_catalog(con)
     try:
         with _run_lock(con, ctx.release):
             # read once, under the lock: a run that published while this one started is the
@@ -109,18 +112,34 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
             guards.guard(ctx, prep, method)
             ctx.clock.mark("histogram_and_validation")
             ctx = replace(ctx, key=identify.identify(ctx, prep, previous))
-            if ctx.key.unchanged and not dry_run:
+            tampered = _tampered(ctx, previous) if ctx.key.unchanged else None
+            if ctx.key.unchanged and not dry_run and tampered is None:
                 return _skipped(ctx, prep)
             guards.guard_versions(ctx, prep, method)
             record.record_running(ctx, prep)
             plan = None
             try:
                 plan = method.plan(ctx, prep, progress=progress)
+                if tampered is not None:  # published again: say why the unchanged run was not skipped
+                    note = f"republished: {tampered} (nothing changed in the source or the spec)"
+                    plan = replace(plan, solution=plan.solution | {"notices": [*plan.solution.get("notices", []), note]},
+                                   notices=(*plan.notices, note))
                 ctx.clock.mark("search")
                 check_not_empty(plan.released_rows, prep.models)
-                return _dry_run(ctx, prep, method, plan) if dry_run else _publish(ctx, prep, method, plan)
+                if ctx.previous is None:  # a later version's cross-version step may still hold the failing records back
+                    check_feasible(plan, prep.models)
+                return _dry_run(ctx, prep, method, plan) if dry_run else _publish(
+                    ctx, prep, method, plan, replaces=previous.version if tampered is not None and previous else None)
             except BaseException as exc:
-                record.record_failure(ctx, prep, plan, exc)
+                if not had_catalog and isinstance(exc, ConnectorError):
+                    # the database failed this first run (a full disk): leave no _ppdp behind it
+                    _drop_new_catalog(con)
+                else:
+                    try:
+                        record.record_failure(ctx, prep, plan, exc)
+                    except PpdpError:  # the database cannot be written: the run's error is the one to report
+                        if not had_catalog:
+                            _drop_new_catalog(con)
                 if isinstance(exc, PpdpError):  # the failed run's row, for engine/app/outcome.py
                     exc.run_id, exc.release = ctx.run_id, ctx.release
                 raise
@@ -128,19 +147,25 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
         con.close()
 
 
-def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan) -> ReleaseOutcome:
+def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan,
+             replaces: int | None = None) -> ReleaseOutcome:
+    """``replaces``: a current version found tampered with (stages/integrity.py) while the run key
+    is unchanged. Its table is not what was published, or is gone; the source, the spec and so
+    the plan are those it was published from, so this version holds the rows that version
+    published, and the cross-version check and the delta compare with the versions before it."""
     with _schema_lock(ctx.con, ctx.spec.output_schema), ctx.con.transaction():
         ctx = replace(ctx, version=materialize.reserve_version(ctx))
         candidate = materialize.materialize(ctx, prep, method, plan)
         kept = risk.check_kept_columns(ctx, prep, method, candidate)
         ctx.on_phase("materialized")
-        published = published_versions(ctx)
+        published = [v for v in published_versions(ctx) if v != replaces]
         held = history.check_history(ctx, prep, method, plan, candidate, published)
         ctx.clock.mark("cross_version_check")
         written = publish.publish(ctx, candidate, held, published)
         expected = candidate.rows - held.withheld + held.carried
         checked = verify.verify(ctx, prep, method, plan, written, expected, published)
-        checked = {**checked, "risk": risk.measure(ctx, prep, method, written.table, kept)}
+        checked = {**checked, "risk": risk.measure(ctx, prep, method, written.table, kept),
+                   "content": integrity.content(ctx.con, ctx.spec.output_schema, ctx.published.version_name(ctx.version))}
         # a generalization version holding nothing back is read from the source's histogram
         levels = plan.solution.get("levels") if plan.method == "generalization" and not held.withheld and not held.carried else None
         checked = {**checked, "utility": utility.measure(ctx, prep, levels)}
@@ -165,6 +190,24 @@ def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
         rec = record.record_skipped(ctx, prep, access.grant(ctx))
     table = ctx.published.version_table(rec.version)
     return ReleaseOutcome(rec, None, table, ctx.published.view())
+
+
+def _drop_new_catalog(con: Connector) -> None:
+    """Best effort: drop the private schema this failed run created and could not record its
+    failure in, so that a run that wrote nothing leaves no empty ``_ppdp`` behind."""
+    try:
+        with con.transaction():
+            con.execute(catalog_sql.drop_private_schema(con.dialect))
+    except PpdpError:
+        pass
+
+
+def _tampered(ctx: RunContext, previous: RunRecord | None) -> str | None:
+    """Why the current version's view or table is not what its run published, or None."""
+    if previous is None or previous.version is None:
+        return None
+    return integrity.tampered(ctx.con, ctx.spec.output_schema, ctx.spec.output_name, int(previous.version),
+                              (previous.verification or {}).get("content"))
 
 
 @contextmanager
@@ -220,17 +263,28 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
         source_changed = validate.source_fingerprint(con, source, spec.key, columns) != run.source_fingerprint
     except PpdpError:
         source_changed = None  # the source is gone or no longer valid
+    tampered = integrity.tampered(con, spec.output_schema, spec.output_name, version, (run.verification or {}).get("content"))
+    expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
+    if con.relation_columns(spec.output_schema, ReleaseRelation(spec.output_schema, spec.output_name, con.dialect)
+                            .version_name(version)) is None:  # nothing to check the models on
+        return {"checks": [], "method_checks": [], "rows": None, "expected_rows": expected, "version": run.version,
+                "release": release, "source_changed": source_changed, "passed": False, "tampered": tampered}
     method = method_of(spec)
     checks, method_checks = [], []
     if method.publishes_classes:
-        checks = check_models(con, spec, models, relation, release, version, (run.solution or {}).get("levels"))
+        levels = (run.solution or {}).get("levels")
+        if spec.counts_persons:  # counted per person, as the run verified it (docs/design/person_unit.md)
+            from ppdp.engine.release.stages.verify import check_models_per_person
+
+            checks = check_models_per_person(con, spec, models, relation, release, version, uuid.uuid4().hex, levels)
+        else:
+            checks = check_models(con, spec, models, relation, release, version, levels)
     elif isinstance(method, RechecksVersion):  # rows without classes: the method's own checks
         method_checks = method.recheck(con, run, spec, relation, source_unchanged=source_changed is False)
     else:
         raise SpecError(f"Release {release} was published by method {method.name!r}, which has no check of a published "
                         "version; its run record keeps the checks of its run ('ppdp show').")
     rows = int(con.query(P.count_rows(relation))["n"][0])
-    expected = int(run.verification.get("rows", run.metrics.get("released_records", 0)))
     return {"checks": checks, "method_checks": method_checks, "rows": rows, "expected_rows": expected,
-            "version": run.version, "release": release, "source_changed": source_changed,
-            "passed": all(c["passed"] for c in checks + method_checks) and rows == expected}
+            "version": run.version, "release": release, "source_changed": source_changed, "tampered": tampered,
+            "passed": all(c["passed"] for c in checks + method_checks) and rows == expected and tampered is None}

@@ -73,6 +73,14 @@ class SamplingWeightRisk(RiskEstimator):
     def estimate(self, inp: RiskInput) -> dict[str, Any] | None:
         if inp.weight is None:
             return None
+        check = inp.con.query(R.weight_summary(inp.relation, inp.weight, inp.con.dialect)).row(0, named=True)
+        if check["nulls"]:
+            raise DataError(f"the weight column {inp.weight!r} is NULL in {check['nulls']} row(s): their classes' "
+                            "population sizes are unknown. Hint: fill in the weights or measure without --weight.")
+        if check["smallest"] is not None and not float(check["smallest"]) >= 1:
+            raise DataError(f"the weight column {inp.weight!r} has a weight of {float(check['smallest']):g}: a sampling weight "
+                            "is the number of persons of the population a record stands for, at least 1 "
+                            "(sdcMicro's individual risk is above 1 otherwise).")
         frame = inp.con.query(R.weighted_sizes(inp.relation, list(inp.columns), inp.weight, inp.con.dialect))
         triples = [(int(a), float(b), int(c)) for a, b, c in frame.select("fk", "fw", "classes").iter_rows()
                    if b is not None and not math.isnan(float(b))]

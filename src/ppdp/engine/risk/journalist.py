@@ -11,7 +11,26 @@ from typing import Any
 
 from ppdp.engine.risk.base import RISK_ESTIMATORS, RiskEstimator, RiskInput
 from ppdp.engine.risk.prosecutor import journalist, marketer, prosecutor
+from ppdp.errors import DataError
 from ppdp.sql import risk as R
+
+
+def check_population(rows: list[tuple], population: str) -> None:
+    """The population table must be the population the data were drawn from, generalized like
+    them: every class of the data has at least as many persons there as records here. A class
+    with no person there (a raw population against a generalized release, other labels) or
+    fewer persons than records would make journalist risk silently equal to, or above, the
+    prosecutor's: refused."""
+    classes = sum(int(c) for _, _, c in rows)
+    unmatched = sum(int(c) for _, big, c in rows if big is None)
+    if unmatched:
+        raise DataError(f"{unmatched} of the {classes} classes of the data have no person in the population table {population}: "
+                        "it is not generalized like the data (a raw table against a release?) or not their population. "
+                        "Hint: give a population generalized to the release's levels, or --population N.")
+    smaller = sum(int(c) for f, big, c in rows if int(big) < int(f))
+    if smaller:
+        raise DataError(f"{smaller} of the {classes} classes of the data have fewer persons in the population table "
+                        f"{population} than records in the data: it cannot be the population they were drawn from.")
 
 
 class JournalistRisk(RiskEstimator):
@@ -27,7 +46,9 @@ class JournalistRisk(RiskEstimator):
         else:
             sql = R.population_sizes(inp.relation, inp.population_table, list(inp.columns), inp.con.dialect)
             frame = inp.con.query(sql)
-            pairs = [(int(a), int(b), int(c)) for a, b, c in frame.select("size", "population_size", "classes").iter_rows()]
+            rows = list(frame.select("size", "population_size", "classes").iter_rows())
+            check_population(rows, inp.population_table)
+            pairs = [(int(a), int(b), int(c)) for a, b, c in rows]
             jour, mark = journalist(pairs, inp.threshold), marketer(pairs)
         return {"journalist": asdict(jour), "marketer": {"success_rate": mark}}
 

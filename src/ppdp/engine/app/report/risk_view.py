@@ -16,6 +16,7 @@ from typing import Any
 from ppdp.connectors.base import Connector
 from ppdp.engine.app.report.gather import RiskView
 from ppdp.engine.core import catalog
+from ppdp.engine.core.person import ROW_UNIT_ASSUMED, unit_label
 from ppdp.sql.quoting import quote_table
 
 
@@ -44,6 +45,11 @@ def measured_risk(con: Connector, relation: str, version: int, qids: list[str], 
     elif published:
         release_json = assess(con, relation, published).to_json()
         notes.append(f"Release: measured now (ppdp risk RELEASE --version {version} --qids {','.join(published)} --json).")
+    # the unit every figure counted (docs/design/person_unit.md): stored with the risk since the
+    # person unit exists; a version measured now, or stored before, counted rows
+    person = (run.spec.get("source") or {}).get("person")
+    unit = (source_json or {}).get("unit") or (unit_label(person) if person and stored is not None else ROW_UNIT_ASSUMED)
+    notes.insert(0, f"Counted per: {unit}.")
     return RiskView(tuple(published), source_json, release_json, " ".join(notes))
 
 

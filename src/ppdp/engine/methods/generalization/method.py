@@ -18,6 +18,7 @@ from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core.catalog import RunRecord
 from ppdp.engine.core.encoding import COUNT_COLUMN
+from ppdp.engine.core.person import failing_persons
 from ppdp.engine.core.spec import ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
@@ -35,9 +36,10 @@ from ppdp.engine.methods.generalization.optimizers import (
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.privacy import PrivacyModel
-from ppdp.errors import SpecError
+from ppdp.engine.privacy import PrivacyModel, plan_oracle
+from ppdp.errors import ModelRefusal, SpecError
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
 from ppdp.sql import queries as Q
 from ppdp.sql.dialects import GeneralizedRows, RebuildRows, hierarchies_table, suppressed_table
 
@@ -74,6 +76,10 @@ def compute_metrics(prep: Prepared, result: OptimizerResult) -> dict[str, Any]:
     out["max_td"] = float(prep.table.n_records + prep.table.excluded_null_rows) * prep.table.n_qids
     out["records"] = prep.source_rows
     out["released_records"] = int(np.sum(result.retained))
+    # the unit the histogram counts (docs/design/person_unit.md): released_records are persons
+    out["unit"] = "person" if prep.persons is not None else "row"
+    if prep.persons is not None:  # the run record's records / released_records stay rows
+        out["persons"], out["released_persons"] = prep.source_persons, out["released_records"]
     out["class_sizes"] = class_size_summary(prep.table, result.g, result.retained)
     for m, ad in zip(prep.models, result.ad, strict=True):
         out[f"ad[{m.name}]"] = None if math.isinf(ad) else float(ad)
@@ -117,6 +123,7 @@ class Generalization:
     name = "generalization"
     publishes_classes = True
     generalizes_by_levels = True
+    counts_persons = True  # its search counts whatever the histogram counts: persons in a person release
     private_tables: tuple[str, ...] = ()  # its levels and suppressed keys are in the shared tables
 
     def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
@@ -143,22 +150,63 @@ class Generalization:
     def plan(self, ctx: RunContext, prep: Prepared, *, progress: bool) -> ReleasePlan:
         result, notices = choose(prep, ctx.previous, progress=progress)
         solution = solution_record(prep, result) | ({"notices": list(notices)} if notices else {})
+        if prep.spec.person_varying:  # the search counted rows; persons are suppressed after it
+            solution = solution | {"certified": False, "not_certified_because": [
+                *solution.get("not_certified_because", []),
+                "quasi-identifiers vary by row (source.person_varying): the search counts rows, and whole persons are "
+                "suppressed afterwards by the signature rule, so neither the levels nor the suppression are proven optimal"]}
         return ReleasePlan("generalization", solution, compute_metrics(prep, result), int(np.sum(result.retained)),
                            state=result, notices=notices)
 
     def write_private_state(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> None:
         """The version's hierarchies and suppressed keys."""
-        d, release, version = ctx.dialect, ctx.release, ctx.version
-        con = ctx.con
-        catalog.store_hierarchies(con, release, version, prep.hierarchies, ctx.run_id)
+        catalog.store_hierarchies(ctx.con, ctx.release, ctx.version, prep.hierarchies, ctx.run_id)
         result: OptimizerResult = plan.state
+        self._suppress_rows(ctx, prep, result)
+        if prep.spec.person_varying:  # after the rows' suppression: whole persons by the signature rule
+            self._suppress_persons(ctx, prep, result)
+
+    def _suppress_rows(self, ctx: RunContext, prep: Prepared, result: OptimizerResult) -> None:
+        d, release, version, con = ctx.dialect, ctx.release, ctx.version, ctx.con
         if prep.table.excluded_null_rows == 0 and np.array_equal(result.retained, prep.table.counts):
             return  # nothing is suppressed: no key to record, and no pass over the source to find none
         stage = f"retained_{ctx.run_id}"
         retained = prep.table.values.with_columns(pl.Series(COUNT_COLUMN, result.retained, dtype=pl.Int64))
         con.write_frame(C.PRIVATE_SCHEMA, stage, retained)
-        keys_sql = Q.suppressed_keys_query(prep.source, prep.spec.key, prep.spec.qid_columns, list(prep.spec.sensitive), stage)
+        spec = prep.spec
+        if prep.persons is None:
+            keys_sql = Q.suppressed_keys_query(prep.source, spec.key, spec.qid_columns, list(spec.sensitive), stage)
+        else:  # the histogram counts persons: suppression takes each chosen person's every row
+            person_keys = Q.suppressed_keys_query(prep.persons, spec.person_column, spec.qid_columns, list(spec.sensitive), stage)
+            keys_sql = SP.person_rows_keys(prep.source, spec.key, spec.person_column, person_keys)
         con.execute(C.insert_suppressed(keys_sql, d), [release, version])
+        con.execute(C.drop_private(stage, d))
+
+    def _suppress_persons(self, ctx: RunContext, prep: Prepared, result: OptimizerResult) -> None:
+        """QIDs that vary by row (docs/design/person_unit.md): at the chosen levels, every person
+        whose signature (the set of classes its remaining rows are in) is shared by fewer than k
+        persons is suppressed whole. Removing such persons changes no other person's signature,
+        and removes every member of each failing group, so one pass leaves every signature shared
+        by at least k persons."""
+        spec, d, con = prep.spec, ctx.dialect, ctx.con
+        levels = {q: int(g) for q, g in zip(spec.qid_columns, result.g, strict=True)}
+        full = Q.Source(spec.schema, spec.table, spec.query, d, research=prep.source.research)
+        select = Q.release_select(full, release=ctx.release, version=ctx.version, columns=[spec.person_column, *spec.qid_columns],
+                                  levels=levels, key=spec.key, row_ids=False).sql(dialect=d.name)
+        pairs = con.query(SP.generalized_person_classes(select, spec.person_column, spec.qid_columns, d))
+        k = plan_oracle(prep.models).params.k
+        failing = failing_persons(pairs, k)
+        if not failing:
+            return
+        if len(failing) == pairs["person"].n_unique():
+            raise ModelRefusal(f"At the levels found, no {k} persons share the classes their rows fall into "
+                               f"(source.person_varying {list(spec.person_varying)}), so every person would be "
+                               "suppressed; nothing was published. Hint: coarser hierarchies for the varying "
+                               "quasi-identifiers, or fewer of them.")
+        stage = f"persons_out_{ctx.run_id}"
+        con.write_frame(C.PRIVATE_SCHEMA, stage, pl.DataFrame({"key": failing}, schema={"key": pl.String}))
+        con.execute(C.insert_suppressed(SP.new_person_keys(full, spec.key, spec.person_column, stage, ctx.release, ctx.version), d),
+                    [ctx.release, ctx.version])
         con.execute(C.drop_private(stage, d))
 
     def candidate_select(self, ctx: RunContext, prep: Prepared, plan: ReleasePlan) -> str:

@@ -14,6 +14,7 @@ from ppdp.engine.core.encoding import EncodedTable
 from ppdp.engine.kernels import batch as B
 from ppdp.engine.kernels import classes as K
 from ppdp.engine.kernels import kinds
+from ppdp.engine.kernels import presence as P
 from ppdp.engine.methods.generalization.evaluators import Evaluation, finish, make_evaluator
 from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
 from ppdp.engine.methods.generalization.evaluators.numba_backend import NumbaEvaluator
@@ -58,6 +59,8 @@ class Problem:
         # Class ids per histogram row of the nodes evaluated last (the roll-up), made on first use.
         self._class_memo: ClassMemo | None = None
         self._scratch: tuple[np.ndarray, ...] | None = None  # evaluate_unsuppressed's buffers
+        # delta-presence caps the records a class may keep: S*(G) applies its term (kernels/presence.py).
+        self._caps_retention = self.oracle_plan.params.presence
 
     @property
     def oracle_params(self) -> OracleParams:
@@ -113,6 +116,16 @@ class Problem:
         self.evaluations += G.shape[0]
         return self.evaluator.evaluate(G, retained if retained.ndim == 2 else np.atleast_2d(retained))
 
+    @property
+    def needs_population(self) -> bool:
+        """A model counts the population's persons per class (delta-presence, k-map)."""
+        return self._numba.needs_population
+
+    def class_stats(self, g: np.ndarray, retained: np.ndarray):
+        """(class id per histogram row, ClassStats with the population's counts when a model
+        needs them, pair id per row) of one (G, retained)."""
+        return self._numba.class_stats(np.ascontiguousarray(g, dtype=np.int64), np.asarray(retained, dtype=np.int64))
+
     def record_class_sizes(self, g: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Class size of each record for one (G, S); 0 for suppressed records.
 
@@ -143,6 +156,38 @@ class Problem:
         self._oracle_cache[key] = retained.copy() if copy else retained
 
     def _optimal_retained(self, g: np.ndarray) -> np.ndarray:
+        out = self._oracle_retained(g)
+        return self._capped(g, out) if self._caps_retention else out
+
+    def _capped(self, g: np.ndarray, retained: np.ndarray) -> np.ndarray:
+        """S*(G) under delta-presence's term (engine/kernels/presence.py): each class keeps its
+        first records in histogram-row order up to the largest count with count / persons <=
+        dmax, and none when that is below the oracle's k. Exact after the k-only oracle (all
+        records of a class weigh the same in TD and delta); beside a constraint on sensitive
+        values the plan says it is not (privacy/oracle.py)."""
+        o = self.oracle_params
+        cls, stats, _ = self._numba.class_stats(np.asarray(g, dtype=np.int64), retained)
+        assert stats.population is not None, "delta-presence requires population counts per class"
+        cap = P.presence_retention(np.asarray(stats.size, dtype=np.int64), np.asarray(stats.population, dtype=np.int64),
+                                   int(o.k), float(o.dmax))
+        if not cap.size:  # no class kept: nothing to cap
+            return np.asarray(retained, dtype=np.int64)
+        live = cls >= 0
+        order = np.argsort(np.where(live, cls, np.iinfo(np.int64).max), kind="stable")
+        ret = np.asarray(retained, dtype=np.int64)[order]
+        c = np.asarray(cls, dtype=np.int64)[order]
+        live_sorted = c >= 0
+        cum = np.cumsum(ret)
+        # records of the same class in rows before this one
+        first = np.r_[True, c[1:] != c[:-1]]
+        start = np.maximum.accumulate(np.where(first, np.arange(len(c)), 0))
+        before = cum - ret - np.where(start > 0, cum[start - 1], 0)
+        keep = np.where(live_sorted, np.clip(cap[np.where(live_sorted, c, 0)] - before, 0, ret), ret)
+        out = np.empty_like(ret)
+        out[order] = keep
+        return out
+
+    def _oracle_retained(self, g: np.ndarray) -> np.ndarray:
         t = self.table
         o = self.oracle_params
         counts = t.counts
@@ -155,8 +200,8 @@ class Problem:
         if not self._numba.needs_pairs:  # k-anonymity alone: keep classes of size >= k
             keep_class = stats.size >= o.k
             return np.where(keep_class[cls], counts, 0)
-        keep_pairs = K.optimal_pair_retention(stats.size, stats.pair_class, stats.pair_sa, stats.pair_n, stats.q,
-                                              o.k, o.t, o.l_distinct, o.l_entropy)
+        keep_pairs = K.optimal_pair_retention_t(stats.size, stats.pair_class, stats.pair_sa, stats.pair_n, stats.q,
+                                                o.k, o.t, o.l_distinct, o.l_entropy, o.t_kind, o.kernel_t_params())
         return K.rows_from_pairs(pid, keep_pairs, counts)
 
     def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
@@ -172,7 +217,7 @@ class Problem:
         keys = [g.tobytes() for g in G]
         # The two-step path when the fused kernel does not apply, or when S*(G) of some row is
         # remembered (evolutionary runs revisit G): a remembered S*(G) costs one evaluation.
-        if (self.evaluator is not self._numba or self._numba.kinds is None
+        if (self.evaluator is not self._numba or self._numba.kinds is None or self._caps_retention
                 or any(key in self._oracle_cache for key in keys)):
             retained = np.stack([self.optimal_retained(g) for g in G])
             return retained, self.evaluate(G, retained=retained)
@@ -212,8 +257,8 @@ class Problem:
             parent_slot = out_slot = np.zeros(0, dtype=np.int64)
         retained, ad, td, sup = K.evaluate_optimal_batch(
             G, t.codes, ev.gen, ev.n_gen, ev.weight, t.sa, t.n_sa, t.counts, ev.q, ev.kinds, ev.kind_params, t.n_records,
-            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), allocations, allocations_fill, ids, parent_slot,
-            out_slot)
+            int(o.k), float(o.t), int(o.l_distinct), float(o.l_entropy), int(o.t_kind), o.kernel_t_params(),
+            allocations, allocations_fill, ids, parent_slot, out_slot)
         return retained, finish(self.models, ad, td, sup)
 
     @property

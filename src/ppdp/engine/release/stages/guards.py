@@ -27,7 +27,8 @@ from ppdp.engine.core import catalog
 from ppdp.engine.methods.base import ChecksContinuation, ChecksInput, ReleaseMethod
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared
-from ppdp.errors import SpecError
+from ppdp.engine.privacy import plan_oracle
+from ppdp.errors import CrossVersionRefusal, SpecError
 
 Guard = Callable[[RunContext, Prepared, ReleaseMethod], None]
 
@@ -53,9 +54,27 @@ def later_versions_are_protected(ctx: RunContext, prep: Prepared, method: Releas
         return  # a first version; or the method's own cross-version rule covers its models (above)
     unsafe = [m.name for m in prep.models if not (m.union_closed and m.has_history_check)]
     if unsafe:
-        raise SpecError(f"{', '.join(unsafe)} is not declared to hold for a union of classes (with a history check), "
+        raise CrossVersionRefusal(f"{', '.join(unsafe)} is not declared to hold for a union of classes (with a history check), "
                         f"so the cross-version check cannot protect a version after v{previous.version} of "
                         f"{ctx.release}; nothing was written. Hint: publish under a new output name.")
+
+
+def quasi_identifiers_are_unchanged(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """The cross-version rule compares history classes over this spec's quasi-identifiers; a
+    column that was a QID before and is kept now (or kept before and a QID now) is published
+    generalized in one version and as is in another, which no history class over one QID set
+    accounts for: refused before the search."""
+    previous = ctx.key.previous
+    if previous is None or not method.publishes_classes:
+        return
+    before = [str(q.get("column")) for q in (previous.spec or {}).get("quasi_identifiers", []) if isinstance(q, dict)]
+    now = list(ctx.spec.qid_columns)
+    if sorted(before) != sorted(now):
+        raise CrossVersionRefusal(
+            f"the quasi-identifiers of {ctx.release} changed since v{previous.version} ({', '.join(before)} -> "
+            f"{', '.join(now)}): the cross-version check compares classes over one set of quasi-identifiers, and a "
+            "column generalized in one version and published as is in another would let the versions be joined "
+            "against it; nothing was written. Hint: publish under a new output name.")
 
 
 def population_models_have_levels(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
@@ -99,8 +118,53 @@ def method_can_continue(ctx: RunContext, prep: Prepared, method: ReleaseMethod) 
         method.check_continuation(ctx, prep)
 
 
-GUARDS: tuple[Guard, ...] = (population_models_have_levels, every_model_is_verified, method_accepts_the_input)
-VERSION_GUARDS: tuple[Guard, ...] = (later_versions_are_protected, earlier_versions_have_the_columns, method_can_continue)
+def person_unit_is_supported(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A person release (docs/design/person_unit.md) needs a method that counts persons
+    (``ReleaseMethod.counts_persons``) and models that do not count a population's persons
+    (their population would have to be reduced to persons too: not implemented)."""
+    spec = ctx.spec
+    if not spec.counts_persons:
+        return
+    if not getattr(method, "counts_persons", False):
+        raise SpecError(f"method {method.name!r} does not count persons yet, so source.person {spec.person!r} cannot be "
+                        "honoured; nothing was written. Hint: method = \"generalization\".")
+    if spec.person_varying:
+        other = [m.name for m in prep.models if m.requirements.sensitive_counts or plan_oracle([m]).params.k <= 1]
+        if other:
+            raise SpecError(f"{', '.join(other)} cannot count persons when quasi-identifiers vary by row "
+                            f"(source.person_varying {list(spec.person_varying)}) yet; nothing was written. "
+                            "Hint: k-anonymity alone, or QIDs constant per person.")
+    population = [m.name for m in prep.models if m.requirements.population or m.requirements.research_subset]
+    if population:
+        raise SpecError(f"{', '.join(population)} counts a population's persons, which a person release does not reduce "
+                        "to persons yet; nothing was written. Hint: k-anonymity, l-diversity, t-closeness or "
+                        "beta-likeness with source.person.")
+
+
+def person_unit_later_versions(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:
+    """A later version of a person release is checked by the signature rule over history classes
+    (docs/design/person_unit.md), which is k-anonymity's: every model must be one whose
+    guarantee is a number k of persons (no sensitive counts across versions per person yet)."""
+    previous = ctx.key.previous
+    if previous is None:
+        return
+    was_person = bool((previous.spec.get("source") or {}).get("person"))
+    if was_person != ctx.spec.counts_persons:
+        raise SpecError(f"{ctx.release} v{previous.version} was published {'per person' if was_person else 'per row'}; a later "
+                        "version cannot change the privacy unit (source.person); nothing was written. "
+                        "Hint: publish under a new output name.")
+    if not ctx.spec.counts_persons:
+        return
+    other = [m.name for m in prep.models if m.requirements.sensitive_counts or plan_oracle([m]).params.k <= 1]
+    if other:
+        raise CrossVersionRefusal(f"{', '.join(other)} has no cross-version rule per person yet, so {ctx.release} cannot publish a "
+                        f"version after v{previous.version} under it; nothing was written. Hint: k-anonymity alone, or "
+                        "publish under a new output name.")
+
+
+GUARDS: tuple[Guard, ...] = (person_unit_is_supported, population_models_have_levels, every_model_is_verified, method_accepts_the_input)
+VERSION_GUARDS: tuple[Guard, ...] = (person_unit_later_versions, later_versions_are_protected, earlier_versions_have_the_columns,
+                                     quasi_identifiers_are_unchanged, method_can_continue)
 
 
 def guard(ctx: RunContext, prep: Prepared, method: ReleaseMethod) -> None:

@@ -35,13 +35,16 @@ import hashlib
 
 import polars as pl
 
+from ppdp.engine.core.person import failing_signatures
 from ppdp.engine.core.spec import spec_diff
 from ppdp.engine.methods.base import ChecksOwnHistory, ReleaseMethod, ReleasePlan
 from ppdp.engine.methods.context import MAX_ROUNDS, RunContext
 from ppdp.engine.methods.results import Candidate, HistoryOutcome, Prepared
+from ppdp.engine.privacy import plan_oracle
 from ppdp.errors import CrossVersionRefusal, VerificationError
 from ppdp.sql import catalog as C
 from ppdp.sql import history as H
+from ppdp.sql import person as SP
 from ppdp.sql import publish as P
 from ppdp.sql import verify as V
 from ppdp.sql.quoting import quote_table
@@ -59,6 +62,9 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
     classes this step reveals anew, unless the models changed since the previous version (then
     every class must meet the new models). ``sig``: the row histories (default: computed from
     every version, ``sql.history.signatures``)."""
+    if ctx.spec.counts_persons:
+        return person_failing_classes(ctx, prep, sig or H.signatures(versions, ctx.spec.qid_columns, list(ctx.spec.sensitive),
+                                                                     current, ctx.dialect))
     only_fresh = ctx.previous is not None and not spec_diff(ctx.previous.spec, ctx.spec.raw).changed("privacy")
     d, spec = ctx.dialect, ctx.spec
     qids, sens = spec.qid_columns, list(spec.sensitive)
@@ -84,6 +90,18 @@ def failing_classes(ctx: RunContext, prep: Prepared, versions: list[tuple[int, s
         if bad:
             out[f"{m.name} {m.params()}"] = sorted(bad)
     return out
+
+
+def person_failing_classes(ctx: RunContext, prep: Prepared, sig: str) -> dict[str, list[str]]:
+    """A person release (docs/design/person_unit.md): the attacker knows all of a person's rows,
+    so a person's *signature* -- the set of history classes its rows are in -- must be shared by
+    at least k persons; the history classes of the persons it is not are returned (all of them,
+    not only those this step reveals: a person's signature can split when another person of its
+    group changes)."""
+    k = plan_oracle(prep.models).params.k
+    pairs = ctx.con.query(SP.history_persons(sig, ctx.release, ctx.dialect))
+    classes, _, _ = failing_signatures(pairs, k)
+    return {f"k-anonymity per person {{'k': {k}}}": classes} if classes else {}
 
 
 def check_history(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan,

@@ -25,6 +25,7 @@ from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Candidate, Prepared
 from ppdp.errors import PpdpError
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
 
@@ -69,6 +70,9 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     method.write_private_state(ctx, prep, plan)
     ctx.clock.mark("private_state")
     con.execute(C.new_row_ids(C.source_keys(full.sql(), spec.key, d), d), [ctx.release, ctx.release])
+    if spec.counts_persons:  # each row id's person, kept for the cross-version rule per person
+        con.execute(SP.person_rows_ddl(d))
+        con.execute(SP.record_person_rows(full, spec.key, spec.person_column), [ctx.release, ctx.release, ctx.release])
     ctx.clock.mark("row_ids")
     if prep.distribution is not None:
         catalog.store_distribution(con, ctx.release, ctx.version, prep.distribution, ctx.run_id)
@@ -90,6 +94,8 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     rows = int(con.query(P.count_rows(relation))["n"][0])
     cols = tuple(c for c, _ in con.relation_columns(spec.output_schema, ctx.published.version_name(ctx.version)) or [])
     ctx.clock.mark("materialization")
-    if rows != plan.released_rows:
+    # a person release's plan counts persons: the verify stage compares the persons it projects
+    # (docs/design/person_unit.md)
+    if not spec.counts_persons and rows != plan.released_rows:
         raise PpdpError(f"The candidate rows ({rows}) differ from the plan's ({plan.released_rows}); nothing was published.")
     return Candidate(relation, rows, cols, changes)

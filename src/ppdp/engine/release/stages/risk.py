@@ -20,12 +20,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ppdp.engine.core.person import ROW_UNIT_ASSUMED, unit_label
 from ppdp.engine.methods.base import ReleaseMethod
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Candidate, Prepared
 from ppdp.engine.risk import assess, histogram
 from ppdp.errors import KeptColumnsRefusal
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,23 @@ def check_kept_columns(ctx: RunContext, prep: Prepared, method: ReleaseMethod, c
     qids = [q for q in spec.qid_columns if q in candidate.columns]
     if not kept or not qids or candidate.rows == 0:
         return None
-    on_qids = histogram(ctx.con, candidate.relation, qids)
-    on_all = histogram(ctx.con, candidate.relation, [*qids, *kept])
+    if spec.counts_persons:  # persons unique, each counted once per published combination
+        on_qids = histogram(ctx.con, _persons(ctx, prep, candidate.relation, qids), qids)
+        on_all = histogram(ctx.con, _persons(ctx, prep, candidate.relation, [*qids, *kept]), [*qids, *kept])
+    else:
+        on_qids = histogram(ctx.con, candidate.relation, qids)
+        on_all = histogram(ctx.con, candidate.relation, [*qids, *kept])
     check = KeptColumnsCheck(kept, on_qids.records, on_qids.of_size(1), on_all.of_size(1), spec.kept_columns)
     ctx.clock.mark("kept_columns_check")
     if check.singled_out > 0 and spec.kept_columns == "refuse":
         raise KeptColumnsRefusal(check.message() + " Nothing was published ([privacy] kept_columns = \"warn\" would publish anyway).")
     return check
+
+
+def _persons(ctx: RunContext, prep: Prepared, relation: str, columns: list[str]) -> str:
+    """``relation`` (a version table) projected onto persons (one row per person and combination
+    of ``columns``; no person value), as a FROM-clause relation."""
+    return SP.as_relation(SP.version_persons(relation, ctx.release, columns, ctx.dialect))
 
 
 def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, kept: KeptColumnsCheck | None) -> dict[str, Any]:
@@ -81,9 +93,18 @@ def measure(ctx: RunContext, prep: Prepared, method: ReleaseMethod, table: str, 
     whose rows do not form equivalence classes gets no class-based release risk (None)."""
     con, spec = ctx.con, ctx.spec
     qids = spec.qid_columns
-    source = assess(con, prep.source.sql(), qids, attributes=False).summary()
-    released = assess(con, table, qids, attributes=False).summary() if method.publishes_classes else None
-    out = {"columns": qids, "source": source, "release": released,
+    if not spec.counts_persons:
+        source = assess(con, prep.source.sql(), qids, attributes=False).summary() | {"unit": ROW_UNIT_ASSUMED}
+        released = assess(con, table, qids, attributes=False).summary() if method.publishes_classes else None
+    else:  # counted per person (docs/design/person_unit.md): rows of one person are one record
+        unit = unit_label(spec.person_column)
+        source = assess(con, SP.as_relation(SP.table_persons(prep.source.sql(), spec.person_column, qids, ctx.dialect)), qids,
+                        attributes=False).summary() | {"unit": unit}
+        released = (assess(con, _persons(ctx, prep, table, qids), qids, attributes=False).summary()
+                    if method.publishes_classes else None)
+    if released is not None:
+        released = released | {"unit": source["unit"]}
+    out = {"columns": qids, "source": source, "release": released, "unit": source["unit"],
            "kept_columns": None if kept is None else kept.as_dict()}
     con.execute(C.insert_risk(ctx.dialect), [ctx.release, ctx.version, ctx.run_id, json.dumps(qids), json.dumps(source),
                                              json.dumps(released), json.dumps(out["kept_columns"])])

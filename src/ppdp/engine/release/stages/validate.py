@@ -17,6 +17,7 @@ import polars as pl
 from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
 from ppdp.engine.core import hierarchy as hier
+from ppdp.engine.core import person as person_unit
 from ppdp.engine.core.builders import Definition, build
 from ppdp.engine.core.builders.auto import check, choose
 from ppdp.engine.core.builders.profile import ColumnProfile, from_counts, profile_table
@@ -199,7 +200,7 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
     if research is not None:
         SP.check_columns(SP.parse_predicate(research, "research", con.dialect), "research", columns)
         source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=research)
-    for role, names in (("key", [spec.key]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
+    for role, names in (("key", [spec.key]), ("person", [spec.person_column]), ("identifier", spec.identifiers), ("quasi-identifier", spec.qid_columns),
                         ("sensitive attribute", spec.sensitive), ("dropped column", spec.drop)):
         for name in names:
             if name not in columns:
@@ -220,10 +221,22 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
 
     profiles = auto_profiles(spec, source, con, described)
     hierarchies = [load_hierarchy(spec, q, source, con, profiles, previous) for q in spec.quasi_identifiers]
-    distribution = reference_distribution(spec, con, source, previous)
+    persons, n_persons, read_from = None, None, source
+    if spec.counts_persons:  # every count below is of persons (docs/design/person_unit.md)
+        found = person_unit.check_person_column(spec, con, source)
+        reading = [m.name for m in models if m.requirements.sensitive_counts]
+        if found.varying_sensitive and reading:
+            raise DataError(f"{found.varying_sensitive} person(s) have rows with differing sensitive values, which "
+                            f"{' and '.join(reading)} cannot count per person yet (docs/design/person_unit.md); nothing was "
+                            "written. Hint: a sensitive attribute constant per person, or k-anonymity alone.")
+        if not spec.person_varying:  # QIDs constant per person: the search counts persons
+            persons = person_unit.person_source(spec, source)
+            n_persons, read_from = found.persons, persons
+    distribution = reference_distribution(spec, con, read_from, previous)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
-    table = read_encoded(con, source, spec.qid_columns, list(spec.sensitive), hierarchies, n_rows=n_rows, types=types,
+    table = read_encoded(con, read_from, spec.qid_columns, list(spec.sensitive), hierarchies,
+                         n_rows=n_rows if n_persons is None else n_persons, types=types,
                          null_policy=spec.null_policy, reference=reference)
     population = population_histogram(spec, con, models, table)
     if population is not None:
@@ -233,12 +246,13 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
         raise SpecError(f"{' and '.join(needs_sensitive)} need(s) sensitive attributes. Hint: [sensitive] columns = [\"...\"].")
     # bound to the table before anything is searched or written (a ground distance over its
     # sensitive values, a hierarchy file): errors are one line and nothing is written
-    context = ModelContext(table.sensitive, table.sa_values, spec.base_dir, spec.sensitive_hierarchy, n_rows)
+    context = ModelContext(table.sensitive, table.sa_values, spec.base_dir, spec.sensitive_hierarchy,
+                           n_rows if n_persons is None else n_persons)
     models = [m.bind(context) for m in models]
     check_possible(table, models)
-    dropped = {spec.key, *spec.identifiers, *spec.drop}
+    dropped = {spec.key, spec.person_column, *spec.identifiers, *spec.drop}  # the person column is never published
     released = [c for c in columns if c not in dropped]
-    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution)
+    return Prepared(spec, source, columns, released, hierarchies, table, models, n_rows, distribution, persons, n_persons)
 
 
 def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,

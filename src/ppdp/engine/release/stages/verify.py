@@ -13,14 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from ppdp.connectors.base import Connector
+from ppdp.engine.core.person import failing_signatures
 from ppdp.engine.core.spec import ReleaseSpec
 from ppdp.engine.methods.base import ReleaseMethod, ReleasePlan
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.results import Prepared, Published
-from ppdp.engine.privacy import PrivacyModel, empty_ad
+from ppdp.engine.privacy import PrivacyModel, empty_ad, plan_oracle
 from ppdp.engine.release.stages.population import population_classes
 from ppdp.errors import VerificationError
 from ppdp.sql import catalog as C
+from ppdp.sql import person as SP
 from ppdp.sql import publish as P
 from ppdp.sql import verify as V
 from ppdp.sql.dialect import Dialect
@@ -49,11 +51,40 @@ def check_models(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], 
     checks = []
     for m in models:
         sql = model_check_sql(spec, m, relation, release, version, con.dialect, levels)
-        ad, classes = m.check_result(con.query(sql))
+        frame = con.query(sql)
+        ad, classes = m.check_result(frame)
         ad_value = empty_ad(m) if ad is None else ad
-        checks.append({"model": m.name, "params": m.params(), "ad": ad,
+        checks.append({"model": m.name, "params": m.params(), "ad": ad, "achieved": m.achieved_value(frame, ad),
                        "classes": classes, "passed": bool(m.feasible(ad_value)) and ad is not None, "query": sql})
     return checks
+
+
+def person_projection_columns(spec: ReleaseSpec, models: list[PrivacyModel]) -> list[str]:
+    """The columns a version is projected onto persons by: the QIDs, and the sensitive
+    attributes when a model reads them (they are then constant per person: validate refuses
+    otherwise), so that the projection holds one row per person and class."""
+    reads = any(m.requirements.sensitive_counts for m in models)
+    return [*spec.qid_columns, *(spec.sensitive if reads else ())]
+
+
+def check_models_per_person(con: Connector, spec: ReleaseSpec, models: list[PrivacyModel], relation: str,
+                            release: str, version: int, run_id: str,
+                            levels: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Each model's own SQL check, run on the version projected onto persons (one row per
+    distinct person and published class, the person's value left out; the persons are the
+    release's private map of row ids, sql/person.py), so every
+    count the check makes is a count of distinct persons (docs/design/person_unit.md)."""
+    d = con.dialect
+    projected = quote_table(C.PRIVATE_SCHEMA, f"persons_{run_id}", d)
+    con.execute(P.drop_table(projected))
+    con.execute(P.create_as(projected, SP.version_persons(relation, release, person_projection_columns(spec, models), d)))
+    try:
+        checks = check_models(con, spec, models, projected, release, version, levels)
+        persons = int(con.query(P.count_rows(projected))["n"][0])  # one row per person (QIDs constant per person)
+    finally:
+        con.execute(P.drop_table(projected))
+    return [c | {"unit": "person", "persons": persons, "query": c["query"].replace(projected, f"<{relation} projected onto persons>")}
+            for c in checks]
 
 
 def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int]) -> dict[str, Any]:
@@ -81,8 +112,15 @@ def check_history_classes(ctx: RunContext, prep: Prepared, published: list[int])
             bad |= set(con.query(sql)["sig_now"].to_list())
         if bad:
             failing[f"{m.name} {m.params()}"] = len(bad)
+    out: dict[str, Any] = {"versions": len(versions), "history_classes": int(sizes["classes"])}
+    if ctx.spec.counts_persons:  # the signature rule per person (docs/design/person_unit.md)
+        k = plan_oracle(prep.models).params.k
+        bad_classes, persons, smallest = failing_signatures(con.query(SP.history_persons(P.select_all(classes), ctx.release, d)), k)
+        out["smallest_person_signature"] = smallest
+        if bad_classes:
+            failing[f"k-anonymity per person {{'k': {k}}} ({persons} person(s) in smaller signature groups)"] = len(bad_classes)
     con.execute(P.drop_table(classes))
-    return {"versions": len(versions), "history_classes": int(sizes["classes"]), "failing_classes": failing}
+    return out | {"failing_classes": failing}
 
 
 def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: ReleasePlan, written: Published,
@@ -94,11 +132,24 @@ def verify(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Release
     table, delta_written, classes = written.table, written.delta == "written", method.publishes_classes
     extra = method.extra_checks(ctx, prep, plan, table)
     con, spec = ctx.con, ctx.spec
-    checks = (check_models(con, spec, prep.models, table, ctx.release, ctx.version, plan.solution.get("levels"))
-              if classes else [])
+    if classes and spec.counts_persons:  # a person release: every check counts persons
+        checks = check_models_per_person(con, spec, prep.models, table, ctx.release, ctx.version, ctx.run_id,
+                                         plan.solution.get("levels"))
+    else:
+        checks = (check_models(con, spec, prep.models, table, ctx.release, ctx.version, plan.solution.get("levels"))
+                  if classes else [])
     rows = int(con.query(P.count_rows(table))["n"][0])
     out: dict[str, Any] = {"checks": checks, "rows": rows, "expected_rows": expected_rows}
     problems = [f"{c['model']} failed (AD = {c['ad']})" for c in checks if not c["passed"]]
+    if prep.persons is not None and not published and checks and checks[0]["persons"] != plan.released_rows:
+        problems.append(f"{checks[0]['persons']} persons published, {plan.released_rows} planned")
+    if spec.person_varying and not published:  # the signature rule over the version's classes
+        k = plan_oracle(prep.models).params.k
+        bad, persons, smallest = failing_signatures(con.query(SP.version_class_persons(table, ctx.release, spec.qid_columns,
+                                                                                       ctx.dialect)), k)
+        out["smallest_person_signature"] = smallest
+        if bad:
+            problems.append(f"{persons} person(s) have a class signature shared by fewer than {k} persons")
     out["method_checks"] = list(extra)
     problems += [f"{c['check']} failed ({c.get('detail', '')})" for c in out["method_checks"] if not c["passed"]]
     if rows != expected_rows:

@@ -543,3 +543,248 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                     else:
                         low = mid + 1
     return out_idx[:checked], out_small[:checked], out_td[:checked], True
+
+
+PRUNED = 3  # the twin's _PRUNED: UB(node) <= the best TD, so is every successor's
+
+
+@njit(cache=True)
+def _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight, counts, keys, cls, ones, slot_key, slot_id,
+                        size, kept, ret, seen, class_w):
+    """One check of Flash with a positive limit, as the twin's ``_Flash.evaluate`` makes it:
+    S*(G) under k (the classes of fewer than k records suppressed) when it suppresses at most
+    ``max_suppressed`` records, else nothing suppressed. Returns (AD, TD, suppressed): AD the
+    smallest kept class (``_kernels.evaluate_optimal_batch``'s k-anonymity AD, inf when none
+    is kept), TD by ``_td_by_class`` over the kept rows (the same bits as the fused oracle's and
+    ``unsuppressed_batch``'s)."""
+    m = K._classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
+    K._class_sizes_into(cls, m, counts, size)
+    sup = 0
+    for c in range(m):
+        if size[c] < k:
+            sup += size[c]
+    if sup <= max_suppressed:
+        for c in range(m):
+            kept[c] = size[c] if size[c] >= k else 0
+        for h in range(codes.shape[0]):
+            ret[h] = counts[h] if size[cls[h]] >= k else 0
+        td, _ = K._td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
+        return K.ad_k_anonymity(kept[:m]), td, sup
+    td, _ = K._td_by_class(g, codes, weight, cls, counts, m, seen, class_w)
+    return K.ad_k_anonymity(size[:m]), td, 0
+
+
+@njit(cache=True)
+def flash_positive_limit(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_td, codes, gen, n_gen, weight,
+                         counts):
+    """Flash with a positive suppression limit (at most ``max_suppressed`` records) over the
+    lattice of ``heights``, k-anonymity with ``k``, at most ``budget`` checks: the twin's
+    ``_Flash.run`` step for step (the same traversal as ``flash_zero_limit``, plus the twin's
+    pruning of a node whose UB, summed from ``level_td`` in QID order, is at most the best TD,
+    and its second phase: the anonymous nodes tagged by prediction and never checked, by UB
+    descending then index, while UB exceeds the best TD). Each check classifies every row
+    (``_check_within_limit``). Returns (checked flat indices in order, AD, TD and suppressed
+    records of each, nodes pruned, second-phase candidates, complete)."""
+    nq = heights.shape[0]
+    n_rows = codes.shape[0]
+    shape = heights + 1
+    strides = np.ones(nq, dtype=np.int64)
+    for q in range(nq - 2, -1, -1):
+        strides[q] = strides[q + 1] * shape[q + 1]
+    size = strides[0] * shape[0]
+    top = 0
+    for q in range(nq):
+        top += heights[q]
+    max_level = max(top, 1)
+    hdiv = np.empty(nq)
+    for q in range(nq):
+        hdiv[q] = max(heights[q], 1)
+    level_of = np.zeros(size, dtype=np.int32)
+    node = np.zeros(nq, dtype=np.int64)
+    level_count = np.zeros(top + 2, dtype=np.int64)
+    s = 0
+    for idx in range(size):
+        level_of[idx] = s
+        level_count[s + 1] += 1
+        q = nq - 1
+        while q >= 0 and node[q] == heights[q]:
+            s -= node[q]
+            node[q] = 0
+            q -= 1
+        if q >= 0:
+            node[q] += 1
+            s += 1
+    for j in range(top + 1):
+        level_count[j + 1] += level_count[j]
+    fill = level_count[:-1].copy()
+    by_level = np.empty(size, dtype=np.int64)
+    for idx in range(size):
+        s = level_of[idx]
+        by_level[fill[s]] = idx
+        fill[s] += 1
+
+    tags = np.zeros(size, dtype=np.int8)
+    evaluated = np.zeros(size, dtype=np.bool_)
+    heap = np.empty(64, dtype=np.int64)
+    hkeys = np.empty((64, 3))
+    n_heap = 0
+    key = np.empty((1, 3))
+    succ = np.empty(nq, dtype=np.int64)
+    skeys = np.empty((nq + 1, 3))
+    row = np.empty(nq)
+    lo = np.zeros(nq, dtype=np.int64)
+    hi = np.zeros(nq, dtype=np.int64)
+    path = np.empty(top + 1, dtype=np.int64)
+    g = np.zeros(nq, dtype=np.int64)
+
+    n = max(n_rows, 1)
+    size_t = K._table_size(n)
+    keys_b = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    ones = np.ones(n, dtype=np.bool_)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    csize = np.zeros(n, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.int64)
+    ret = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=np.bool_)
+    class_w = np.zeros(n)
+
+    out_idx = np.empty(64, dtype=np.int64)
+    out_ad = np.empty(64)
+    out_td = np.empty(64)
+    out_sup = np.empty(64, dtype=np.int64)
+    checked = 0
+    pruned = 0
+    best_td = -np.inf
+
+    for level in range(top + 1):
+        bucket = by_level[level_count[level]:level_count[level + 1]]
+        for start in _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
+            if tags[start] != UNTAGGED:
+                continue
+            _key_into(start, strides, prec_tab, dist_tab, max_level, node, key, 0)
+            heap, hkeys = _heap_push(heap, hkeys, n_heap, start, key[0])
+            n_heap += 1
+            while n_heap > 0:
+                head = _heap_pop(heap, hkeys, n_heap)
+                n_heap -= 1
+                if tags[head] != UNTAGGED:
+                    continue
+                plen = 1
+                path[0] = head
+                while True:
+                    m = _successors(path[plen - 1], heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
+                    nxt = -1
+                    for i in range(m):
+                        if tags[succ[i]] == UNTAGGED:
+                            nxt = succ[i]
+                            break
+                    if nxt < 0:
+                        break
+                    path[plen] = nxt
+                    plen += 1
+                low, high = 0, plen - 1
+                while low <= high:
+                    mid = (low + high) // 2
+                    idx = path[mid]
+                    if tags[idx] == UNTAGGED:
+                        _decode(idx, strides, g)
+                        ub = 0.0
+                        for q in range(nq):
+                            ub += level_td[q, g[q]]
+                        if ub <= best_td:  # pruned: the twin's prune_if_dominated
+                            for q in range(nq):
+                                lo[q] = g[q]
+                                hi[q] = heights[q]
+                            _fill_box(tags, shape, strides, lo, hi, PRUNED)
+                            pruned += 1
+                        else:
+                            if checked >= budget:
+                                return (out_idx[:checked], out_ad[:checked], out_td[:checked], out_sup[:checked], pruned,
+                                        0, False)
+                            ad, td, sup = _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight, counts,
+                                                              keys_b, cls, ones, slot_key, slot_id, csize, kept, ret,
+                                                              seen, class_w)
+                            if checked == out_idx.shape[0]:
+                                out_idx, out_ad, out_td, out_sup = _grown(out_idx, out_ad, out_td, out_sup, checked)
+                            out_idx[checked] = idx
+                            out_ad[checked] = ad
+                            out_td[checked] = td
+                            out_sup[checked] = sup
+                            checked += 1
+                            evaluated[idx] = True
+                            if ad >= k:
+                                best_td = max(best_td, td)
+                                for q in range(nq):
+                                    lo[q] = g[q]
+                                    hi[q] = heights[q]
+                                _fill_box(tags, shape, strides, lo, hi, ANONYMOUS)
+                            else:
+                                for q in range(nq):
+                                    lo[q] = 0
+                                    hi[q] = g[q]
+                                _fill_box(tags, shape, strides, lo, hi, NOT_ANONYMOUS)
+                                m = _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
+                                for i in range(m):
+                                    if tags[succ[i]] == UNTAGGED:
+                                        heap, hkeys = _heap_push(heap, hkeys, n_heap, succ[i], skeys[i])
+                                        n_heap += 1
+                    if tags[idx] == ANONYMOUS or tags[idx] == PRUNED:
+                        high = mid - 1
+                    else:
+                        low = mid + 1
+    # second phase: anonymous by prediction, never checked, by UB descending then index
+    n_cand = 0
+    for idx in range(size):
+        if tags[idx] == ANONYMOUS and not evaluated[idx]:
+            n_cand += 1
+    cand = np.empty(n_cand, dtype=np.int64)
+    neg_ub = np.empty(n_cand)
+    n_cand = 0
+    for idx in range(size):
+        if tags[idx] == ANONYMOUS and not evaluated[idx]:
+            _decode(idx, strides, g)
+            ub = 0.0
+            for q in range(nq):
+                ub += level_td[q, g[q]]
+            cand[n_cand] = idx
+            neg_ub[n_cand] = -ub
+            n_cand += 1
+    phase_two = 0
+    for i in range(n_cand):
+        if -neg_ub[i] > best_td:
+            phase_two += 1
+    order = np.argsort(neg_ub, kind="mergesort")
+    for i in order:
+        if -neg_ub[i] <= best_td:
+            break
+        if checked >= budget:
+            return out_idx[:checked], out_ad[:checked], out_td[:checked], out_sup[:checked], pruned, phase_two, False
+        _decode(cand[i], strides, g)
+        ad, td, sup = _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight, counts, keys_b, cls, ones,
+                                          slot_key, slot_id, csize, kept, ret, seen, class_w)
+        if checked == out_idx.shape[0]:
+            out_idx, out_ad, out_td, out_sup = _grown(out_idx, out_ad, out_td, out_sup, checked)
+        out_idx[checked] = cand[i]
+        out_ad[checked] = ad
+        out_td[checked] = td
+        out_sup[checked] = sup
+        checked += 1
+        if ad >= k:
+            best_td = max(best_td, td)
+    return out_idx[:checked], out_ad[:checked], out_td[:checked], out_sup[:checked], pruned, phase_two, True
+
+
+@njit(cache=True)
+def _grown(a, b, c, d, n):
+    """The four output arrays at twice their length, their first n entries kept."""
+    a2 = np.empty(2 * n, dtype=a.dtype)
+    a2[:n] = a[:n]
+    b2 = np.empty(2 * n)
+    b2[:n] = b[:n]
+    c2 = np.empty(2 * n)
+    c2[:n] = c[:n]
+    d2 = np.empty(2 * n, dtype=d.dtype)
+    d2[:n] = d[:n]
+    return a2, b2, c2, d2

@@ -30,8 +30,10 @@ among n has a_s / n <= q_s + t, hence n - a_s >= a_s (1 / (q_s + t) - 1) >= 1 / 
 r needs need_t(s) = ceil(1 / (q_s + t) - 1) partners *with another SA value*. The same argument
 gives the need_t(s)-th largest v over those partners inside U (a second partner table, whose
 candidates are the records of other SA values); a row's bound is the smaller of the two.
-This needs a distance >= |P(s) - q_s|: the Euclidean one is the only t-closeness distance
-(engine/privacy/t_closeness.py); a hierarchical EMD, which can be smaller, would need its own.
+This needs a distance >= |P(s) - q_s|: the Euclidean one, and the equal-distance EMD (1/2
+sum |p - q| = max over sets A of |P(A) - Q(A)|, at least the singleton {s}'s). The ordered EMD
+averages its cumulative terms and can be smaller, so under it the t table is not built (the
+size table and the class bound, which use kmin alone, still are).
 
 Properties the search relies on: (1) a sub-box has a bound no larger (a larger L raises every
 level, a smaller U removes partners); (2) B(L, U) <= TD(L, nothing suppressed) = UB(L), the
@@ -99,6 +101,7 @@ import numba as nb
 import numpy as np
 
 from ppdp.engine.kernels import classes as _kernels
+from ppdp.engine.kernels import kinds
 from ppdp.engine.kernels.cache import guard
 from ppdp.engine.kernels.classes import _classify_into, _rank_into, _table_size
 from ppdp.engine.methods.generalization.problem import Problem
@@ -207,7 +210,7 @@ def t_partners_needed(problem: Problem) -> np.ndarray:
     under t-closeness (module docstring); zeros without t-closeness."""
     t = problem.table
     o = problem.oracle_params
-    if o.t < 0 or t.n_sa == 0:
+    if o.t < 0 or t.n_sa == 0 or o.t_kind not in (kinds.LARGEST_EUCLIDEAN_DISTANCE, kinds.EQUAL_EMD):
         return np.zeros(t.n_rows, dtype=np.int64)
     share = np.asarray(t.sa_distribution, dtype=np.float64)[t.sa] + float(o.t)
     # ceil(1 / (q_s + t) - 1), a hair below to absorb rounding (a smaller need is still sound)

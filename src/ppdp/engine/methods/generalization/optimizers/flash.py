@@ -39,10 +39,11 @@ Flash needs a monotonic privacy model: only k-anonymity is accepted. Tags live i
 array with one byte per lattice node (``max_lattice`` caps its size); predictive tagging is an
 n-dimensional slice assignment.
 
-With a zero limit, k-anonymity alone and the numba backend, the whole traversal runs as one
-Numba call (``_flash_kernel.flash_zero_limit``: the Python bookkeeping per node cost
-several times the check itself); ``_Flash`` is its plain-Python twin, and the tests show both
-check the same nodes in the same order with the same results. The Tracker receives the checked
+With k-anonymity alone and the numba backend, the whole traversal runs as one Numba call
+(``_flash_kernel.flash_zero_limit`` with a zero limit, ``flash_positive_limit`` with a positive
+one: the Python bookkeeping per node cost several times the check itself); ``_Flash`` is their
+plain-Python twin, and the tests (tests/oracles/test_flash_kernel.py,
+test_flash_limit_kernel.py) show each checks the same nodes in the same order with the same results. The Tracker receives the checked
 nodes, in order, when the call returns (progress is reported then).
 
 ``dfs``: the DFS baseline of the HAEF paper (docs/design/paper_notes.md §5): depth-first traversal of the
@@ -72,11 +73,11 @@ from ppdp.engine.methods.generalization.optimizers import (
     checks_params,
 )
 from ppdp.engine.methods.generalization.optimizers import _flash_kernel as FK
-from ppdp.engine.methods.generalization.optimizers.lattice import (
+from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
+    check_suppression_limit,
     lattice_size,
     max_suppressed_records,
 )
-from ppdp.engine.methods.generalization.optimizers.lattice_nodes import check_suppression_limit
 from ppdp.engine.methods.generalization.problem import CLASS_CACHE_BYTES, Problem, fitness_key
 from ppdp.engine.privacy.k_anonymity import KAnonymity
 from ppdp.errors import SpecError
@@ -396,6 +397,51 @@ def run_zero_limit_kernel(problem: Problem, tracker: Tracker) -> tuple[int, bool
     return n, complete
 
 
+def run_positive_limit_kernel(problem: Problem, tracker: Tracker, max_suppressed: int) -> tuple[int, int, int, bool]:
+    """Flash with a positive limit in one Numba call (``_flash_kernel.flash_positive_limit``, the
+    twin ``_Flash``'s traversal, pruning and second phase step for step); the checked nodes go to
+    ``tracker`` in order with the evaluations the twin offers. Returns (nodes checked, nodes
+    pruned, second-phase candidates, complete)."""
+    t = problem.table
+    ev = problem.evaluator
+    assert isinstance(ev, NumbaEvaluator)
+    h = [int(x) for x in problem.heights]
+    width = max(h) + 1
+    prec_tab = np.zeros((len(h), width))
+    dist_tab = np.zeros((len(h), width))
+    gen_counts = t.lookup[2]
+    for q, hq in enumerate(h):
+        for c in range(hq + 1):
+            prec_tab[q, c] = c / hq if hq else 0.0
+            dist_tab[q, c] = float(gen_counts[q, c]) / float(gen_counts[q, 0])
+    k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
+    level_td = np.ascontiguousarray(t.level_td, dtype=np.float64)
+    idx, ad_k, td, sup, pruned, phase_two, complete = FK.flash_positive_limit(
+        np.asarray(h, dtype=np.int64), k, int(max_suppressed), int(tracker.remaining), prec_tab, dist_tab, level_td,
+        t.codes, ev.gen, ev.n_gen, ev.weight, t.counts)
+    n = int(idx.shape[0])
+    if n:
+        G = np.stack(np.unravel_index(idx, tuple(x + 1 for x in h)), axis=1).astype(np.int64)
+        ad = np.repeat(ad_k[:, None], len(problem.models), axis=1)
+        evaluation = finish(problem.models, ad, td, sup)
+        if not np.array_equal(evaluation.feasible, ad_k >= k):  # the kernel tagged by another verdict
+            raise RuntimeError("flash kernel: anonymity verdicts differ from the models' feasibility")
+        problem.evaluations += n
+        feasible, violation, td_list = evaluation.feasible.tolist(), evaluation.violation.tolist(), evaluation.td.tolist()
+        sup_list = sup.tolist()
+        best, done = tracker.best_key, 0
+        for i in range(n):
+            key = fitness_key(feasible[i], violation[i], td_list[i])
+            if best is None or key > best:
+                best = key
+                tracker.count(i - done)
+                retained = problem.optimal_retained(G[i]) if sup_list[i] > 0 else t.counts
+                tracker.offer(G[i:i + 1], retained[None, :], evaluation.row(i))
+                done = i + 1
+        tracker.count(n - done)
+    return n, int(pruned), int(phase_two), bool(complete)
+
+
 def _only_monotone(models: Sequence[Any], name: str) -> None:
     """Flash tags whole paths by one check: every model must declare itself monotone."""
     others = [m.name for m in models if not m.monotone]
@@ -457,6 +503,8 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
     if max_suppressed == 0 and kernel_applies(problem, size):
         checked, complete = run_zero_limit_kernel(problem, tracker)
         pruned = phase_two = 0
+    elif max_suppressed > 0 and kernel_applies(problem, size):
+        checked, pruned, phase_two, complete = run_positive_limit_kernel(problem, tracker, max_suppressed)
     else:
         state = _Flash(problem, tracker, max_suppressed)
         complete = state.run()

@@ -89,11 +89,15 @@ def record_disclosure(problem: Problem, g: np.ndarray, s: np.ndarray) -> tuple[n
         return problem.record_class_sizes(g, s), True
     t = problem.table
     retained = problem.retained_from_s(s)[0]
-    gen, _, n_gen = t.lookup
-    cls, m = K.classify(np.ascontiguousarray(g, dtype=np.int64), t.codes, gen, n_gen, retained > 0)
-    size = K.class_sizes(cls, m, retained)
-    _, pc, ps, pn = K.class_sa_pairs(cls, t.sa, t.n_sa, retained)
-    stats = ClassStats(size, pc, ps, pn, t.sa_distribution)
+    if problem.needs_population:  # the classes with their persons (delta-presence, k-map)
+        cls, stats, _ = problem.class_stats(g, retained)
+        m = len(stats.size)
+    else:
+        gen, _, n_gen = t.lookup
+        cls, m = K.classify(np.ascontiguousarray(g, dtype=np.int64), t.codes, gen, n_gen, retained > 0)
+        size = K.class_sizes(cls, m, retained)
+        _, pc, ps, pn = K.class_sa_pairs(cls, t.sa, t.n_sa, retained)
+        stats = ClassStats(size, pc, ps, pn, t.sa_distribution)
     viol = np.zeros(m)
     for model in problem.models:
         viol += np.array([model.violation(a) for a in model.class_ad(stats)])

@@ -79,6 +79,7 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
 )
 from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
+from ppdp.engine.methods.generalization.optimizers.flash import _Flash
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,
     check_suppression_limit,
@@ -151,6 +152,15 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified, info=info)
+    if max_suppressed == 0 and executor == "local" and all(m.union_closed for m in problem.models):
+        # Nothing may be suppressed and every model is union-closed (a class merged from
+        # feasible ones is feasible), so feasibility is monotone up the lattice and TD with
+        # nothing suppressed is non-increasing up it: Flash's tagging is exact, and the best
+        # anonymous node it checks is the optimum over every (G, S) within the limit.
+        state = _Flash(problem, tracker, 0)
+        complete = state.run()
+        info.update(search="flash (zero limit, union-closed models)", nodes_evaluated=tracker.used)
+        return tracker.result(certified=complete, info=info)
     bound = BoxBound(problem)
     # The class bound classifies the table at every box's U, where the node search rolls each
     # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies

@@ -177,3 +177,42 @@ def test_per_person_check_fails_on_a_hand_made_violating_table(visits_db, tmp_pa
     finally:
         con.close()
     assert by_rows[0]["passed"] and not by_persons[0]["passed"] and by_persons[0]["ad"] == 2
+
+
+@pytest.mark.parametrize("name", list(MODEL_SETS))
+def test_every_models_per_person_check_fails_on_a_violating_table(name, visits_db, tmp_path):
+    """Each model's per-person SQL check can fail: a copy of a version published under the model is made
+    to violate the model (five persons who all hold the rarer sensitive value moved to a class of
+    their own; for average-risk, every person in a class of their own) and the check says so,
+    while the same check on the untouched version passes."""
+    import tomllib  # noqa: PLC0415
+
+    spec = load_spec(visits_spec(tmp_path, visits_db, models=K5 + MODEL_SETS[name], output="clean_" + name.replace("-", "_")))
+    run_release(spec, progress=False)
+    params = tomllib.loads(MODEL_SETS[name])["privacy"]["models"][0]
+    models = [build_model(params.pop("name"), params)]
+    release = release_id("published", spec.output_name)
+    con = connect(f"duckdb://{visits_db}")
+    try:
+        bad = f"bad_{name.replace('-', '_')}"
+        con.execute(f'CREATE TABLE published.{bad} AS SELECT * FROM published."{spec.output_name}"')
+        joined = (f'FROM published."{spec.output_name}" AS p JOIN _ppdp.row_ids AS i ON i.row_id = p.ppdp_row_id '
+                  "JOIN visits AS v ON CAST(v.visit_id AS VARCHAR) = i.key WHERE i.release = ?")
+        if name == "average-risk":
+            con.execute(f"UPDATE published.{bad} AS b SET race = 'nowhere-' || CAST(v.person_id AS VARCHAR) "
+                        "FROM _ppdp.row_ids AS i JOIN visits AS v ON CAST(v.visit_id AS VARCHAR) = i.key "
+                        "WHERE i.row_id = b.ppdp_row_id AND i.release = ?", [release])
+        else:
+            rare = con.query(f'SELECT "{VISIT_SA}" AS sa FROM visits GROUP BY 1 ORDER BY COUNT(*) LIMIT 1')["sa"][0]
+            five = con.query(f"SELECT DISTINCT v.person_id {joined} AND v.\"{VISIT_SA}\" = ? ORDER BY 1 LIMIT 5",
+                             [release, rare])["person_id"].to_list()
+            ids = ", ".join(str(int(p)) for p in five)
+            con.execute(f"UPDATE published.{bad} SET race = 'nowhere' WHERE ppdp_row_id IN (SELECT i.row_id "
+                        "FROM _ppdp.row_ids AS i JOIN visits AS v ON CAST(v.visit_id AS VARCHAR) = i.key "
+                        f"WHERE i.release = ? AND v.person_id IN ({ids}))", [release])
+        clean = check_models_per_person(con, spec, models, f'published."{spec.output_name}"', release, 1, "test")
+        broken = check_models_per_person(con, spec, models, f"published.{bad}", release, 1, "test")
+    finally:
+        con.close()
+    assert clean[0]["passed"], (name, clean)
+    assert not broken[0]["passed"], (name, broken)

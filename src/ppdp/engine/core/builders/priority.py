@@ -1,9 +1,10 @@
 """Low-cardinality categories: merge the least frequent values first (ARX's priority builder).
 
 The values are ordered by their number of rows, rarest first (ties by value). Level j puts the
-first ``merged[j-1]`` of them into one group labelled ``other`` (``merged`` increases strictly,
+first ``merged[j-1]`` of them into one group labelled ``other (m values)`` (``merged`` increases strictly,
 each at least 2 and below the number of values), the others stay as they are; then the root
-``*``. The merge order is recomputed from the rows of the version being built, so a stored
+``*``. The label names the group's size, so each level's group has its own label (a value's
+share of the domain is looked up by its label, as ARX's quality models do). The merge order is recomputed from the rows of the version being built, so a stored
 definition rebuilds the same tree when the frequencies' order is the same (a new version keeps
 its published tree: see release/stages/validate.py). Categorical: its loss is ARX's leaf share.
 """
@@ -42,8 +43,8 @@ def merged_for(counts: dict[str, int]) -> list[int]:
     return out
 
 
-def other_label(leaves: list[str]) -> str:
-    label = "other"
+def other_label(leaves: list[str], m: int) -> str:
+    label = f"other ({m} values)"
     while label in leaves:
         label = f"({label})"
     return label
@@ -61,6 +62,6 @@ def build(attribute: str, leaves: list[str], params: dict[str, Any], counts: dic
     ranked = order(leaves, counts)
     merged = [m for m in merged if m < len(ranked)]  # a version with fewer values keeps the levels it can fill
     rank = {v: i for i, v in enumerate(ranked)}
-    other = other_label(ranked)
-    rows = [[v] + [other if rank[v] < m else v for m in merged] + ["*"] for v in sorted(ranked)]
+    other = {m: other_label(ranked, m) for m in merged}
+    rows = [[v] + [other[m] if rank[v] < m else v for m in merged] + ["*"] for v in sorted(ranked)]
     return from_rows(attribute, rows, source=f"auto: priority (merge {merged} rarest)")

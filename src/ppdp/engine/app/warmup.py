@@ -77,7 +77,7 @@ def warm_up(progress: Callable[[str], None] = print) -> int:
     import duckdb
 
     from ppdp.engine.release.run import run_release
-    from ppdp.errors import VerificationError
+    from ppdp.errors import PrivacyRefusal, VerificationError
     from ppdp.sql import demo as demo_sql
 
     diseases = [line.split(";")[0] for line in (DATA / "catalogues" / "diseases32.csv").read_text().splitlines()]
@@ -95,7 +95,7 @@ def warm_up(progress: Callable[[str], None] = print) -> int:
             try:
                 run_release(spec, progress=False)
                 note = ""
-            except VerificationError:  # an ablation's tiny budget may end infeasible: refused, as it must be
+            except (VerificationError, PrivacyRefusal):  # an ablation's tiny budget may end infeasible: refused, as it must be
                 note = " (no k-anonymous solution within the warm-up budget: refused, kernels compiled)"
             progress(f"[{i}/{len(todo)}] {label}: {time.perf_counter() - t0:.1f} s{note}")
     return len(todo)

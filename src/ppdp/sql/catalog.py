@@ -289,6 +289,11 @@ def count_unpublished_versions(table: str, d: Dialect) -> str:
     return f"SELECT COUNT(*) AS n FROM {private(table, d)} WHERE release = ? AND version >= ?"
 
 
+def count_other_runs(d: Dialect) -> str:
+    """One row: the number of runs of other releases than the bound one recorded in the private schema."""
+    return f"SELECT COUNT(*) AS n FROM {private('runs', d)} WHERE release <> ?"
+
+
 def drop_private_schema(d: Dialect) -> str:
     """DROP ppdp's private schema and all it holds (a failed first run's leftovers)."""
     return f"DROP SCHEMA IF EXISTS {quote_ident(PRIVATE_SCHEMA, d)} CASCADE"

@@ -102,9 +102,9 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
            else connect(database_url(spec, database), create=may_create_database(spec)))  # a mistyped path creates no file
     ctx = RunContext(spec, con, catalog.release_id(spec.output_schema, spec.output_name), uuid.uuid4().hex, job,
                      on_phase=on_phase or no_phase)
-    had_catalog = catalog.has_catalog(con)
     try:
         with _run_lock(con, ctx.release):
+            had_catalog = catalog.has_catalog(con)  # under the lock: nothing of the catalog is read before it
             # read once, under the lock: a run that published while this one started is the
             # previous run of every stage (t-closeness's Q in validate, the run key, history)
             previous = identify.previous_run(ctx)
@@ -133,13 +133,13 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
             except BaseException as exc:
                 if not had_catalog and isinstance(exc, ConnectorError):
                     # the database failed this first run (a full disk): leave no _ppdp behind it
-                    _drop_new_catalog(con)
+                    _drop_new_catalog(con, ctx.release)
                 else:
                     try:
                         record.record_failure(ctx, prep, plan, exc)
                     except PpdpError:  # the database cannot be written: the run's error is the one to report
                         if not had_catalog:
-                            _drop_new_catalog(con)
+                            _drop_new_catalog(con, ctx.release)
                 if isinstance(exc, PpdpError):  # the failed run's row, for engine/app/outcome.py
                     exc.run_id, exc.release = ctx.run_id, ctx.release
                 raise
@@ -192,9 +192,14 @@ def _skipped(ctx: RunContext, prep: Prepared) -> ReleaseOutcome:
     return ReleaseOutcome(rec, None, table, ctx.published.view())
 
 
-def _drop_new_catalog(con: Connector) -> None:
+def _drop_new_catalog(con: Connector, release: str) -> None:
     """Best effort: drop the private schema this failed run created and could not record its
     failure in, so that a run that wrote nothing leaves no empty ``_ppdp`` behind."""
+    try:
+        if catalog.has_catalog(con) and int(con.query(catalog_sql.count_other_runs(con.dialect), [release]).row(0)[0]):
+            return  # another release's run recorded itself in it meanwhile: that catalog stays
+    except PpdpError:
+        pass  # the runs cannot be counted (the database failed this run): no run of this database recorded itself
     try:
         with con.transaction():
             con.execute(catalog_sql.drop_private_schema(con.dialect))

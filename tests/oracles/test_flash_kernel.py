@@ -70,7 +70,7 @@ def assert_same_run(table, models, budget: int = 10**8) -> int:
         assert np.isnan(t) or t == td[i]
     assert complete == twin_complete
     tracker = Tracker(problem, budget, name="flash")
-    n, complete = F.run_zero_limit_kernel(problem, tracker)
+    n, _pruned, _phase_two, complete = F.run_kernel(problem, tracker, 0)
     assert n == len(order) and complete == twin_complete
     a, b = twin_tracker.result(certified=twin_complete), tracker.result(certified=complete)
     assert a.g.tolist() == b.g.tolist() and a.td == b.td and a.feasible == b.feasible

@@ -1,4 +1,4 @@
-"""The positive-limit Flash kernel (``_flash_kernel.flash_positive_limit``) against its
+"""The Flash kernel with a positive limit (``_flash_kernel.flash_search``) against its
 plain-Python twin (``flash._Flash`` with a positive limit): the same nodes checked in the same
 order (pruning and the second phase included), the same AD, TD and suppression per check, the
 same nodes pruned and second-phase candidates, and the same result (node, TD, retained records,
@@ -56,7 +56,7 @@ def assert_same_run(table, models, max_suppressed: int, budget: int = 10**8) -> 
     spied: list[tuple[float, float, int]] = []
     from ppdp.engine.methods.generalization.optimizers import _flash_kernel as FK
 
-    real = FK.flash_positive_limit
+    real = FK.flash_search
 
     def spy(*args):
         out = real(*args)
@@ -64,11 +64,11 @@ def assert_same_run(table, models, max_suppressed: int, budget: int = 10**8) -> 
         spy.idx = out[0].tolist()
         return out
 
-    FK.flash_positive_limit = spy
+    FK.flash_search = spy
     try:
-        n, pruned, phase_two, complete = F.run_positive_limit_kernel(problem, tracker, max_suppressed)
+        n, pruned, phase_two, complete = F.run_kernel(problem, tracker, max_suppressed)
     finally:
-        FK.flash_positive_limit = real
+        FK.flash_search = real
     assert spy.idx == order and n == len(order)
     assert spied == seen  # AD, TD (bit for bit) and suppression of every check
     assert (pruned, phase_two, complete) == (state.pruned, state.phase_two_candidates, twin_complete)

@@ -1,12 +1,11 @@
-"""Flash with a zero suppression limit as one Numba call (``flash._Flash`` is the plain-Python
-twin; tests/oracles/test_flash_kernel.py runs both and compares the checked nodes, in order, and the
-results).
+"""Flash as one Numba call (``flash_search``; ``flash._Flash`` is the plain-Python twin, and
+tests/oracles/test_flash_kernel.py and test_flash_limit_kernel.py run both and compare the
+checked nodes, in order, and the results).
 
-Why: with a zero limit a check is only the classes of one node (rolled up from a checked node
-below it), a few hundred microseconds or less on small tables, while the Python traversal
+Why: a check is a few hundred microseconds or less on small tables, while the Python traversal
 around it (strategy keys, successor lists, the heap, tags, the evaluator and Tracker calls)
-cost several times what ARX spends on a whole node. Here the
-traversal and the checks are one call; the caller hands the checked nodes to the Tracker.
+cost several times what ARX spends on a whole node. Here the traversal and the checks are one
+call; the caller hands the checked nodes to the Tracker.
 
 Same traversal as the twin, step for step: levels bottom-up, each level's untagged nodes in the
 twin's ``sorted_level`` order (the same float operations: NumPy's pairwise sum of the relative
@@ -14,17 +13,8 @@ generalizations, then rounding to 12 decimals as ``np.round`` does, then a stabl
 sort), paths along the first untagged successor by the strategy key (the same sequential sums
 as ``_Flash.key``), the binary search along a path, predictive tagging of the n-dimensional
 boxes above an anonymous node and below a non-anonymous one, and the priority queue ordered by
-(key, flat index). A node is anonymous when its smallest class holds at least ``k`` records
-(k-anonymity, nothing suppressed); its smallest class and TD are those of
-``_kernels.unsuppressed_batch`` (the twin's evaluation), computed differently:
-
-- the classes of a check are rolled up from a *class snapshot* of a remembered node below it
-  (the first row and the records of each class, ARX's roll-up of its history), so a check reads
-  one row per class of that node and never the whole table (``_rollup_classes``); a node with
-  none below is classified from every row (``_classify_classes``). Only nodes that are not
-  anonymous are remembered: every node above an anonymous one is tagged, never checked.
-- TD (a pass over every row and QID) is computed only for the checks a Tracker reads, and NaN
-  elsewhere (``flash_zero_limit``); on adult k=5 that is 5 of 145 checks.
+(key, flat index); with a positive limit also the twin's pruning by UB and its second phase.
+The checks are those of the twin's evaluator, computed differently (``flash_search``).
 
 The kernels of engine/kernels/classes.py are compiled into these; ``guard`` removes this
 module's Numba cache when that source changes.
@@ -42,6 +32,7 @@ from ppdp.engine.kernels.cache import guard
 guard(__file__, depends_on=[K, MK])
 
 UNTAGGED, ANONYMOUS, NOT_ANONYMOUS = 0, 1, 2
+PRUNED = 3  # the twin's _PRUNED: UB(node) <= the best TD, so is every successor's
 # NumPy sums a row of up to this many values with 8 partial sums (pairwise_sum in
 # numpy/_core/src/umath/loops_utils.h); longer rows recurse, which ``_numpy_row_sum`` does not.
 MAX_QIDS = 128
@@ -303,44 +294,41 @@ def _classify_classes(g, codes, gen, n_gen, counts, keys, cls, ones, slot_key, s
     return m
 
 
+
+
 @njit(cache=True)
-def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, weight, counts, td_margin, memo_capacity,
-                     pool_limit):
-    """Flash with a zero suppression limit over the lattice of ``heights``, k-anonymity with
-    ``k``, at most ``budget`` checks.
+def _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight, counts, keys, cls, ones, slot_key, slot_id,
+                        size, kept, ret, seen, class_w):
+    """One check of Flash with a positive limit, as the twin's ``_Flash.evaluate`` makes it:
+    S*(G) under k (the classes of fewer than k records suppressed) when it suppresses at most
+    ``max_suppressed`` records, else nothing suppressed. Returns (AD, TD, suppressed): AD the
+    smallest kept class (``_kernels.evaluate_optimal_batch``'s k-anonymity AD, inf when none
+    is kept), TD by ``_td_by_class`` over the kept rows (the same bits as the fused oracle's and
+    ``unsuppressed_batch``'s)."""
+    m = K._classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
+    K._class_sizes_into(cls, m, counts, size)
+    sup = 0
+    for c in range(m):
+        if size[c] < k:
+            sup += size[c]
+    if sup <= max_suppressed:
+        for c in range(m):
+            kept[c] = size[c] if size[c] >= k else 0
+        for h in range(codes.shape[0]):
+            ret[h] = counts[h] if size[cls[h]] >= k else 0
+        td, _ = K._td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
+        return K.ad_k_anonymity(kept[:m]), td, sup
+    td, _ = K._td_by_class(g, codes, weight, cls, counts, m, seen, class_w)
+    return K.ad_k_anonymity(size[:m]), td, 0
 
-    ``prec_tab[q, c]`` = c / h[q] (0 when h[q] = 0) and ``dist_tab[q, c]`` = distinct values at
-    level c / at level 0, the twin's tables. ``memo_capacity``: nodes whose classes are kept for
-    the roll-up, ``pool_limit``: the classes kept in all (12 bytes each). Returns (checked flat
-    indices in order, smallest class size and TD of each, complete): complete is False when the
-    budget ran out before every node was tagged.
 
-    TD (a pass over every row and QID, most of a check's time once the classes are rolled up
-    from class snapshots) is computed only where a Tracker reads it, the checks that improve
-    its best: an anonymous check whose TD may exceed that of every earlier anonymous check, and,
-    while none is anonymous, a check whose smallest class exceeds every earlier one (its
-    violation is then the smallest yet). Elsewhere it is NaN. "May exceed": UB, the sum over the
-    QIDs of weight x records summed over the leaves at the node's level (TD with nothing
-    suppressed is separable over the QIDs, as ``EncodedTable.level_td``), is the node's TD up to
-    rounding; ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a node
-    with ``UB * (1 + td_margin) < best`` has a TD below the best.
-    """
+
+
+@njit(cache=True)
+def _by_level(heights, size, top):
+    """(level of each flat index, start of each level in the bucket list, the flat indices
+    bucketed by level, ascending within a level)."""
     nq = heights.shape[0]
-    n_rows = codes.shape[0]
-    shape = heights + 1
-    strides = np.ones(nq, dtype=np.int64)
-    for q in range(nq - 2, -1, -1):
-        strides[q] = strides[q + 1] * shape[q + 1]
-    size = strides[0] * shape[0]
-    top = 0
-    for q in range(nq):
-        top += heights[q]
-    max_level = max(top, 1)
-    hdiv = np.empty(nq)
-    for q in range(nq):
-        hdiv[q] = max(heights[q], 1)
-
-    # Nodes bucketed by level, ascending flat index within a level.
     level_of = np.zeros(size, dtype=np.int32)
     node = np.zeros(nq, dtype=np.int64)
     level_count = np.zeros(top + 2, dtype=np.int64)
@@ -364,18 +352,87 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
         s = level_of[idx]
         by_level[fill[s]] = idx
         fill[s] += 1
+    return level_of, level_count, by_level
+
+
+@njit(cache=True)
+def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_td, codes, gen, n_gen, weight, counts,
+                 td_margin, memo_capacity, pool_limit):
+    """Flash over the lattice of ``heights``, k-anonymity with ``k``, at most ``max_suppressed``
+    records suppressed, at most ``budget`` checks: the twin's ``_Flash.run`` step for step.
+
+    ``prec_tab[q, c]`` = c / h[q] (0 when h[q] = 0) and ``dist_tab[q, c]`` = distinct values at
+    level c / at level 0, the twin's tables; ``level_td[q, c]``: the twin's UB terms
+    (``EncodedTable.level_td``). Returns (checked flat indices in order, AD, TD and suppressed
+    records of each, nodes pruned, second-phase candidates, complete): complete is False when
+    the budget ran out before every node was tagged.
+
+    With a zero limit a check is the classes of the node alone, rolled up from a class snapshot
+    of a remembered node below it (the first row and the records of each class, ARX's roll-up of
+    its history; ``_rollup_classes``), or classified from every row when none is below
+    (``_classify_classes``); only nodes that are not anonymous are remembered (every node above
+    an anonymous one is tagged, never checked). AD is the smallest class. TD (a pass over every
+    row and QID, most of a check's time once the classes are rolled up) is computed only where a
+    Tracker reads it, the checks that improve its best: an anonymous check whose TD may exceed
+    that of every earlier anonymous check, and a check whose smallest class exceeds every
+    earlier one (its violation is then the smallest yet). Elsewhere it is NaN. "May exceed": UB,
+    the sum over the QIDs of weight x records summed over the leaves at the node's level (TD
+    with nothing suppressed is separable over the QIDs), is the node's TD up to rounding;
+    ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a node with
+    ``UB * (1 + td_margin) < best`` has a TD below the best. ``memo_capacity``: nodes whose
+    classes are kept for the roll-up, ``pool_limit``: the classes kept in all (12 bytes each).
+
+    With a positive limit each check classifies every row (``_check_within_limit``); a node whose
+    UB (summed from ``level_td`` in QID order) is at most the best TD is tagged pruned with its
+    successors and not checked, and the second phase checks the anonymous nodes tagged by
+    prediction and never checked, by UB descending then index, while UB exceeds the best TD.
+    """
+    nq = heights.shape[0]
+    n_rows = codes.shape[0]
+    shape = heights + 1
+    strides = np.ones(nq, dtype=np.int64)
+    for q in range(nq - 2, -1, -1):
+        strides[q] = strides[q + 1] * shape[q + 1]
+    size = strides[0] * shape[0]
+    top = 0
+    for q in range(nq):
+        top += heights[q]
+    max_level = max(top, 1)
+    hdiv = np.empty(nq)
+    for q in range(nq):
+        hdiv[q] = max(heights[q], 1)
+    level_of, level_count, by_level = _by_level(heights, size, top)
 
     tags = np.zeros(size, dtype=np.int8)
+    evaluated = np.zeros(size, dtype=np.bool_)
     heap = np.empty(64, dtype=np.int64)
     hkeys = np.empty((64, 3))
     n_heap = 0
     key = np.empty((1, 3))
+    node = np.zeros(nq, dtype=np.int64)
     succ = np.empty(nq, dtype=np.int64)
     skeys = np.empty((nq + 1, 3))
     row = np.empty(nq)
     lo = np.zeros(nq, dtype=np.int64)
     hi = np.zeros(nq, dtype=np.int64)
     path = np.empty(top + 1, dtype=np.int64)
+    g = np.zeros(nq, dtype=np.int64)
+
+    # Scratch of a check: the hash table and per-row buffers.
+    n = max(n_rows, 1)
+    size_t = K._table_size(n)
+    keys_b = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    ones = np.ones(n, dtype=np.bool_)
+    slot_key = np.empty(size_t, dtype=np.int64)
+    slot_id = np.empty(size_t, dtype=np.int32)
+    csize = np.zeros(n, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.int64)
+    ret = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=np.bool_)
+    class_w = np.zeros(n)
+    out_reps = np.empty(n, dtype=np.int32)
+    out_sizes = np.empty(n, dtype=np.int64)
 
     # The classes of checked nodes that are not anonymous (only those can be below a later
     # check: every node above an anonymous one is tagged), as class snapshots: the first row and
@@ -383,15 +440,6 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     # grows up to pool_limit entries and is then emptied (a node whose parent was forgotten is
     # rolled up from a lower one, or from every row: the same classes). The nodes' ring is
     # ``memo_capacity`` slots long.
-    n = max(n_rows, 1)
-    size_t = K._table_size(n)
-    keys_b = np.empty(n, dtype=np.int64)
-    newid = np.empty(n, dtype=np.int32)
-    ones = np.ones(n, dtype=np.bool_)
-    slot_key = np.empty(size_t, dtype=np.int64)
-    slot_id = np.empty(size_t, dtype=np.int32)
-    out_reps = np.empty(n, dtype=np.int32)
-    out_sizes = np.empty(n, dtype=np.int64)
     cap = max(memo_capacity, 1)
     pool_reps = np.empty(min(2 * n, pool_limit), dtype=np.int32)
     pool_sizes = np.empty(pool_reps.shape[0], dtype=np.int64)
@@ -402,10 +450,10 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
     memo_levels = np.full(cap, -1, dtype=np.int64)
     memo_next = 0
     memo_filled = 0
-    # TD only where a Tracker reads it (see above); NaN elsewhere.
     best_smallest = -np.inf
     best_td = -np.inf  # the largest TD of an anonymous check so far
-    # UB's terms: records per leaf, then per QID and level the sum over the leaves
+    # UB's terms for the zero limit's TD skip: records per leaf, then per QID and level the sum
+    # over the leaves
     per_leaf = np.zeros((nq, weight.shape[2]))
     for h in range(n_rows):
         for q in range(nq):
@@ -419,10 +467,11 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
             level_ub[q, j] = acc
 
     out_idx = np.empty(64, dtype=np.int64)
-    out_small = np.empty(64)
+    out_ad = np.empty(64)
     out_td = np.empty(64)
+    out_sup = np.empty(64, dtype=np.int64)
     checked = 0
-    g = np.zeros(nq, dtype=np.int64)
+    pruned = 0
 
     for level in range(top + 1):
         bucket = by_level[level_count[level]:level_count[level + 1]]
@@ -457,243 +506,11 @@ def flash_zero_limit(heights, k, budget, prec_tab, dist_tab, codes, gen, n_gen, 
                     mid = (low + high) // 2
                     idx = path[mid]
                     if tags[idx] == UNTAGGED:
-                        if checked >= budget:
-                            return out_idx[:checked], out_small[:checked], out_td[:checked], False
-                        _decode(idx, strides, g)
-                        # classes of g: rolled up from the highest remembered node below it
-                        parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
-                        if parent >= 0:
-                            o = memo_off[parent]
-                            mp = memo_m[parent]
-                            mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp], pool_sizes[o:o + mp], keys_b,
-                                                 newid, ones, slot_key, slot_id, out_reps, out_sizes)
-                        else:
-                            mc = _classify_classes(g, codes, gen, n_gen, counts, keys_b, newid, ones, slot_key, slot_id,
-                                                   out_reps, out_sizes)
-                        smallest = K.ad_k_anonymity(out_sizes[:mc])
-                        td = np.nan
-                        if smallest >= k:
-                            ub = 0.0
-                            for q in range(nq):
-                                ub += level_ub[q, g[q]]
-                            if ub * (1.0 + td_margin) >= best_td:  # may improve the best
-                                td = K.transparency(g, codes, counts, weight)
-                                best_td = max(best_td, td)
-                        elif smallest > best_smallest:
-                            td = K.transparency(g, codes, counts, weight)
-                        best_smallest = max(best_smallest, smallest)
-                        if smallest < k:  # remembered (see above)
-                            if pool_top + mc > pool_reps.shape[0]:
-                                if pool_top + mc <= pool_limit:  # grow
-                                    grown = min(max(2 * pool_reps.shape[0], pool_top + mc), pool_limit)
-                                    r2 = np.empty(grown, dtype=np.int32)
-                                    r2[:pool_top] = pool_reps[:pool_top]
-                                    pool_reps = r2
-                                    s2 = np.empty(grown, dtype=np.int64)
-                                    s2[:pool_top] = pool_sizes[:pool_top]
-                                    pool_sizes = s2
-                                else:  # full: forget every snapshot
-                                    pool_top = 0
-                                    memo_levels[:] = -1
-                                    memo_next = 0
-                                    memo_filled = 0
-                            if pool_top + mc <= pool_reps.shape[0]:
-                                slot = memo_next
-                                memo_next = (memo_next + 1) % cap
-                                memo_filled = max(memo_filled, slot + 1)
-                                memo_off[slot] = pool_top
-                                memo_m[slot] = mc
-                                pool_reps[pool_top:pool_top + mc] = out_reps[:mc]
-                                pool_sizes[pool_top:pool_top + mc] = out_sizes[:mc]
-                                pool_top += mc
-                                memo_nodes[slot] = g
-                                memo_levels[slot] = level_of[idx]
-                        if checked == out_idx.shape[0]:
-                            grow = 2 * checked
-                            b1 = np.empty(grow, dtype=np.int64)
-                            b1[:checked] = out_idx
-                            out_idx = b1
-                            b2 = np.empty(grow)
-                            b2[:checked] = out_small
-                            out_small = b2
-                            b3 = np.empty(grow)
-                            b3[:checked] = out_td
-                            out_td = b3
-                        out_idx[checked] = idx
-                        out_small[checked] = smallest
-                        out_td[checked] = td
-                        checked += 1
-                        if smallest >= k:  # anonymous: so is every successor
-                            for q in range(nq):
-                                lo[q] = g[q]
-                                hi[q] = heights[q]
-                            _fill_box(tags, shape, strides, lo, hi, ANONYMOUS)
-                        else:  # not anonymous: nor is any predecessor; successors join the queue
-                            for q in range(nq):
-                                lo[q] = 0
-                                hi[q] = g[q]
-                            _fill_box(tags, shape, strides, lo, hi, NOT_ANONYMOUS)
-                            m = _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
-                            for i in range(m):
-                                if tags[succ[i]] == UNTAGGED:
-                                    heap, hkeys = _heap_push(heap, hkeys, n_heap, succ[i], skeys[i])
-                                    n_heap += 1
-                    if tags[idx] == ANONYMOUS:
-                        high = mid - 1
-                    else:
-                        low = mid + 1
-    return out_idx[:checked], out_small[:checked], out_td[:checked], True
-
-
-PRUNED = 3  # the twin's _PRUNED: UB(node) <= the best TD, so is every successor's
-
-
-@njit(cache=True)
-def _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight, counts, keys, cls, ones, slot_key, slot_id,
-                        size, kept, ret, seen, class_w):
-    """One check of Flash with a positive limit, as the twin's ``_Flash.evaluate`` makes it:
-    S*(G) under k (the classes of fewer than k records suppressed) when it suppresses at most
-    ``max_suppressed`` records, else nothing suppressed. Returns (AD, TD, suppressed): AD the
-    smallest kept class (``_kernels.evaluate_optimal_batch``'s k-anonymity AD, inf when none
-    is kept), TD by ``_td_by_class`` over the kept rows (the same bits as the fused oracle's and
-    ``unsuppressed_batch``'s)."""
-    m = K._classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
-    K._class_sizes_into(cls, m, counts, size)
-    sup = 0
-    for c in range(m):
-        if size[c] < k:
-            sup += size[c]
-    if sup <= max_suppressed:
-        for c in range(m):
-            kept[c] = size[c] if size[c] >= k else 0
-        for h in range(codes.shape[0]):
-            ret[h] = counts[h] if size[cls[h]] >= k else 0
-        td, _ = K._td_by_class(g, codes, weight, cls, ret, m, seen, class_w)
-        return K.ad_k_anonymity(kept[:m]), td, sup
-    td, _ = K._td_by_class(g, codes, weight, cls, counts, m, seen, class_w)
-    return K.ad_k_anonymity(size[:m]), td, 0
-
-
-@njit(cache=True)
-def flash_positive_limit(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_td, codes, gen, n_gen, weight,
-                         counts):
-    """Flash with a positive suppression limit (at most ``max_suppressed`` records) over the
-    lattice of ``heights``, k-anonymity with ``k``, at most ``budget`` checks: the twin's
-    ``_Flash.run`` step for step (the same traversal as ``flash_zero_limit``, plus the twin's
-    pruning of a node whose UB, summed from ``level_td`` in QID order, is at most the best TD,
-    and its second phase: the anonymous nodes tagged by prediction and never checked, by UB
-    descending then index, while UB exceeds the best TD). Each check classifies every row
-    (``_check_within_limit``). Returns (checked flat indices in order, AD, TD and suppressed
-    records of each, nodes pruned, second-phase candidates, complete)."""
-    nq = heights.shape[0]
-    n_rows = codes.shape[0]
-    shape = heights + 1
-    strides = np.ones(nq, dtype=np.int64)
-    for q in range(nq - 2, -1, -1):
-        strides[q] = strides[q + 1] * shape[q + 1]
-    size = strides[0] * shape[0]
-    top = 0
-    for q in range(nq):
-        top += heights[q]
-    max_level = max(top, 1)
-    hdiv = np.empty(nq)
-    for q in range(nq):
-        hdiv[q] = max(heights[q], 1)
-    level_of = np.zeros(size, dtype=np.int32)
-    node = np.zeros(nq, dtype=np.int64)
-    level_count = np.zeros(top + 2, dtype=np.int64)
-    s = 0
-    for idx in range(size):
-        level_of[idx] = s
-        level_count[s + 1] += 1
-        q = nq - 1
-        while q >= 0 and node[q] == heights[q]:
-            s -= node[q]
-            node[q] = 0
-            q -= 1
-        if q >= 0:
-            node[q] += 1
-            s += 1
-    for j in range(top + 1):
-        level_count[j + 1] += level_count[j]
-    fill = level_count[:-1].copy()
-    by_level = np.empty(size, dtype=np.int64)
-    for idx in range(size):
-        s = level_of[idx]
-        by_level[fill[s]] = idx
-        fill[s] += 1
-
-    tags = np.zeros(size, dtype=np.int8)
-    evaluated = np.zeros(size, dtype=np.bool_)
-    heap = np.empty(64, dtype=np.int64)
-    hkeys = np.empty((64, 3))
-    n_heap = 0
-    key = np.empty((1, 3))
-    succ = np.empty(nq, dtype=np.int64)
-    skeys = np.empty((nq + 1, 3))
-    row = np.empty(nq)
-    lo = np.zeros(nq, dtype=np.int64)
-    hi = np.zeros(nq, dtype=np.int64)
-    path = np.empty(top + 1, dtype=np.int64)
-    g = np.zeros(nq, dtype=np.int64)
-
-    n = max(n_rows, 1)
-    size_t = K._table_size(n)
-    keys_b = np.empty(n, dtype=np.int64)
-    cls = np.empty(n, dtype=np.int32)
-    ones = np.ones(n, dtype=np.bool_)
-    slot_key = np.empty(size_t, dtype=np.int64)
-    slot_id = np.empty(size_t, dtype=np.int32)
-    csize = np.zeros(n, dtype=np.int64)
-    kept = np.zeros(n, dtype=np.int64)
-    ret = np.zeros(n, dtype=np.int64)
-    seen = np.zeros(n, dtype=np.bool_)
-    class_w = np.zeros(n)
-
-    out_idx = np.empty(64, dtype=np.int64)
-    out_ad = np.empty(64)
-    out_td = np.empty(64)
-    out_sup = np.empty(64, dtype=np.int64)
-    checked = 0
-    pruned = 0
-    best_td = -np.inf
-
-    for level in range(top + 1):
-        bucket = by_level[level_count[level]:level_count[level + 1]]
-        for start in _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
-            if tags[start] != UNTAGGED:
-                continue
-            _key_into(start, strides, prec_tab, dist_tab, max_level, node, key, 0)
-            heap, hkeys = _heap_push(heap, hkeys, n_heap, start, key[0])
-            n_heap += 1
-            while n_heap > 0:
-                head = _heap_pop(heap, hkeys, n_heap)
-                n_heap -= 1
-                if tags[head] != UNTAGGED:
-                    continue
-                plen = 1
-                path[0] = head
-                while True:
-                    m = _successors(path[plen - 1], heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
-                    nxt = -1
-                    for i in range(m):
-                        if tags[succ[i]] == UNTAGGED:
-                            nxt = succ[i]
-                            break
-                    if nxt < 0:
-                        break
-                    path[plen] = nxt
-                    plen += 1
-                low, high = 0, plen - 1
-                while low <= high:
-                    mid = (low + high) // 2
-                    idx = path[mid]
-                    if tags[idx] == UNTAGGED:
                         _decode(idx, strides, g)
                         ub = 0.0
                         for q in range(nq):
                             ub += level_td[q, g[q]]
-                        if ub <= best_td:  # pruned: the twin's prune_if_dominated
+                        if max_suppressed > 0 and ub <= best_td:  # pruned: the twin's prune_if_dominated
                             for q in range(nq):
                                 lo[q] = g[q]
                                 hi[q] = heights[q]
@@ -703,9 +520,63 @@ def flash_positive_limit(heights, k, max_suppressed, budget, prec_tab, dist_tab,
                             if checked >= budget:
                                 return (out_idx[:checked], out_ad[:checked], out_td[:checked], out_sup[:checked], pruned,
                                         0, False)
-                            ad, td, sup = _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight, counts,
-                                                              keys_b, cls, ones, slot_key, slot_id, csize, kept, ret,
-                                                              seen, class_w)
+                            if max_suppressed > 0:
+                                ad, td, sup = _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight,
+                                                                  counts, keys_b, cls, ones, slot_key, slot_id, csize,
+                                                                  kept, ret, seen, class_w)
+                                if ad >= k:
+                                    best_td = max(best_td, td)
+                            else:
+                                # classes of g: rolled up from the highest remembered node below it
+                                parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
+                                if parent >= 0:
+                                    o = memo_off[parent]
+                                    mp = memo_m[parent]
+                                    mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp],
+                                                         pool_sizes[o:o + mp], keys_b, cls, ones, slot_key, slot_id,
+                                                         out_reps, out_sizes)
+                                else:
+                                    mc = _classify_classes(g, codes, gen, n_gen, counts, keys_b, cls, ones, slot_key,
+                                                           slot_id, out_reps, out_sizes)
+                                ad = K.ad_k_anonymity(out_sizes[:mc])
+                                sup = 0
+                                td = np.nan
+                                if ad >= k:
+                                    ubz = 0.0
+                                    for q in range(nq):
+                                        ubz += level_ub[q, g[q]]
+                                    if ubz * (1.0 + td_margin) >= best_td:  # may improve the best
+                                        td = K.transparency(g, codes, counts, weight)
+                                        best_td = max(best_td, td)
+                                elif ad > best_smallest:
+                                    td = K.transparency(g, codes, counts, weight)
+                                best_smallest = max(best_smallest, ad)
+                                if ad < k:  # remembered (see above)
+                                    if pool_top + mc > pool_reps.shape[0]:
+                                        if pool_top + mc <= pool_limit:  # grow
+                                            grown = min(max(2 * pool_reps.shape[0], pool_top + mc), pool_limit)
+                                            r2 = np.empty(grown, dtype=np.int32)
+                                            r2[:pool_top] = pool_reps[:pool_top]
+                                            pool_reps = r2
+                                            s2 = np.empty(grown, dtype=np.int64)
+                                            s2[:pool_top] = pool_sizes[:pool_top]
+                                            pool_sizes = s2
+                                        else:  # full: forget every snapshot
+                                            pool_top = 0
+                                            memo_levels[:] = -1
+                                            memo_next = 0
+                                            memo_filled = 0
+                                    if pool_top + mc <= pool_reps.shape[0]:
+                                        slot = memo_next
+                                        memo_next = (memo_next + 1) % cap
+                                        memo_filled = max(memo_filled, slot + 1)
+                                        memo_off[slot] = pool_top
+                                        memo_m[slot] = mc
+                                        pool_reps[pool_top:pool_top + mc] = out_reps[:mc]
+                                        pool_sizes[pool_top:pool_top + mc] = out_sizes[:mc]
+                                        pool_top += mc
+                                        memo_nodes[slot] = g
+                                        memo_levels[slot] = level_of[idx]
                             if checked == out_idx.shape[0]:
                                 out_idx, out_ad, out_td, out_sup = _grown(out_idx, out_ad, out_td, out_sup, checked)
                             out_idx[checked] = idx
@@ -714,13 +585,12 @@ def flash_positive_limit(heights, k, max_suppressed, budget, prec_tab, dist_tab,
                             out_sup[checked] = sup
                             checked += 1
                             evaluated[idx] = True
-                            if ad >= k:
-                                best_td = max(best_td, td)
+                            if ad >= k:  # anonymous: so is every successor
                                 for q in range(nq):
                                     lo[q] = g[q]
                                     hi[q] = heights[q]
                                 _fill_box(tags, shape, strides, lo, hi, ANONYMOUS)
-                            else:
+                            else:  # not anonymous: nor is any predecessor; successors join the queue
                                 for q in range(nq):
                                     lo[q] = 0
                                     hi[q] = g[q]
@@ -730,10 +600,12 @@ def flash_positive_limit(heights, k, max_suppressed, budget, prec_tab, dist_tab,
                                     if tags[succ[i]] == UNTAGGED:
                                         heap, hkeys = _heap_push(heap, hkeys, n_heap, succ[i], skeys[i])
                                         n_heap += 1
-                    if tags[idx] == ANONYMOUS or tags[idx] == PRUNED:
+                    if tags[idx] == ANONYMOUS or tags[idx] == PRUNED:  # the lowest anonymous node is lower
                         high = mid - 1
                     else:
                         low = mid + 1
+    if max_suppressed == 0:  # no second phase: an anonymous node suppresses nothing, TD = UB
+        return out_idx[:checked], out_ad[:checked], out_td[:checked], out_sup[:checked], pruned, 0, True
     # second phase: anonymous by prediction, never checked, by UB descending then index
     n_cand = 0
     for idx in range(size):

@@ -40,11 +40,11 @@ array with one byte per lattice node (``max_lattice`` caps its size); predictive
 n-dimensional slice assignment.
 
 With k-anonymity alone and the numba backend, the whole traversal runs as one Numba call
-(``_flash_kernel.flash_zero_limit`` with a zero limit, ``flash_positive_limit`` with a positive
-one: the Python bookkeeping per node cost several times the check itself); ``_Flash`` is their
-plain-Python twin, and the tests (tests/oracles/test_flash_kernel.py,
-test_flash_limit_kernel.py) show each checks the same nodes in the same order with the same results. The Tracker receives the checked
-nodes, in order, when the call returns (progress is reported then).
+(``_flash_kernel.flash_search``, with any limit: the Python bookkeeping per node cost several
+times the check itself); ``_Flash`` is its plain-Python twin, and the tests
+(tests/oracles/test_flash_kernel.py, test_flash_limit_kernel.py) show both check the same nodes
+in the same order with the same results. The Tracker receives the checked nodes, in order, when
+the call returns (progress is reported then).
 
 ``dfs``: the DFS baseline of the HAEF paper (docs/design/paper_notes.md §5): depth-first traversal of the
 lattice from the bottom node (successors in QID order), S = all ones, until the budget or the
@@ -82,8 +82,8 @@ from ppdp.engine.methods.generalization.problem import CLASS_CACHE_BYTES, Proble
 from ppdp.engine.privacy.k_anonymity import KAnonymity
 from ppdp.errors import SpecError
 
-# Largest lattice the zero-limit kernel takes (13 bytes per node: level, bucket, tag); beyond
-# it the Python traversal, with one byte per node.
+# Largest lattice the kernel takes (14 bytes per node: level, bucket, tag, checked); beyond it
+# the Python traversal, with one byte per node.
 KERNEL_MAX_LATTICE = 10_000_000
 
 # _PRUNED: UB(node) <= best TD found, so neither it nor any successor can be the optimum.
@@ -145,7 +145,7 @@ class _Flash:
         """Flash strategy: level, mean relative generalization, 1 - mean distinct ratio."""
         # node[q] / h[q] read from a table of the same quotients, summed in QID order one by one
         # (what sum() did up to Python 3.11; from 3.12 sum() compensates float rounding, and the
-        # zero-limit kernel sums as this does)
+        # kernel sums as this does)
         prec = dist = 0.0
         for q, c in enumerate(node):
             prec += self._prec[q][c]
@@ -316,7 +316,7 @@ class _Flash:
 
 
 def kernel_applies(problem: Problem, size: int) -> bool:
-    """The zero-limit kernel checks k-anonymity alone from the numba backend's arrays."""
+    """The kernel checks k-anonymity alone from the numba backend's arrays."""
     ev = problem.evaluator
     return (isinstance(ev, NumbaEvaluator) and ev.kinds is not None and bool(np.all(ev.kinds == kinds.SMALLEST_CLASS))
             and all(type(m) is KAnonymity for m in problem.models) and 1 <= problem.n_qids <= FK.MAX_QIDS
@@ -327,7 +327,7 @@ def td_margin(table: EncodedTable, weight: np.ndarray) -> float:
     """A bound on |TD - UB| / UB for every node with nothing suppressed, where TD is the kernels'
     sum (``_kernels.transparency``: per row its QIDs' weights in order, times its records, rows
     in order) and UB = the sum over QIDs of weight x records summed over the leaves at the
-    node's level, in any order (the zero-limit kernel's, or ``EncodedTable.level_td``'s). Both
+    node's level, in any order (the kernel's, or ``EncodedTable.level_td``'s). Both
     are float sums of the same non-negative terms (records per leaf are sums of integers, exact
     below 2**53), so each is within gamma_N = N u / (1 - N u) of the exact sum (u = 2**-53; N:
     the terms along the longest chain of roundings, at most rows + QIDs + 1 for TD and leaves +
@@ -340,49 +340,66 @@ def td_margin(table: EncodedTable, weight: np.ndarray) -> float:
     return 4.0 * terms * 2.0**-53 / max(1.0 - 4.0 * terms * 2.0**-53, 1e-300)
 
 
-def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """The zero-limit kernel's run: (checked flat indices in order, smallest class size and TD
-    of each, complete). TD is NaN where no Tracker reads it (``_flash_kernel.flash_zero_limit``)."""
-    t = problem.table
-    ev = problem.evaluator
-    assert isinstance(ev, NumbaEvaluator)
+def _kernel_tables(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(heights, prec_tab, dist_tab, k): the twin's strategy tables (``_Flash.__init__``), so that
+    both compute the same keys, and the k the kernel checks."""
     h = [int(x) for x in problem.heights]
     width = max(h) + 1
-    # the twin's tables (_Flash.__init__), so that both compute the same keys
     prec_tab = np.zeros((len(h), width))
     dist_tab = np.zeros((len(h), width))
-    gen_counts = t.lookup[2]
+    gen_counts = problem.table.lookup[2]
     for q, hq in enumerate(h):
         for c in range(hq + 1):
             prec_tab[q, c] = c / hq if hq else 0.0
             dist_tab[q, c] = float(gen_counts[q, c]) / float(gen_counts[q, 0])
     k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
-    capacity = min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), lattice_size(problem.heights))
-    idx, smallest, td, complete = FK.flash_zero_limit(
-        np.asarray(h, dtype=np.int64), k, int(budget), prec_tab, dist_tab, t.codes, ev.gen, ev.n_gen, ev.weight,
-        t.counts, td_margin(t, ev.weight), capacity, CLASS_CACHE_BYTES // 12)
-    return idx, smallest, td, bool(complete)
+    return np.asarray(h, dtype=np.int64), prec_tab, dist_tab, k
 
 
-def run_zero_limit_kernel(problem: Problem, tracker: Tracker) -> tuple[int, bool]:
-    """Flash with a zero limit in one Numba call; the checked nodes go to ``tracker`` in order
-    with the evaluations the twin would have offered. Returns (nodes checked, complete)."""
+def kernel_checks(problem: Problem, budget: int, max_suppressed: int) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, int, bool]:
+    """The kernel's run (``_flash_kernel.flash_search``): (checked flat indices in order, AD, TD
+    and suppressed records of each, nodes pruned, second-phase candidates, complete). TD is NaN
+    where no Tracker reads it."""
     t = problem.table
-    idx, smallest, td, complete = zero_limit_checks(problem, tracker.remaining)
+    ev = problem.evaluator
+    assert isinstance(ev, NumbaEvaluator)
+    heights, prec_tab, dist_tab, k = _kernel_tables(problem)
+    level_td = np.ascontiguousarray(t.level_td, dtype=np.float64)
+    capacity = min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), lattice_size(problem.heights))
+    idx, ad, td, sup, pruned, phase_two, complete = FK.flash_search(
+        heights, k, int(max_suppressed), int(budget), prec_tab, dist_tab, level_td, t.codes, ev.gen, ev.n_gen, ev.weight,
+        t.counts, td_margin(t, ev.weight), capacity, CLASS_CACHE_BYTES // 12)
+    return idx, ad, td, sup, int(pruned), int(phase_two), bool(complete)
+
+
+def zero_limit_checks(problem: Problem, budget: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """The kernel's run with a zero limit: (checked flat indices in order, smallest class size
+    and TD of each, complete). TD is NaN where no Tracker reads it."""
+    idx, smallest, td, _sup, _pruned, _phase_two, complete = kernel_checks(problem, budget, 0)
+    return idx, smallest, td, complete
+
+
+def run_kernel(problem: Problem, tracker: Tracker, max_suppressed: int) -> tuple[int, int, int, bool]:
+    """Flash in one Numba call (the twin ``_Flash``'s traversal, pruning and second phase step
+    for step); the checked nodes go to ``tracker`` in order with the evaluations the twin
+    offers. Returns (nodes checked, nodes pruned, second-phase candidates, complete)."""
+    t = problem.table
+    idx, ad_k, td, sup, pruned, phase_two, complete = kernel_checks(problem, tracker.remaining, max_suppressed)
     n = int(idx.shape[0])
     if n:
         G = np.stack(np.unravel_index(idx, tuple(int(x) + 1 for x in problem.heights)), axis=1).astype(np.int64)
-        ad = np.repeat(smallest[:, None], len(problem.models), axis=1)
-        evaluation = finish(problem.models, ad, td, np.zeros(n, dtype=np.int64))
+        ad = np.repeat(ad_k[:, None], len(problem.models), axis=1)
+        evaluation = finish(problem.models, ad, td, sup)
         k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
-        if not np.array_equal(evaluation.feasible, smallest >= k):  # the kernel tagged by another verdict
+        if not np.array_equal(evaluation.feasible, ad_k >= k):  # the kernel tagged by another verdict
             raise RuntimeError("flash kernel: anonymity verdicts differ from the models' feasibility")
         problem.evaluations += n
         # Tracker.offer of all n rows in order, row by row in Python: only the rows that improve
         # the best change more than the count, so those are offered and the rest counted (the
         # same best, history and count).
-        retained = t.counts[None, :]
         feasible, violation, td_list = evaluation.feasible.tolist(), evaluation.violation.tolist(), evaluation.td.tolist()
+        sup_list = sup.tolist()
         best, done = tracker.best_key, 0
         for i in range(n):
             key = fitness_key(feasible[i], violation[i], td_list[i])
@@ -391,55 +408,11 @@ def run_zero_limit_kernel(problem: Problem, tracker: Tracker) -> tuple[int, bool
                     raise RuntimeError("flash kernel: no TD for a check that improves the best")
                 best = key
                 tracker.count(i - done)
-                tracker.offer(G[i:i + 1], retained, evaluation.row(i))
-                done = i + 1
-        tracker.count(n - done)
-    return n, complete
-
-
-def run_positive_limit_kernel(problem: Problem, tracker: Tracker, max_suppressed: int) -> tuple[int, int, int, bool]:
-    """Flash with a positive limit in one Numba call (``_flash_kernel.flash_positive_limit``, the
-    twin ``_Flash``'s traversal, pruning and second phase step for step); the checked nodes go to
-    ``tracker`` in order with the evaluations the twin offers. Returns (nodes checked, nodes
-    pruned, second-phase candidates, complete)."""
-    t = problem.table
-    ev = problem.evaluator
-    assert isinstance(ev, NumbaEvaluator)
-    h = [int(x) for x in problem.heights]
-    width = max(h) + 1
-    prec_tab = np.zeros((len(h), width))
-    dist_tab = np.zeros((len(h), width))
-    gen_counts = t.lookup[2]
-    for q, hq in enumerate(h):
-        for c in range(hq + 1):
-            prec_tab[q, c] = c / hq if hq else 0.0
-            dist_tab[q, c] = float(gen_counts[q, c]) / float(gen_counts[q, 0])
-    k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
-    level_td = np.ascontiguousarray(t.level_td, dtype=np.float64)
-    idx, ad_k, td, sup, pruned, phase_two, complete = FK.flash_positive_limit(
-        np.asarray(h, dtype=np.int64), k, int(max_suppressed), int(tracker.remaining), prec_tab, dist_tab, level_td,
-        t.codes, ev.gen, ev.n_gen, ev.weight, t.counts)
-    n = int(idx.shape[0])
-    if n:
-        G = np.stack(np.unravel_index(idx, tuple(x + 1 for x in h)), axis=1).astype(np.int64)
-        ad = np.repeat(ad_k[:, None], len(problem.models), axis=1)
-        evaluation = finish(problem.models, ad, td, sup)
-        if not np.array_equal(evaluation.feasible, ad_k >= k):  # the kernel tagged by another verdict
-            raise RuntimeError("flash kernel: anonymity verdicts differ from the models' feasibility")
-        problem.evaluations += n
-        feasible, violation, td_list = evaluation.feasible.tolist(), evaluation.violation.tolist(), evaluation.td.tolist()
-        sup_list = sup.tolist()
-        best, done = tracker.best_key, 0
-        for i in range(n):
-            key = fitness_key(feasible[i], violation[i], td_list[i])
-            if best is None or key > best:
-                best = key
-                tracker.count(i - done)
                 retained = problem.optimal_retained(G[i]) if sup_list[i] > 0 else t.counts
                 tracker.offer(G[i:i + 1], retained[None, :], evaluation.row(i))
                 done = i + 1
         tracker.count(n - done)
-    return n, int(pruned), int(phase_two), bool(complete)
+    return n, pruned, phase_two, complete
 
 
 def _only_monotone(models: Sequence[Any], name: str) -> None:
@@ -500,11 +473,8 @@ def flash(problem: Problem, *, budget: int, seed: int = 0, params: dict[str, Any
             "(one byte of tag per node). Hint: raise params.max_lattice or use the 'lattice' optimizer."
         )
     tracker = Tracker(problem, budget, name="flash", progress=progress)
-    if max_suppressed == 0 and kernel_applies(problem, size):
-        checked, complete = run_zero_limit_kernel(problem, tracker)
-        pruned = phase_two = 0
-    elif max_suppressed > 0 and kernel_applies(problem, size):
-        checked, pruned, phase_two, complete = run_positive_limit_kernel(problem, tracker, max_suppressed)
+    if kernel_applies(problem, size):
+        checked, pruned, phase_two, complete = run_kernel(problem, tracker, max_suppressed)
     else:
         state = _Flash(problem, tracker, max_suppressed)
         complete = state.run()

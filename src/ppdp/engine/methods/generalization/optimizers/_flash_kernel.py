@@ -33,6 +33,10 @@ guard(__file__, depends_on=[K, MK])
 
 UNTAGGED, ANONYMOUS, NOT_ANONYMOUS = 0, 1, 2
 PRUNED = 3  # the twin's _PRUNED: UB(node) <= the best TD, so is every successor's
+# A node dominated by the best TD is pruned only while at least this share (numerator,
+# denominator) of the checks so far found their node anonymous, else checked
+# (``flash._Flash.prune_if_dominated``).
+PRUNE_SHARE = (3, 20)
 # NumPy sums a row of up to this many values with 8 partial sums (pairwise_sum in
 # numpy/_core/src/umath/loops_utils.h); longer rows recurse, which ``_numpy_row_sum`` does not.
 MAX_QIDS = 128
@@ -367,25 +371,33 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
     records of each, nodes pruned, second-phase candidates, complete): complete is False when
     the budget ran out before every node was tagged.
 
-    With a zero limit a check is the classes of the node alone, rolled up from a class snapshot
-    of a remembered node below it (the first row and the records of each class, ARX's roll-up of
-    its history; ``_rollup_classes``), or classified from every row when none is below
+    A check starts from the classes of the node alone, rolled up from a class snapshot of a
+    remembered node below it (the first row and the records of each class, ARX's roll-up of its
+    history; ``_rollup_classes``), or classified from every row when none is below
     (``_classify_classes``); only nodes that are not anonymous are remembered (every node above
-    an anonymous one is tagged, never checked). AD is the smallest class. TD (a pass over every
-    row and QID, most of a check's time once the classes are rolled up) is computed only where a
-    Tracker reads it, the checks that improve its best: an anonymous check whose TD may exceed
-    that of every earlier anonymous check, and a check whose smallest class exceeds every
-    earlier one (its violation is then the smallest yet). Elsewhere it is NaN. "May exceed": UB,
-    the sum over the QIDs of weight x records summed over the leaves at the node's level (TD
-    with nothing suppressed is separable over the QIDs), is the node's TD up to rounding;
-    ``td_margin`` bounds that rounding relative to it (``flash.td_margin``), so a node with
+    an anonymous one is tagged, never checked in the traversal). S*(G) suppresses the classes
+    smaller than k; the node is anonymous when they hold at most ``max_suppressed`` records. AD
+    is then the smallest kept class and TD that of (G, S*(G)); when S*(G) suppresses something
+    both come from a classification of every row (``_check_within_limit``, the twin's oracle,
+    bit for bit). A node that is not anonymous is reported with nothing suppressed: AD the
+    smallest class.
+
+    TD (a pass over every row and QID, most of a check's time once the classes are rolled up) is
+    computed only where a Tracker reads it, the checks that improve its best, and where the
+    pruning reads it: every anonymous check whose TD may exceed that of every earlier anonymous
+    check, and a check whose smallest class exceeds every earlier one (its violation is then the
+    smallest yet). Elsewhere it is NaN. "May exceed" (nothing suppressed): UB, the sum over the
+    QIDs of weight x records summed over the leaves at the node's level (TD with nothing
+    suppressed is separable over the QIDs), is the node's TD up to rounding; ``td_margin``
+    bounds that rounding relative to it (``flash.td_margin``), so a node with
     ``UB * (1 + td_margin) < best`` has a TD below the best. ``memo_capacity``: nodes whose
     classes are kept for the roll-up, ``pool_limit``: the classes kept in all (12 bytes each).
 
-    With a positive limit each check classifies every row (``_check_within_limit``); a node whose
-    UB (summed from ``level_td`` in QID order) is at most the best TD is tagged pruned with its
-    successors and not checked, and the second phase checks the anonymous nodes tagged by
-    prediction and never checked, by UB descending then index, while UB exceeds the best TD.
+    With a positive limit a node whose UB (summed from ``level_td`` in QID order) is at most the
+    best TD is tagged pruned with its successors and not checked (while ``PRUNE_SHARE`` of the
+    checks so far found their node anonymous; else it is checked), and the second phase checks the
+    anonymous nodes tagged by prediction and never checked, by UB descending then index, while UB
+    exceeds the best TD (each from every row).
     """
     nq = heights.shape[0]
     n_rows = codes.shape[0]
@@ -471,6 +483,7 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
     out_td = np.empty(64)
     out_sup = np.empty(64, dtype=np.int64)
     checked = 0
+    n_anonymous = 0
     pruned = 0
 
     for level in range(top + 1):
@@ -510,7 +523,9 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
                         ub = 0.0
                         for q in range(nq):
                             ub += level_td[q, g[q]]
-                        if max_suppressed > 0 and ub <= best_td:  # pruned: the twin's prune_if_dominated
+                        # pruned: the twin's prune_if_dominated
+                        if (max_suppressed > 0 and ub <= best_td
+                                and PRUNE_SHARE[1] * n_anonymous >= PRUNE_SHARE[0] * checked):
                             for q in range(nq):
                                 lo[q] = g[q]
                                 hi[q] = heights[q]
@@ -520,63 +535,66 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
                             if checked >= budget:
                                 return (out_idx[:checked], out_ad[:checked], out_td[:checked], out_sup[:checked], pruned,
                                         0, False)
-                            if max_suppressed > 0:
+                            # classes of g: rolled up from the highest remembered node below it
+                            parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
+                            if parent >= 0:
+                                o = memo_off[parent]
+                                mp = memo_m[parent]
+                                mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp], pool_sizes[o:o + mp],
+                                                     keys_b, cls, ones, slot_key, slot_id, out_reps, out_sizes)
+                            else:
+                                mc = _classify_classes(g, codes, gen, n_gen, counts, keys_b, cls, ones, slot_key,
+                                                       slot_id, out_reps, out_sizes)
+                            ad = K.ad_k_anonymity(out_sizes[:mc])  # the smallest class
+                            sup = 0  # S*(G): the records of the classes smaller than k
+                            if ad < k:
+                                for c in range(mc):
+                                    if out_sizes[c] < k:
+                                        sup += out_sizes[c]
+                            td = np.nan
+                            if sup > max_suppressed:  # not anonymous: reported with nothing suppressed
+                                sup = 0
+                                if ad > best_smallest:
+                                    td = K.transparency(g, codes, counts, weight)
+                            elif sup > 0:  # anonymous with S*(G): AD, TD from every row, as the twin's oracle
                                 ad, td, sup = _check_within_limit(g, k, max_suppressed, codes, gen, n_gen, weight,
                                                                   counts, keys_b, cls, ones, slot_key, slot_id, csize,
                                                                   kept, ret, seen, class_w)
-                                if ad >= k:
-                                    best_td = max(best_td, td)
-                            else:
-                                # classes of g: rolled up from the highest remembered node below it
-                                parent = MK.highest_below(g, memo_nodes, memo_levels, memo_filled)
-                                if parent >= 0:
-                                    o = memo_off[parent]
-                                    mp = memo_m[parent]
-                                    mc = _rollup_classes(g, codes, gen, n_gen, pool_reps[o:o + mp],
-                                                         pool_sizes[o:o + mp], keys_b, cls, ones, slot_key, slot_id,
-                                                         out_reps, out_sizes)
-                                else:
-                                    mc = _classify_classes(g, codes, gen, n_gen, counts, keys_b, cls, ones, slot_key,
-                                                           slot_id, out_reps, out_sizes)
-                                ad = K.ad_k_anonymity(out_sizes[:mc])
-                                sup = 0
-                                td = np.nan
-                                if ad >= k:
-                                    ubz = 0.0
-                                    for q in range(nq):
-                                        ubz += level_ub[q, g[q]]
-                                    if ubz * (1.0 + td_margin) >= best_td:  # may improve the best
-                                        td = K.transparency(g, codes, counts, weight)
-                                        best_td = max(best_td, td)
-                                elif ad > best_smallest:
+                                best_td = max(best_td, td)
+                            else:  # anonymous, nothing suppressed
+                                ubz = 0.0
+                                for q in range(nq):
+                                    ubz += level_ub[q, g[q]]
+                                if ubz * (1.0 + td_margin) >= best_td:  # may improve the best
                                     td = K.transparency(g, codes, counts, weight)
-                                best_smallest = max(best_smallest, ad)
-                                if ad < k:  # remembered (see above)
-                                    if pool_top + mc > pool_reps.shape[0]:
-                                        if pool_top + mc <= pool_limit:  # grow
-                                            grown = min(max(2 * pool_reps.shape[0], pool_top + mc), pool_limit)
-                                            r2 = np.empty(grown, dtype=np.int32)
-                                            r2[:pool_top] = pool_reps[:pool_top]
-                                            pool_reps = r2
-                                            s2 = np.empty(grown, dtype=np.int64)
-                                            s2[:pool_top] = pool_sizes[:pool_top]
-                                            pool_sizes = s2
-                                        else:  # full: forget every snapshot
-                                            pool_top = 0
-                                            memo_levels[:] = -1
-                                            memo_next = 0
-                                            memo_filled = 0
-                                    if pool_top + mc <= pool_reps.shape[0]:
-                                        slot = memo_next
-                                        memo_next = (memo_next + 1) % cap
-                                        memo_filled = max(memo_filled, slot + 1)
-                                        memo_off[slot] = pool_top
-                                        memo_m[slot] = mc
-                                        pool_reps[pool_top:pool_top + mc] = out_reps[:mc]
-                                        pool_sizes[pool_top:pool_top + mc] = out_sizes[:mc]
-                                        pool_top += mc
-                                        memo_nodes[slot] = g
-                                        memo_levels[slot] = level_of[idx]
+                                    best_td = max(best_td, td)
+                            best_smallest = max(best_smallest, ad)
+                            if ad < k:  # remembered (see above)
+                                if pool_top + mc > pool_reps.shape[0]:
+                                    if pool_top + mc <= pool_limit:  # grow
+                                        grown = min(max(2 * pool_reps.shape[0], pool_top + mc), pool_limit)
+                                        r2 = np.empty(grown, dtype=np.int32)
+                                        r2[:pool_top] = pool_reps[:pool_top]
+                                        pool_reps = r2
+                                        s2 = np.empty(grown, dtype=np.int64)
+                                        s2[:pool_top] = pool_sizes[:pool_top]
+                                        pool_sizes = s2
+                                    else:  # full: forget every snapshot
+                                        pool_top = 0
+                                        memo_levels[:] = -1
+                                        memo_next = 0
+                                        memo_filled = 0
+                                if pool_top + mc <= pool_reps.shape[0]:
+                                    slot = memo_next
+                                    memo_next = (memo_next + 1) % cap
+                                    memo_filled = max(memo_filled, slot + 1)
+                                    memo_off[slot] = pool_top
+                                    memo_m[slot] = mc
+                                    pool_reps[pool_top:pool_top + mc] = out_reps[:mc]
+                                    pool_sizes[pool_top:pool_top + mc] = out_sizes[:mc]
+                                    pool_top += mc
+                                    memo_nodes[slot] = g
+                                    memo_levels[slot] = level_of[idx]
                             if checked == out_idx.shape[0]:
                                 out_idx, out_ad, out_td, out_sup = _grown(out_idx, out_ad, out_td, out_sup, checked)
                             out_idx[checked] = idx
@@ -586,6 +604,7 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
                             checked += 1
                             evaluated[idx] = True
                             if ad >= k:  # anonymous: so is every successor
+                                n_anonymous += 1
                                 for q in range(nq):
                                     lo[q] = g[q]
                                     hi[q] = heights[q]

@@ -23,9 +23,11 @@ anonymous node, and fails for every specialization of a node that is not.
 
 Optimum within the limit (ARX-style bound pruning): TD(G, S*(G)) <= UB(G) = TD(G, nothing
 suppressed) and UB only decreases upward. A node whose UB is no larger than the best TD found
-cannot beat it, nor can any generalization of it: with a positive limit it is tagged *pruned*
-with all its successors and never checked (the binary search treats it like an anonymous node:
-look lower; see ``prune_if_dominated`` for why not with a zero limit). When the
+cannot beat it, nor can any generalization of it: with a positive limit it may be tagged
+*pruned* with all its successors and never checked (the binary search treats it like an
+anonymous node: look lower; see ``prune_if_dominated`` for when it is checked instead, and why
+never with a zero limit). Checking a dominated node instead is always sound: it only adds tags
+that the check proves. When the
 traversal ends every node is tagged; with a positive limit the anonymous nodes that were tagged
 by prediction but never checked may still beat the best (TD is not monotone once records are
 suppressed), so they are evaluated best-first by UB until the next UB is no larger than the
@@ -124,6 +126,7 @@ class _Flash:
         self.best_td = -math.inf  # best TD of an anonymous node checked so far
         self.evaluated: set[int] = set()  # flat indices of checked nodes
         self.pruned = 0  # nodes that were tagged pruned while still untagged
+        self.anonymous_checks = 0  # checks that found their node anonymous
         self.phase_two_candidates = 0  # anonymous, never checked, UB above the best after phase one
         self._keys: dict[int, tuple[float, float, float]] = {}  # strategy key per flat index
         self._coords: dict[int, tuple[int, ...]] = {}  # node per flat index
@@ -228,6 +231,7 @@ class _Flash:
         self.evaluated.add(idx)
         anonymous = bool(ev.feasible[0])
         if anonymous:
+            self.anonymous_checks += 1
             self.best_td = max(self.best_td, float(ev.td[0]))
         return anonymous
 
@@ -244,11 +248,17 @@ class _Flash:
     def prune_if_dominated(self, idx: int) -> bool:
         """Tag an untagged node and its successors pruned when UB(node) <= best TD.
 
-        Only with a positive limit: with a zero limit a check of that node would have told
-        more (when it is not anonymous, so are all its specializations), and on adult k=5
-        pruning raised the checks from 145 to 222; with 5 % it cut them from 1,561 to 255.
+        Only with a positive limit, and only while at least ``FK.PRUNE_SHARE`` of the checks so
+        far found their node anonymous. A check of a dominated node tells more when it is not
+        anonymous (so are all its specializations: the binary search then looks higher and its
+        predecessors are never checked), a pruned node tells nothing below it. With a zero limit,
+        or while the checks mostly find nodes that are not anonymous (a small anonymous region
+        at the top of the lattice, where a dominated node is most likely not anonymous either),
+        the node is checked.
         """
         if self.max_suppressed == 0 or self.upper_bound(idx) > self.best_td:
+            return False
+        if FK.PRUNE_SHARE[1] * self.anonymous_checks < FK.PRUNE_SHARE[0] * self.checked:
             return False
         # No successor of an untagged node is tagged not anonymous (that tag would have
         # reached this node), so this only overwrites untagged and anonymous tags.

@@ -766,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drawn", type=int, default=0, help="the drawn family: this many cases per seed")
     ap.add_argument("--seeds", default="1,2,3", help="seeds of the drawn family (default 1,2,3)")
     ap.add_argument("--no-arx", action="store_true", help="ppdp only")
+    ap.add_argument("--optimizer", help="run only the cases ppdp runs with this optimizer (e.g. flash)")
     ap.add_argument("--objective", default="td",
                     choices=["td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height"],
                     help="what ppdp minimizes (default td, ARX then runs its Loss); an ARX metric: both minimize it")
@@ -781,7 +782,9 @@ def main(argv: list[str] | None = None) -> int:
              and (not args.quick or c.quick) and (not args.only or c.key in args.only)]
     if args.drawn:
         drawn = [c for seed in map(int, args.seeds.split(",")) for c in drawn_cases(seed, args.drawn, root)]
+        drawn = [c for c in drawn if not args.only or c.key in args.only]
         cases = drawn if not args.family else cases + drawn
+    cases = [c for c in cases if not args.optimizer or c.optimizer == args.optimizer]
     compare = json.loads(args.compare.read_text()) if args.compare else None
     arx: Arx | None = None
     arx_note = "not run (--no-arx)"

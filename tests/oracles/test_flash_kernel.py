@@ -153,6 +153,25 @@ def test_row_sum_is_numpys(n):
         assert FK._numpy_row_sum(np.ascontiguousarray(rows[i])) == sums[i]
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_fill_down_is_the_twins_slice_assignment(seed):
+    """The kernel's down-box fill (which skips slabs already tagged) leaves the tags exactly as
+    the twin's slice assignment does, after any sequence of such fills (the tags not anonymous
+    are then a down-set, as in a run)."""
+    rng = np.random.default_rng(seed)
+    h = rng.integers(0, 4, int(rng.integers(1, 7)))
+    shape = tuple(int(x) + 1 for x in h)
+    strides = np.array([int(np.prod(shape[q + 1:], dtype=np.int64)) for q in range(len(h))], dtype=np.int64)
+    twin = np.zeros(shape, dtype=np.int8)
+    flat = np.zeros(twin.size, dtype=np.int8)
+    scratch = (np.empty(len(h) + 1, dtype=np.int64), np.empty(len(h) + 1, dtype=np.int64))
+    for _ in range(int(rng.integers(1, 12))):
+        g = np.array([int(rng.integers(0, x + 1)) for x in h], dtype=np.int64)
+        twin[tuple(slice(0, c + 1) for c in g)] = FK.NOT_ANONYMOUS
+        FK._fill_down(flat, strides, g, *scratch)
+        assert np.array_equal(flat, twin.reshape(-1))
+
+
 def test_round12_is_numpys():
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.random(2000), rng.integers(0, 40, 500) / 24.0, 1.0 - rng.integers(0, 40, 500) / 37.0])

@@ -223,6 +223,37 @@ def _fill_box(tags, shape, strides, lo, hi, value):
 
 
 @njit(cache=True)
+def _fill_down(tags, strides, hi, cur, bases):
+    """tags[0:hi[0]+1, ..., 0:hi[n-1]+1] = NOT_ANONYMOUS on the flat tag array, skipping what is
+    tagged so already: the nodes tagged not anonymous are a down-set (each tag is a whole box
+    below a checked node, and no other tag overwrites one), so when the highest node of a slab
+    (c[q] fixed, the later levels at their highest) is tagged, so is that slab and every slab
+    below it in dimension q. The tags end as the full fill leaves them, at the cost of the nodes
+    newly tagged and the slabs' corners. ``cur``, ``bases``: scratch of n + 1."""
+    nq = hi.shape[0]
+    q = 0
+    bases[0] = 0
+    cur[0] = hi[0]
+    while q >= 0:
+        off = bases[q] + cur[q] * strides[q]
+        tail = 0  # the slab's highest node, from its base
+        for r in range(q + 1, nq):
+            tail += hi[r] * strides[r]
+        if cur[q] < 0 or tags[off + tail] == NOT_ANONYMOUS:  # this slab and the lower ones are done
+            q -= 1
+            if q >= 0:
+                cur[q] -= 1
+            continue
+        if q == nq - 1:
+            tags[off] = NOT_ANONYMOUS
+            cur[q] -= 1
+        else:
+            bases[q + 1] = off
+            q += 1
+            cur[q] = hi[q]
+
+
+@njit(cache=True)
 def _sorted_level(bucket, tags, strides, prec_tab, dist_tab, hdiv, node, row):
     """The untagged nodes of one level (``bucket``, flat indices ascending) in the order of
     ``_Flash.sorted_level``: by rounded mean relative generalization, then rounded
@@ -429,6 +460,8 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
     hi = np.zeros(nq, dtype=np.int64)
     path = np.empty(top + 1, dtype=np.int64)
     g = np.zeros(nq, dtype=np.int64)
+    fill_cur = np.empty(nq + 1, dtype=np.int64)
+    fill_bases = np.empty(nq + 1, dtype=np.int64)
 
     # Scratch of a check: the hash table and per-row buffers.
     n = max(n_rows, 1)
@@ -610,10 +643,7 @@ def flash_search(heights, k, max_suppressed, budget, prec_tab, dist_tab, level_t
                                     hi[q] = heights[q]
                                 _fill_box(tags, shape, strides, lo, hi, ANONYMOUS)
                             else:  # not anonymous: nor is any predecessor; successors join the queue
-                                for q in range(nq):
-                                    lo[q] = 0
-                                    hi[q] = g[q]
-                                _fill_box(tags, shape, strides, lo, hi, NOT_ANONYMOUS)
+                                _fill_down(tags, strides, g, fill_cur, fill_bases)
                                 m = _successors(idx, heights, strides, prec_tab, dist_tab, max_level, node, succ, skeys)
                                 for i in range(m):
                                     if tags[succ[i]] == UNTAGGED:

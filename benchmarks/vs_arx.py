@@ -781,11 +781,11 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if (c.family in families or ("issue40" in families and c.key in ISSUE40_KEYS))
              and (not args.quick or c.quick) and (not args.only or c.key in args.only)]
     if args.drawn:
-        drawn = [c for seed in map(int, args.seeds.split(",")) for c in drawn_cases(seed, args.drawn, root)]
-        drawn = [c for c in drawn if not args.only or c.key in args.only]
+        drawn = [c for seed in map(int, args.seeds.split(",")) for c in drawn_cases(seed, args.drawn, root)
+                 if not args.only or c.key in args.only]
         cases = drawn if not args.family else cases + drawn
-    cases = [c for c in cases if not args.optimizer or c.optimizer == args.optimizer]
     compare = json.loads(args.compare.read_text()) if args.compare else None
+    cases = [c for c in cases if not args.optimizer or c.optimizer == args.optimizer]
     arx: Arx | None = None
     arx_note = "not run (--no-arx)"
     cp_file = Path(args.arx_classpath)

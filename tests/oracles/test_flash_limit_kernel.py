@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppdp.engine.methods.generalization.optimizers import Tracker
+from ppdp.engine.methods.generalization.optimizers import Tracker, run_optimizer
 from ppdp.engine.methods.generalization.optimizers import flash as F
 from ppdp.engine.methods.generalization.optimizers.lattice import lattice_size
 from ppdp.engine.methods.generalization.problem import Problem, fitness_key
 from ppdp.engine.privacy import build_model
-from tests.oracles.test_flash import adult_table, random_table  # noqa: F401
+from tests.oracles.test_flash import adult_table, exhaustive_within_limit, random_table  # noqa: F401
 from tests.oracles.test_flash_kernel import wide_table
 
 
@@ -119,3 +119,31 @@ def test_kernel_matches_twin_adult(adult_table, k, limit):  # noqa: F811
 @pytest.mark.parametrize("budget", [1, 5, 60])
 def test_kernel_matches_twin_under_a_budget(adult_table, budget):  # noqa: F811
     assert_same_run(adult_table, [build_model("k-anonymity", {"k": 5})], int(0.05 * adult_table.n_records), budget)
+
+
+def test_checking_dominated_nodes_keeps_the_optimum():
+    """A node whose UB is at most the best TD is checked instead of pruned while few checks
+    found their node anonymous: on wide tables (a small anonymous region) such checks happen,
+    and the result is still the exhaustive optimum within the limit, certified."""
+    dominated = 0
+    for seed in range(16):
+        table, k = wide_table(300 + seed)
+        models = [build_model("k-anonymity", {"k": k})]
+        max_sup = max(table.n_records // 50, 1)
+        problem = Problem(table, models)
+        state = F._Flash(problem, Tracker(problem, 10**8, name="flash"), max_sup)
+        real_check = state.check
+
+        def check(idx: int, state=state, real_check=real_check) -> bool:
+            nonlocal dominated
+            dominated += state.upper_bound(idx) <= state.best_td
+            return real_check(idx)
+
+        state.check = check  # type: ignore[method-assign]
+        assert state.run()
+        res = run_optimizer("flash", Problem(table, models), budget=10**8,
+                            params={"suppression_limit": max_sup / table.n_records})
+        assert res.certified and res.info["max_suppressed"] == max_sup
+        assert res.td == pytest.approx(exhaustive_within_limit(Problem(table, models), max_sup), abs=1e-9)
+        assert res.td == state.tracker.result(certified=True).td
+    assert dominated > 0  # the path was taken

@@ -73,7 +73,7 @@ def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kin
     ``kind_params``: as ``evaluate_batch_params``; None (ID-DGA's k-anonymity) for kinds 0 to 3.
     """
     P = G.shape[0]
-    n = codes.shape[0]
+    n, nq = codes.shape
     nm = kinds.shape[0]
     ad = np.zeros((P, nm))
     td = np.zeros(P)
@@ -87,35 +87,51 @@ def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kin
     keys = np.empty(n, dtype=np.int64)
     cls = np.empty(n, dtype=np.int32)
     pid = np.empty(n, dtype=np.int32)
-    slot_key = np.empty(size_t, dtype=np.int64)
-    slot_id = np.empty(size_t, dtype=np.int32)
-    no_map = np.empty(0, dtype=np.int32)  # pair ids by hash (_kernels._class_sa_pairs_into)
+    slot = np.full((size_t, 2), -1, dtype=np.int64)  # all -1 between nodes (K._classify_td_into)
+    # Pair ids straight from class * n_sa + sa when that table is small (the same first-seen
+    # ids as the hash, _kernels._class_sa_pairs_into); else by hash, in their own table.
+    pair_map = np.full(n * max(n_sa, 1) if n * max(n_sa, 1) <= 4 * size_t else 0, -1, dtype=np.int32)
+    pair_key = np.empty(size_t if needs_pairs and pair_map.shape[0] == 0 else 0, dtype=np.int64)
+    pair_slot = np.empty(pair_key.shape[0], dtype=np.int32)
     # Not zeroed: each is reset for the classes or pairs in use before it is read (a batch of
     # one node, as Flash sends, paid ~1 MB of zeroing per node on adult).
-    size = np.empty(max(n, 1), dtype=np.int64)
-    pair_class = np.empty(max(n, 1), dtype=np.int32)
-    pair_sa = np.empty(max(n, 1), dtype=np.int32)
-    pair_n = np.empty(max(n, 1), dtype=np.int64)
-    ad_f1 = np.empty(max(n, 1))  # scratch of _kernels._ad_into
-    ad_f2 = np.empty(max(n, 1))
-    ad_i = np.empty(max(n, 1), dtype=np.int64)
+    nb = max(n, 1)
+    size = np.empty(nb, dtype=np.int64)
+    class_w = np.empty(nb)
+    class_rep = np.empty(nb, dtype=np.int64)
+    pair_class = np.empty(nb, dtype=np.int32)
+    pair_sa = np.empty(nb, dtype=np.int32)
+    pair_n = np.empty(nb, dtype=np.int64)
+    ad_f1 = np.empty(nb)  # scratch of _kernels._ad_into
+    ad_f2 = np.empty(nb)
+    ad_i = np.empty(nb, dtype=np.int64)
+    tab = np.empty((nq, gen.shape[2]), dtype=np.int64)
+    cols = K.qid_major(codes)
     qq, n_pos = K._q_terms(q)  # source distribution terms of t-closeness
     params = np.zeros((nm, 0)) if kind_params is None else kind_params
     for p in range(P):
         g = G[p]
         ret = retained[p]
-        m = K._classify_into(g, codes, gen, n_gen, ret, keys, cls, slot_key, slot_id)
-        sup[p] = n_records - K._class_sizes_into(cls, m, ret, size)
+        bound = K._key_tables_into(g, gen, n_gen, tab)
+        if bound >= 0:  # classes, sizes and TD from one key per row
+            m, kept, td[p] = K._classify_td_into(g, cols, n_gen, weight, ret, tab, bound, keys, cls, size, class_w,
+                                                 class_rep, slot)
+        else:  # the key would overflow: classified with compression on the way
+            slot_key = np.empty(size_t, dtype=np.int64)
+            slot_id = np.empty(size_t, dtype=np.int32)
+            m = K._classify_into(g, codes, gen, n_gen, ret, keys, cls, slot_key, slot_id)
+            kept = K._class_sizes_into(cls, m, ret, size)
+            td[p] = K.transparency(g, codes, ret, weight)
+        sup[p] = n_records - kept
         if row_size.shape[0] > p:
             for h in range(n):
                 row_size[p, h] = size[cls[h]] if cls[h] >= 0 else 0
         npairs = 0
         if needs_pairs:
             npairs = K._class_sa_pairs_into(cls, m, sa, n_sa, ret, ret, keys, pid, pair_class, pair_sa, pair_n,
-                                            slot_key, slot_id, no_map)
+                                            pair_key, pair_slot, pair_map)
         K._ad_into(kinds, params, size[:m], pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs], q, qq, n_pos,
                    ad_f1, ad_f2, ad_i, ad[p])
-        td[p] = K.transparency(g, codes, ret, weight)
     return ad, td, sup
 
 

@@ -150,6 +150,144 @@ def classify(g, codes, gen, n_gen, active):
 
 
 @njit(cache=True)
+def _key_tables_into(g, gen, n_gen, tab):
+    """The mixed-radix key of ``_classify_into`` as one lookup per QID: ``tab[q, c]`` = the
+    generalized code of leaf c at level g[q] times the product of the radices of the QIDs after
+    q, so a row's key is the sum of its QIDs' entries (the same key, hence the same classes).
+    Returns the key bound (the product of all radices), or -1 when it would pass _KEY_LIMIT
+    (``tab`` is then not filled)."""
+    nq = tab.shape[0]
+    bound = 1
+    for q in range(nq - 1, -1, -1):
+        if bound > _KEY_LIMIT // max(n_gen[q, g[q]], 1):
+            return -1
+        bound *= n_gen[q, g[q]]
+    stride = 1
+    for q in range(nq - 1, -1, -1):
+        lvl = gen[q, g[q]]
+        for c in range(tab.shape[1]):
+            tab[q, c] = lvl[c] * stride
+        stride *= n_gen[q, g[q]]
+    return bound
+
+
+@njit(cache=True)
+def qid_major(codes):
+    """The leaf codes QID by QID (nq, n): each QID's codes contiguous, for the column passes of
+    ``_classify_td_into``."""
+    n, nq = codes.shape
+    out = np.empty((nq, n), dtype=codes.dtype)
+    for h in range(n):
+        for q in range(nq):
+            out[q, h] = codes[h, q]
+    return out
+
+
+@njit(cache=True)
+def _classify_td_into(g, cols, n_gen, weight, ret, tab, bound, keys, cls, size, class_w, class_rep, slot):
+    """Classes, class sizes and TD of (g, ret); returns (m, records of the classified rows, TD).
+    The same numbers as ``_classify_into`` (over the rows with ret > 0), ``_class_sizes_into``
+    and ``transparency``, bit for bit: ids in first-seen row order, TD summed over rows in order
+    with each row's weight summed over its QIDs in order (the rows of a class share every
+    generalized value, so its first row's sum is every row's: docs/design/paper_notes.md §1).
+
+    ``cols``: ``qid_major(codes)``; ``tab``, ``bound``: ``_key_tables_into`` (bound >= 0).
+    Keys are summed QID by QID over contiguous codes, skipping the QIDs generalized to one
+    value (their term is 0). Keys below the table's size index it directly, others go through
+    open addressing (the hash of ``_rank_into``). ``slot`` (size, 2): key and id per slot, a
+    power-of-two size >= 2n, all -1 on entry and left so (only the slots used are reset).
+    ``keys``, ``cls``, ``size``, ``class_w``, ``class_rep``: scratch of >= n."""
+    nq, n = cols.shape
+    first = True
+    for q in range(nq):
+        if n_gen[q, g[q]] <= 1:
+            continue
+        t = tab[q]
+        cq = cols[q]
+        if first:
+            for h in range(n):
+                keys[h] = t[cq[h]]
+            first = False
+        else:
+            for h in range(n):
+                keys[h] += t[cq[h]]
+    if first:
+        for h in range(n):
+            keys[h] = 0
+    tsize = slot.shape[0]
+    m = 0
+    kept = 0
+    if bound <= tsize:  # each key its own slot
+        for h in range(n):
+            r = ret[h]
+            if r == 0:
+                cls[h] = -1
+                continue
+            key = keys[h]
+            c = slot[key, 1]
+            if c == -1:
+                c = m
+                slot[key, 1] = c
+                class_rep[c] = h
+                size[c] = 0
+                m += 1
+            cls[h] = c
+            size[c] += r
+            kept += r
+        for c in range(m):
+            slot[keys[class_rep[c]], 1] = -1
+    else:
+        mask = np.uint64(tsize - 1)
+        for h in range(n):
+            r = ret[h]
+            if r == 0:
+                cls[h] = -1
+                continue
+            key = keys[h]
+            i = np.int64(((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask)
+            while True:
+                kk = slot[i, 0]
+                if kk == key:
+                    c = slot[i, 1]
+                    break
+                if kk == -1:
+                    c = m
+                    slot[i, 0] = key
+                    slot[i, 1] = c
+                    class_rep[c] = i  # the slot, for the reset; the row follows
+                    size[c] = 0
+                    m += 1
+                    break
+                i = (i + 1) & (tsize - 1)
+            cls[h] = c
+            size[c] += r
+            kept += r
+        for c in range(m):
+            slot[class_rep[c], 0] = -1
+            slot[class_rep[c], 1] = -1
+        for c in range(m):
+            class_rep[c] = -1
+        for h in range(n):
+            c = cls[h]
+            if c >= 0 and class_rep[c] == -1:
+                class_rep[c] = h
+    # One weight per class from its first row, QID by QID in order.
+    for c in range(m):
+        class_w[c] = 0.0
+    for q in range(nq):
+        w = weight[q, g[q]]
+        cq = cols[q]
+        for c in range(m):
+            class_w[c] += w[cq[class_rep[c]]]
+    total = 0.0
+    for h in range(n):
+        c = cls[h]
+        if c >= 0:
+            total += ret[h] * class_w[c]
+    return m, kept, total
+
+
+@njit(cache=True)
 def _rank_rows_into(g, codes, gen, n_gen, rows, keys, out, ones, slot_key, slot_id):
     """Dense ids (first-seen order) under ``g`` of the histogram rows ``rows`` into ``out``;
     returns how many. The keys of ``_classify_into`` over those rows alone: one row per class

@@ -173,10 +173,11 @@ def _key_tables_into(g, gen, n_gen, tab):
 
 @njit(cache=True)
 def qid_major(codes):
-    """The leaf codes QID by QID (nq, n): each QID's codes contiguous, for the column passes of
-    ``_classify_td_into``."""
+    """The leaf codes QID by QID (nq, n) as uint16: each QID's codes contiguous, for the column
+    passes of ``_classify_td_into``. Hierarchies of more than 65,536 leaves: ``sorted_rows``
+    tells the caller to classify otherwise (their codes do not fit)."""
     n, nq = codes.shape
-    out = np.empty((nq, n), dtype=codes.dtype)
+    out = np.empty((nq, n), dtype=np.uint16)
     for h in range(n):
         for q in range(nq):
             out[q, h] = codes[h, q]
@@ -184,93 +185,142 @@ def qid_major(codes):
 
 
 @njit(cache=True)
-def _classify_td_into(g, cols, n_gen, weight, ret, tab, bound, keys, cls, size, class_w, class_rep, slot):
+def sorted_rows(codes):
+    """Whether the rows are in lexicographic order of their leaf codes, QID 0 first (the order
+    engine/core/encoding.py gives them)."""
+    n, nq = codes.shape
+    for h in range(1, n):
+        for q in range(nq):
+            a = codes[h - 1, q]
+            b = codes[h, q]
+            if a < b:
+                break
+            if a > b:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _sorted_prefix(g, gen, n_gen, n_leaves):
+    """How many leading QIDs form a key prefix that never decreases down rows sorted by leaf
+    codes: QID q's generalized codes at g[q] must not decrease as the leaf code grows, and each
+    QID before it must map its leaves one to one (strictly increasing), so that rows equal on
+    the QIDs before q come sorted by q. A QID generalized to one value ends the prefix."""
+    nq = gen.shape[0]
+    L = 0
+    for q in range(nq):
+        if n_gen[q, g[q]] <= 1:
+            break
+        lvl = gen[q, g[q]]
+        strict = True
+        for c in range(1, n_leaves[q]):
+            if lvl[c] < lvl[c - 1]:
+                return L
+            if lvl[c] == lvl[c - 1]:
+                strict = False
+        L = q + 1
+        if not strict:
+            break
+    return L
+
+
+@njit(cache=True)
+def _classify_td_into(g, cols, gen, n_gen, n_leaves, weight, ret, tab, bound, rows_sorted, high, keys, cls, size,
+                      class_w, class_rep, class_slot, slot):
     """Classes, class sizes and TD of (g, ret); returns (m, records of the classified rows, TD).
     The same numbers as ``_classify_into`` (over the rows with ret > 0), ``_class_sizes_into``
     and ``transparency``, bit for bit: ids in first-seen row order, TD summed over rows in order
     with each row's weight summed over its QIDs in order (the rows of a class share every
     generalized value, so its first row's sum is every row's: docs/design/paper_notes.md §1).
 
-    ``cols``: ``qid_major(codes)``; ``tab``, ``bound``: ``_key_tables_into`` (bound >= 0).
-    Keys are summed QID by QID over contiguous codes, skipping the QIDs generalized to one
-    value (their term is 0). Keys below the table's size index it directly, others go through
-    open addressing (the hash of ``_rank_into``). ``slot`` (size, 2): key and id per slot, a
-    power-of-two size >= 2n, all -1 on entry and left so (only the slots used are reset).
-    ``keys``, ``cls``, ``size``, ``class_w``, ``class_rep``: scratch of >= n."""
+    ``cols``: ``qid_major(codes)``; ``tab``, ``bound``: ``_key_tables_into`` (bound >= 0);
+    ``rows_sorted``: ``sorted_rows(codes)``. A row's key is the sum of its QIDs' ``tab``
+    entries, summed QID by QID over contiguous codes (the QIDs generalized to one value add 0),
+    in two parts: ``high`` over the ``_sorted_prefix`` QIDs, which never decreases down sorted
+    rows, and ``keys`` over the others. A class lies within one run of equal ``high`` (a
+    segment), so each segment is classified alone, in a table sized to it that stays in cache:
+    the low keys index it directly when their bound fits, else through open addressing (the
+    hash of ``_rank_into``). ``slot`` (size, 2): key and id per slot, a power of two >= 2n, all
+    -1 on entry and left so (only the slots used are reset). The other arguments: scratch of >= n.
+    """
     nq, n = cols.shape
-    first = True
+    L = _sorted_prefix(g, gen, n_gen, n_leaves) if rows_sorted else 0
+    low_bound = 1
+    for q in range(L, nq):
+        low_bound *= n_gen[q, g[q]]
+    for h in range(n):
+        high[h] = 0
+        keys[h] = 0
     for q in range(nq):
         if n_gen[q, g[q]] <= 1:
             continue
         t = tab[q]
         cq = cols[q]
-        if first:
-            for h in range(n):
-                keys[h] = t[cq[h]]
-            first = False
-        else:
-            for h in range(n):
-                keys[h] += t[cq[h]]
-    if first:
+        out = high if q < L else keys
         for h in range(n):
-            keys[h] = 0
+            out[h] += t[cq[h]]
     tsize = slot.shape[0]
     m = 0
     kept = 0
-    if bound <= tsize:  # each key its own slot
-        for h in range(n):
-            r = ret[h]
-            if r == 0:
-                cls[h] = -1
-                continue
-            key = keys[h]
-            c = slot[key, 1]
-            if c == -1:
-                c = m
-                slot[key, 1] = c
-                class_rep[c] = h
-                size[c] = 0
-                m += 1
-            cls[h] = c
-            size[c] += r
-            kept += r
-        for c in range(m):
-            slot[keys[class_rep[c]], 1] = -1
-    else:
-        mask = np.uint64(tsize - 1)
-        for h in range(n):
-            r = ret[h]
-            if r == 0:
-                cls[h] = -1
-                continue
-            key = keys[h]
-            i = np.int64(((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask)
-            while True:
-                kk = slot[i, 0]
-                if kk == key:
-                    c = slot[i, 1]
-                    break
-                if kk == -1:
+    s = 0
+    while s < n:
+        e = s + 1
+        hs = high[s]
+        while e < n and high[e] == hs:
+            e += 1
+        size_s = 16
+        while size_s < 2 * (e - s) and size_s < tsize:
+            size_s *= 2
+        m0 = m
+        if low_bound <= size_s:  # each key its own slot
+            for h in range(s, e):
+                r = ret[h]
+                if r == 0:
+                    cls[h] = -1
+                    continue
+                key = keys[h]
+                c = slot[key, 1]
+                if c == -1:
                     c = m
-                    slot[i, 0] = key
-                    slot[i, 1] = c
-                    class_rep[c] = i  # the slot, for the reset; the row follows
+                    slot[key, 1] = c
+                    class_rep[c] = h
+                    class_slot[c] = key
                     size[c] = 0
                     m += 1
-                    break
-                i = (i + 1) & (tsize - 1)
-            cls[h] = c
-            size[c] += r
-            kept += r
-        for c in range(m):
-            slot[class_rep[c], 0] = -1
-            slot[class_rep[c], 1] = -1
-        for c in range(m):
-            class_rep[c] = -1
-        for h in range(n):
-            c = cls[h]
-            if c >= 0 and class_rep[c] == -1:
-                class_rep[c] = h
+                cls[h] = c
+                size[c] += r
+                kept += r
+        else:
+            mask = np.uint64(size_s - 1)
+            for h in range(s, e):
+                r = ret[h]
+                if r == 0:
+                    cls[h] = -1
+                    continue
+                key = keys[h]
+                i = np.int64(((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask)
+                while True:
+                    kk = slot[i, 0]
+                    if kk == key:
+                        c = slot[i, 1]
+                        break
+                    if kk == -1:
+                        c = m
+                        slot[i, 0] = key
+                        slot[i, 1] = c
+                        class_rep[c] = h
+                        class_slot[c] = i
+                        size[c] = 0
+                        m += 1
+                        break
+                    i = (i + 1) & (size_s - 1)
+                cls[h] = c
+                size[c] += r
+                kept += r
+        for c in range(m0, m):
+            slot[class_slot[c], 0] = -1
+            slot[class_slot[c], 1] = -1
+        s = e
     # One weight per class from its first row, QID by QID in order.
     for c in range(m):
         class_w[c] = 0.0

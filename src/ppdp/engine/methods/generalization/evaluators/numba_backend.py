@@ -16,7 +16,6 @@ from ppdp.engine.kernels.population import CombinationClasses, classes_with_popu
 from ppdp.engine.methods.generalization.evaluators.base import EVALUATORS, Evaluation, finish
 from ppdp.engine.privacy import ClassStats, PrivacyModel
 
-
 _NO_ROW_SIZE = np.empty((0, 0), dtype=np.int64)
 
 

@@ -248,17 +248,34 @@ def _classify_td_into(g, cols, gen, n_gen, n_leaves, weight, ret, tab, bound, ro
     low_bound = 1
     for q in range(L, nq):
         low_bound *= n_gen[q, g[q]]
-    for h in range(n):
-        high[h] = 0
-        keys[h] = 0
+    fresh_high = True  # the first QID of each part assigns, the others add
+    fresh_low = True
     for q in range(nq):
         if n_gen[q, g[q]] <= 1:
             continue
         t = tab[q]
         cq = cols[q]
-        out = high if q < L else keys
+        if q < L:
+            if fresh_high:
+                for h in range(n):
+                    high[h] = t[cq[h]]
+                fresh_high = False
+            else:
+                for h in range(n):
+                    high[h] += t[cq[h]]
+        elif fresh_low:
+            for h in range(n):
+                keys[h] = t[cq[h]]
+            fresh_low = False
+        else:
+            for h in range(n):
+                keys[h] += t[cq[h]]
+    if fresh_high:
         for h in range(n):
-            out[h] += t[cq[h]]
+            high[h] = 0
+    if fresh_low:
+        for h in range(n):
+            keys[h] = 0
     tsize = slot.shape[0]
     m = 0
     kept = 0
@@ -521,6 +538,7 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
     n = cls.shape[0]
     npairs = 0
     if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
+        # One pass: a pair takes its class and value when first seen, then sums its rows.
         for h in range(n):
             c = cls[h]
             if c < 0:
@@ -531,13 +549,19 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
             if i == -1:
                 i = npairs
                 pair_map[key] = i
+                pair_class[i] = c
+                pair_sa[i] = sa[h]
+                pair_n[i] = 0
                 npairs += 1
             pid[h] = i
-    else:
-        for h in range(n):
-            if cls[h] >= 0:
-                keys[h] = np.int64(cls[h]) * n_sa + sa[h]
-        npairs = _rank_into(keys, active, pid, slot_key, slot_id)
+            pair_n[i] += ret[h]
+        for i in range(npairs):
+            pair_map[np.int64(pair_class[i]) * n_sa + pair_sa[i]] = -1
+        return npairs
+    for h in range(n):
+        if cls[h] >= 0:
+            keys[h] = np.int64(cls[h]) * n_sa + sa[h]
+    npairs = _rank_into(keys, active, pid, slot_key, slot_id)
     for i in range(npairs):
         pair_n[i] = 0
     for h in range(n):
@@ -546,9 +570,6 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
             pair_class[i] = cls[h]
             pair_sa[i] = sa[h]
             pair_n[i] += ret[h]
-    if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
-        for i in range(npairs):
-            pair_map[np.int64(pair_class[i]) * n_sa + pair_sa[i]] = -1
     return npairs
 
 

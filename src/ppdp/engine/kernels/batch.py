@@ -5,14 +5,16 @@ The evolutionary optimizers evaluate one small batch per generation (ID-DGA: 20 
 then the improved ones), so on a 400-record instance the Python glue around the kernels of
 ``_kernels.py`` (argument unboxing, ``ClassStats``, one ``model.ad`` call per model) costs
 several times the kernels' own few microseconds. Here one ``njit`` function does, for each row
-of the batch: classify (``_kernels._classify_into``: mixed-radix keys + dense ids in first-seen
-row order), class sizes, the (class, SA) pairs when a model needs them, AD per model and TD,
-with scratch buffers allocated once per batch.
+of the batch: classes, class sizes and TD from one key per row (``_kernels._classify_td_into``:
+keys summed QID by QID over QID-major codes, classes found segment by segment in a cached slot
+table, ids in first-seen row order; docs/design/evaluator.md), the (class, SA) pairs when a
+model needs them, and AD per model, with scratch buffers allocated once per batch and what
+depends on the table alone (``prepare_rows``) made once per table by the caller.
 
-Exactly the same numbers as the per-solution path: each step is the very kernel of
-``_kernels.py`` that the per-solution path runs (through its scratch-buffer ``*_into`` form),
-so ids and every sum come in the same order (tests/oracles/test_batch_evaluator.py compares both on
-random instances and against tests/support/reference.py).
+Exactly the same numbers as the per-solution path: the same class ids, and every sum over the
+same terms in the same order (TD: one weight per class, from its first row, summed over rows
+in order as ``_kernels.transparency`` sums it), so tests/oracles/test_batch_evaluator.py
+compares both with ``==`` on random instances and against tests/support/reference.py.
 
 Numba's on-disk cache (``cache=True``) is not invalidated when a function defined in another
 file changes; ``guard`` (engine/kernels/cache.py) drops this module's cache files when

@@ -10,6 +10,9 @@ here) are compositions of the pieces below, each written once: ``_classify_into`
 keys, dense ids by ``_rank_into``), ``_class_sizes_into``, ``_class_sa_pairs_into``, the
 per-model ``_ad_*_into`` (``_ad_into`` by code of engine/kernels/kinds.py) and ``transparency`` /
 ``_td_by_class``; the public per-solution kernels are the same pieces with their own buffers.
+``_batch.evaluate_batch`` classifies through ``_classify_td_into`` instead (one summed key per
+row, classes by sorted segments, sizes and TD in the same call: docs/design/evaluator.md), with
+``_classify_into``'s ids, ``_class_sizes_into``'s sizes and ``transparency``'s TD, bit for bit.
 The ``*_into`` pieces take scratch buffers from the caller, so a batch allocates them once.
 Modules compiling these kernels into theirs guard their Numba cache against a change of this
 file (engine/kernels/cache.py). Conventions (see engine/core/encoding.py):

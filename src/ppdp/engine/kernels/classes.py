@@ -177,8 +177,8 @@ def _key_tables_into(g, gen, n_gen, tab):
 @njit(cache=True)
 def qid_major(codes):
     """The leaf codes QID by QID (nq, n) as uint16: each QID's codes contiguous, for the column
-    passes of ``_classify_td_into``. Hierarchies of more than 65,536 leaves: ``sorted_rows``
-    tells the caller to classify otherwise (their codes do not fit)."""
+    passes of ``_classify_td_into``. Codes of hierarchies of more than 65,536 leaves do not fit:
+    ``_batch.prepare_rows`` then makes none, and the batch classifies with ``_classify_into``."""
     n, nq = codes.shape
     out = np.empty((nq, n), dtype=np.uint16)
     for h in range(n):

@@ -15,7 +15,10 @@ each configuration then runs whole batches for at least ``--seconds`` (and 3 bat
 reports the best batch: the machine is shared, and the best batch is the one least disturbed by
 other processes (the JSON also keeps the mean over all batches).
 
-Numba is single-threaded here (one core). DuckDB runs with threads=1 and threads=2.
+Numba is single-threaded here (one core). DuckDB runs with threads=1 and threads=2. Besides
+wall-clock rates, each configuration reports its best batch's evaluations per CPU-second of
+the process: on a shared machine the wall clock also counts the time spent waiting for a core.
+``--sets`` and ``--backends`` run a subset (e.g. ``--sets 30162 --backends numba``).
 record*QID cells/s = evals/s x nR x nQID (the histogram makes the cost depend on the number of
 distinct QID+SA combinations H, not on nR). Results: a table on stdout and
 benchmarks/results/evaluator.json.
@@ -87,22 +90,29 @@ def make_backend(name: str, table: EncodedTable, models):
     return make_evaluator(name, table, models)
 
 
-def throughput(evaluator, G: np.ndarray, retained: np.ndarray, seconds: float) -> tuple[float, float]:
-    """(best, mean) evaluations per second over whole batches, after a warm-up call.
+def throughput(evaluator, G: np.ndarray, retained: np.ndarray, seconds: float) -> tuple[float, float, float]:
+    """(best, mean, best per CPU-second) evaluations per second over whole batches, after a
+    warm-up call.
 
     The machine is shared, so the table reports the best batch (least disturbed by other
-    processes); the JSON keeps the mean over all timed batches too.
+    processes); the JSON keeps the mean over all timed batches too. Per CPU-second: the
+    batch's evaluations over the CPU time this process spent on it (all its threads), the
+    throughput per core of a machine where the process is not waiting for a core.
     """
     evaluator.evaluate(G[:2], retained[:2])
     rates = []
+    cpu_rates = []
     start = time.perf_counter()
     while True:
         t0 = time.perf_counter()
+        c0 = time.process_time()
         evaluator.evaluate(G, retained)
+        cpu = time.process_time() - c0
         rates.append(G.shape[0] / (time.perf_counter() - t0))
+        cpu_rates.append(G.shape[0] / max(cpu, 1e-9))
         elapsed = time.perf_counter() - start
         if elapsed >= seconds and len(rates) >= 3:
-            return max(rates), len(rates) * G.shape[0] / elapsed
+            return max(rates), len(rates) * G.shape[0] / elapsed, max(cpu_rates)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,26 +123,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, action="append", help="batch sizes P (repeatable; default 64 and 512)")
     parser.add_argument("--big", type=int, default=1_000_000, help="rows of the resampled dataset")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "evaluator.json")
+    parser.add_argument("--sets", nargs="*", help="datasets to run: 400, 30162 (all of adult), the resampled one "
+                        "(default: all three)")
+    parser.add_argument("--backends", nargs="*", choices=BACKENDS, help="backends to run (default: all)")
     parser.add_argument("--per-node", action="store_true", help="lattice search per-node cost, two-step vs fused")
     args = parser.parse_args(argv)
     if args.per_node:
         out = args.out if args.out != parser.get_default("out") else REPO / "benchmarks" / "results" / "evaluator_per_node.json"
         return per_node(args.data, out)
     batches = args.batch or [64, 512]
+    backends_run = args.backends or BACKENDS
 
     load_at_start = os.getloadavg()
     tables = load_tables(args.data, big=args.big)
     rng = np.random.default_rng(7)
     rows = []
     header = (f"{'data':>6} {'nR':>9} {'H':>6} {'models':<10} {'batch':<4} {'P':>4} | "
-              + " ".join(f"{b + ' ev/s':>14}" for b in BACKENDS) + " | "
-              + " ".join(f"{b + ' Mcell/s':>17}" for b in BACKENDS))
+              + " ".join(f"{b + ' ev/s':>14}" for b in backends_run) + " | "
+              + " ".join(f"{b + ' ev/cpu-s':>18}" for b in backends_run) + " | "
+              + " ".join(f"{b + ' Mcell/s':>17}" for b in backends_run))
     print(header)
     print("-" * len(header))
     for data_name, table in tables.items():
+        if args.sets and data_name not in args.sets:
+            continue
         for models_name, spec in MODEL_SETS.items():
             models = [build_model(n, p) for n, p in spec]
-            backends = {b: make_backend(b, table, models) for b in BACKENDS}
+            backends = {b: make_backend(b, table, models) for b in backends_run}
             for kind in ("G", "G+S"):
                 for P in batches:
                     G = np.stack([rng.integers(0, table.heights + 1) for _ in range(P)])
@@ -141,17 +158,20 @@ def main(argv: list[str] | None = None) -> int:
                     else:
                         retained = rng.binomial(table.counts, 0.9, size=(P, table.n_rows)).astype(np.int64)
                     measured = {b: throughput(ev, G, retained, args.seconds) for b, ev in backends.items()}
-                    rates = {b: best for b, (best, _) in measured.items()}
+                    rates = {b: best for b, (best, _, _) in measured.items()}
+                    cpu_rates = {b: cpu for b, (_, _, cpu) in measured.items()}
                     cells = {b: r * table.n_records * table.n_qids for b, r in rates.items()}
                     rows.append({
                         "data": data_name, "n_records": table.n_records, "histogram_rows": table.n_rows,
                         "n_qids": table.n_qids, "models": models_name, "batch": kind, "P": P,
                         "evals_per_s": rates, "cells_per_s": cells,
-                        "evals_per_s_mean": {b: mean for b, (_, mean) in measured.items()},
+                        "evals_per_s_mean": {b: mean for b, (_, mean, _) in measured.items()},
+                        "evals_per_cpu_s": cpu_rates,
                     })
                     print(f"{data_name:>6} {table.n_records:>9} {table.n_rows:>6} {models_name:<10} {kind:<4} {P:>4} | "
-                          + " ".join(f"{rates[b]:>14,.0f}" for b in BACKENDS) + " | "
-                          + " ".join(f"{cells[b] / 1e6:>17,.0f}" for b in BACKENDS), flush=True)
+                          + " ".join(f"{rates[b]:>14,.0f}" for b in backends_run) + " | "
+                          + " ".join(f"{cpu_rates[b]:>18,.0f}" for b in backends_run) + " | "
+                          + " ".join(f"{cells[b] / 1e6:>17,.0f}" for b in backends_run), flush=True)
             for ev in backends.values():
                 if isinstance(ev, DuckDBEvaluator):
                     ev.con.close()
@@ -161,8 +181,10 @@ def main(argv: list[str] | None = None) -> int:
                  "warm-up call (JIT compilation / cache load and "
                  "DuckDB's first query excluded); numba single-threaded; duckdb/<n> = DuckDB with "
                  "threads=n; G+S: records kept with probability 0.9, given as retained per histogram row "
-                 "(conversion not timed); cells/s = evals/s x nR x nQID"),
+                 "(conversion not timed); cells/s = evals/s x nR x nQID; evals_per_cpu_s: the best "
+                 "batch's evaluations per CPU-second of this process (all threads)"),
         "seconds_per_config": args.seconds,
+        "argv": sys.argv[1:],
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_at_start": load_at_start, "load_average_at_end": os.getloadavg()},
         "versions": {"numpy": np.__version__, "numba": numba.__version__, "duckdb": duckdb.__version__,

@@ -88,3 +88,63 @@ def test_problem_uses_the_fused_path_and_unknown_models_fall_back() -> None:
     a, b = fused.evaluate(G, keep), odd.evaluate(G, keep)
     assert np.array_equal(a.ad, b.ad) and np.array_equal(a.td, b.td) and np.array_equal(a.feasible, b.feasible)
     assert fused.retained_from_s(keep[:0]).shape == (0, table.n_rows)
+
+
+def _lexsorted(codes: np.ndarray) -> bool:
+    if codes.shape[0] < 2 or codes.shape[1] == 0:
+        return True
+    order = np.lexsort(codes.T[::-1])
+    return bool(np.array_equal(codes[order], codes))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_key_classification_matches_the_kernels(seed: int) -> None:
+    """``_classify_td_into`` (sorted segments, direct and hashed slots) gives ``classify``'s ids,
+    ``class_sizes`` and ``transparency`` bit for bit, on rows in the encoded (sorted) order and
+    shuffled, with rows retaining nothing; it leaves the slot table all -1."""
+    rng = np.random.default_rng(70_000 + seed)
+    table = random_table(rng, n_qids=int(rng.integers(1, 9)), max_records=400, min_leaves=1 if seed % 2 else 8)
+    gen, weight, n_gen = table.lookup
+    n, nq = table.codes.shape
+    for shuffle in (False, True):
+        order = rng.permutation(n) if shuffle else np.arange(n)
+        codes = np.ascontiguousarray(table.codes[order])
+        cols, n_leaves, rows_sorted, slot = B.prepare_rows(codes, gen)
+        assert rows_sorted == _lexsorted(codes)
+        assert rows_sorted or shuffle
+        tab = np.empty((nq, gen.shape[2]), dtype=np.int64)
+        buf = [np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32),
+               np.empty(n, dtype=np.int64), np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)]
+        for p in range(12):
+            # bottom (the widest keys), top (one class: a direct slot), then random nodes
+            g = np.zeros(nq, dtype=np.int64) if p == 0 else table.heights.copy() if p == 1 else rng.integers(0, table.heights + 1)
+            ret = table.counts[order].copy()
+            if p % 3 == 2:
+                ret[rng.random(n) < 0.3] = 0
+            bound = K._key_tables_into(g, gen, n_gen, tab)
+            assert bound >= 0
+            m, kept, td = K._classify_td_into(g, cols, gen, n_gen, n_leaves, weight, ret, tab, bound, rows_sorted, *buf,
+                                              slot)
+            high, keys, cls, size = buf[:4]
+            cls_ref, m_ref = K.classify(g, codes, gen, n_gen, ret > 0)
+            assert m == m_ref and np.array_equal(cls, cls_ref)
+            assert np.array_equal(size[:m], K.class_sizes(cls_ref, m_ref, ret))
+            assert kept == int(ret.sum())
+            assert td == K.transparency(g, codes, ret, weight)  # exact: the same sums in the same order
+            assert np.all(slot == -1)
+
+
+def test_one_key_classification_hashes_wide_keys() -> None:
+    """Keys of many fine QIDs exceed every segment's table: the open-addressing branch, and
+    the compression fallback of ``evaluate_batch_into`` when the key passes 2^62."""
+    rng = np.random.default_rng(71_000)
+    table = random_table(rng, n_qids=22, max_records=300, min_leaves=8)
+    gen, weight, n_gen = table.lookup
+    models = [build_model("k-anonymity", {"k": 2}), build_model("t-closeness", {"t": 0.5})]
+    G = np.zeros((3, table.n_qids), dtype=np.int64)
+    G[1, :6] = 1
+    tab = np.empty((table.n_qids, gen.shape[2]), dtype=np.int64)
+    assert K._key_tables_into(G[0], gen, n_gen, tab) == -1  # bottom of 22 QIDs: the key would overflow
+    keep = np.ones((3, table.n_records), dtype=np.bool_)
+    keep[2] = rng.random(table.n_records) < 0.8
+    check_fused(table, models, G, keep)

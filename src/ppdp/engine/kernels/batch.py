@@ -5,14 +5,16 @@ The evolutionary optimizers evaluate one small batch per generation (ID-DGA: 20 
 then the improved ones), so on a 400-record instance the Python glue around the kernels of
 ``_kernels.py`` (argument unboxing, ``ClassStats``, one ``model.ad`` call per model) costs
 several times the kernels' own few microseconds. Here one ``njit`` function does, for each row
-of the batch: classify (``_kernels._classify_into``: mixed-radix keys + dense ids in first-seen
-row order), class sizes, the (class, SA) pairs when a model needs them, AD per model and TD,
-with scratch buffers allocated once per batch.
+of the batch: classes, class sizes and TD from one key per row (``_kernels._classify_td_into``:
+keys summed QID by QID over QID-major codes, classes found segment by segment in a cached slot
+table, ids in first-seen row order; docs/design/evaluator.md), the (class, SA) pairs when a
+model needs them, and AD per model, with scratch buffers allocated once per batch and what
+depends on the table alone (``prepare_rows``) made once per table by the caller.
 
-Exactly the same numbers as the per-solution path: each step is the very kernel of
-``_kernels.py`` that the per-solution path runs (through its scratch-buffer ``*_into`` form),
-so ids and every sum come in the same order (tests/oracles/test_batch_evaluator.py compares both on
-random instances and against tests/support/reference.py).
+Exactly the same numbers as the per-solution path: the same class ids, and every sum over the
+same terms in the same order (TD: one weight per class, from its first row, summed over rows
+in order as ``_kernels.transparency`` sums it), so tests/oracles/test_batch_evaluator.py
+compares both with ``==`` on random instances and against tests/support/reference.py.
 
 Numba's on-disk cache (``cache=True``) is not invalidated when a function defined in another
 file changes; ``guard`` (engine/kernels/cache.py) drops this module's cache files when
@@ -64,6 +66,23 @@ def evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, k
 
 
 @njit(cache=True)
+def prepare_rows(codes, gen):
+    """What ``evaluate_prepared_into`` reads of the table besides its arrays, made once per table:
+    (``K.qid_major(codes)``, or an empty (nq, 0) array when a hierarchy has more than 65,536
+    leaves; leaves in use per QID; ``K.sorted_rows(codes)``; the slot table of
+    ``K._classify_td_into``, all -1)."""
+    n, nq = codes.shape
+    small = gen.shape[2] <= 65536
+    cols = K.qid_major(codes) if small else np.empty((nq, 0), dtype=np.uint16)
+    n_leaves = np.zeros(nq, dtype=np.int64)  # codes are below it
+    for h in range(n):
+        for qi in range(nq):
+            n_leaves[qi] = max(n_leaves[qi], codes[h, qi] + 1)
+    slot = np.full((K._table_size(n) if small else 0, 2), -1, dtype=np.int64)
+    return cols, n_leaves, K.sorted_rows(codes), slot
+
+
+@njit(cache=True)
 def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, row_size,
                         kind_params=None):
     """``evaluate_batch``, and, when ``row_size`` has P rows, the class size of every histogram
@@ -72,8 +91,19 @@ def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kin
     fused ID-DGA kernel takes it from the evaluation instead of classifying the child again.
     ``kind_params``: as ``evaluate_batch_params``; None (ID-DGA's k-anonymity) for kinds 0 to 3.
     """
+    cols, n_leaves, rows_sorted, slot = prepare_rows(codes, gen)
+    params = np.zeros((kinds.shape[0], 0)) if kind_params is None else kind_params
+    return evaluate_prepared_into(G, retained, codes, cols, n_leaves, rows_sorted, slot, gen, n_gen, weight, sa, n_sa,
+                                  q, kinds, params, n_records, row_size)
+
+
+@njit(cache=True)
+def evaluate_prepared_into(G, retained, codes, cols, n_leaves, rows_sorted, slot, gen, n_gen, weight, sa, n_sa, q,
+                           kinds, kind_params, n_records, row_size):
+    """``evaluate_batch_into`` with ``prepare_rows(codes, gen)`` made by the caller, once per
+    table (``slot`` is left all -1 for the next call)."""
     P = G.shape[0]
-    n = codes.shape[0]
+    n, nq = codes.shape
     nm = kinds.shape[0]
     ad = np.zeros((P, nm))
     td = np.zeros(P)
@@ -82,40 +112,58 @@ def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kin
     for j in range(nm):
         if kinds[j] != 0:
             needs_pairs = True
-    # Scratch buffers, shared by all rows of the batch.
+    # Scratch buffers, shared by all rows of the batch. Not zeroed: each is reset for the
+    # classes or pairs in use before it is read (a batch of one node, as Flash sends, paid
+    # ~1 MB of zeroing per node on adult).
     size_t = K._table_size(n)
+    nb = max(n, 1)
     keys = np.empty(n, dtype=np.int64)
+    high = np.empty(nb, dtype=np.int64)
     cls = np.empty(n, dtype=np.int32)
-    pid = np.empty(n, dtype=np.int32)
-    slot_key = np.empty(size_t, dtype=np.int64)
-    slot_id = np.empty(size_t, dtype=np.int32)
-    no_map = np.empty(0, dtype=np.int32)  # pair ids by hash (_kernels._class_sa_pairs_into)
-    # Not zeroed: each is reset for the classes or pairs in use before it is read (a batch of
-    # one node, as Flash sends, paid ~1 MB of zeroing per node on adult).
-    size = np.empty(max(n, 1), dtype=np.int64)
-    pair_class = np.empty(max(n, 1), dtype=np.int32)
-    pair_sa = np.empty(max(n, 1), dtype=np.int32)
-    pair_n = np.empty(max(n, 1), dtype=np.int64)
-    ad_f1 = np.empty(max(n, 1))  # scratch of _kernels._ad_into
-    ad_f2 = np.empty(max(n, 1))
-    ad_i = np.empty(max(n, 1), dtype=np.int64)
+    size = np.empty(nb, dtype=np.int64)
+    class_w = np.empty(nb)
+    class_rep = np.empty(nb, dtype=np.int64)
+    class_slot = np.empty(nb, dtype=np.int64)
+    # Pair ids straight from class * n_sa + sa when that table is small (the same first-seen
+    # ids as the hash, _kernels._class_sa_pairs_into); else by hash, in their own table.
+    direct_pairs = needs_pairs and n * max(n_sa, 1) <= 4 * size_t
+    pair_map = np.full(n * max(n_sa, 1) if direct_pairs else 0, -1, dtype=np.int32)
+    pair_key = np.empty(size_t if needs_pairs and not direct_pairs else 0, dtype=np.int64)
+    pair_slot = np.empty(pair_key.shape[0], dtype=np.int32)
+    pid = np.empty(n if needs_pairs else 0, dtype=np.int32)
+    pb = nb if needs_pairs else 0
+    pair_class = np.empty(pb, dtype=np.int32)
+    pair_sa = np.empty(pb, dtype=np.int32)
+    pair_n = np.empty(pb, dtype=np.int64)
+    ad_f1 = np.empty(pb)  # scratch of _kernels._ad_into (per class: only the pair models read it)
+    ad_f2 = np.empty(pb)
+    ad_i = np.empty(pb, dtype=np.int64)
+    tab = np.empty((nq, gen.shape[2]), dtype=np.int64)
     qq, n_pos = K._q_terms(q)  # source distribution terms of t-closeness
-    params = np.zeros((nm, 0)) if kind_params is None else kind_params
+    one_key = cols.shape[1] == n and slot.shape[0] >= 2 * n
     for p in range(P):
         g = G[p]
         ret = retained[p]
-        m = K._classify_into(g, codes, gen, n_gen, ret, keys, cls, slot_key, slot_id)
-        sup[p] = n_records - K._class_sizes_into(cls, m, ret, size)
+        bound = K._key_tables_into(g, gen, n_gen, tab) if one_key else -1
+        if bound >= 0:  # classes, sizes and TD from one key per row
+            m, kept, td[p] = K._classify_td_into(g, cols, gen, n_gen, n_leaves, weight, ret, tab, bound, rows_sorted,
+                                                 high, keys, cls, size, class_w, class_rep, class_slot, slot)
+        else:  # the key would overflow: classified with compression on the way
+            slot_key = np.empty(size_t, dtype=np.int64)
+            slot_id = np.empty(size_t, dtype=np.int32)
+            m = K._classify_into(g, codes, gen, n_gen, ret, keys, cls, slot_key, slot_id)
+            kept = K._class_sizes_into(cls, m, ret, size)
+            td[p] = K.transparency(g, codes, ret, weight)
+        sup[p] = n_records - kept
         if row_size.shape[0] > p:
             for h in range(n):
                 row_size[p, h] = size[cls[h]] if cls[h] >= 0 else 0
         npairs = 0
         if needs_pairs:
             npairs = K._class_sa_pairs_into(cls, m, sa, n_sa, ret, ret, keys, pid, pair_class, pair_sa, pair_n,
-                                            slot_key, slot_id, no_map)
-        K._ad_into(kinds, params, size[:m], pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs], q, qq, n_pos,
+                                            pair_key, pair_slot, pair_map)
+        K._ad_into(kinds, kind_params, size[:m], pair_class[:npairs], pair_sa[:npairs], pair_n[:npairs], q, qq, n_pos,
                    ad_f1, ad_f2, ad_i, ad[p])
-        td[p] = K.transparency(g, codes, ret, weight)
     return ad, td, sup
 
 

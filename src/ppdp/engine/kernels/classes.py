@@ -10,6 +10,9 @@ here) are compositions of the pieces below, each written once: ``_classify_into`
 keys, dense ids by ``_rank_into``), ``_class_sizes_into``, ``_class_sa_pairs_into``, the
 per-model ``_ad_*_into`` (``_ad_into`` by code of engine/kernels/kinds.py) and ``transparency`` /
 ``_td_by_class``; the public per-solution kernels are the same pieces with their own buffers.
+``_batch.evaluate_batch`` classifies through ``_classify_td_into`` instead (one summed key per
+row, classes by sorted segments, sizes and TD in the same call: docs/design/evaluator.md), with
+``_classify_into``'s ids, ``_class_sizes_into``'s sizes and ``transparency``'s TD, bit for bit.
 The ``*_into`` pieces take scratch buffers from the caller, so a batch allocates them once.
 Modules compiling these kernels into theirs guard their Numba cache against a change of this
 file (engine/kernels/cache.py). Conventions (see engine/core/encoding.py):
@@ -147,6 +150,211 @@ def classify(g, codes, gen, n_gen, active):
     m = _classify_into(g, codes, gen, n_gen, active, np.empty(n, dtype=np.int64), cls,
                        np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32))
     return cls, m
+
+
+@njit(cache=True)
+def _key_tables_into(g, gen, n_gen, tab):
+    """The mixed-radix key of ``_classify_into`` as one lookup per QID: ``tab[q, c]`` = the
+    generalized code of leaf c at level g[q] times the product of the radices of the QIDs after
+    q, so a row's key is the sum of its QIDs' entries (the same key, hence the same classes).
+    Returns the key bound (the product of all radices), or -1 when it would pass _KEY_LIMIT
+    (``tab`` is then not filled)."""
+    nq = tab.shape[0]
+    bound = 1
+    for q in range(nq - 1, -1, -1):
+        if bound > _KEY_LIMIT // max(n_gen[q, g[q]], 1):
+            return -1
+        bound *= n_gen[q, g[q]]
+    stride = 1
+    for q in range(nq - 1, -1, -1):
+        lvl = gen[q, g[q]]
+        for c in range(tab.shape[1]):
+            tab[q, c] = lvl[c] * stride
+        stride *= n_gen[q, g[q]]
+    return bound
+
+
+@njit(cache=True)
+def qid_major(codes):
+    """The leaf codes QID by QID (nq, n) as uint16: each QID's codes contiguous, for the column
+    passes of ``_classify_td_into``. Codes of hierarchies of more than 65,536 leaves do not fit:
+    ``_batch.prepare_rows`` then makes none, and the batch classifies with ``_classify_into``."""
+    n, nq = codes.shape
+    out = np.empty((nq, n), dtype=np.uint16)
+    for h in range(n):
+        for q in range(nq):
+            out[q, h] = codes[h, q]
+    return out
+
+
+@njit(cache=True)
+def sorted_rows(codes):
+    """Whether the rows are in lexicographic order of their leaf codes, QID 0 first (the order
+    engine/core/encoding.py gives them)."""
+    n, nq = codes.shape
+    for h in range(1, n):
+        for q in range(nq):
+            a = codes[h - 1, q]
+            b = codes[h, q]
+            if a < b:
+                break
+            if a > b:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _sorted_prefix(g, gen, n_gen, n_leaves):
+    """How many leading QIDs form a key prefix that never decreases down rows sorted by leaf
+    codes: QID q's generalized codes at g[q] must not decrease as the leaf code grows, and each
+    QID before it must map its leaves one to one (strictly increasing), so that rows equal on
+    the QIDs before q come sorted by q. A QID generalized to one value ends the prefix."""
+    nq = gen.shape[0]
+    L = 0
+    for q in range(nq):
+        if n_gen[q, g[q]] <= 1:
+            break
+        lvl = gen[q, g[q]]
+        strict = True
+        for c in range(1, n_leaves[q]):
+            if lvl[c] < lvl[c - 1]:
+                return L
+            if lvl[c] == lvl[c - 1]:
+                strict = False
+        L = q + 1
+        if not strict:
+            break
+    return L
+
+
+@njit(cache=True)
+def _classify_td_into(g, cols, gen, n_gen, n_leaves, weight, ret, tab, bound, rows_sorted, high, keys, cls, size,
+                      class_w, class_rep, class_slot, slot):
+    """Classes, class sizes and TD of (g, ret); returns (m, records of the classified rows, TD).
+    The same numbers as ``_classify_into`` (over the rows with ret > 0), ``_class_sizes_into``
+    and ``transparency``, bit for bit: ids in first-seen row order, TD summed over rows in order
+    with each row's weight summed over its QIDs in order (the rows of a class share every
+    generalized value, so its first row's sum is every row's: docs/design/paper_notes.md §1).
+
+    ``cols``: ``qid_major(codes)``; ``tab``, ``bound``: ``_key_tables_into`` (bound >= 0);
+    ``rows_sorted``: ``sorted_rows(codes)``. A row's key is the sum of its QIDs' ``tab``
+    entries, summed QID by QID over contiguous codes (the QIDs generalized to one value add 0),
+    in two parts: ``high`` over the ``_sorted_prefix`` QIDs, which never decreases down sorted
+    rows, and ``keys`` over the others. A class lies within one run of equal ``high`` (a
+    segment), so each segment is classified alone, in a table sized to it that stays in cache:
+    the low keys index it directly when their bound fits, else through open addressing (the
+    hash of ``_rank_into``). ``slot`` (size, 2): key and id per slot, a power of two >= 2n, all
+    -1 on entry and left so (only the slots used are reset). The other arguments: scratch of >= n.
+    """
+    nq, n = cols.shape
+    L = _sorted_prefix(g, gen, n_gen, n_leaves) if rows_sorted else 0
+    low_bound = 1
+    for q in range(L, nq):
+        low_bound *= n_gen[q, g[q]]
+    fresh_high = True  # the first QID of each part assigns, the others add
+    fresh_low = True
+    for q in range(nq):
+        if n_gen[q, g[q]] <= 1:
+            continue
+        t = tab[q]
+        cq = cols[q]
+        if q < L:
+            if fresh_high:
+                for h in range(n):
+                    high[h] = t[cq[h]]
+                fresh_high = False
+            else:
+                for h in range(n):
+                    high[h] += t[cq[h]]
+        elif fresh_low:
+            for h in range(n):
+                keys[h] = t[cq[h]]
+            fresh_low = False
+        else:
+            for h in range(n):
+                keys[h] += t[cq[h]]
+    if fresh_high:
+        for h in range(n):
+            high[h] = 0
+    if fresh_low:
+        for h in range(n):
+            keys[h] = 0
+    tsize = slot.shape[0]
+    m = 0
+    kept = 0
+    s = 0
+    while s < n:
+        e = s + 1
+        hs = high[s]
+        while e < n and high[e] == hs:
+            e += 1
+        size_s = 16
+        while size_s < 2 * (e - s) and size_s < tsize:
+            size_s *= 2
+        m0 = m
+        if low_bound <= size_s:  # each key its own slot
+            for h in range(s, e):
+                r = ret[h]
+                if r == 0:
+                    cls[h] = -1
+                    continue
+                key = keys[h]
+                c = slot[key, 1]
+                if c == -1:
+                    c = m
+                    slot[key, 1] = c
+                    class_rep[c] = h
+                    class_slot[c] = key
+                    size[c] = 0
+                    m += 1
+                cls[h] = c
+                size[c] += r
+                kept += r
+        else:
+            mask = np.uint64(size_s - 1)
+            for h in range(s, e):
+                r = ret[h]
+                if r == 0:
+                    cls[h] = -1
+                    continue
+                key = keys[h]
+                i = np.int64(((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask)
+                while True:
+                    kk = slot[i, 0]
+                    if kk == key:
+                        c = slot[i, 1]
+                        break
+                    if kk == -1:
+                        c = m
+                        slot[i, 0] = key
+                        slot[i, 1] = c
+                        class_rep[c] = h
+                        class_slot[c] = i
+                        size[c] = 0
+                        m += 1
+                        break
+                    i = (i + 1) & (size_s - 1)
+                cls[h] = c
+                size[c] += r
+                kept += r
+        for c in range(m0, m):
+            slot[class_slot[c], 0] = -1
+            slot[class_slot[c], 1] = -1
+        s = e
+    # One weight per class from its first row, QID by QID in order.
+    for c in range(m):
+        class_w[c] = 0.0
+    for q in range(nq):
+        w = weight[q, g[q]]
+        cq = cols[q]
+        for c in range(m):
+            class_w[c] += w[cq[class_rep[c]]]
+    total = 0.0
+    for h in range(n):
+        c = cls[h]
+        if c >= 0:
+            total += ret[h] * class_w[c]
+    return m, kept, total
 
 
 @njit(cache=True)
@@ -333,6 +541,7 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
     n = cls.shape[0]
     npairs = 0
     if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
+        # One pass: a pair takes its class and value when first seen, then sums its rows.
         for h in range(n):
             c = cls[h]
             if c < 0:
@@ -343,13 +552,19 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
             if i == -1:
                 i = npairs
                 pair_map[key] = i
+                pair_class[i] = c
+                pair_sa[i] = sa[h]
+                pair_n[i] = 0
                 npairs += 1
             pid[h] = i
-    else:
-        for h in range(n):
-            if cls[h] >= 0:
-                keys[h] = np.int64(cls[h]) * n_sa + sa[h]
-        npairs = _rank_into(keys, active, pid, slot_key, slot_id)
+            pair_n[i] += ret[h]
+        for i in range(npairs):
+            pair_map[np.int64(pair_class[i]) * n_sa + pair_sa[i]] = -1
+        return npairs
+    for h in range(n):
+        if cls[h] >= 0:
+            keys[h] = np.int64(cls[h]) * n_sa + sa[h]
+    npairs = _rank_into(keys, active, pid, slot_key, slot_id)
     for i in range(npairs):
         pair_n[i] = 0
     for h in range(n):
@@ -358,9 +573,6 @@ def _class_sa_pairs_into(cls, m, sa, n_sa, active, ret, keys, pid, pair_class, p
             pair_class[i] = cls[h]
             pair_sa[i] = sa[h]
             pair_n[i] += ret[h]
-    if pair_map.shape[0] > 0 and m * n_sa <= pair_map.shape[0]:
-        for i in range(npairs):
-            pair_map[np.int64(pair_class[i]) * n_sa + pair_sa[i]] = -1
     return npairs
 
 

@@ -16,6 +16,8 @@ from ppdp.engine.kernels.population import CombinationClasses, classes_with_popu
 from ppdp.engine.methods.generalization.evaluators.base import EVALUATORS, Evaluation, finish
 from ppdp.engine.privacy import ClassStats, PrivacyModel
 
+_NO_ROW_SIZE = np.empty((0, 0), dtype=np.int64)
+
 
 @EVALUATORS.register("numba")
 class NumbaEvaluator:
@@ -40,6 +42,15 @@ class NumbaEvaluator:
         self.kind_params = np.zeros((len(rows), max((len(r) for r in rows), default=0)))
         for j, r in enumerate(rows):
             self.kind_params[j, : len(r)] = r
+        self._prepared: tuple[np.ndarray, np.ndarray, bool, np.ndarray] | None = None
+
+    @property
+    def prepared(self) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray]:
+        """``B.prepare_rows`` of the table, made on first use (the slot table in it is left all
+        -1 by every call: calls hold the GIL, so one at a time)."""
+        if self._prepared is None:
+            self._prepared = B.prepare_rows(self.table.codes, self.gen)
+        return self._prepared
 
     def class_stats(self, g: np.ndarray, retained: np.ndarray) -> tuple[np.ndarray, ClassStats, np.ndarray]:
         """Class id per histogram row, the class statistics, and the pair id per row."""
@@ -71,10 +82,12 @@ class NumbaEvaluator:
             retained = np.atleast_2d(retained)
         if self.kinds is not None:
             t = self.table
-            ad, td, sup = B.evaluate_batch_params(np.ascontiguousarray(G, dtype=np.int64),
-                                                  np.ascontiguousarray(retained, dtype=np.int64), t.codes, self.gen,
-                                                  self.n_gen, self.weight, t.sa, t.n_sa, self.q, self.kinds,
-                                                  self.kind_params, t.n_records)
+            cols, n_leaves, rows_sorted, slot = self.prepared
+            ad, td, sup = B.evaluate_prepared_into(np.ascontiguousarray(G, dtype=np.int64),
+                                                   np.ascontiguousarray(retained, dtype=np.int64), t.codes, cols,
+                                                   n_leaves, rows_sorted, slot, self.gen, self.n_gen, self.weight,
+                                                   t.sa, t.n_sa, self.q, self.kinds, self.kind_params, t.n_records,
+                                                   _NO_ROW_SIZE)
             return finish(self.models, ad, td, sup)
         return self.evaluate_per_solution(G, retained)
 

@@ -56,12 +56,12 @@ def _feasibility(ad_col, k, feas, viol, start):
 @njit(cache=True)
 def _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remaining, improvement,
                 codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, offsets, row_of_record,
-                EG, ER, EA, ET, ES, EF, EV, E):
+                EG, ER, EA, ET, ES, EF, EV, E, prep):
     """One generation of ``IDDGAIsland.generation`` (info-driven mutation, one improvement
     round, no oracle, a single k-anonymity model); the population arrays change in place.
     Its evaluations (children, then improved children) are written to rows E.. of EG (G),
     ER (retained), EA (AD), ET (TD), ES (suppressed), EF (feasible), EV (violation), at most
-    ``remaining`` of them; returns the next free row."""
+    ``remaining`` of them; returns the next free row. ``prep``: ``B.prepare_rows(codes, gen)``."""
     P = G.shape[0]
     nq = G.shape[1]
     nr = S.shape[1]
@@ -90,8 +90,10 @@ def _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remainin
     # The children's class size per histogram row too: the improvement below needs them for the
     # infeasible ones, which it would otherwise classify a second time (same numbers, tested).
     row_size = np.empty((m, offsets.shape[0] - 1), dtype=np.int64) if improvement else np.empty((0, 0), dtype=np.int64)
-    a1, t1, s1 = B.evaluate_batch_into(CG[:m], ret, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
-                                       row_size)
+    cols, n_leaves, rows_sorted, slot = prep
+    no_params = np.zeros((kinds.shape[0], 0))
+    a1, t1, s1 = B.evaluate_prepared_into(CG[:m], ret, codes, cols, n_leaves, rows_sorted, slot, gen, n_gen, weight,
+                                          sa, n_sa, q, kinds, no_params, n_records, row_size)
     _feasibility(a1[:, 0], k, EF, EV, E)
     for j in range(m):
         EG[E + j] = CG[j]
@@ -136,8 +138,9 @@ def _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remainin
         m2 = min(nc, remaining - m)
         if m2 > 0:
             ret2 = B.retained_batch(NS[:m2], offsets)
-            a2, t2, s2 = B.evaluate_batch(CG[changed[:m2]], ret2, codes, gen, n_gen, weight, sa, n_sa, q, kinds,
-                                          n_records)
+            a2, t2, s2 = B.evaluate_prepared_into(CG[changed[:m2]], ret2, codes, cols, n_leaves, rows_sorted, slot,
+                                                  gen, n_gen, weight, sa, n_sa, q, kinds, no_params, n_records,
+                                                  np.empty((0, 0), dtype=np.int64))
             _feasibility(a2[:, 0], k, EF, EV, E)
             for i in range(m2):
                 j = changed[i]
@@ -204,10 +207,11 @@ def epoch_k_anonymity(rng, generations, G, S, feas, viol, td, ad, sup, heights, 
     EV = np.empty(cap)
     E = 0
     done = 0
+    prep = B.prepare_rows(codes, gen)  # once for every generation's evaluations
     while done < generations and E < remaining:
         E = _generation(rng, G, S, feas, viol, td, ad, sup, heights, cr, mr, k, remaining - E, improvement,
                         codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, offsets, row_of_record,
-                        EG, ER, EA, ET, ES, EF, EV, E)
+                        EG, ER, EA, ET, ES, EF, EV, E, prep)
         done += 1
     best_rows = _new_best_rows(EF, EV, ET, E, has_best, best_feasible, best_second)
     return done, EG[:E], ER[:E], EA[:E], ET[:E], ES[:E], EF[:E], EV[:E], best_rows

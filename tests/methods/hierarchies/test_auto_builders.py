@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ppdp.connectors import connect
-from ppdp.engine.core.builders import Definition, build, loss
+from ppdp.engine.core.builders import Definition, build, loss, select
 from ppdp.engine.core.builders.auto import choose
 from ppdp.engine.core.builders.profile import from_counts, profile_table
 from ppdp.errors import HierarchyError
@@ -61,9 +61,23 @@ def test_loss_from_definition_equals_loss_from_tree(case: str) -> None:
     assert (np.diff(loss.from_tree(h), axis=0) >= -1e-12).all(), "loss grows with the level"
 
 
-def test_numeric_choice_follows_skew() -> None:
-    assert choose(from_counts("age", "number", _counts(AGES), 3000), _counts(AGES)).param("method") == "width"
-    assert choose(from_counts("income", "number", _counts(INCOMES), 3000), _counts(INCOMES)).param("method") == "depth"
+def test_numeric_ladder_is_chosen_by_loss_per_entropy() -> None:
+    """Both candidate ladders are built and the one with the smaller area under ARX's Loss
+    against entropy (builders/select.py) is kept: equal-depth for continuous incomes (every
+    value distinct, so a bin's leaf share is its row share), equal-width for ages, and
+    equal-width for a skewed integer column whose long tail holds most of the distinct values
+    (equal depth would put them in one costly top bin; equal width top-codes them at the 99 %
+    quantile)."""
+    draw = random.Random(11)
+    amounts = [str(int(draw.lognormvariate(3.5, 1.0))) for _ in range(5000)]
+    for values, expected in ((AGES, "width"), (INCOMES, "depth"), (amounts, "width")):
+        counts = _counts(values)
+        profile = from_counts("x", "number", counts, len(values))
+        scores = {m: select.score(select.curve(build(choose(profile, counts, {"method": m}), "x", list(counts), counts).rows, counts))
+                  for m in ("width", "depth")}
+        chosen = choose(profile, counts).param("method")
+        assert chosen == expected, scores
+        assert scores[chosen] == min(scores.values())
 
 
 def test_interval_loss_is_the_width_not_the_leaf_share() -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from ppdp.connectors import connect
 from ppdp.engine.core.builders import Definition, build, loss, select
-from ppdp.engine.core.builders.auto import choose
+from ppdp.engine.core.builders.auto import CANDIDATES, _cuts, choose
 from ppdp.engine.core.builders.profile import from_counts, profile_table
 from ppdp.errors import HierarchyError
 
@@ -62,10 +62,10 @@ def test_loss_from_definition_equals_loss_from_tree(case: str) -> None:
 
 
 def test_numeric_ladder_is_chosen_by_loss_per_entropy() -> None:
-    """Both candidate ladders are built and the one with the smaller area under ARX's Loss
-    against entropy (builders/select.py) is kept: equal-depth for continuous incomes (every
-    value distinct, so a bin's leaf share is its row share), equal-width for ages, and
-    equal-width for a skewed integer column whose long tail holds most of the distinct values
+    """Every candidate ladder (auto.CANDIDATES) is built and the one with the smallest area under
+    ARX's Loss against entropy (builders/select.py) is kept: equal depth for continuous incomes
+    (every value distinct, so a bin's leaf share is its row share), equal width for ages, and
+    equal width for a skewed integer column whose long tail holds most of the distinct values
     (equal depth would put them in one costly top bin; equal width top-codes them at the 99 %
     quantile)."""
     draw = random.Random(11)
@@ -73,11 +73,13 @@ def test_numeric_ladder_is_chosen_by_loss_per_entropy() -> None:
     for values, expected in ((AGES, "width"), (INCOMES, "depth"), (amounts, "width")):
         counts = _counts(values)
         profile = from_counts("x", "number", counts, len(values))
-        scores = {m: select.score(select.curve(build(choose(profile, counts, {"method": m}), "x", list(counts), counts).rows, counts))
-                  for m in ("width", "depth")}
-        chosen = choose(profile, counts).param("method")
-        assert chosen == expected, scores
-        assert scores[chosen] == min(scores.values())
+        scores = {tuple(_cuts(profile, m, bins)): select.score(select.curve(
+            build(Definition.of("numeric", method=m, cuts=_cuts(profile, m, bins)), "x", list(counts), counts).rows, counts))
+            for m, bins in CANDIDATES}
+        chosen = choose(profile, counts)
+        assert chosen.param("method") == expected, scores
+        assert scores[tuple(chosen.param("cuts"))] == min(scores.values())
+        assert len(set(scores.values())) > 1, "the candidates differ"
 
 
 def test_interval_loss_is_the_width_not_the_leaf_share() -> None:

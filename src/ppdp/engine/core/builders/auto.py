@@ -5,8 +5,8 @@
 - NULL is not a leaf: NULL rows follow ``source.null_policy`` ("error" refuses the run,
   "suppress" withholds those rows), as with every other hierarchy; ``ppdp suggest`` writes
   ``null_policy = "suppress"`` when a chosen QID holds NULLs.
-- numbers with more than ``FEW`` values: ``numeric``, with the equal-width and the equal-depth
-  (quantile) cuts both built, tails beyond the 1 % and 99 % quantiles top/bottom-coded, and the
+- numbers with more than ``FEW`` values: ``numeric``, with the ``CANDIDATES`` cuts all built
+  (equal width with about 12 and about 6 bins, equal depth at the octiles), tails beyond the 1 % and 99 % quantiles top/bottom-coded, and the
   ladder kept that loses least per separation given up (``select.score``: the area under ARX's
   Loss against the generalized column's entropy; ties keep equal-width).
 - dates and timestamps: ``temporal`` with the granularities that tell the extremes apart.
@@ -32,7 +32,8 @@ FEW = 12
 MAX_CATEGORIES = 200
 MAX_LEAVES = 100_000
 CODE_SHARE = 0.95
-METHODS = ("width", "depth")  # candidate numeric ladders; ties keep the first
+# candidate numeric ladders (method, equal-width bins); ties keep the first
+CANDIDATES = (("width", numeric.BASE_BINS), ("width", numeric.BASE_BINS // 2), ("depth", 0))
 OVERRIDES = ("builder", "method", "cuts", "ladder", "keep", "merged", "rebuild")
 
 
@@ -61,7 +62,7 @@ def choose(p: ColumnProfile, counts: dict[str, int], overrides: dict[str, Any] |
     if builder == "numeric":
         method = o.pop("method", None)
         if method is None and "cuts" not in o:
-            return min((Definition.of("numeric", method=m, cuts=_cuts(p, m), **o) for m in METHODS),
+            return min((Definition.of("numeric", method=m, cuts=_cuts(p, m, bins), **o) for m, bins in CANDIDATES),
                        key=lambda d: select.score(select.curve(build(d, p.name, list(counts), counts).rows, counts)))
         method = method or "width"
         if "cuts" not in o:
@@ -94,9 +95,9 @@ def _builder(p: ColumnProfile, counts: dict[str, int]) -> str:
     return "priority"
 
 
-def _cuts(p: ColumnProfile, method: str) -> list[float]:
+def _cuts(p: ColumnProfile, method: str, bins: int = numeric.BASE_BINS) -> list[float]:
     ends = [float(v) for v in (p.vmin, p.vmax) if isinstance(v, int | float)]
     integral = all(float(q).is_integer() for q in (*p.quantiles, *ends))
     if method == "depth":
         return numeric.depth_cuts([p.quantile(q) for q in numeric.DEPTH_QUANTILES], integral=integral)
-    return numeric.width_cuts(p.quantile(0.01), p.quantile(0.99), integral=integral)
+    return numeric.width_cuts(p.quantile(0.01), p.quantile(0.99), integral=integral, bins=bins)

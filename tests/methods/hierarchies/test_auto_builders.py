@@ -128,3 +128,17 @@ def test_out_of_range_dates_are_one_line() -> None:
     with pytest.raises(HierarchyError, match="not a date of the years 1..9999") as e:
         build(Definition.of("temporal", ladder=["month", "year"]), "d", ["2020-01-01", "294247-01-10"], {})
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("values", [AGES, INCOMES], ids=["ages", "incomes"])
+def test_numeric_curve_equals_the_materialized_ladders_curve(values: list[str]) -> None:
+    """The selection scores candidates without building them (select.numeric_curve); the points
+    must be those of the built tree (select.curve over its rows)."""
+    counts = _counts(values)
+    profile = from_counts("x", "number", counts, len(values))
+    points = np.array([float(v) for v in counts])
+    weights = np.array(list(counts.values()), dtype=float)
+    for m, bins in CANDIDATES:
+        cuts = _cuts(profile, m, bins)
+        tree = build(Definition.of("numeric", method=m, cuts=cuts), "x", list(counts), counts)
+        np.testing.assert_allclose(select.numeric_curve(points, weights, cuts), select.curve(tree.rows, counts), rtol=0, atol=1e-12)

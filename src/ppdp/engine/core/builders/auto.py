@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.core.builders import Definition, build, codes, numeric, priority, select, temporal
+import numpy as np
+
+from ppdp.engine.core.builders import Definition, codes, numeric, priority, select, temporal
 from ppdp.engine.core.builders.profile import ColumnProfile
 from ppdp.errors import HierarchyError
 
@@ -62,8 +64,10 @@ def choose(p: ColumnProfile, counts: dict[str, int], overrides: dict[str, Any] |
     if builder == "numeric":
         method = o.pop("method", None)
         if method is None and "cuts" not in o:
+            points = np.array([numeric.number(v, p.name) for v in counts])
+            weights = np.array(list(counts.values()), dtype=float)
             return min((Definition.of("numeric", method=m, cuts=_cuts(p, m, bins), **o) for m, bins in CANDIDATES),
-                       key=lambda d: select.score(select.curve(build(d, p.name, list(counts), counts).rows, counts)))
+                       key=lambda d: select.score(select.numeric_curve(points, weights, list(d.param("cuts")))))
         method = method or "width"
         if "cuts" not in o:
             o["cuts"] = _cuts(p, method)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 
 def curve(rows: tuple[tuple[str, ...], ...], counts: dict[str, int]) -> list[tuple[float, float]]:
     """(entropy, loss) of every level of a hierarchy given by its rows (leaf first, root last)."""
@@ -45,3 +47,27 @@ def score(points: list[tuple[float, float]]) -> float:
     if top <= 0:
         return 1.0
     return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:], strict=False)) / top
+
+
+def numeric_curve(points: np.ndarray, weights: np.ndarray, cuts: list[float]) -> list[tuple[float, float]]:
+    """``curve`` of the numeric ladder over ``cuts`` without materializing it: ``points`` the
+    distinct values, ``weights`` their rows. Groups as numeric.py's: a value's bin is the number
+    of inner cuts at or below it, level j joins 2^(j-1) neighbouring bins."""
+    from ppdp.engine.core.builders import numeric
+
+    n, leaves = float(weights.sum()), len(points)
+    bins = np.searchsorted(np.asarray(cuts[1:-1], dtype=float), points, side="right")
+    out = [(_entropy(weights, n), 0.0)]
+    for j in range(1, numeric.levels(list(cuts)) + 1):
+        group = bins // 2 ** (j - 1)
+        members = np.bincount(group)
+        rows = np.bincount(group, weights=weights)
+        loss = float((rows * (members - 1)).sum() / n / (leaves - 1)) if n and leaves > 1 else 0.0
+        out.append((_entropy(rows[rows > 0], n), loss))
+    out.append((0.0, 1.0 if leaves > 1 else 0.0))
+    return out
+
+
+def _entropy(rows: np.ndarray, n: float) -> float:
+    p = rows[rows > 0] / n
+    return max(float(-(p * np.log2(p)).sum()), 0.0)

@@ -102,9 +102,11 @@ def test_equal_to_sdcmicros_values_on_adult():
     (1e-12 absolute for the totals' deviations, 0 up to rounding), without R: the input is
     rebuilt from benchmarks/data/adult.data.gz (first 3,000 records; age, fnlwgt, education-num,
     hours-per-week), microaggregated by groups of 3 as the benchmark did, and must hash to the
-    SHA-256 stored with sdcMicro's values (expected.json, case "adult"; sdcMicro's IL1s:
-    R/dUtility.R dUtilityWORK, method "IL1s", eigen: method "eigen", both called by
-    summary.micro in R/microaggregation.R; lines in the file's ``sdcmicro.measures``)."""
+    SHA-256 stored with sdcMicro's values (expected.json, case "adult"). At sdcMicro commit
+    cf3251017482 (5.8.1): IL1s is R/dUtility.R line 112 (dUtilityWORK, method "IL1s"), eigen
+    line 120 (method "eigen"), both called by summary.micro, R/microaggregation.R lines 1023-1024;
+    the deviations are summary.micro's lines 957-1022 (each line in the file's
+    ``sdcmicro.measures``)."""
     golden = _golden()
     assert golden["sdcmicro"]["commit"] and golden["r_version"].startswith("R version")
     b = _bench()

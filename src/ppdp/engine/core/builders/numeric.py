@@ -91,7 +91,7 @@ def _group(cuts: list[float], x: float, level: int) -> tuple[int, int]:
 def bounds(params: dict[str, Any], leaf: str, level: int) -> tuple[float, float]:
     """[a, b) of ``leaf``'s group at ``level`` (level 0: the point itself; the root: everything)."""
     cuts = list(params["cuts"])
-    x = _number(leaf, "?")
+    x = number(leaf, "?")
     if level == 0:
         return x, x
     if level > levels(cuts):
@@ -117,7 +117,7 @@ def label(lo: float, hi: float) -> str:
     return f"[{fmt(lo)}, {fmt(hi)})"
 
 
-def _number(v: str, attribute: str) -> float:
+def number(v: str, attribute: str) -> float:
     try:
         x = float(v)
     except ValueError:
@@ -134,7 +134,7 @@ def build(attribute: str, leaves: list[str], params: dict[str, Any], counts: dic
     if len(cuts) < 2 or any(b <= a for a, b in zip(cuts, cuts[1:], strict=False)):
         raise HierarchyError(f"The numeric hierarchy of {attribute!r} needs at least two increasing cut points, got {cuts}.")
     for v in leaves:
-        _number(v, attribute)
+        number(v, attribute)
     height = levels(cuts)
     rows = [[v] + [label(*bounds(params, v, j)) for j in range(1, height + 1)] + ["*"] for v in sorted(set(leaves))]
     return from_rows(attribute, rows, source=f"auto: numeric ({params.get('method', 'cuts')}), {len(cuts) - 1} bins")

@@ -429,9 +429,9 @@ def test_probe37_sigint_or_sigterm_during_a_duckdb_query_exits_130(tmp_path):
 
     db = load_adult(tmp_path / "big.duckdb", rows=2000)
     con = duckdb.connect(str(db))
-    # every query on the source computes a large sum first (a few tenths of a second): the run is
-    # mostly DuckDB queries, so the signals land inside them
-    con.execute("CREATE VIEW slow AS SELECT * FROM adult WHERE id > (SELECT SUM(x % 7) FROM range(25000000) t(x)) * 0")
+    # every query on the source computes a large sum first (about a second): the run is mostly
+    # DuckDB queries, so the signals land inside them, and it lasts well past the last signal
+    con.execute("CREATE VIEW slow AS SELECT * FROM adult WHERE id > (SELECT SUM(x % 7) FROM range(100000000) t(x)) * 0")
     con.close()
     spec = write_spec(tmp_path / "s.toml", db=db, table="slow", qids=SMALL)
     env = {**os.environ, "PYTHONPATH": OLD_SRC or str(Path(__file__).resolve().parents[2] / "src")}
@@ -465,7 +465,7 @@ def test_probe37_sigint_or_sigterm_during_a_duckdb_query_exits_130(tmp_path):
         deadline = time.monotonic() + 120
         while proc.poll() is None and not has_the_database_open(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.05 + 0.3 * i)
+        time.sleep(0.05 + 0.6 * i)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=300)
         if proc.returncode in (0, 99):

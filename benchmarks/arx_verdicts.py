@@ -211,7 +211,7 @@ def arx_verdicts(case: Case, data: Path, qids: list[str], sa: str, nodes: np.nda
         subset_file = work / "subset.txt"
         subset_file.write_text("\n".join(map(str, subset)) + "\n")
         tokens.append(f"subset={subset_file}")
-    run = subprocess.run(["java", "-cp", f"{classpath}:{work / 'classes'}", "ArxVerdicts", *tokens],
+    run = subprocess.run(["java", "-cp", f"{work / 'classes'}:{classpath}", "ArxVerdicts", *tokens],
                          capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise RuntimeError(f"ArxVerdicts failed: {run.stderr.strip()[:600]}")

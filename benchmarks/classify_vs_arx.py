@@ -77,7 +77,7 @@ def main() -> int:
     cp = Path(args.arx_classpath).read_text().strip()
     subprocess.run(["javac", "-encoding", "UTF-8", "-d", str(classes), "-cp", cp, str(ROOT / "benchmarks/arx/ArxSetup.java"),
                     str(ROOT / "benchmarks/arx/ArxClassify.java")], check=True)
-    cp = f"{cp}:{classes}"
+    cp = f"{classes}:{cp}"  # these classes first: a harness build on the classpath has an older ArxSetup
     db = work / "adult.duckdb"
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE adult AS SELECT CAST(row_number() OVER () AS BIGINT) AS id, * "

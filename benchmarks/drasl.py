@@ -282,6 +282,21 @@ def first_release_sweep(ds: Dataset, method: str, ks: Sequence[int], log) -> lis
     return out
 
 
+def plan_changes(ds: Dataset, most: int, seed: int) -> tuple[int, list[int], list[int], list]:
+    """The changes of the update sweeps: the first ``len(rows) - most`` rows are the base; ``most``
+    base rows to delete and ``most`` to modify (each given another sensitive value), drawn with
+    ``seed``. Returns ``(base_n, delete_ids, modify_ids, new_sa)``."""
+    base_n = len(ds.rows) - most
+    rng = np.random.default_rng(seed)
+    delete_ids = [int(i) for i in rng.choice(base_n, size=most, replace=False)]
+    modify_ids = [int(i) for i in rng.choice(base_n, size=most, replace=False)]
+    new_sa = []
+    for i in modify_ids:
+        choices = [v for v in ds.catalogue.values if v != ds.sa[i]]
+        new_sa.append(choices[int(rng.integers(len(choices)))])
+    return base_n, delete_ids, modify_ids, new_sa
+
+
 def update_sweeps(ds: Dataset, method: str, counts: Sequence[int], seed: int, log) -> dict:
     """Fig. 6-8, 10-12, 14-16, Table 9 and the attack harness: three sequences of single
     changes from one first release at K = 8 (module docstring)."""
@@ -298,13 +313,7 @@ def update_sweeps(ds: Dataset, method: str, counts: Sequence[int], seed: int, lo
     t0 = time.perf_counter()
     start = algo.first_release(enc, cat.codes(base.sa), list(range(base_n)), cat, Params(k=UPDATE_K, seed=seed))
     first_seconds = time.perf_counter() - t0
-    rng = np.random.default_rng(seed)
-    delete_ids = [int(i) for i in rng.choice(base_n, size=most, replace=False)]
-    modify_ids = [int(i) for i in rng.choice(base_n, size=most, replace=False)]
-    new_sa = []
-    for i in modify_ids:
-        choices = [v for v in cat.values if v != ds.sa[i]]
-        new_sa.append(choices[int(rng.integers(len(choices)))])
+    _, delete_ids, modify_ids, new_sa = plan_changes(ds, most, seed)
     out = {"dataset": ds.name, "method": method, "k": UPDATE_K, "base_rows": base_n,
            "first_release_seconds": first_seconds, "start": _metrics_row(start), "sweeps": {}, "attack": {},
            "op_ms": {}}

@@ -132,18 +132,6 @@ def describe(state) -> dict:
             "size_hist": {str(s): c for s, c in sorted(hist.items())}}
 
 
-def decompose(a: dict, b: dict) -> dict:
-    """ln(Average_IL a / Average_IL b) = ln((groups_a/T_a) / (groups_b/T_b))   [group count]
-    + ln(mean record distance a / b)                                              [distance]
-    + ln((mean IL(G) / mean record distance) a / b)                               [size weighting]."""
-    total = math.log(a["average_il"] / b["average_il"])
-    count = math.log((a["groups"] / a["records"]) / (b["groups"] / b["records"]))
-    dist = math.log(a["mean_record_distance"] / b["mean_record_distance"])
-    weight = math.log((a["mean_group_il"] / a["mean_record_distance"]) / (b["mean_group_il"] / b["mean_record_distance"]))
-    return {"ratio": a["average_il"] / b["average_il"], "log_total": total, "log_count": count, "log_distance": dist,
-            "log_weighting": weight}
-
-
 # --- part 1: first release, K sweep ------------------------------------------------------------
 
 
@@ -168,18 +156,6 @@ def part_first(datasets, methods, ks) -> list[dict]:
 # --- part 2: updates at K = 8 ------------------------------------------------------------------
 
 
-def _plan(ds: bench.Dataset, most: int, seed: int):
-    base_n = len(ds.rows) - most
-    rng = np.random.default_rng(seed)
-    delete_ids = [int(i) for i in rng.choice(base_n, size=most, replace=False)]
-    modify_ids = [int(i) for i in rng.choice(base_n, size=most, replace=False)]
-    new_sa = []
-    for i in modify_ids:
-        choices = [v for v in ds.catalogue.values if v != ds.sa[i]]
-        new_sa.append(choices[int(rng.integers(len(choices)))])
-    return base_n, delete_ids, modify_ids, new_sa
-
-
 def part_updates(datasets, methods, counts, seed: int) -> list[dict]:
     """Three sequences of changes from one first release at K = 8 of the rows minus the largest
     count (benchmarks/drasl.py's plan: inserts of the held-out rows, deletes and modifications of
@@ -188,7 +164,7 @@ def part_updates(datasets, methods, counts, seed: int) -> list[dict]:
     out = []
     most = max(counts)
     for ds in datasets:
-        base_n, delete_ids, modify_ids, new_sa = _plan(ds, most, seed)
+        base_n, delete_ids, modify_ids, new_sa = bench.plan_changes(ds, most, seed)
         base = ds.head(base_n)
         held, held_sa = ds.rows[base_n:], ds.sa[base_n:]
         schema, enc = encoded(base)

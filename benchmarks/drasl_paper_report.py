@@ -150,6 +150,9 @@ def decomposition_rows(first, updates) -> list[str]:
 
 
 def decompose(a: dict, b: dict) -> dict:
+    """ln(Average_IL a / Average_IL b) = ln((groups_a/T_a) / (groups_b/T_b))   [group count]
+    + ln(mean record distance a / b)                                              [distance]
+    + ln((mean IL(G) / mean record distance) a / b)                               [size weighting]."""
     total = math.log(a["average_il"] / b["average_il"])
     count = math.log((a["groups"] / a["records"]) / (b["groups"] / b["records"]))
     dist = math.log(a["mean_record_distance"] / b["mean_record_distance"])
@@ -256,14 +259,9 @@ def plots(out_dir: Path, first, updates, tr) -> list[str]:
 
     written = []
     datasets = sorted({r["dataset"] for r in first} | {u["dataset"] for u in updates})
-    figs = [("fig05", "first", "total_pr", "Total_Pr (eq. 15), first release"),
-            ("fig06", "insert", "total_pr", "Total_Pr, records insertion"),
-            ("fig07", "delete", "total_pr", "Total_Pr, records deletion"),
-            ("fig08", "modify", "total_pr", "Total_Pr, records modification"),
-            ("fig09", "first", "average_il", "Average_IL (eq. 17), first release"),
-            ("fig10", "insert", "average_il", "Average_IL, records insertion"),
-            ("fig11", "delete", "average_il", "Average_IL, records deletion"),
-            ("fig12", "modify", "average_il", "Average_IL, records modification")]
+    from benchmarks.drasl import FIGURES
+
+    figs = [f for f in FIGURES if f[2] != "seconds"]  # fig05 ... fig12: no execution times
     for name, phase, metric, title in figs:
         fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 3.8), squeeze=False)
         for ax, ds in zip(axes[0], datasets, strict=True):

@@ -13,24 +13,11 @@ import java.util.Map;
 
 import org.deidentifier.arx.ARXAnonymizer;
 import org.deidentifier.arx.ARXConfiguration;
-import org.deidentifier.arx.ARXConfiguration.AnonymizationAlgorithm;
-import org.deidentifier.arx.ARXLattice;
 import org.deidentifier.arx.ARXLattice.ARXNode;
 import org.deidentifier.arx.ARXResult;
-import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
-import org.deidentifier.arx.criteria.BasicBLikeness;
-import org.deidentifier.arx.criteria.DistinctLDiversity;
-import org.deidentifier.arx.criteria.EnhancedBLikeness;
-import org.deidentifier.arx.criteria.EntropyLDiversity;
-import org.deidentifier.arx.criteria.EqualDistanceTCloseness;
-import org.deidentifier.arx.criteria.RecursiveCLDiversity;
-import org.deidentifier.arx.criteria.HierarchicalDistanceTCloseness;
-import org.deidentifier.arx.criteria.KAnonymity;
-import org.deidentifier.arx.criteria.OrderedDistanceTCloseness;
 import org.deidentifier.arx.metric.InformationLoss;
-import org.deidentifier.arx.metric.Metric;
 
 /**
  * Timing harness for ARX (arx-deidentifier) on ARX-format CSV data with ARX hierarchies.
@@ -98,7 +85,7 @@ public class ArxBench {
             last.put("warmup_ms", warm);
             last.put("times_ms", times);
             last.put("median_ms", sorted.get(sorted.size() / 2));
-            System.out.println(json(last));
+            System.out.println(ArxSetup.json(last));
         } else {
             System.err.println("usage: ArxBench serve | ArxBench bench key=value ...");
             System.exit(2);
@@ -129,7 +116,7 @@ public class ArxBench {
                 r = new LinkedHashMap<>();
                 r.put("error", e.toString());
             }
-            out.println(json(r));
+            out.println(ArxSetup.json(r));
         }
     }
 
@@ -150,80 +137,10 @@ public class ArxBench {
         return data;
     }
 
-    private static ARXConfiguration config(Map<String, String> c, Data data) throws IOException {
-        ARXConfiguration config = ARXConfiguration.create();
-        String metric = c.getOrDefault("metric", "loss");
-        switch (metric) {
-            case "loss": config.setQualityModel(Metric.createLossMetric()); break;  // MetricMDNMLoss, gs 0.5
-            case "nu-entropy": config.setQualityModel(Metric.createEntropyMetric(true)); break;  // MetricMDNUEntropy
-            case "aecs": config.setQualityModel(Metric.createAECSMetric()); break;  // MetricSDAECS, gs 0.5
-            case "discernibility": config.setQualityModel(Metric.createDiscernabilityMetric()); break;  // MetricSDNMDiscernability
-            case "precision": config.setQualityModel(Metric.createPrecisionMetric(true)); break;  // MetricMDPrecision
-            case "height": config.setQualityModel(Metric.createHeightMetric()); break;  // MetricMDHeight
-            default: throw new IllegalArgumentException("metric must be loss, nu-entropy, aecs, discernibility, precision or height");
-        }
-        if (c.containsKey("k")) config.addPrivacyModel(new KAnonymity(Integer.parseInt(c.get("k"))));
-        if (c.containsKey("t")) {
-            double t = Double.parseDouble(c.get("t"));
-            String sa = c.get("sensitive");
-            String tm = c.getOrDefault("tmodel", "equal");
-            if (tm.equals("equal")) {
-                config.addPrivacyModel(new EqualDistanceTCloseness(sa, t));
-            } else if (tm.equals("ordered")) {
-                config.addPrivacyModel(new OrderedDistanceTCloseness(sa, t));
-            } else if (tm.equals("hierarchical")) {
-                Hierarchy h = Hierarchy.create(ArxSetup.hierarchyPath(c, sa), StandardCharsets.UTF_8, ';');
-                config.addPrivacyModel(new HierarchicalDistanceTCloseness(sa, t, h));
-            } else {
-                throw new IllegalArgumentException("tmodel must be equal, ordered or hierarchical");
-            }
-        }
-        if (c.containsKey("ldiv")) {
-            String sa = c.get("sensitive");
-            String lm = c.get("ldiv");
-            if (lm.equals("distinct")) {
-                config.addPrivacyModel(new DistinctLDiversity(sa, Integer.parseInt(c.get("l"))));
-            } else if (lm.equals("entropy")) {
-                config.addPrivacyModel(new EntropyLDiversity(sa, Double.parseDouble(c.get("l"))));
-            } else if (lm.equals("recursive")) {
-                config.addPrivacyModel(new RecursiveCLDiversity(sa, Double.parseDouble(c.get("c")), Integer.parseInt(c.get("l"))));
-            } else {
-                throw new IllegalArgumentException("ldiv must be distinct, entropy or recursive");
-            }
-        }
-        if (c.containsKey("beta")) {
-            String sa = c.get("sensitive");
-            double beta = Double.parseDouble(c.get("beta"));
-            if (c.getOrDefault("bmodel", "enhanced").equals("enhanced")) {
-                config.addPrivacyModel(new EnhancedBLikeness(sa, beta));
-            } else {
-                config.addPrivacyModel(new BasicBLikeness(sa, beta));
-            }
-        }
-        // The population-based models: the data is the population (delta-presence, k-map with a
-        // subset), or the sample (k-map with an estimator).
-        if (c.containsKey("dmin") || c.containsKey("dmax")) config.addPrivacyModel(ArxSetup.dPresence(c, data));
-        if (c.containsKey("kmap")) config.addPrivacyModel(ArxSetup.kMap(c, data, ArxSetup.integer(c, "kmap")));
-        if (c.containsKey("threshold")) config.setHeuristicSearchThreshold(Integer.parseInt(c.get("threshold")));
-        config.setSuppressionLimit(Double.parseDouble(c.getOrDefault("supp", "1.0")));
-        String algo = c.getOrDefault("algo", "optimal");
-        if (algo.equals("optimal")) {
-            config.setAlgorithm(AnonymizationAlgorithm.OPTIMAL);
-        } else if (algo.equals("genetic")) {
-            config.setAlgorithm(AnonymizationAlgorithm.BEST_EFFORT_GENETIC);
-            config.setGeneticAlgorithmDeterministic(Boolean.parseBoolean(c.getOrDefault("ga.deterministic", "true")));
-            if (c.containsKey("ga.iterations")) config.setGeneticAlgorithmIterations(Integer.parseInt(c.get("ga.iterations")));
-            if (c.containsKey("ga.timelimit_ms")) config.setHeuristicSearchTimeLimit(Integer.parseInt(c.get("ga.timelimit_ms")));
-        } else {
-            throw new IllegalArgumentException("algo must be optimal or genetic");
-        }
-        return config;
-    }
-
     /** One timed anonymization; describes the chosen node. */
     private static Map<String, Object> run(Map<String, String> c, String outliers) throws IOException {
         Data data = data(c);
-        ARXConfiguration config = config(c, data);
+        ARXConfiguration config = ArxSetup.config(c, data);
         ARXAnonymizer anonymizer = new ARXAnonymizer();
         long t0 = System.nanoTime();
         ARXResult result = anonymizer.anonymize(data, config);
@@ -249,18 +166,9 @@ public class ArxBench {
     /** ARX's view of a given node: anonymous under its suppression limit?, Loss, suppressed records. */
     private static Map<String, Object> node(Map<String, String> c) throws IOException {
         Data data = data(c);
-        ARXConfiguration config = config(c, data);
+        ARXConfiguration config = ArxSetup.config(c, data);
         ARXResult result = new ARXAnonymizer().anonymize(data, config);
-        Map<String, Integer> want = new HashMap<>();
-        for (String kv : c.get("levels").split(",")) {
-            String[] p = kv.split(":");
-            want.put(p[0], Integer.parseInt(p[1]));
-        }
-        ARXLattice lattice = result.getLattice();
-        String[] qis = lattice.getBottom().getQuasiIdentifyingAttributes();
-        int[] tr = new int[qis.length];
-        for (int i = 0; i < qis.length; i++) tr[i] = want.get(qis[i]);
-        ARXNode n = lattice.getNode(tr);
+        ARXNode n = ArxSetup.nodeAt(result, c.get("levels"));
         Map<String, Object> r = new LinkedHashMap<>();
         if (n == null) {
             r.put("found", false);
@@ -277,14 +185,7 @@ public class ArxBench {
         for (String q : qids) levels.put(q, node.getGeneralization(q));
         DataHandle out = result.getOutput(node, false);
         int n = out.getNumRows();
-        int suppressed = 0;
-        PrintWriter w = outliers == null ? null : new PrintWriter(outliers, "UTF-8");
-        for (int i = 0; i < n; i++) {
-            boolean o = out.isOutlier(i);
-            if (o) suppressed++;
-            if (w != null) w.println(o ? '1' : '0');
-        }
-        if (w != null) w.close();
+        int suppressed = ArxSetup.suppressed(out, outliers);
         r.put("levels", levels);
         r.put("records", n);
         r.put("suppressed", suppressed);
@@ -295,33 +196,5 @@ public class ArxBench {
         r.put("loss_value", hi == null ? null : String.valueOf(hi.getValue()));
         r.put("loss_exact", hi != null && lo != null && hi.compareTo(lo) == 0);
         out.release();
-    }
-
-    private static String json(Object o) {
-        if (o == null) return "null";
-        if (o instanceof String) return "\"" + ((String) o).replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
-        if (o instanceof Boolean || o instanceof Integer || o instanceof Long) return o.toString();
-        if (o instanceof int[]) return Arrays.toString((int[]) o);
-        if (o instanceof Double) {
-            double d = (Double) o;
-            return Double.isFinite(d) ? String.valueOf(d) : "null";
-        }
-        if (o instanceof Map) {
-            StringBuilder b = new StringBuilder("{");
-            for (Map.Entry<?, ?> e : ((Map<?, ?>) o).entrySet()) {
-                if (b.length() > 1) b.append(", ");
-                b.append(json(e.getKey().toString())).append(": ").append(json(e.getValue()));
-            }
-            return b.append('}').toString();
-        }
-        if (o instanceof List) {
-            StringBuilder b = new StringBuilder("[");
-            for (Object x : (List<?>) o) {
-                if (b.length() > 1) b.append(", ");
-                b.append(json(x));
-            }
-            return b.append(']').toString();
-        }
-        return json(o.toString());
     }
 }

@@ -1,8 +1,4 @@
-import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -12,20 +8,13 @@ import java.util.TreeSet;
 import org.deidentifier.arx.ARXAnonymizer;
 import org.deidentifier.arx.ARXClassificationConfiguration;
 import org.deidentifier.arx.ARXConfiguration;
-import org.deidentifier.arx.ARXLattice;
 import org.deidentifier.arx.ARXLattice.ARXNode;
 import org.deidentifier.arx.ARXResult;
-import org.deidentifier.arx.AttributeType.Hierarchy;
 import org.deidentifier.arx.Data;
 import org.deidentifier.arx.DataHandle;
 import org.deidentifier.arx.aggregates.ClassificationConfigurationLogisticRegression;
 import org.deidentifier.arx.aggregates.ClassificationConfigurationRandomForest;
 import org.deidentifier.arx.aggregates.StatisticsClassification;
-import org.deidentifier.arx.criteria.EqualDistanceTCloseness;
-import org.deidentifier.arx.criteria.HierarchicalDistanceTCloseness;
-import org.deidentifier.arx.criteria.KAnonymity;
-import org.deidentifier.arx.criteria.OrderedDistanceTCloseness;
-import org.deidentifier.arx.metric.Metric;
 
 /**
  * ARX's StatisticsClassification on an anonymized table: the classifier trained on the original
@@ -34,6 +23,7 @@ import org.deidentifier.arx.metric.Metric;
  * Tokens (key=value):
  *   data=PATH qids=a,b,c [sensitive=col]     as ArxBench (ArxSetup.data); hierarchies beside the data
  *   k=5 [t=0.2 tmodel=equal|ordered|hierarchical] supp=1.0   the privacy models and suppression limit
+ *                                             (any configuration token of ArxBench: ArxSetup.config)
  *   levels=a:1,b:0,...                        classify ARX's output at this node (else the global optimum)
  *   target=col                                the class attribute
  *   features=a,b,c                            the features (default: the QIDs)
@@ -50,60 +40,21 @@ public class ArxClassify {
         Locale.setDefault(Locale.ROOT);
         Map<String, String> c = ArxSetup.parse(args);
         Data data = ArxSetup.data(c);
-        ARXConfiguration config = ARXConfiguration.create();
-        config.setQualityModel(Metric.createLossMetric());
-        if (c.containsKey("k")) config.addPrivacyModel(new KAnonymity(Integer.parseInt(c.get("k"))));
-        if (c.containsKey("t")) {
-            double t = Double.parseDouble(c.get("t"));
-            String sa = c.get("sensitive");
-            String tm = c.getOrDefault("tmodel", "equal");
-            if (tm.equals("equal")) {
-                config.addPrivacyModel(new EqualDistanceTCloseness(sa, t));
-            } else if (tm.equals("ordered")) {
-                config.addPrivacyModel(new OrderedDistanceTCloseness(sa, t));
-            } else if (tm.equals("hierarchical")) {
-                Hierarchy h = Hierarchy.create(ArxSetup.hierarchyPath(c, sa), StandardCharsets.UTF_8, ';');
-                config.addPrivacyModel(new HierarchicalDistanceTCloseness(sa, t, h));
-            } else {
-                throw new IllegalArgumentException("tmodel must be equal, ordered or hierarchical");
-            }
-        }
-        config.setSuppressionLimit(Double.parseDouble(c.getOrDefault("supp", "1.0")));
+        ARXConfiguration config = ArxSetup.config(c, data);
         ARXResult result = new ARXAnonymizer().anonymize(data, config);
 
-        ARXNode node;
-        if (c.containsKey("levels")) {
-            Map<String, Integer> want = new HashMap<>();
-            for (String kv : c.get("levels").split(",")) {
-                String[] p = kv.split(":");
-                want.put(p[0], Integer.parseInt(p[1]));
-            }
-            ARXLattice lattice = result.getLattice();
-            String[] qis = lattice.getBottom().getQuasiIdentifyingAttributes();
-            int[] tr = new int[qis.length];
-            for (int i = 0; i < qis.length; i++) tr[i] = want.get(qis[i]);
-            node = lattice.getNode(tr);
-        } else {
-            node = result.getGlobalOptimum();
-        }
+        ARXNode node = c.containsKey("levels") ? ArxSetup.nodeAt(result, c.get("levels")) : result.getGlobalOptimum();
         Map<String, Object> r = new LinkedHashMap<>();
         if (node == null) {
             r.put("found", false);
-            System.out.println(json(r));
+            System.out.println(ArxSetup.json(r));
             return;
         }
         DataHandle out = result.getOutput(node, false);
         List<String> qids = Arrays.asList(c.get("qids").split(","));
         Map<String, Object> levels = new LinkedHashMap<>();
         for (String q : qids) levels.put(q, node.getGeneralization(q));
-        int suppressed = 0;
-        PrintWriter w = c.containsKey("outliers") ? new PrintWriter(c.get("outliers"), "UTF-8") : null;
-        for (int i = 0; i < out.getNumRows(); i++) {
-            boolean o = out.isOutlier(i);
-            if (o) suppressed++;
-            if (w != null) w.println(o ? '1' : '0');
-        }
-        if (w != null) w.close();
+        int suppressed = ArxSetup.suppressed(out, c.get("outliers"));
 
         String target = c.get("target");
         String[] features = c.getOrDefault("features", c.get("qids")).split(",");
@@ -149,33 +100,6 @@ public class ArxClassify {
         r.put("auc", auc);
         r.put("classify_ms", (t1 - t0) / 1e6);
         out.release();
-        System.out.println(json(r));
-    }
-
-    private static String json(Object o) {
-        if (o == null) return "null";
-        if (o instanceof String) return "\"" + ((String) o).replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
-        if (o instanceof Boolean || o instanceof Integer || o instanceof Long) return o.toString();
-        if (o instanceof Double) {
-            double d = (Double) o;
-            return Double.isFinite(d) ? String.valueOf(d) : "null";
-        }
-        if (o instanceof Map) {
-            StringBuilder b = new StringBuilder("{");
-            for (Map.Entry<?, ?> e : ((Map<?, ?>) o).entrySet()) {
-                if (b.length() > 1) b.append(", ");
-                b.append(json(e.getKey().toString())).append(": ").append(json(e.getValue()));
-            }
-            return b.append('}').toString();
-        }
-        if (o instanceof List) {
-            StringBuilder b = new StringBuilder("[");
-            for (Object x : (List<?>) o) {
-                if (b.length() > 1) b.append(", ");
-                b.append(json(x));
-            }
-            return b.append(']').toString();
-        }
-        return json(o.toString());
+        System.out.println(ArxSetup.json(r));
     }
 }

@@ -43,14 +43,53 @@ def dbt_executable() -> str:
     pytest.skip("dbt is not installed (pip install 'ppdp[dbt]')")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+def example_copy(target: Path) -> Path:
     """A copy of the example project whose dbt_ppdp package is the repository's."""
-    target = tmp_path / "dbt"
     shutil.copytree(EXAMPLE, target, ignore=shutil.ignore_patterns("target", "dbt_packages", "logs", "*.duckdb*"))
     package = CHECKOUT / "src" / "ppdp" / "dbt_ppdp"
     (target / "packages.yml").write_text(f"packages:\n  - local: {json.dumps(str(package))}\n")
     return target
+
+
+def copy_of(project: Path, target: Path) -> Path:
+    """``project`` as it stands (its dbt_packages, target/ and DuckDB file), copied to ``target``."""
+    shutil.copytree(project, target, symlinks=True)
+    return target
+
+
+@pytest.fixture(scope="module")
+def installed_deps(tmp_path_factory) -> Path:
+    """The example project after `dbt deps` (the dbt_ppdp package installed), once a module:
+    each test takes a copy of it."""
+    target = example_copy(tmp_path_factory.mktemp("dbt-deps") / "dbt")
+    deps = dbt(target, "deps")
+    assert deps.returncode == 0, deps.stdout[-3000:]
+    return target
+
+
+@pytest.fixture
+def project(installed_deps: Path, tmp_path: Path) -> Path:
+    """A copy of the example project (its dbt_ppdp package the repository's), `dbt deps` done."""
+    return copy_of(installed_deps, tmp_path / "dbt")
+
+
+@pytest.fixture(scope="module")
+def first_build(installed_deps: Path, tmp_path_factory) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """The example project's first `dbt build` as shipped, once a module: the folder it was built
+    in, a copy of that folder as the build left it, and the build."""
+    folder = copy_of(installed_deps, tmp_path_factory.mktemp("dbt-built") / "dbt")
+    build = dbt(folder, "build")
+    return folder, copy_of(folder, tmp_path_factory.mktemp("dbt-built-copy") / "dbt"), build
+
+
+@pytest.fixture
+def built(first_build) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The project as its first `dbt build` left it, and that build. In the folder it was built in:
+    the release's spec names its hierarchies by path, so a project moved elsewhere is another
+    release (a new version, not a skipped run), and each test starts from the saved copy."""
+    folder, saved, build = first_build
+    shutil.rmtree(folder)
+    return copy_of(saved, folder), build
 
 
 def dbt(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -79,9 +118,8 @@ def violating_classes(frame: pl.DataFrame, k: int) -> int:
     return frame.group_by(QIDS).len().filter(pl.col("len") < k).height
 
 
-def test_dbt_build_publishes_skips_and_fails_on_a_leaky_model(project: Path):
-    assert dbt(project, "deps").returncode == 0
-    first = dbt(project, "build")
+def test_dbt_build_publishes_skips_and_fails_on_a_leaky_model(built):
+    project, first = built
     assert first.returncode == 0, first.stdout[-3000:]
     tests = ppdp_results(project)
     assert {generic_test_of(uid) for uid in tests} == PPDP_TESTS
@@ -135,7 +173,6 @@ def test_a_valid_second_version_passes_dbt_build(project: Path):
     >50K 0.26 -> 0.41) `dbt build` failed a v2 that ppdp had verified. It reads the stored Q now."""
     spec = project / "ppdp" / "adult_release.toml"
     spec.write_text(spec.read_text() + "\n[dynamic]\nmax_repair_fraction = 0.5\n")  # let v2 hold back what it must
-    assert dbt(project, "deps").returncode == 0
     first = dbt(project, "build")
     assert first.returncode == 0, first.stdout[-3000:]
     seed = project / "seeds" / "adult_sample.csv"
@@ -152,10 +189,10 @@ def test_a_valid_second_version_passes_dbt_build(project: Path):
     assert all(r["status"] == "pass" for r in tests.values()), {u: r["status"] for u, r in tests.items()}
 
 
-def test_t_close_with_the_stored_q_still_fails_a_raw_copy(project: Path):
+def test_t_close_with_the_stored_q_still_fails_a_raw_copy(built):
     """The stored-Q form of ppdp_t_close is no weaker: the raw staging table fails it."""
-    assert dbt(project, "deps").returncode == 0
-    assert dbt(project, "build").returncode == 0
+    project, first = built
+    assert first.returncode == 0, first.stdout[-3000:]
     (project / "models" / "raw_copy.sql").write_text(
         "select age, sex, race, marital_status, education, salary_class from {{ ref('stg_adult') }}\n")
     (project / "models" / "raw_copy.yml").write_text(
@@ -181,7 +218,6 @@ def test_generic_tests_pass_under_dbt_postgres(project: Path, postgres_server):
     env = {"PPDP_PG_HOST": "127.0.0.1", "PPDP_PG_PORT": str(postgres_server.port), "PPDP_PG_USER": "postgres",
            "PPDP_PG_DBNAME": name}
     try:
-        assert dbt(project, "deps").returncode == 0
         for step in (("seed",), ("run", "--select", "stg_adult")):  # not build: no test before the release
             staged = dbt(project, *step, "--target", "pg", env=env)
             assert staged.returncode == 0, staged.stdout[-3000:]

@@ -85,6 +85,13 @@ def query(url: str, sql: str) -> list[tuple]:
         con.close()
 
 
+def seconds_until(url: str, moment: str) -> float:
+    """Seconds from now (the server's LOCALTIMESTAMP, the clock of the leases) to ``moment``, an
+    expression over the one request row (a test constant, not user text)."""
+    (row,) = query(url, f'SELECT EXTRACT(EPOCH FROM ({moment}) - LOCALTIMESTAMP) FROM "_ppdp"."requests"')
+    return float(row[0])
+
+
 def test_a_role_with_only_execute_requests_and_the_worker_publishes(db):
     role, outsider = f"analyst_{uuid.uuid4().hex[:6]}", f"outsider_{uuid.uuid4().hex[:6]}"
     admin = connect(db)
@@ -149,8 +156,9 @@ def test_a_killed_worker_leaves_the_request_retryable_and_nothing_published(db):
     for line in proc.stderr:
         if "FAULT: paused" in line or time.time() > deadline:
             break
-    # While it runs, its heartbeat keeps the lease: a second worker past the lease takes nothing.
-    time.sleep(2 * lease)
+    # While it runs, its heartbeat keeps the lease: a second worker started a second past the
+    # lease of the claim (what a worker without a heartbeat would hold) takes nothing.
+    time.sleep(max(0.0, seconds_until(db, f"started_at + INTERVAL '{lease + 1} seconds'")))
     assert finished(worker(db))["served"] == []
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
@@ -158,7 +166,8 @@ def test_a_killed_worker_leaves_the_request_retryable_and_nothing_published(db):
     assert row["status"] == "running" and row["attempts"] == 1
     assert query(db, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'published'")[0][0] == 0
     assert query(db, 'SELECT status FROM "_ppdp"."runs"') == [("running",)]  # as after any killed run
-    time.sleep(lease + 1)  # no heartbeat any more: the lease lapses
+    # no heartbeat any more: the lease lapses (half a second past the last one's lease_until)
+    time.sleep(max(0.0, seconds_until(db, "lease_until + INTERVAL '0.5 seconds'")))
     out = finished(worker(db))
     assert [(s["request_id"], s["status"]) for s in out["served"]] == [(request_id, "published")]
     (row,) = requests(db)

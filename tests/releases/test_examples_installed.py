@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from ppdp.engine.kernels.cache import STAMP_SUFFIX
 from tests.support.paths import REPO
 
 CHECKOUT = Path(os.environ["PPDP_TEST_CLI_PATH"]).resolve().parent if os.environ.get("PPDP_TEST_CLI_PATH") else REPO
@@ -37,10 +38,12 @@ def installed(tmp_path_factory) -> Path:
     src = CHECKOUT / "src"
     data = tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["tool"]["setuptools"].get("package-data", {})
     for path in (src / "ppdp").rglob("*"):
-        if path.is_file() and path.parent.name == "__pycache__" and path.suffix in (".nbi", ".nbc"):
+        if path.is_file() and path.parent.name == "__pycache__" and (
+                path.suffix in (".nbi", ".nbc") or path.name.endswith(f".{STAMP_SUFFIX}")):
             # Numba's compiled kernels, as the warm-up of an installed ppdp leaves them beside its
-            # modules (indexed by each module's mtime and size, which copy2 keeps): without them
-            # every example here would recompile every kernel.
+            # modules (indexed by each module's mtime and size, which copy2 keeps), with the
+            # stamps of engine/kernels/cache.py's guard (without a stamp the guard drops the
+            # module's kernels): without them every example here would recompile every kernel.
             (site / path.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, site / path.relative_to(src))
             continue

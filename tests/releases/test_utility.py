@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 
 import duckdb
 import pytest
@@ -19,6 +18,7 @@ from ppdp.engine.release.run import run_release
 from ppdp.engine.utility import compute
 from ppdp.engine.utility.base import Cell, UtilityInput
 from tests.conftest import load_adult, write_spec
+from tests.support.spark_source import adult_in_duckdb_and_spark
 
 ARX_MODELS = ("granularity", "intensity", "nu-entropy", "aecs", "discernibility", "ambiguity", "squared-error",
               "record-squared-error", "sse-sst")
@@ -139,18 +139,7 @@ def test_postgres_gives_the_same_figures(tmp_path, postgres_database, capsys):
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_gives_the_same_figures(tmp_path, spark_url, capsys):
-    db = load_adult(tmp_path / "a.duckdb", rows=1000)
-    schema = f"src_{uuid.uuid4().hex[:8]}"
-    con = duckdb.connect(str(db))
-    frame = con.sql("SELECT * FROM adult").pl()
-    con.execute(f'CREATE SCHEMA "{schema}"')
-    con.execute(f'CREATE TABLE "{schema}".adult AS SELECT * FROM main.adult')
-    con.close()
-    sp = connect(spark_url)
-    sp.execute(f"CREATE SCHEMA `{schema}`")
-    sp.write_frame(schema, "adult", frame)
-    sp.close()
-    name = f"adult_{schema}"
+    db, schema, name = adult_in_duckdb_and_spark(tmp_path, spark_url, rows=1000)
     spec = load_spec(write_spec(tmp_path / "s.toml", db=db, output=name, schema_line=f'schema = "{schema}"'))
     run_release(spec, progress=False)
     run_release(spec, database=spark_url, progress=False)

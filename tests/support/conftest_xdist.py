@@ -25,6 +25,7 @@ COSTLY_MODULE_FIXTURES = {
     "tests/releases/test_report_browser.py": "test_report's releases (the module's own instance)",
     "tests/releases/test_probe_findings.py": "three `ppdp run` releases, one per method",
     "tests/architecture/test_packaging.py": "`pip wheel` of the repository",
+    "tests/adapters/test_dbt_example.py": "`dbt deps` and the example's first `dbt build`",
 }
 
 

@@ -14,6 +14,7 @@ from ppdp.engine.release.run import run_release
 from tests.conftest import load_adult, write_spec
 from tests.releases.test_heterogeneous_release import het_spec
 from tests.releases.test_microaggregation_release import adult_with_disease, micro_spec
+from tests.support.spark_source import adult_in_duckdb_and_spark
 
 pytest.importorskip("sklearn")
 K5 = '[[privacy.models]]\nname = "k-anonymity"\nk = 5\n'
@@ -103,24 +104,7 @@ def test_postgres_gives_the_same_analyses(tmp_path: Path, postgres_database, cap
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_gives_the_same_analyses(tmp_path: Path, spark_url, capsys):
-    import uuid
-
-    import duckdb
-
-    from ppdp.connectors import connect
-
-    db = load_adult(tmp_path / "a.duckdb", rows=600)
-    schema = f"src_{uuid.uuid4().hex[:8]}"
-    con = duckdb.connect(str(db))
-    frame = con.sql("SELECT * FROM adult").pl()
-    con.execute(f'CREATE SCHEMA "{schema}"')
-    con.execute(f'CREATE TABLE "{schema}".adult AS SELECT * FROM main.adult')
-    con.close()
-    sp = connect(spark_url)
-    sp.execute(f"CREATE SCHEMA `{schema}`")
-    sp.write_frame(schema, "adult", frame)
-    sp.close()
-    name = f"adult_{schema}"
+    db, schema, name = adult_in_duckdb_and_spark(tmp_path, spark_url, rows=600)
     spec = load_spec(write_spec(tmp_path / "s.toml", db=db, qids=["age", "sex", "race"], output=name, models=K5,
                                 schema_line=f'schema = "{schema}"'))
     run_release(spec, progress=False)

@@ -28,7 +28,7 @@ def _groups(state):
 def test_static_checkpoint_is_reclustering_after_every_change(adult, method):
     ds = adult.head(260)
     most = 10
-    base_n, deletes, modifies, new_sa = dp._plan(ds, most, 0)
+    base_n, deletes, modifies, new_sa = bench.plan_changes(ds, most, 0)
     base = ds.head(base_n)
     held, held_sa = ds.rows[base_n:], ds.sa[base_n:]
     schema, enc = bench._encode(base)

@@ -46,7 +46,8 @@ def _spec(db: Path, output: str, method: str, w: WarmUp):
         "sensitive": {"columns": [w.sensitive]},
         # a compile-only sample: its kept column may single out rows, which does not matter here
         "privacy": {"models": [dict(m) for m in w.models], "kept_columns": "warn"},
-        "optimizer": {"name": w.optimizer, "budget": w.budget, "seed": 1},
+        "optimizer": {"name": w.optimizer, "budget": w.budget, "seed": 1,
+                      **({"params": dict(w.optimizer_params)} if w.optimizer_params else {})},
         "output": {"schema": "published", "name": output},
         "method": {"name": method, **({"params": dict(w.method_params)} if w.method_params else {})},
     }

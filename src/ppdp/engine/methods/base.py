@@ -58,6 +58,7 @@ class WarmUp:
     models: tuple[dict[str, Any], ...]
     optimizer: str = "lattice"
     method_params: tuple[tuple[str, Any], ...] = ()  # [method] params
+    optimizer_params: tuple[tuple[str, Any], ...] = ()  # [optimizer] params
     sensitive: str = "salary-class"
     budget: int = 300
 

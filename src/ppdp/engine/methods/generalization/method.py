@@ -127,9 +127,12 @@ class Generalization:
     private_tables: tuple[str, ...] = ()  # its levels and suppressed keys are in the shared tables
 
     def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
-        """Every optimizer under the base model; each other model set with the lattice and the
-        GA with the exact oracle (their kernels differ per model kind)."""
+        """Every optimizer under the base model, and Flash with a suppression limit too (its
+        traversal is another kernel than the zero-limit one); each other model set with the
+        lattice and the GA with the exact oracle (their kernels differ per model kind)."""
         out = [WarmUp(f"{self.name}, {name}, {models.base_name}", models.base, name) for name in optimizer_names()]
+        out.append(WarmUp(f"{self.name}, flash with a suppression limit, {models.base_name}", models.base, "flash",
+                          optimizer_params=(("suppression_limit", 0.1),)))
         for label, sets in models.others:
             out += [WarmUp(f"{self.name}, {name}, {label}", sets, name) for name in ("lattice", "id-dga+oracle")]
         return out

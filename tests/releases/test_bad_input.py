@@ -519,6 +519,65 @@ def test_probe37_a_signal_that_the_database_turns_into_its_own_error_exits_130(s
     assert proc.stderr.strip() == "ppdp: interrupted; nothing was published by the interrupted run."
 
 
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_raised_again_while_the_first_unwinds_still_exits_130(signame):
+    """DuckDB raises the signal again once it has stopped its query. A second signal while the
+    first is being reported must not escape the handler and kill the process by the signal
+    (exit -2 or -15) instead of the documented 130 and line."""
+    import os
+
+    code = ("import os, signal, sys\n"
+            "import ppdp.engine.app.cli as c\n"
+            "class Stderr:  # the signal comes again while the first one is being reported\n"
+            "    def __init__(self, real):\n"
+            "        self.real, self.sent = real, False\n"
+            "    def write(self, text):\n"
+            "        if not self.sent:\n"
+            "            self.sent = True\n"
+            f"            os.kill(os.getpid(), signal.{signame})\n"
+            "            for _ in range(10 ** 6):\n"
+            "                pass\n"
+            "        return self.real.write(text)\n"
+            "    def flush(self):\n"
+            "        self.real.flush()\n"
+            "def query(args):\n"
+            "    sys.stderr = Stderr(sys.__stderr__)\n"
+            f"    os.kill(os.getpid(), signal.{signame})\n"
+            "    for _ in range(10 ** 6):\n"
+            "        pass\n"
+            "    return 0\n"
+            "c.COMMANDS['runs'] = query\n"
+            "sys.exit(c.main(['runs', '--db', 'duckdb://:memory:']))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert proc.stderr.strip() == "ppdp: interrupted; nothing was published by the interrupted run."
+
+
+def test_a_signal_after_the_commit_says_the_version_is_published(tmp_path):
+    """A signal that arrives after the run committed, while its summary prints, ends the command
+    with 130 but must not claim that nothing was published: the version is there."""
+    import os
+
+    db = load_adult(tmp_path / "late.duckdb", rows=300)
+    spec = write_spec(tmp_path / "late.toml", db=db, qids=["age", "sex", "race"], output="late")
+    code = ("import os, signal, sys\n"
+            "import ppdp.engine.app.cli as c\n"
+            "def summary(run):\n"
+            "    os.kill(os.getpid(), signal.SIGINT)\n"
+            "    for _ in range(10 ** 6):\n"
+            "        pass\n"
+            "c._print_run = summary\n"
+            f"sys.exit(c.main(['run', {str(spec)!r}, '--no-progress']))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert "nothing was published" not in proc.stderr
+    assert "is published and verified" in proc.stderr, proc.stderr[-2000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM published.late").fetchone()[0] > 0
+
+
 # --- ppdp report --html: the file is written whole or not at all, and never over what it must not --
 #
 # Driven through tests/support/cli_under_test.py, so that the same cases can be replayed against an

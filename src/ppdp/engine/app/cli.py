@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         # ("Query interrupted"): the signal, not that error, ended the command
         code = ExitCode.INTERRUPTED if _SIGNALLED else exit_code_of(exc)
         if code == ExitCode.INTERRUPTED:
-            print("ppdp: interrupted; nothing was published by the interrupted run.", file=sys.stderr)
+            print(_interrupted_message(args), file=sys.stderr)
             exc = KeyboardInterrupt("interrupted")  # its JSON object says interrupted
         elif isinstance(exc, PpdpError):
             # one line even when a database's message has several (libpq, DuckDB's "LINE 1: ... ^"),
@@ -196,6 +196,16 @@ def main(argv: list[str] | None = None) -> int:
 _SIGNALLED = False  # SIGINT or SIGTERM arrived during this command
 
 
+def _interrupted_message(args: argparse.Namespace) -> str:
+    """What an interrupted command tells its user: a signal that came after the run committed
+    (while its summary printed) ended the command, not the release, which stays published."""
+    outcome = getattr(args, "committed", None)
+    if outcome is not None and outcome.run.status != "skipped" and outcome.table:
+        return (f"ppdp: interrupted after the run committed: {outcome.view} -> {outcome.table} is published and "
+                "verified; only this command's output was cut short.")
+    return "ppdp: interrupted; nothing was published by the interrupted run."
+
+
 def _on_sigterm():
     """SIGTERM (an orchestrator cancelling the task) unwinds the run like Ctrl-C: its transaction
     rolls back and the exit code is INTERRUPTED; SIGINT too, and either is remembered, so that a
@@ -206,13 +216,20 @@ def _on_sigterm():
     global _SIGNALLED
     _SIGNALLED = False
 
+    # A second signal is ignored: the first one is already unwinding the run, and DuckDB raises
+    # the signal again once it has stopped its query; raised again, it would escape the handler
+    # that reports the first and kill the process by the signal instead of exiting INTERRUPTED.
     def on_term(signum, frame):
         global _SIGNALLED
+        if _SIGNALLED:
+            return
         _SIGNALLED = True
         raise Interrupted("SIGTERM")
 
     def on_int(signum, frame):
         global _SIGNALLED
+        if _SIGNALLED:
+            return
         _SIGNALLED = True
         raise KeyboardInterrupt
 
@@ -254,7 +271,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ppdp.engine.release.run import run_release
 
     spec = load_spec(args.spec)
-    outcome = run_release(spec, database=args.db, progress=not args.no_progress)
+    outcome = args.committed = run_release(spec, database=args.db, progress=not args.no_progress)
     _print_run(outcome.run)
     print(f"{'skipped (nothing changed)' if outcome.run.status == 'skipped' else 'published'}: {outcome.view} -> {outcome.table}")
     _print_access(outcome.run)
@@ -279,7 +296,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     finally:
         con.close()
     spec = load_spec(Path(str(data / "adult_k5.toml")))
-    outcome = run_release(spec, database=f"duckdb://{db}")
+    outcome = args.committed = run_release(spec, database=f"duckdb://{db}")
     _print_run(outcome.run)
     print(f"published: {outcome.view} -> {outcome.table}\n")
     con = connect(f"duckdb://{db}")
@@ -407,6 +424,8 @@ def cmd_job(args: argparse.Namespace) -> int:
         from ppdp.engine.app.outcome import result_of_outcome
 
         outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
+        if not args.dry_run:
+            args.committed = outcome
         result = result_of_outcome(outcome, dry_run=args.dry_run)
         if outcome.run.status == "skipped":
             print(f"skipped: the source and the job are unchanged since run {(outcome.run.cross_version or {}).get('note', '')[-32:]}; "

@@ -29,7 +29,7 @@ class ExitCode(IntEnum):
     INTERNAL_ERROR = 70  # a bug in ppdp: the traceback is on stderr
     DRY_RUN = 98  # a dry run ended well: the SQL and the metrics printed, nothing published
     SKIPPED = 99  # nothing changed since the current version (same run key): nothing to publish
-    INTERRUPTED = 130  # SIGINT or SIGTERM: the interrupted run published nothing
+    INTERRUPTED = 130  # SIGINT or SIGTERM: the interrupted run published nothing (or had committed: the CLI says which)
 
 
 # The ``status`` of a RunResult for each code (also the value the request worker writes back).

@@ -1,9 +1,10 @@
 # Regenerates before_after.md from the JSON files here and ../evaluator.json.
 """Before/after table of benchmarks/evaluator.py runs (numba, all of adult)."""
-import json, sys
+import json
 from pathlib import Path
-R = Path("/work/wt/evaluator/benchmarks/results")
-D = R / "issue40_evaluator"
+
+D = Path(__file__).resolve().parent
+R = D.parent
 def rows(path, data="30162"):
     d = json.loads(Path(path).read_text())
     return d["meta"], {(r["models"], r["batch"], r["P"]): r for r in d["results"] if r["data"] == data}

@@ -780,7 +780,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if (c.family in families or ("issue40" in families and c.key in ISSUE40_KEYS))
              and (not args.quick or c.quick) and (not args.only or c.key in args.only)]
     if args.drawn:
-        drawn = [c for seed in map(int, args.seeds.split(",")) for c in drawn_cases(seed, args.drawn, root)]
+        drawn = [c for seed in map(int, args.seeds.split(",")) for c in drawn_cases(seed, args.drawn, root)
+                 if not args.only or c.key in args.only]
         cases = drawn if not args.family else cases + drawn
     compare = json.loads(args.compare.read_text()) if args.compare else None
     arx: Arx | None = None

@@ -172,6 +172,15 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
     greedy = bound.by_class if greedy is None else bool(greedy)
+    # With a limit, exact oracle and union-closed models, feasibility is monotone up the
+    # lattice: a box whose top is infeasible holds no feasible node (module docstring).
+    tops = max_suppressed < problem.n_records and exact and all(m.union_closed for m in problem.models)
+    if tops:
+        certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap, greedy=greedy,
+                                                  prune_tops=True)
+        info.update(search="boxes by class, infeasible tops pruned" if bound.by_class else "boxes, infeasible tops pruned",
+                    nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified, info=info)
     # The loop in Numba where it can run (partner tables, no greedy incumbent's evaluated nodes
     # to skip); the Python loop is its twin (tests/oracles/test_lattice_bounds.py).
     search = _box_search if bound.by_class or greedy or not BOX_LOOP_KERNEL else _box_search_kernel
@@ -192,7 +201,7 @@ def _best_feasible(ev, best_td: float) -> float:
 
 
 def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
-                max_boxes: int, greedy: bool = False) -> tuple[bool, float | None, int]:
+                max_boxes: int, greedy: bool = False, prune_tops: bool = False) -> tuple[bool, float | None, int]:
     """Best-first branch and bound over boxes [L, U] (module docstring, engine/methods/generalization/optimizers/bounds.py).
 
     Returns (no box left above the best TD, largest bound left or None, boxes bounded). Each
@@ -201,6 +210,29 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     """
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
+    # prune_tops: each node evaluated, feasible within the limit or not; a box is bounded only
+    # when its top is feasible (the tops are evaluated first, in one batch per round).
+    status: dict[bytes, bool] = {}
+    tops_best = -np.inf
+
+    def check_tops(highs: list[np.ndarray]) -> list[bool]:
+        nonlocal tops_best
+        todo: dict[bytes, np.ndarray] = {}
+        for U in highs:
+            key = U.tobytes()
+            if key not in status and key not in todo:
+                todo[key] = U
+        if todo:
+            G = np.stack(list(todo.values()))
+            retained, ev = evaluate(G)
+            tracker.offer(G, retained, ev)
+            tops_best = _best_feasible(ev, tops_best)
+            for key, ok in zip(todo, ev.feasible.tolist(), strict=True):
+                status[key] = bool(ok)
+        return [status[U.tobytes()] for U in highs]
+
+    if prune_tops and not check_tops([heights])[0]:
+        return True, None, 0  # the top suppresses more than the limit: no node can meet it
     root_bound, root_states = bound.with_states(L0, heights[None, :], None)
     root = float(root_bound[0])
     boxes = 1
@@ -214,6 +246,9 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     best_td, evaluated = (greedy_incumbent(tracker, evaluate, heights, tracker.used + tracker.remaining // 10)
                           if greedy else (-np.inf, set()))
     if heights.tobytes() in evaluated and not heights.any():  # a one-node lattice, already evaluated
+        heap = []
+    best_td = max(best_td, tops_best)
+    if prune_tops and not heights.any():  # a one-node lattice, its top evaluated
         heap = []
     while heap:
         if -heap[0][0] <= best_td:
@@ -242,6 +277,12 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             lows += [L, L2]
             highs += [U1, U]
             parents += [states, states]
+        if lows and prune_tops:
+            keep = check_tops(highs)
+            best_td = max(best_td, tops_best)
+            lows = [x for x, k in zip(lows, keep, strict=True) if k]
+            highs = [x for x, k in zip(highs, keep, strict=True) if k]
+            parents = [x for x, k in zip(parents, keep, strict=True) if k]
         if lows:
             known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
             parent = np.stack(known, axis=1) if len(known) == len(parents) else None
@@ -249,7 +290,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             boxes += len(lows)
             for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):
                 # A box at or below the best TD cannot improve it; nor can a node already evaluated.
-                if value > best_td and not (evaluated and np.array_equal(L, U) and L.tobytes() in evaluated):
+                if value > best_td and not (np.array_equal(L, U) and (L.tobytes() in evaluated or L.tobytes() in status)):
                     heapq.heappush(heap, (-value, order, L, U, None if child_states is None else child_states[:, i]))
                     order += 1
         if leaves:

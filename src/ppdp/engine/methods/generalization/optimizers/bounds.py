@@ -907,9 +907,10 @@ class BoxBound:
     """B(L, U) for batches of boxes (module docstring); O(rows x partners x nQID) a box with
     partner tables, O(rows x nQID) with the class bound (tables too large for partner tables)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, *, partners: bool = True) -> None:
         t = problem.table
-        self.tables = partner_tables(problem)
+        # partners=False: no partner tables (the class bound where kmin >= 2, else UB(L)).
+        self.tables = partner_tables(problem) if partners else []
         self.kmin = min_class_size(problem)
         # The class bound only where no partner table exists: on small tables the partner bound
         # is never larger (module docstring), so their minimum would only cost time.

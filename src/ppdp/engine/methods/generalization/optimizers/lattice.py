@@ -161,26 +161,32 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         complete = state.run()
         info.update(search="flash (zero limit, union-closed models)", nodes_evaluated=tracker.used)
         return tracker.result(certified=complete, info=info)
-    bound = BoxBound(problem)
+    # With a limit, an exact oracle and union-closed models, feasibility is monotone up the
+    # lattice: a box whose top is infeasible holds no feasible node, and the search prunes by
+    # its tops (module docstring). There the partner tables do not pay for themselves: the
+    # class bound (or UB(L)) with pruned tops certifies with the same nodes, without the
+    # O(rows^2) tables.
+    tops = max_suppressed < problem.n_records and exact and all(m.union_closed for m in problem.models)
+    bound = BoxBound(problem, partners=not tops)
     # The class bound classifies the table at every box's U, where the node search rolls each
     # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
     # sooner (about twice as fast on benchmarks/vs_arx.py's adult t-closeness and cup rows).
-    if not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE):
+    if not tops and (not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE)):
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
-    greedy = bound.by_class if greedy is None else bool(greedy)
-    # With a limit, exact oracle and union-closed models, feasibility is monotone up the
-    # lattice: a box whose top is infeasible holds no feasible node (module docstring).
-    tops = max_suppressed < problem.n_records and exact and all(m.union_closed for m in problem.models)
     if tops:
+        # the evaluated tops give incumbents; the greedy dive only adds evaluations here
+        greedy = False if greedy is None else bool(greedy)
         certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap, greedy=greedy,
-                                                  prune_tops=True)
+                                                  prune_tops=True, max_suppressed=max_suppressed,
+                                                  local=executor == "local")
         info.update(search="boxes by class, infeasible tops pruned" if bound.by_class else "boxes, infeasible tops pruned",
                     nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
         return tracker.result(certified=certified, info=info)
+    greedy = bound.by_class if greedy is None else bool(greedy)
     # The loop in Numba where it can run (partner tables, no greedy incumbent's evaluated nodes
     # to skip); the Python loop is its twin (tests/oracles/test_lattice_bounds.py).
     search = _box_search if bound.by_class or greedy or not BOX_LOOP_KERNEL else _box_search_kernel
@@ -201,7 +207,8 @@ def _best_feasible(ev, best_td: float) -> float:
 
 
 def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
-                max_boxes: int, greedy: bool = False, prune_tops: bool = False) -> tuple[bool, float | None, int]:
+                max_boxes: int, greedy: bool = False, prune_tops: bool = False, max_suppressed: int = 0,
+                local: bool = False) -> tuple[bool, float | None, int]:
     """Best-first branch and bound over boxes [L, U] (module docstring, engine/methods/generalization/optimizers/bounds.py).
 
     Returns (no box left above the best TD, largest bound left or None, boxes bounded). Each
@@ -224,15 +231,34 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 todo[key] = U
         if todo:
             G = np.stack(list(todo.values()))
-            retained, ev = evaluate(G)
-            tracker.offer(G, retained, ev)
-            tops_best = _best_feasible(ev, tops_best)
-            for key, ok in zip(todo, ev.feasible.tolist(), strict=True):
-                status[key] = bool(ok)
+            if local:
+                # S*(G) in one pass; a node over the limit is only counted: the lattice's top,
+                # feasible (checked first), is already offered, so it cannot be the best.
+                retained, ev = problem.evaluate_optimal(G)
+                ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
+                idx = np.flatnonzero(ok)
+                if idx.size:
+                    fields = ("ad", "td", "feasible", "violation", "suppressed")
+                    tracker.offer(G[idx], retained[idx], type(ev)(*(np.asarray(getattr(ev, f))[idx] for f in fields)))
+                    tops_best = max(tops_best, float(np.asarray(ev.td)[idx].max()))
+                tracker.count(len(G) - idx.size)
+            else:
+                retained, ev = evaluate(G)
+                tracker.offer(G, retained, ev)
+                tops_best = _best_feasible(ev, tops_best)
+                ok = np.asarray(ev.feasible, dtype=bool)
+            for key, good in zip(todo, ok.tolist(), strict=True):
+                status[key] = bool(good)
         return [status[U.tobytes()] for U in highs]
 
-    if prune_tops and not check_tops([heights])[0]:
-        return True, None, 0  # the top suppresses more than the limit: no node can meet it
+    if prune_tops:
+        top = heights[None, :]
+        retained, ev = evaluate(top)  # the whole lattice's top, as every search reports it
+        tracker.offer(top, retained, ev)
+        status[heights.tobytes()] = bool(ev.feasible[0])
+        if not ev.feasible[0]:
+            return True, None, 0  # the top suppresses more than the limit: no node can meet it
+        tops_best = float(ev.td[0])
     root_bound, root_states = bound.with_states(L0, heights[None, :], None)
     root = float(root_bound[0])
     boxes = 1

@@ -57,8 +57,7 @@ def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int) -> tupl
     over = problem.n_records - retained.sum(axis=1) > max_suppressed
     if not over.any():
         return retained, ev
-    retained = retained.copy()
-    retained[over] = problem.table.counts
+    retained[over] = problem.table.counts  # evaluate_optimal's own array (it remembers copies)
     idx = np.flatnonzero(over)
     redo = problem.evaluate(G[idx], retained=retained[idx])
     fields = ("ad", "td", "feasible", "violation", "suppressed")

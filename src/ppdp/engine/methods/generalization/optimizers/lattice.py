@@ -53,6 +53,17 @@ of every class (all records of a class weigh the same in TD), so it also suppres
 records; G is feasible within the limit iff S*(G) is, and its TD is then TD(G, S*(G)), which
 every bound above bounds. The result is certified optimal over every (G, S) that suppresses at
 most the limit.
+
+**Infeasible tops** (a limit below nR, an exact oracle, union-closed models; proof in
+docs/design/lattice_limit.md): the records S*(G) suppresses never increase up the lattice (the
+kept set of S*(G) is a union of feasible classes at every G' >= G, and the exact oracle keeps at
+least as many in each class there), so a box whose top U suppresses more than the limit holds no
+node within it and is dropped without a bound (ARX's predictive tagging, box-wise). The box
+search evaluates each round's new tops first (a feasible top is an ordinary candidate and
+raises the incumbent; one over the limit is only counted) and bounds only the boxes whose top is
+feasible. There the partner tables do not pay for themselves: the class bound (UB(L) when kmin
+< 2) certifies with about as many boxes, without their O(rows^2) build. ``info["search"]`` then
+ends in "infeasible tops pruned".
 """
 
 from __future__ import annotations

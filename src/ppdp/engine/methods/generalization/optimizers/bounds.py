@@ -875,6 +875,13 @@ def weighted_sums(per_row, counts):
 def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
     """out[i]: the class bound B_c(L[i], U[i]) (module docstring): the rows classified at U[i],
     count_h * u_L(h) summed over the rows whose class there holds at least kmin records."""
+    return _class_bounds_small(L, U, codes, gen, n_gen, weight, counts, kmin)[0]
+
+
+@nb.njit(cache=True)
+def _class_bounds_small(L, U, codes, gen, n_gen, weight, counts, kmin):
+    """(``_class_bounds``, small[i]): the records in classes of fewer than kmin records at U[i],
+    which every node of the box suppresses (its classes lie inside those at U[i])."""
     n_boxes, nq = L.shape
     n = codes.shape[0]
     size = _table_size(n)
@@ -885,6 +892,7 @@ def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
     active = np.ones(n, dtype=np.bool_)
     records = np.zeros(n, dtype=np.int64)
     out = np.zeros(n_boxes)
+    small = np.zeros(n_boxes, dtype=np.int64)
     for i in range(n_boxes):
         m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
         for c in range(m):
@@ -892,14 +900,18 @@ def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
         for h in range(n):
             records[cls[h]] += counts[h]
         total = 0.0
+        lost = 0
         for h in range(n):
             if records[cls[h]] >= kmin:
                 own = 0.0
                 for q in range(nq):
                     own += weight[q, L[i, q], codes[h, q]]
                 total += counts[h] * own
+            else:
+                lost += counts[h]
         out[i] = total
-    return out
+        small[i] = lost
+    return out, small
 
 
 
@@ -959,6 +971,17 @@ class BoxBound:
     def active(self) -> bool:
         """Some row has a partner or class bound (otherwise B(L, U) = UB(L))."""
         return self.by_class or any(p.active for p in self.tables)
+
+    def with_small(self, L: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bounds, small): ``small[i]`` records every node of box i suppresses (those in classes
+        of fewer than kmin records at U[i]; 0 without the class bound). Without partner tables."""
+        L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
+        U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
+        if self.by_class:
+            return _class_bounds_small(L, U, self._codes, self._gen, self._n_gen, self._weight, self._records,
+                                       self.kmin)
+        assert not self.tables
+        return self.with_states(L, U, None)[0], np.zeros(len(L), dtype=np.int64)
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
         """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""

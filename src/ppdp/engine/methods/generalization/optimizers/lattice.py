@@ -63,7 +63,10 @@ search evaluates each round's new tops first (a feasible top is an ordinary cand
 raises the incumbent; one over the limit is only counted) and bounds only the boxes whose top is
 feasible. There the partner tables do not pay for themselves: the class bound (UB(L) when kmin
 < 2) certifies with about as many boxes, without their O(rows^2) build. ``info["search"]`` then
-ends in "infeasible tops pruned".
+ends in "infeasible tops pruned". At a zero limit the same holds for every union-closed model,
+exact oracle or not: a node is within the limit iff it is feasible with nothing suppressed, and a
+union of feasible classes is feasible (this replaced Flash's tagging there, which checked 33-102
+nodes where the pruned box search checks 17-29 on the drawn family's EMD rows).
 """
 
 from __future__ import annotations
@@ -90,7 +93,6 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
 )
 from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
-from ppdp.engine.methods.generalization.optimizers.flash import _Flash
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,
     check_suppression_limit,
@@ -163,21 +165,14 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified, info=info)
-    if max_suppressed == 0 and executor == "local" and all(m.union_closed for m in problem.models):
-        # Nothing may be suppressed and every model is union-closed (a class merged from
-        # feasible ones is feasible), so feasibility is monotone up the lattice and TD with
-        # nothing suppressed is non-increasing up it: Flash's tagging is exact, and the best
-        # anonymous node it checks is the optimum over every (G, S) within the limit.
-        state = _Flash(problem, tracker, 0)
-        complete = state.run()
-        info.update(search="flash (zero limit, union-closed models)", nodes_evaluated=tracker.used)
-        return tracker.result(certified=complete, info=info)
-    # With a limit, an exact oracle and union-closed models, feasibility is monotone up the
-    # lattice: a box whose top is infeasible holds no feasible node, and the search prunes by
-    # its tops (module docstring). There the partner tables do not pay for themselves: the
-    # class bound (or UB(L)) with pruned tops certifies with the same nodes, without the
-    # O(rows^2) tables.
-    tops = max_suppressed < problem.n_records and exact and all(m.union_closed for m in problem.models)
+    # With a limit, feasibility within it is monotone up the lattice when every model is
+    # union-closed and, for a limit above 0, the oracle is exact: a box whose top is over the
+    # limit holds no feasible node, and the search prunes by its tops (module docstring). At a
+    # zero limit no oracle is read (a node is within it iff feasible with nothing suppressed).
+    # There the partner tables do not pay for themselves: the class bound (or UB(L)) with
+    # pruned tops certifies with about as many boxes, without the O(rows^2) tables.
+    union_closed = all(m.union_closed for m in problem.models)
+    tops = union_closed and (max_suppressed == 0 or (max_suppressed < problem.n_records and exact))
     bound = BoxBound(problem, partners=not tops)
     # The class bound classifies the table at every box's U, where the node search rolls each
     # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
@@ -245,8 +240,12 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             if local:
                 # S*(G) in one pass; a node over the limit is only counted: the lattice's top,
                 # feasible (checked first), is already offered, so it cannot be the best.
-                retained, ev = problem.evaluate_optimal(G)
-                ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
+                if max_suppressed == 0:  # within the limit iff feasible with nothing suppressed
+                    retained, ev = evaluate(G)
+                    ok = np.asarray(ev.feasible, dtype=bool)
+                else:
+                    retained, ev = problem.evaluate_optimal(G)
+                    ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
                 idx = np.flatnonzero(ok)
                 if idx.size:
                     fields = ("ad", "td", "feasible", "violation", "suppressed")
@@ -315,11 +314,20 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             highs += [U1, U]
             parents += [states, states]
         if lows and prune_tops:
-            keep = check_tops(highs)
+            # Bound first (the class bound also counts the records every node of a box
+            # suppresses), then evaluate the new tops of the boxes left, then keep the boxes
+            # whose top is within the limit. A box of one node is its top: evaluated, not kept.
+            b, small = bound.with_small(np.stack(lows), np.stack(highs))
+            boxes += len(lows)
+            alive = [i for i, (value, lost) in enumerate(zip(b.tolist(), small.tolist(), strict=True))
+                     if value > best_td and lost <= max_suppressed]
+            keep = check_tops([highs[i] for i in alive])
             best_td = max(best_td, tops_best)
-            lows = [x for x, k in zip(lows, keep, strict=True) if k]
-            highs = [x for x, k in zip(highs, keep, strict=True) if k]
-            parents = [x for x, k in zip(parents, keep, strict=True) if k]
+            for i, ok in zip(alive, keep, strict=True):
+                if ok and b[i] > best_td and not np.array_equal(lows[i], highs[i]):
+                    heapq.heappush(heap, (-float(b[i]), order, lows[i], highs[i], None))
+                    order += 1
+            lows = []
         if lows:
             known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
             parent = np.stack(known, axis=1) if len(known) == len(parents) else None

@@ -58,10 +58,12 @@ most the limit.
 docs/design/lattice_limit.md): the records S*(G) suppresses never increase up the lattice (the
 kept set of S*(G) is a union of feasible classes at every G' >= G, and the exact oracle keeps at
 least as many in each class there), so a box whose top U suppresses more than the limit holds no
-node within it and is dropped without a bound (ARX's predictive tagging, box-wise). The box
-search evaluates each round's new tops first (a feasible top is an ordinary candidate and
-raises the incumbent; one over the limit is only counted) and bounds only the boxes whose top is
-feasible. There the partner tables do not pay for themselves: the class bound (UB(L) when kmin
+node within it and is dropped (ARX's predictive tagging, box-wise). Each round the box search
+bounds the halves (the class bound also counts the records in classes below kmin at U, which
+every node of the box suppresses: over the limit, the box goes without an oracle call), then
+evaluates the new tops of the halves whose bound beats the incumbent (a feasible top is an
+ordinary candidate and raises the incumbent; one over the limit is only counted) and keeps the
+halves whose top is within the limit. There the partner tables do not pay for themselves: the class bound (UB(L) when kmin
 < 2) certifies with about as many boxes, without their O(rows^2) build. ``info["search"]`` then
 ends in "infeasible tops pruned". At a zero limit the same holds for every union-closed model,
 exact oracle or not: a node is within the limit iff it is feasible with nothing suppressed, and a
@@ -233,8 +235,8 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     """
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
-    # prune_tops: each node evaluated, feasible within the limit or not; a box is bounded only
-    # when its top is feasible (the tops are evaluated first, in one batch per round).
+    # prune_tops: each top evaluated, within the limit or not; a box is kept only when its top
+    # is within the limit (the tops of a round are evaluated in one batch, after the bounds).
     status: dict[bytes, bool] = {}
     tops_best = -np.inf
 

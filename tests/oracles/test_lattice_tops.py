@@ -131,3 +131,24 @@ def test_pruned_search_certifies_the_exhaustive_optimum(limit: float, seed: int)
         if full.feasible:
             assert got.td == pytest.approx(full.td, rel=1e-12, abs=1e-12), extra
             assert got.suppressed <= max_sup, extra
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reused_classification_gives_the_class_bound_bit_for_bit(seed: int) -> None:
+    """``BoxBound.with_masks`` (a half reusing its parent's classification at U) gives
+    ``with_small``'s bounds and suppressed counts exactly."""
+    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+
+    rng = np.random.default_rng([99_500, seed])
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=120)
+    problem = Problem(table, [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})])
+    bound = BoxBound(problem, partners=False)
+    heights = np.asarray(table.heights, dtype=np.int64)
+    for _ in range(10):
+        a, b = rng.integers(0, heights + 1), rng.integers(0, heights + 1)
+        L, U = np.minimum(a, b), np.maximum(a, b)
+        _, _, parent = bound.with_masks(L[None, :], U[None, :], [None])
+        L2 = np.minimum(L + rng.integers(0, 2, size=len(L)), U)
+        got_b, got_small, _ = bound.with_masks(np.stack([L, L2]), np.stack([U, U]), [None, parent[0]])
+        want_b, want_small = bound.with_small(np.stack([L, L2]), np.stack([U, U]))
+        assert got_b.tolist() == want_b.tolist() and got_small.tolist() == want_small.tolist()

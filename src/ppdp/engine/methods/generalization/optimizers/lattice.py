@@ -332,12 +332,14 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             L2[q] = mid + 1
             lows += [L, L2]
             highs += [U1, U]
-            parents += [states, states]
+            # prune_tops: the states slot holds the class bound's classification at U, which
+            # the half [L2, U] reuses
+            parents += [None, states] if prune_tops else [states, states]
         if lows and prune_tops:
             # Bound first (the class bound also counts the records every node of a box
             # suppresses), then evaluate the new tops of the boxes left, then keep the boxes
             # whose top is within the limit. A box of one node is its top: evaluated, not kept.
-            b, small = bound.with_small(np.stack(lows), np.stack(highs))
+            b, small, masks = bound.with_masks(np.stack(lows), np.stack(highs), parents)
             boxes += len(lows)
             alive = [i for i, (value, lost) in enumerate(zip(b.tolist(), small.tolist(), strict=True))
                      if value > best_td and lost <= max_suppressed]
@@ -345,7 +347,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             best_td = max(best_td, tops_best)
             for i, ok in zip(alive, keep, strict=True):
                 if ok and b[i] > best_td and not np.array_equal(lows[i], highs[i]):
-                    heapq.heappush(heap, (-float(b[i]), order, lows[i], highs[i], None))
+                    heapq.heappush(heap, (-float(b[i]), order, lows[i], highs[i], masks[i]))
                     order += 1
             lows = []
         if lows:

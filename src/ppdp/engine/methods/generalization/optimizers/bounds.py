@@ -875,6 +875,13 @@ def weighted_sums(per_row, counts):
 def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
     """out[i]: the class bound B_c(L[i], U[i]) (module docstring): the rows classified at U[i],
     count_h * u_L(h) summed over the rows whose class there holds at least kmin records."""
+    return _class_bounds_small(L, U, codes, gen, n_gen, weight, counts, kmin)[0]
+
+
+@nb.njit(cache=True)
+def _class_bounds_small(L, U, codes, gen, n_gen, weight, counts, kmin):
+    """(``_class_bounds``, small[i]): the records in classes of fewer than kmin records at U[i],
+    which every node of the box suppresses (its classes lie inside those at U[i])."""
     n_boxes, nq = L.shape
     n = codes.shape[0]
     size = _table_size(n)
@@ -885,6 +892,7 @@ def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
     active = np.ones(n, dtype=np.bool_)
     records = np.zeros(n, dtype=np.int64)
     out = np.zeros(n_boxes)
+    small = np.zeros(n_boxes, dtype=np.int64)
     for i in range(n_boxes):
         m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
         for c in range(m):
@@ -892,8 +900,62 @@ def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
         for h in range(n):
             records[cls[h]] += counts[h]
         total = 0.0
+        lost = 0
         for h in range(n):
             if records[cls[h]] >= kmin:
+                own = 0.0
+                for q in range(nq):
+                    own += weight[q, L[i, q], codes[h, q]]
+                total += counts[h] * own
+            else:
+                lost += counts[h]
+        out[i] = total
+        small[i] = lost
+    return out, small
+
+
+
+@nb.njit(cache=True)
+def _class_big(U, codes, gen, n_gen, counts, kmin):
+    """(big[i, h]: row h's class at U[i] holds at least kmin records, small[i]: the records of
+    the other rows), the classification half of ``_class_bounds_small``."""
+    n_boxes = U.shape[0]
+    n = codes.shape[0]
+    size = _table_size(n)
+    keys = np.empty(n, dtype=np.int64)
+    cls = np.empty(n, dtype=np.int32)
+    slot_key = np.empty(size, dtype=np.int64)
+    slot_id = np.empty(size, dtype=np.int32)
+    active = np.ones(n, dtype=np.bool_)
+    records = np.zeros(n, dtype=np.int64)
+    big = np.zeros((n_boxes, n), dtype=np.bool_)
+    small = np.zeros(n_boxes, dtype=np.int64)
+    for i in range(n_boxes):
+        m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+        for c in range(m):
+            records[c] = 0
+        for h in range(n):
+            records[cls[h]] += counts[h]
+        lost = 0
+        for h in range(n):
+            if records[cls[h]] >= kmin:
+                big[i, h] = True
+            else:
+                lost += counts[h]
+        small[i] = lost
+    return big, small
+
+
+@nb.njit(cache=True)
+def _bounds_from_big(L, big, codes, weight, counts):
+    """out[i]: ``_class_bounds``'s sum over the rows with big[i, h], in its order (bit for bit)."""
+    n_boxes, nq = L.shape
+    n = codes.shape[0]
+    out = np.zeros(n_boxes)
+    for i in range(n_boxes):
+        total = 0.0
+        for h in range(n):
+            if big[i, h]:
                 own = 0.0
                 for q in range(nq):
                     own += weight[q, L[i, q], codes[h, q]]
@@ -902,14 +964,14 @@ def _class_bounds(L, U, codes, gen, n_gen, weight, counts, kmin):
     return out
 
 
-
 class BoxBound:
     """B(L, U) for batches of boxes (module docstring); O(rows x partners x nQID) a box with
     partner tables, O(rows x nQID) with the class bound (tables too large for partner tables)."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, *, partners: bool = True) -> None:
         t = problem.table
-        self.tables = partner_tables(problem)
+        # partners=False: no partner tables (the class bound where kmin >= 2, else UB(L)).
+        self.tables = partner_tables(problem) if partners else []
         self.kmin = min_class_size(problem)
         # The class bound only where no partner table exists: on small tables the partner bound
         # is never larger (module docstring), so their minimum would only cost time.
@@ -958,6 +1020,39 @@ class BoxBound:
     def active(self) -> bool:
         """Some row has a partner or class bound (otherwise B(L, U) = UB(L))."""
         return self.by_class or any(p.active for p in self.tables)
+
+    def with_small(self, L: np.ndarray, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(bounds, small): ``small[i]`` records every node of box i suppresses (those in classes
+        of fewer than kmin records at U[i]; 0 without the class bound). Without partner tables."""
+        L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
+        U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
+        if self.by_class:
+            return _class_bounds_small(L, U, self._codes, self._gen, self._n_gen, self._weight, self._records,
+                                       self.kmin)
+        assert not self.tables
+        return self.with_states(L, U, None)[0], np.zeros(len(L), dtype=np.int64)
+
+    def with_masks(self, L: np.ndarray, U: np.ndarray,
+                   known: list[Any]) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """``with_small`` reusing the classification at U of boxes whose U was classified before:
+        ``known[i]`` is (mask of the rows in classes of at least kmin records at U[i], small[i])
+        (a half keeps its parent's U), or None. Returns (bounds, small, masks): the numbers of
+        ``with_small``. Masks only with the class bound (else all None)."""
+        if not self.by_class:
+            b, small = self.with_small(L, U)
+            return b, small, [None] * len(b)
+        L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
+        U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
+        masks = list(known)
+        todo = [i for i, m in enumerate(known) if m is None]
+        if todo:
+            big, lost = _class_big(U[todo], self._codes, self._gen, self._n_gen, self._records, self.kmin)
+            for j, i in enumerate(todo):
+                masks[i] = (big[j], int(lost[j]))
+        small = np.array([m[1] for m in masks], dtype=np.int64)
+        b = _bounds_from_big(L, np.ascontiguousarray(np.stack([m[0] for m in masks])), self._codes, self._weight,
+                             self._counts)
+        return b, small, masks
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
         """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""

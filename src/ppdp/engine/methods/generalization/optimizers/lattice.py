@@ -53,6 +53,26 @@ of every class (all records of a class weigh the same in TD), so it also suppres
 records; G is feasible within the limit iff S*(G) is, and its TD is then TD(G, S*(G)), which
 every bound above bounds. The result is certified optimal over every (G, S) that suppresses at
 most the limit.
+
+**Infeasible tops** (a limit below nR, an exact oracle, union-closed models; proof in
+docs/design/lattice_limit.md): the records S*(G) suppresses never increase up the lattice (the
+kept set of S*(G) is a union of feasible classes at every G' >= G, and the exact oracle keeps at
+least as many in each class there), so a box whose top U suppresses more than the limit holds no
+node within it and is dropped (ARX's predictive tagging, box-wise). Each round the box search
+bounds the halves (the class bound also counts the records in classes below kmin at U, which
+every node of the box suppresses: over the limit, the box goes without an oracle call), then
+evaluates the new tops of the halves whose bound beats the incumbent (a feasible top is an
+ordinary candidate and raises the incumbent; one over the limit is only counted) and keeps the
+halves whose top is within the limit. There the partner tables do not pay for themselves: the class bound (UB(L) when kmin
+< 2) certifies with about as many boxes, without their O(rows^2) build. ``info["search"]`` then
+ends in "infeasible tops pruned". At a zero limit the same holds for every union-closed model,
+exact oracle or not: a node is within the limit iff it is feasible with nothing suppressed, and a
+union of feasible classes is feasible (this replaced Flash's tagging there, which checked 33-102
+nodes where the pruned box search checks 9-21 on the drawn family's EMD rows).
+
+Under EMD t-closeness (equal, ordered; exact oracle) with kmin >= 3, no limit and a table small
+enough for partner tables, the search also takes the class bound's box search instead of them
+(docs/design/lattice_limit.md).
 """
 
 from __future__ import annotations
@@ -77,9 +97,10 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     TOP_AT_BEST,
     box_rounds,
 )
-from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+from ppdp.engine.kernels import kinds
+from ppdp.engine.methods.generalization.optimizers import bounds as bounds_module
+from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, min_class_size
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
-from ppdp.engine.methods.generalization.optimizers.flash import _Flash
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,
     check_suppression_limit,
@@ -152,25 +173,45 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified, info=info)
-    if max_suppressed == 0 and executor == "local" and all(m.union_closed for m in problem.models):
-        # Nothing may be suppressed and every model is union-closed (a class merged from
-        # feasible ones is feasible), so feasibility is monotone up the lattice and TD with
-        # nothing suppressed is non-increasing up it: Flash's tagging is exact, and the best
-        # anonymous node it checks is the optimum over every (G, S) within the limit.
-        state = _Flash(problem, tracker, 0)
-        complete = state.run()
-        info.update(search="flash (zero limit, union-closed models)", nodes_evaluated=tracker.used)
-        return tracker.result(certified=complete, info=info)
-    bound = BoxBound(problem)
+    # With a limit, feasibility within it is monotone up the lattice when every model is
+    # union-closed and, for a limit above 0, the oracle is exact: a box whose top is over the
+    # limit holds no feasible node, and the search prunes by its tops (module docstring). At a
+    # zero limit no oracle is read (a node is within it iff feasible with nothing suppressed).
+    # There the partner tables do not pay for themselves: the class bound (or UB(L)) with
+    # pruned tops certifies with about as many boxes, without the O(rows^2) tables.
+    union_closed = all(m.union_closed for m in problem.models)
+    tops = union_closed and (max_suppressed == 0 or (max_suppressed < problem.n_records and exact))
+    # Under EMD t-closeness with a minimum class size (k >= 2) the class bound's box search
+    # (greedy start) also certifies sooner than the partner tables without a limit: the
+    # tables' O(rows^2) build and scans cost more than their tighter bound saves (on the drawn
+    # family's five unlimited EMD rows, 1.9-3.2 times less search time, the same TD).
+    # Only where the tables would be built (larger tables keep the class bound's node search,
+    # faster there: full adult, equal EMD t = 0.2 + k = 2, 1,740 ms against 4,538 for its box
+    # search), and from kmin = 3 (at k = 2 the class bound drops only singleton classes: on
+    # creditcard-q10-1000, equal EMD t = 0.2 + k = 2, the partner tables took 900-960 ms
+    # against 1,210-1,320, 13 nodes against 432).
+    o = problem.oracle_params
+    emd_classes = (exact and o.t >= 0 and o.t_kind in (kinds.EQUAL_EMD, kinds.ORDERED_EMD)
+                   and min_class_size(problem) >= 3 and problem.table.n_rows <= bounds_module.MAX_PARTNER_ROWS)
+    bound = BoxBound(problem, partners=not (tops or emd_classes))
     # The class bound classifies the table at every box's U, where the node search rolls each
     # node up from a predecessor: below CLASS_BOUND_MIN_LATTICE nodes the node search certifies
     # sooner (about twice as fast on benchmarks/vs_arx.py's adult t-closeness and cup rows).
-    if not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE):
+    if not (tops or emd_classes) and (not bound.active or (bound.by_class and size < CLASS_BOUND_MIN_LATTICE)):
         certified, remaining = _node_search(problem, tracker, evaluate, batch)
         info.update(search="nodes", nodes_evaluated=tracker.used, remaining_upper_bound=remaining)
         return tracker.result(certified=certified, info=info)
     # Box bounds cost about as much as evaluations: cap them too (at least one box is split).
     boxes_cap = max(4 * int(budget), 10_000) if max_boxes is None else max(int(max_boxes), 1)
+    if tops:
+        # the evaluated tops give incumbents; the greedy dive only adds evaluations here
+        greedy = False if greedy is None else bool(greedy)
+        certified, remaining, boxes = _box_search(problem, bound, tracker, evaluate, batch, boxes_cap, greedy=greedy,
+                                                  prune_tops=True, max_suppressed=max_suppressed,
+                                                  local=executor == "local")
+        info.update(search="boxes by class, infeasible tops pruned" if bound.by_class else "boxes, infeasible tops pruned",
+                    nodes_evaluated=tracker.used, boxes_bounded=boxes, remaining_upper_bound=remaining)
+        return tracker.result(certified=certified, info=info)
     greedy = bound.by_class if greedy is None else bool(greedy)
     # The loop in Numba where it can run (partner tables, no greedy incumbent's evaluated nodes
     # to skip); the Python loop is its twin (tests/oracles/test_lattice_bounds.py).
@@ -192,7 +233,8 @@ def _best_feasible(ev, best_td: float) -> float:
 
 
 def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,
-                max_boxes: int, greedy: bool = False) -> tuple[bool, float | None, int]:
+                max_boxes: int, greedy: bool = False, prune_tops: bool = False, max_suppressed: int = 0,
+                local: bool = False) -> tuple[bool, float | None, int]:
     """Best-first branch and bound over boxes [L, U] (module docstring, engine/methods/generalization/optimizers/bounds.py).
 
     Returns (no box left above the best TD, largest bound left or None, boxes bounded). Each
@@ -201,6 +243,52 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     """
     heights = np.asarray(problem.heights, dtype=np.int64)
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
+    # prune_tops: each top evaluated, within the limit or not; a box is kept only when its top
+    # is within the limit (the tops of a round are evaluated in one batch, after the bounds).
+    status: dict[bytes, bool] = {}
+    tops_best = -np.inf
+
+    def check_tops(highs: list[np.ndarray]) -> list[bool]:
+        nonlocal tops_best
+        todo: dict[bytes, np.ndarray] = {}
+        for U in highs:
+            key = U.tobytes()
+            if key not in status and key not in todo:
+                todo[key] = U
+        if todo:
+            G = np.stack(list(todo.values()))
+            if local:
+                # S*(G) in one pass; a node over the limit is only counted: the lattice's top,
+                # feasible (checked first), is already offered, so it cannot be the best.
+                if max_suppressed == 0:  # within the limit iff feasible with nothing suppressed
+                    retained, ev = evaluate(G)
+                    ok = np.asarray(ev.feasible, dtype=bool)
+                else:
+                    retained, ev = problem.evaluate_optimal(G)
+                    ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
+                for i, good in enumerate(ok.tolist()):  # in order, as the Ray path offers them
+                    if good:
+                        tracker.offer(G[i : i + 1], retained[i : i + 1], ev.row(i))
+                        tops_best = max(tops_best, float(ev.td[i]))
+                    else:
+                        tracker.count(1)
+            else:
+                retained, ev = evaluate(G)
+                tracker.offer(G, retained, ev)
+                tops_best = _best_feasible(ev, tops_best)
+                ok = np.asarray(ev.feasible, dtype=bool)
+            for key, good in zip(todo, ok.tolist(), strict=True):
+                status[key] = bool(good)
+        return [status[U.tobytes()] for U in highs]
+
+    if prune_tops:
+        top = heights[None, :]
+        retained, ev = evaluate(top)  # the whole lattice's top, as every search reports it
+        tracker.offer(top, retained, ev)
+        status[heights.tobytes()] = bool(ev.feasible[0])
+        if not ev.feasible[0]:
+            return True, None, 0  # the top suppresses more than the limit: no node can meet it
+        tops_best = float(ev.td[0])
     root_bound, root_states = bound.with_states(L0, heights[None, :], None)
     root = float(root_bound[0])
     boxes = 1
@@ -214,6 +302,9 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     best_td, evaluated = (greedy_incumbent(tracker, evaluate, heights, tracker.used + tracker.remaining // 10)
                           if greedy else (-np.inf, set()))
     if heights.tobytes() in evaluated and not heights.any():  # a one-node lattice, already evaluated
+        heap = []
+    best_td = max(best_td, tops_best)
+    if prune_tops and not heights.any():  # a one-node lattice, its top evaluated
         heap = []
     while heap:
         if -heap[0][0] <= best_td:
@@ -241,7 +332,24 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             L2[q] = mid + 1
             lows += [L, L2]
             highs += [U1, U]
-            parents += [states, states]
+            # prune_tops: the states slot holds the class bound's classification at U, which
+            # the half [L2, U] reuses
+            parents += [None, states] if prune_tops else [states, states]
+        if lows and prune_tops:
+            # Bound first (the class bound also counts the records every node of a box
+            # suppresses), then evaluate the new tops of the boxes left, then keep the boxes
+            # whose top is within the limit. A box of one node is its top: evaluated, not kept.
+            b, small, masks = bound.with_masks(np.stack(lows), np.stack(highs), parents)
+            boxes += len(lows)
+            alive = [i for i, (value, lost) in enumerate(zip(b.tolist(), small.tolist(), strict=True))
+                     if value > best_td and lost <= max_suppressed]
+            keep = check_tops([highs[i] for i in alive])
+            best_td = max(best_td, tops_best)
+            for i, ok in zip(alive, keep, strict=True):
+                if ok and b[i] > best_td and not np.array_equal(lows[i], highs[i]):
+                    heapq.heappush(heap, (-float(b[i]), order, lows[i], highs[i], masks[i]))
+                    order += 1
+            lows = []
         if lows:
             known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
             parent = np.stack(known, axis=1) if len(known) == len(parents) else None
@@ -249,7 +357,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             boxes += len(lows)
             for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):
                 # A box at or below the best TD cannot improve it; nor can a node already evaluated.
-                if value > best_td and not (evaluated and np.array_equal(L, U) and L.tobytes() in evaluated):
+                if value > best_td and not (np.array_equal(L, U) and (L.tobytes() in evaluated or L.tobytes() in status)):
                     heapq.heappush(heap, (-value, order, L, U, None if child_states is None else child_states[:, i]))
                     order += 1
         if leaves:

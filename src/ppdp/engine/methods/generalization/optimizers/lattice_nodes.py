@@ -51,7 +51,17 @@ def evaluate_nodes(problem: Problem, G: np.ndarray, max_suppressed: int) -> tupl
         return retained, problem.evaluate(G, retained=retained)
     if max_suppressed >= problem.n_records:  # no limit: S*(G) and its evaluation in one pass
         return problem.evaluate_optimal(G)
-    retained = np.stack([problem.optimal_retained(g) for g in G])
+    # S*(G) of the batch in one pass (the fused kernel where it applies); only the nodes over
+    # the limit are evaluated again, with nothing suppressed.
+    retained, ev = problem.evaluate_optimal(G)
     over = problem.n_records - retained.sum(axis=1) > max_suppressed
-    retained[over] = problem.table.counts
-    return retained, problem.evaluate(G, retained=retained)
+    if not over.any():
+        return retained, ev
+    retained[over] = problem.table.counts  # evaluate_optimal's own array (it remembers copies)
+    idx = np.flatnonzero(over)
+    redo = problem.evaluate(G[idx], retained=retained[idx])
+    fields = ("ad", "td", "feasible", "violation", "suppressed")
+    merged = {f: np.array(getattr(ev, f), copy=True) for f in fields}
+    for f in fields:
+        merged[f][idx] = getattr(redo, f)
+    return retained, type(ev)(**merged)

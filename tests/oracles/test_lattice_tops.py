@@ -1,0 +1,154 @@
+"""Proof tests of the lattice search's pruning by infeasible tops under a suppression limit
+(engine/methods/generalization/optimizers/lattice.py, docs/design/lattice_limit.md).
+
+(a) The lemma: with an exact oracle and union-closed models, the records S*(G) suppresses never
+    increase up the lattice (along every edge G -> G + e_q), so a box whose top is over the
+    limit holds no node within it.
+(b) The search with the pruning (class bound or UB(L), no partner tables) finds the maximum TD
+    over every (G, S) within the limit by brute force over every S, on tiny tables, with EMD
+    t-closeness (equal, ordered) and k, under limits 0, 1 %, 5 %, 20 % and none.
+(c) On larger random tables (random models, where the plan is exact and union-closed), the
+    pruned search returns exhaustive search's optimum, certified, and says it pruned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ppdp.engine.methods.generalization.optimizers import run_optimizer
+from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes, lattice_size
+from ppdp.engine.methods.generalization.problem import Problem
+from ppdp.engine.privacy import ModelContext, build_model
+from tests.oracles.test_evaluator_agreement import random_models, random_table
+from tests.oracles.test_oracle import brute_force_best_td, tiny_table
+from tests.support import reference as ref
+
+LIMITS = (0.0, 0.01, 0.05, 0.2, 1.0)
+
+
+def _emd_models(rng: np.random.Generator, distance: str, table) -> list:
+    ctx = ModelContext(("s",), table.sa_values)
+    t = float(rng.choice([0.1, 0.15, 0.2, 0.3, 0.45]))
+    out = [build_model("t-closeness", {"t": t, "distance": distance}).bind(ctx)]
+    k = int(rng.integers(1, 4))
+    if k > 1:
+        out.append(build_model("k-anonymity", {"k": k}))
+    return out
+
+
+def _table_with_sa(rng: np.random.Generator, max_records: int):
+    """random_table with exactly one sensitive column (EMD reads one)."""
+    while True:
+        table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=max_records)
+        if len(table.sensitive) == 1:
+            return table
+
+
+def _prunes(problem: Problem) -> bool:
+    return problem.oracle_exact and all(m.union_closed for m in problem.models)
+
+
+@pytest.mark.parametrize("distance", ["equal", "ordered", "k"])
+@pytest.mark.parametrize("seed", range(6))
+def test_suppression_of_the_oracle_never_grows_up_the_lattice(distance: str, seed: int) -> None:
+    """(a) on every edge of the lattice: suppressed(S*(G + e_q)) <= suppressed(S*(G))."""
+    rng = np.random.default_rng([97_000, seed, len(distance)])
+    table = _table_with_sa(rng, 60)
+    if distance == "k":
+        models = [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})]
+    else:
+        ctx = ModelContext(tuple(table.sensitive), table.sa_values)
+        models = [build_model("t-closeness", {"t": float(rng.uniform(0.05, 0.5)), "distance": distance}).bind(ctx),
+                  build_model("k-anonymity", {"k": int(rng.integers(1, 5))})]
+    problem = Problem(table, models)
+    assert _prunes(problem)
+    nodes = all_nodes(table.heights)
+    retained, _ = problem.evaluate_optimal(nodes)
+    suppressed = {g.tobytes(): problem.n_records - int(r.sum()) for g, r in zip(nodes, retained, strict=True)}
+    edges = 0
+    for g in nodes:
+        for q in range(len(g)):
+            if g[q] < table.heights[q]:
+                up = g.copy()
+                up[q] += 1
+                assert suppressed[up.tobytes()] <= suppressed[g.tobytes()], (g, q)
+                edges += 1
+    assert edges > 0
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+@pytest.mark.parametrize("distance", ["equal", "ordered"])
+@pytest.mark.parametrize("seed", range(4))
+def test_pruned_search_finds_the_brute_force_optimum(limit: float, distance: str, seed: int) -> None:
+    """(b) maximum TD over every G and every per-record S within the limit, by brute force."""
+    rng = np.random.default_rng([98_000, seed, int(limit * 100), len(distance)])
+    table = tiny_table(rng, n_records=int(rng.integers(8, 12)))
+    models = _emd_models(rng, distance, table)
+    max_sup = int(np.floor(limit * table.n_records + 1e-9))
+    best = brute_force_best_td(table, models, None if limit >= 1 else max_sup)
+    params = {} if limit >= 1 else {"suppression_limit": limit}
+    for batch in (64, 1):
+        result = run_optimizer("lattice", Problem(table, models), budget=lattice_size(table.heights),
+                               params={"batch": batch, **params})
+        if max_sup < table.n_records:
+            assert "infeasible tops pruned" in result.info["search"]
+        assert result.certified
+        if best < 0:
+            assert not result.feasible
+            continue
+        assert result.feasible and result.td == pytest.approx(best, rel=1e-9, abs=1e-12)
+        keep = ref.keep_from_retained(table, result.retained)
+        _, td, feasible, _ = ref.evaluate(table, models, result.g, keep)
+        assert feasible and table.n_records - int(np.sum(keep)) <= max_sup
+        assert td == pytest.approx(best, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("limit", [0.0, 0.01, 0.05, 0.2])
+@pytest.mark.parametrize("seed", range(12))
+def test_pruned_search_certifies_the_exhaustive_optimum(limit: float, seed: int) -> None:
+    """(c) random tables of up to 200 records (so 1 % allows records), random and EMD models."""
+    rng = np.random.default_rng([99_000, seed, int(limit * 100)])
+    table = _table_with_sa(rng, 200)
+    if seed % 2:
+        models = random_models(rng)
+    else:
+        ctx = ModelContext(tuple(table.sensitive), table.sa_values)
+        distance = "equal" if seed % 4 == 0 else "ordered"
+        models = [build_model("t-closeness", {"t": float(rng.uniform(0.1, 0.4)), "distance": distance}).bind(ctx),
+                  build_model("k-anonymity", {"k": int(rng.integers(1, 6))})]
+    problem = Problem(table, models)
+    size = lattice_size(table.heights)
+    params = {"suppression_limit": limit}
+    full = run_optimizer("lattice", Problem(table, models), budget=size, params={"mode": "exhaustive", **params})
+    max_sup = int(np.floor(limit * table.n_records + 1e-9))
+    for extra in ({}, {"batch": 1}, {"greedy_start": True}):
+        got = run_optimizer("lattice", Problem(table, models), budget=size, params={**extra, **params})
+        if all(m.union_closed for m in models) and (max_sup == 0 or (_prunes(problem) and max_sup < table.n_records)):
+            assert "infeasible tops pruned" in got.info["search"], extra
+        assert got.certified == problem.oracle_exact, extra
+        assert got.feasible == full.feasible, extra
+        if full.feasible:
+            assert got.td == pytest.approx(full.td, rel=1e-12, abs=1e-12), extra
+            assert got.suppressed <= max_sup, extra
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reused_classification_gives_the_class_bound_bit_for_bit(seed: int) -> None:
+    """``BoxBound.with_masks`` (a half reusing its parent's classification at U) gives
+    ``with_small``'s bounds and suppressed counts exactly."""
+    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+
+    rng = np.random.default_rng([99_500, seed])
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=120)
+    problem = Problem(table, [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})])
+    bound = BoxBound(problem, partners=False)
+    heights = np.asarray(table.heights, dtype=np.int64)
+    for _ in range(10):
+        a, b = rng.integers(0, heights + 1), rng.integers(0, heights + 1)
+        L, U = np.minimum(a, b), np.maximum(a, b)
+        _, _, parent = bound.with_masks(L[None, :], U[None, :], [None])
+        L2 = np.minimum(L + rng.integers(0, 2, size=len(L)), U)
+        got_b, got_small, _ = bound.with_masks(np.stack([L, L2]), np.stack([U, U]), [None, parent[0]])
+        want_b, want_small = bound.with_small(np.stack([L, L2]), np.stack([U, U]))
+        assert got_b.tolist() == want_b.tolist() and got_small.tolist() == want_small.tolist()

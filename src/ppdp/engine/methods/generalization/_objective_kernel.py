@@ -1,5 +1,7 @@
-"""Sums of per-record shares for the objectives (objectives.py), in one Numba pass per batch,
-next to its plain-Python twin ``share_sums_twin`` (tests/search/test_objectives.py).
+"""The objectives' kernels (objectives.py), each one Numba pass per batch next to its
+plain-Python twin (tests/search/test_objectives.py): ``share_sums`` (Loss), ``class_scores``
+(AECS, discernibility, from the classes of engine/kernels/classes.py) and ``raise_up`` (a
+bound spread to a node's generalizations).
 
 ``share_sums(G, kept, shares)[i, d]`` = sum over histogram rows r, in row order, of
 kept[i, r] * shares[d, G[i, d], r]. The bounds and the scores of objectives.py both go through
@@ -8,9 +10,12 @@ it, so a node with nothing suppressed scores its bound bit for bit.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
+from ppdp.engine.kernels import classes as K
 from ppdp.engine.kernels.cache import guard
 
 guard(__file__)
@@ -42,3 +47,143 @@ def share_sums_twin(G: np.ndarray, kept: np.ndarray, shares: np.ndarray) -> np.n
                 acc += float(kept[i, r]) * float(shares[d, G[i, d], r])
             out[i, d] = acc
     return out
+
+
+# ``class_scores``' kinds (objectives.py ``_ClassBased``)
+AECS = 0
+DISCERNIBILITY = 1
+
+
+@njit(cache=True)
+def _class_terms(kind, size, kept, m, n, k):  # pragma: no cover - compiled; class_scores_twin is the tested twin
+    """(score, bound for the node's generalizations) of one node from its class sizes ``size``
+    and the records each class keeps, ``kept`` (docstring of ``class_scores``)."""
+    groups = 0
+    kept_total = 0
+    sq = 0
+    dropped = 0
+    large = 0
+    small_records = 0
+    dm_bound = 0
+    for c in range(m):
+        s = size[c]
+        if s <= 0:
+            continue
+        e = kept[c]
+        kept_total += e
+        if e > 0:
+            groups += 1
+        sq += e * e
+        dropped += s - e
+        if s >= k:
+            large += 1
+            dm_bound += s * s
+        else:
+            small_records += s
+            dm_bound += s * k
+    suppressed = n - float(kept_total)
+    if kind == AECS:
+        g = float(groups) + (1.0 if suppressed > 0 else 0.0)
+        score = n / g if g > 0 else np.inf
+        bound = n / (float(large) + float(small_records // k) + 1.0)
+    else:
+        score = float(sq) + n * float(dropped)
+        bound = float(dm_bound)
+    return score, bound
+
+
+@njit(cache=True)
+def class_scores(kind, G, ok, codes, gen, n_gen, counts, retained, ids, slots, n, k):  # pragma: no cover - compiled
+    """ARX's AECS or discernibility of each node G[i] with ``ok[i]`` (inf elsewhere), kept
+    records ``retained[i]``, and a lower bound on the score of every generalization of G[i]
+    under k-anonymity's S*(G) (computed for every row). The classes: ``ids[slots[i]]`` (the
+    class ids the evaluation of G[i] left in the roll-up memo) when ``slots[i] >= 0``, else
+    engine/kernels/classes.py ``classify``; sizes by its ``class_sizes``.
+
+    The bounds (proofs: docs/design/utility.md, "Optimizing for ARX's metrics"), F = G[i], k the
+    largest k (1 when k-anonymity is not alone: then they are ARX's bounds from the classes):
+    - AECS: N / (L + floor(S / k) + 1), L the classes of F of >= k records, S the records of the
+      others: a kept class of a generalization holds a large class of F or >= k records of
+      small ones, and the suppressed records add one group at most.
+    - discernibility: sum over F's classes of |e| * max(|e|, k): a record costs N when
+      suppressed and the size of its class when kept, which is >= k and >= its class in F.
+    """
+    P = G.shape[0]
+    score = np.full(P, np.inf)
+    bound = np.full(P, -np.inf)
+    active = counts > 0
+    for i in range(P):
+        s = slots[i]
+        if s >= 0:
+            cls = ids[s]
+            m = 0
+            for h in range(cls.shape[0]):
+                if cls[h] + 1 > m:
+                    m = cls[h] + 1
+        else:
+            cls, m = K.classify(G[i], codes, gen, n_gen, active)
+        size = K.class_sizes(cls, m, counts)
+        kept = K.class_sizes(cls, m, retained[i])
+        sc, b = _class_terms(kind, size, kept, m, n, k)
+        bound[i] = b
+        if ok[i]:
+            score[i] = sc
+    return score, bound
+
+
+def class_scores_twin(kind: int, G: np.ndarray, ok: np.ndarray, codes: np.ndarray, gen: np.ndarray,
+                      n_gen: np.ndarray, counts: np.ndarray, retained: np.ndarray, n: float,
+                      k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``class_scores`` in plain Python, each node classified from its generalized codes."""
+    P = G.shape[0]
+    score = np.full(P, np.inf)
+    bound = np.full(P, -np.inf)
+    for i in range(P):
+        classes: dict[tuple[int, ...], list[int]] = {}
+        for h in range(codes.shape[0]):
+            if counts[h] <= 0:
+                continue
+            key = tuple(int(gen[q, G[i, q], codes[h, q]]) for q in range(codes.shape[1]))
+            e = classes.setdefault(key, [0, 0])
+            e[0] += int(counts[h])
+            e[1] += int(retained[i, h])
+        sizes = [v[0] for v in classes.values()]
+        kept = [v[1] for v in classes.values()]
+        suppressed = n - float(sum(kept))
+        if kind == AECS:
+            groups = float(sum(1 for e in kept if e > 0)) + (1.0 if suppressed > 0 else 0.0)
+            sc = n / groups if groups > 0 else math.inf
+            large = sum(1 for s in sizes if s >= k)
+            small = sum(s for s in sizes if s < k)
+            b = n / (float(large) + float(small // k) + 1.0)
+        else:
+            sc = float(sum(e * e for e in kept)) + n * float(sum(s - e for s, e in zip(sizes, kept, strict=True)))
+            b = float(sum(s * max(s, k) for s in sizes))
+        bound[i] = b
+        if ok[i]:
+            score[i] = sc
+    return score, bound
+
+
+@njit(cache=True)
+def raise_up(up, nodes, G, values):  # pragma: no cover - compiled; raise_up_twin is the tested twin
+    """up[j] = max(up[j], values[i]) for every lattice node nodes[j] >= G[i] (componentwise)."""
+    L, D = nodes.shape
+    for j in range(L):
+        for i in range(G.shape[0]):
+            if values[i] <= up[j]:
+                continue
+            above = True
+            for d in range(D):
+                if nodes[j, d] < G[i, d]:
+                    above = False
+                    break
+            if above:
+                up[j] = values[i]
+
+
+def raise_up_twin(up: np.ndarray, nodes: np.ndarray, G: np.ndarray, values: np.ndarray) -> None:
+    """``raise_up`` in numpy."""
+    for g, v in zip(G, values, strict=True):
+        above = np.all(nodes >= g[None, :], axis=1)
+        up[above] = np.maximum(up[above], v)

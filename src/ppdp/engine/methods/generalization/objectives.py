@@ -33,6 +33,7 @@ import numpy as np
 from ppdp.engine.core.encoding import EncodedTable
 from ppdp.engine.core.spec import OBJECTIVE_OPTIMIZERS, OBJECTIVES  # noqa: F401  (what the spec reader accepts)
 from ppdp.engine.methods.generalization import _objective_kernel as OK
+from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
 from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash
 from ppdp.engine.methods.generalization.problem import Problem
 
@@ -145,59 +146,41 @@ def _nu_entropy(table: EncodedTable) -> _NodeOnly:
 
 class _ClassBased:
     """ARX's single-dimensional metrics of the equivalence classes (MetricSDAECS, gs-factor 0.5;
-    MetricSDNMDiscernability). No bound from the levels alone (ARX has none either), so every
-    node that may be feasible is scored; a complete run is exact."""
+    MetricSDNMDiscernability), scored a batch at a time by ``_objective_kernel.class_scores``
+    from the classes the evaluation left in the roll-up memo (or classified again). No bound
+    from the levels alone (ARX has none either), so every node that may be feasible is scored,
+    except those above a scored node whose bound for its generalizations (``up_bounds``) is no
+    better than the best score; a complete run is exact."""
 
-    def __init__(self, table: EncodedTable, kind: str) -> None:
+    def __init__(self, table: EncodedTable, kind: str, memo: ClassMemo | None = None, k: int = 1) -> None:
         self.table = table
-        self.kind = kind
+        self.kind = OK.AECS if kind == "aecs" else OK.DISCERNIBILITY
         self.n = float(table.n_records)
+        self.memo = memo
+        self.k = max(int(k), 1)
         self.up_bounds = np.empty(0)
+        self.gen, _weight, self.n_gen = table.lookup
 
     def bounds(self, nodes: np.ndarray) -> np.ndarray:
         return np.full(nodes.shape[0], -np.inf)
 
-    def _classes(self, g: np.ndarray) -> np.ndarray:
-        """Each histogram row's class id at levels ``g`` (dense, in key order)."""
-        t = self.table
-        key = np.zeros(t.n_rows, dtype=np.int64)
-        radix = 1
-        for q, h in enumerate(t.hierarchies):
-            col = h.level_codes[int(g[q])][t.codes[:, q]].astype(np.int64)
-            width = int(h.level_codes[int(g[q])].max()) + 1
-            if radix * width >= 2**62:  # the mixed-radix key would overflow: densify first
-                _, key = np.unique(key, return_inverse=True)
-                key = key.astype(np.int64).reshape(-1)
-                radix = int(key.max()) + 1 if key.size else 1
-            key = key * width + col
-            radix *= width
-        _, key = np.unique(key, return_inverse=True)
-        return key.astype(np.int64).reshape(-1)
+    def _slots(self, G: np.ndarray) -> np.ndarray:
+        if self.memo is None:
+            return np.full(G.shape[0], -1, dtype=np.int64)
+        return np.array([self.memo.slot(g) for g in G], dtype=np.int64)
 
-    def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
-        out = np.empty(G.shape[0])
-        # ARX's bound from a node's classes, suppression ignored (getLowerBoundInternal(node,
-        # groupify)): classes only merge upward, so it is at most the score of the node and of
-        # every generalization when whole classes are suppressed (k-anonymity's S*(G)).
-        self.up_bounds = np.empty(G.shape[0])
-        counts = self.table.counts.astype(np.float64)
-        for i in range(G.shape[0]):
-            cls = self._classes(G[i])
-            kept = np.bincount(cls, weights=retained[i].astype(np.float64))
-            size = np.bincount(cls, weights=counts)
-            suppressed = self.n - float(kept.sum())
-            # DM: sum of |E|^2 grows when classes merge; AECS: N / (classes + 1), the classes
-            # only fewer upward (the + 1: the suppressed records' group)
-            self.up_bounds[i] = float(np.sum(size * size)) if self.kind != "aecs" else self.n / (len(size) + 1.0)
-            if self.kind == "aecs":
-                # MetricSDAECS: the classes kept, plus one for the suppressed records if any
-                # (both factors 1 at gs-factor 0.5)
-                groups = float(np.count_nonzero(kept > 0)) + (1.0 if suppressed > 0 else 0.0)
-                out[i] = self.n / groups if groups else math.inf
-            else:
-                # MetricSDNMDiscernability: |E|^2 per class kept, N per suppressed record
-                out[i] = float(np.sum(kept * kept)) + self.n * float(np.sum(size - kept))
-        return out
+    def scores(self, G: np.ndarray, retained: np.ndarray, ok: np.ndarray | None = None) -> np.ndarray:
+        """Scores of the rows with ``ok`` (all by default; inf elsewhere); ``up_bounds`` of every
+        row: a lower bound on the score of each generalization (``class_scores``; with the
+        k of k-anonymity alone, else ARX's bound from the classes, suppression ignored)."""
+        t = self.table
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        ok = np.ones(G.shape[0], dtype=np.bool_) if ok is None else np.ascontiguousarray(ok, dtype=np.bool_)
+        ids = self.memo.ids if self.memo is not None else np.zeros((1, 1), dtype=np.int32)
+        score, self.up_bounds = OK.class_scores(self.kind, G, ok, t.codes, self.gen, self.n_gen, t.counts,
+                                                np.ascontiguousarray(retained, dtype=np.int64), ids, self._slots(G),
+                                                self.n, self.k)
+        return score
 
 
 def loss_scorer(table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -320,7 +303,13 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     t0 = time.perf_counter()
     limit = float((params or {}).get("suppression_limit", 1.0))
     max_suppressed = math.floor(limit * problem.table.n_records)
-    obj = _objective(objective, problem.table)
+    k_alone = all(type(m).__name__ == "KAnonymity" for m in problem.models)
+    if objective in ("aecs", "discernibility"):
+        # the classes the evaluations leave in the roll-up memo; k's bound where k is alone
+        k = max(int(m.k) for m in problem.models) if k_alone else 1  # type: ignore[attr-defined]
+        obj: _Loss | _NodeOnly | _ClassBased = _ClassBased(problem.table, objective, problem.class_memo, k)
+    else:
+        obj = _objective(objective, problem.table)
     heights = [int(h) for h in problem.heights]
     lattice = math.prod(h + 1 for h in heights)
     # every node, in the lattice's order (last QID fastest)
@@ -333,7 +322,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     up = None
     if isinstance(obj, _ClassBased):
         order = np.argsort(nodes.sum(axis=1), kind="stable")
-        if all(type(m).__name__ == "KAnonymity" for m in problem.models):
+        if k_alone:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
     best: tuple[float, np.ndarray, np.ndarray, int] | None = None
@@ -395,18 +384,19 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         else:
             retained, ev = problem.evaluate_optimal(G)
         ok = ev.feasible & (ev.suppressed <= max_suppressed)
-        if ok.any():
+        if isinstance(obj, _ClassBased):  # every row: its bound for its generalizations too
+            sc = obj.scores(G, retained, ok)
+        elif ok.any():
             sc = np.full(len(picked), np.inf)
             sc[ok] = obj.scores(G[ok], retained[ok])
+        if ok.any():
             i = int(np.argmin(sc))  # the first of equal scores
             if best is None or sc[i] < best[0]:
                 best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
                 best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
-        if up is not None and isinstance(obj, _ClassBased):
-            for j in np.flatnonzero(ok):
-                box = tuple(slice(int(c), None) for c in G[j])
-                up[box] = np.maximum(up[box], obj.up_bounds[int(np.count_nonzero(ok[:j]))])
+        if up_flat is not None and isinstance(obj, _ClassBased):
+            OK.raise_up(up_flat, nodes, G, obj.up_bounds)
         if probing and tags is not None:
             for i in range(len(picked)):
                 if ok[i]:

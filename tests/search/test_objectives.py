@@ -94,3 +94,67 @@ def test_a_budget_that_ends_flash_first_is_not_certified(small_adult):
     table, models = small_adult.table, small_adult.models
     result = search(Problem(table, models), "loss", budget=3, optimizer="flash", params={"suppression_limit": 0.0})
     assert not result.certified and result.not_certified_because
+
+
+def _random_classes_case(seed: int):
+    rng = np.random.default_rng(seed)
+    H, D = 60, 3
+    codes = rng.integers(0, 6, size=(H, D)).astype(np.int64)
+    # level 0: the leaf, level 1: pairs, level 2: one value
+    gen = np.stack([np.stack([np.arange(6), np.arange(6) // 2, np.zeros(6, dtype=np.int64)]) for _ in range(D)])
+    n_gen = np.array([[6, 3, 1]] * D, dtype=np.int64)
+    counts = rng.integers(1, 5, size=H).astype(np.int64)
+    G = np.array(list(itertools.product(range(3), repeat=D)), dtype=np.int64)
+    retained = (counts[None, :] * (rng.random((len(G), H)) < 0.7)).astype(np.int64)
+    ok = rng.random(len(G)) < 0.8
+    return G, ok, codes, np.ascontiguousarray(gen), n_gen, counts, retained
+
+
+@pytest.mark.parametrize("kind", [0, 1])
+@pytest.mark.parametrize("k", [1, 5])
+def test_class_scores_kernel_equals_its_twin(kind, k):
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    G, ok, codes, gen, n_gen, counts, retained = _random_classes_case(7)
+    n = float(counts.sum())
+    no_memo = np.full(len(G), -1, dtype=np.int64)
+    got = OK.class_scores(kind, G, ok, codes, gen, n_gen, counts, retained, np.zeros((1, 1), dtype=np.int32), no_memo,
+                          n, k)
+    want = OK.class_scores_twin(kind, G, ok, codes, gen, n_gen, counts, retained, n, k)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert np.isinf(got[0][~ok]).all() and np.isfinite(got[0][ok]).any()
+
+
+def test_raise_up_kernel_equals_its_twin():
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    rng = np.random.default_rng(5)
+    nodes = np.array(list(itertools.product(range(3), range(4), range(2))), dtype=np.int64)
+    up, twin = np.full(len(nodes), -np.inf), np.full(len(nodes), -np.inf)
+    for _ in range(4):
+        G = nodes[rng.integers(0, len(nodes), size=5)]
+        vals = rng.random(5)
+        OK.raise_up(up, nodes, G, vals)
+        OK.raise_up_twin(twin, nodes, G, vals)
+    assert np.array_equal(up, twin) and np.isfinite(up).any()
+
+
+@pytest.mark.parametrize("objective", ["aecs", "discernibility"])
+def test_class_bounds_never_exceed_a_generalizations_score(small_adult, objective):
+    """Brute force over every pair of nodes F <= G of the lattice: the bound that F's classes give
+    its generalizations (k-anonymity's S*(G), k = 5) is at most G's score, feasible or not."""
+    from ppdp.engine.methods.generalization.objectives import _ClassBased
+    table, models = small_adult.table, small_adult.models
+    problem = Problem(table, models)
+    heights = [int(h) for h in problem.heights]
+    nodes = np.array(list(itertools.product(*(range(h + 1) for h in heights))), dtype=np.int64)
+    retained, _ = problem.evaluate_optimal(nodes)
+    obj = _ClassBased(table, objective, None, k=max(int(m.k) for m in models))
+    scores = obj.scores(nodes, retained)
+    bounds = obj.up_bounds.copy()
+    assert np.isfinite(scores).all()
+    for f, b in zip(nodes, bounds, strict=True):
+        above = np.all(nodes >= f[None, :], axis=1)
+        assert np.all(scores[above] >= b), (objective, f)
+    # tighter than the bound from the classes alone (k = 1) somewhere
+    loose = _ClassBased(table, objective, None, k=1)
+    loose.scores(nodes, retained)
+    assert np.all(bounds >= loose.up_bounds) and np.any(bounds > loose.up_bounds)

@@ -158,3 +158,53 @@ def test_class_bounds_never_exceed_a_generalizations_score(small_adult, objectiv
     loose = _ClassBased(table, objective, None, k=1)
     loose.scores(nodes, retained)
     assert np.all(bounds >= loose.up_bounds) and np.any(bounds > loose.up_bounds)
+
+
+@pytest.mark.parametrize("oracle", [True, False])
+@pytest.mark.parametrize("optimizer", ["ga", "id-dga", "haef", "de"])
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_evolutionary_optimizers_minimize_each_objective(small_adult, optimizer, objective, oracle):
+    """The GA optimizers take the objective as their fitness: the node they return scores what
+    ``info`` says, is feasible and is not certified; with the oracle's repair (S := S*(G), so
+    that (G, S*(G)) is what a random feasible node is too) no worse than a random feasible node.
+    (Without it they search S bit by bit, the papers' way, and may end anywhere feasible.)"""
+    from ppdp.engine.methods.generalization.objectives import evolve
+    table, models = small_adult.table, small_adult.models
+    problem = Problem(table, models)
+    result = evolve(problem, objective, optimizer=optimizer, budget=600, seed=1,
+                    params={"islands": 1, "oracle": oracle})
+    score = scorer(objective, table)
+    assert result.feasible and not result.certified and result.not_certified_because
+    assert result.info["objective"] == objective
+    assert result.info["objective_value"] == pytest.approx(score(result.g, result.retained), abs=1e-9)
+    # the node's TD, not the fitness
+    assert result.td == pytest.approx(float(problem.evaluate(result.g[None, :], retained=result.retained[None, :]).td[0]))
+    if not oracle:
+        return
+    rng = np.random.default_rng(11)
+    heights = np.asarray(problem.heights)
+    while True:
+        g = rng.integers(0, heights + 1)
+        retained, ev = problem.evaluate_optimal(g[None, :])
+        if ev.feasible[0]:
+            break
+    assert result.info["objective_value"] <= score(g, retained[0]) + 1e-9
+
+
+def test_spec_and_cli_accept_an_objective_for_the_ga(tmp_path):
+    from ppdp.engine.core.spec import FITNESS_OPTIMIZERS
+    from ppdp.engine.methods.generalization.optimizers import optimizer_names
+    from ppdp.errors import SpecError
+    assert set(FITNESS_OPTIMIZERS) <= set(optimizer_names())
+    db = load_adult(tmp_path / "a.duckdb", rows=200)
+    p = write_spec(tmp_path / "ga.toml", db=db, qids=["age", "sex", "race"], optimizer="ga", budget=300)
+    p.write_text(p.read_text() + '\n[utility]\nobjective = "discernibility"\n')
+    spec = load_spec(p)
+    assert spec.objective == "discernibility" and spec.optimizer == "ga"
+    out = run_release(spec, progress=False)
+    sol = out.run.solution
+    assert sol["info"]["objective"] == "discernibility" and not sol["certified"] and sol["not_certified_because"]
+    bad = write_spec(tmp_path / "descent.toml", db=db, qids=["age", "sex", "race"], optimizer="descent")
+    bad.write_text(bad.read_text() + '\n[utility]\nobjective = "loss"\n')
+    with pytest.raises(SpecError, match="evolutionary"):
+        load_spec(bad)

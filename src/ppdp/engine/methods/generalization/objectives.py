@@ -27,14 +27,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
-from ppdp.engine.core.spec import OBJECTIVE_OPTIMIZERS, OBJECTIVES  # noqa: F401  (what the spec reader accepts)
+from ppdp.engine.core.spec import (  # noqa: F401  (what the spec reader accepts)
+    CERTIFIED_OBJECTIVE_OPTIMIZERS,
+    FITNESS_OPTIMIZERS,
+    OBJECTIVE_OPTIMIZERS,
+    OBJECTIVES,
+)
 from ppdp.engine.methods.generalization import _objective_kernel as OK
+from ppdp.engine.methods.generalization.evaluators import Evaluation
 from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
-from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash
+from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash, run_optimizer
 from ppdp.engine.methods.generalization.problem import Problem
 
 # ARX's Metric.round: information loss floored to 10 decimal digits (Metric.DIGITS).
@@ -229,6 +236,55 @@ def scorer(objective: str, table: EncodedTable) -> Callable[[np.ndarray, np.ndar
 def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.ndarray:
     """A lower bound on the objective of each node."""
     return _objective(objective, table).bounds(np.asarray(nodes, dtype=np.int64))
+
+
+class FitnessProblem(Problem):
+    """A Problem whose evaluations carry minus ``objective``'s score of each (G, retained) as
+    their ``td``: the fitness every optimizer ranks feasible solutions by (the two-dimension
+    rule, HAEF eq. 21, with the objective in place of TD), so the GA optimizers minimize the
+    objective unchanged. Feasibility and violation are the models' own. Its results are not
+    certified (``evolve``)."""
+
+    def __init__(self, table: EncodedTable, models: list, objective: str, *, backend: str = "numba") -> None:
+        super().__init__(table, models, backend=backend)
+        self.objective = objective
+        self._obj = _objective(objective, table)
+
+    def _fitness(self, G: np.ndarray, retained: np.ndarray, ev: Evaluation) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        retained = np.atleast_2d(np.asarray(retained))
+        return replace(ev, td=-np.asarray(self._obj.scores(G, retained), dtype=np.float64))
+
+    def evaluate(self, G: np.ndarray, S: np.ndarray | None = None, *, retained: np.ndarray | None = None) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        if retained is None:
+            retained = np.tile(self.table.counts, (G.shape[0], 1)) if S is None else self.retained_from_s(S)
+        return self._fitness(G, retained, super().evaluate(G, retained=retained))
+
+    def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
+        retained, ev = super().evaluate_optimal(G)  # (the two-step path scores in evaluate: the same)
+        return retained, self._fitness(G, retained, ev)
+
+    def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        ev = super().evaluate_unsuppressed(G, count=count)
+        return self._fitness(G, np.tile(self.table.counts, (G.shape[0], 1)), ev)
+
+
+def evolve(problem: Problem, objective: str, *, optimizer: str, budget: int, seed: int = 0, params: dict | None = None,
+           progress: ProgressFn | None = None) -> OptimizerResult:
+    """A registered optimizer other than the lattice and Flash (the GA, ID-DGA, HAEF, DE...)
+    minimizing ``objective`` as its fitness (``FitnessProblem``). Heuristic: never certified,
+    ``not_certified_because`` says so; ``info["objective_value"]``: the best score, and
+    ``td`` the node's TD."""
+    fit = FitnessProblem(problem.table, problem.models, objective, backend=problem.evaluator.name)
+    result = run_optimizer(optimizer, fit, budget=budget, seed=seed, params=dict(params or {}), progress=progress)
+    problem.evaluations += fit.evaluations
+    ev = problem.evaluator.evaluate(result.g[None, :], result.retained[None, :])  # the TD (not counted)
+    info = dict(result.info) | {"objective": objective, "objective_value": -float(result.td)}
+    why = (f"{optimizer} is a heuristic search: objective {objective!r} is not proved optimal",)
+    return replace(result, td=float(ev.td[0]), certified=False, info=info,
+                   not_certified_because=tuple(result.not_certified_because) + why)
 
 
 def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray | None, int] | None:

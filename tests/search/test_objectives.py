@@ -208,3 +208,18 @@ def test_spec_and_cli_accept_an_objective_for_the_ga(tmp_path):
     bad.write_text(bad.read_text() + '\n[utility]\nobjective = "loss"\n')
     with pytest.raises(SpecError, match="evolutionary"):
         load_spec(bad)
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3])
+def test_k_anonymous_terms_kernel_equals_its_twin(kind):
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    G, _ok, codes, gen, n_gen, counts, _retained = _random_classes_case(9)
+    n = float(counts.sum())
+    shares = np.random.default_rng(2).random((3, 3, codes.shape[0]))
+    no_memo = np.full(len(G), -1, dtype=np.int64)
+    got = OK.k_anonymous_terms(kind, G, codes, gen, n_gen, counts, np.zeros((1, 1), dtype=np.int32), no_memo, 5, n,
+                               shares)
+    want = OK.k_anonymous_terms_twin(kind, G, codes, gen, n_gen, counts, 5, n, shares)
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b)
+    assert (got[0] > 0).any() and (got[0] < n).any()  # some nodes suppress records, some keep some

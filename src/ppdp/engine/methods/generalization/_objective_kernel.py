@@ -187,3 +187,83 @@ def raise_up_twin(up: np.ndarray, nodes: np.ndarray, G: np.ndarray, values: np.n
     for g, v in zip(G, values, strict=True):
         above = np.all(nodes >= g[None, :], axis=1)
         up[above] = np.maximum(up[above], v)
+
+
+LOSS = 2
+LEVELS = 3  # an objective of the levels alone: only the records suppressed
+
+
+@njit(cache=True)
+def k_anonymous_terms(kind, G, codes, gen, n_gen, counts, ids, slots, k, n, shares):  # pragma: no cover - compiled
+    """Each node G[i] under k-anonymity's S*(G) (the classes of >= k records kept, the others
+    suppressed), from its classes alone (no retained matrix): the records suppressed, and
+
+    - AECS / DISCERNIBILITY: the score and the bound for its generalizations (``class_scores``);
+    - LOSS: ``sums[i, d]`` = ``share_sums`` of the kept rows (the same sums in the same order);
+    - LEVELS: nothing else.
+
+    The classes: ``ids[slots[i]]`` when ``slots[i] >= 0`` (the roll-up memo), else
+    engine/kernels/classes.py ``classify``; sizes by its ``class_sizes``."""
+    P, D = G.shape
+    H = codes.shape[0]
+    suppressed = np.zeros(P)
+    score = np.full(P, np.inf)
+    bound = np.full(P, -np.inf)
+    sums = np.zeros((P, D))
+    active = counts > 0
+    for i in range(P):
+        s = slots[i]
+        if s >= 0:
+            cls = ids[s]
+            m = 0
+            for h in range(H):
+                if cls[h] + 1 > m:
+                    m = cls[h] + 1
+        else:
+            cls, m = K.classify(G[i], codes, gen, n_gen, active)
+        size = K.class_sizes(cls, m, counts)
+        kept = np.zeros(m, dtype=np.int64)
+        kept_total = 0
+        for c in range(m):
+            if size[c] >= k:
+                kept[c] = size[c]
+                kept_total += size[c]
+        suppressed[i] = n - float(kept_total)
+        if kind == AECS or kind == DISCERNIBILITY:
+            score[i], bound[i] = _class_terms(kind, size, kept, m, n, k)
+        elif kind == LOSS:
+            for d in range(D):
+                lv = G[i, d]
+                acc = 0.0
+                for h in range(H):
+                    c = cls[h]
+                    kr = float(counts[h]) if c >= 0 and size[c] >= k else 0.0
+                    acc += kr * shares[d, lv, h]
+                sums[i, d] = acc
+    return suppressed, score, bound, sums
+
+
+def k_anonymous_terms_twin(kind: int, G: np.ndarray, codes: np.ndarray, gen: np.ndarray, n_gen: np.ndarray,
+                           counts: np.ndarray, k: int, n: float,
+                           shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``k_anonymous_terms`` in plain Python: S*(G) as retained counts, then ``class_scores_twin``
+    and ``share_sums_twin``."""
+    P, D = G.shape
+    retained = np.zeros((P, codes.shape[0]), dtype=np.int64)
+    for i in range(P):
+        size: dict[tuple[int, ...], int] = {}
+        keys = [tuple(int(gen[q, G[i, q], codes[h, q]]) for q in range(codes.shape[1])) for h in range(codes.shape[0])]
+        for h, key in enumerate(keys):
+            if counts[h] > 0:
+                size[key] = size.get(key, 0) + int(counts[h])
+        for h, key in enumerate(keys):
+            retained[i, h] = counts[h] if counts[h] > 0 and size[key] >= k else 0
+    suppressed = n - retained.sum(axis=1).astype(np.float64)
+    score = np.full(P, np.inf)
+    bound = np.full(P, -np.inf)
+    sums = np.zeros((P, D))
+    if kind in (AECS, DISCERNIBILITY):
+        score, bound = class_scores_twin(kind, G, np.ones(P, dtype=np.bool_), codes, gen, n_gen, counts, retained, n, k)
+    elif kind == LOSS:
+        sums = share_sums_twin(G, retained.astype(np.float64), shares)
+    return suppressed, score, bound, sums

@@ -308,6 +308,44 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
     return tags.reshape(-1), int(idx.shape[0])
 
 
+class _KOnly:
+    """k-anonymity alone: S*(G) keeps the classes of >= k records and suppresses the others, so
+    a node's score and its records suppressed follow from its classes alone. A batch is one
+    ``Problem.evaluate_unsuppressed`` (the classes, rolled up into the memo, as Flash checks
+    nodes; no retained matrix, no S*(G)) and one ``_objective_kernel.k_anonymous_terms``; the
+    retained counts are made for the chosen node alone."""
+
+    def __init__(self, problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, k: int, max_suppressed: int) -> None:
+        t = problem.table
+        self.problem, self.obj, self.k, self.max_suppressed = problem, obj, k, max_suppressed
+        self.kind = obj.kind if isinstance(obj, _ClassBased) else (OK.LOSS if isinstance(obj, _Loss) else OK.LEVELS)
+        self.shares = obj.shares if isinstance(obj, _Loss) else np.zeros((1, 1, 1))
+        self.memo = problem.class_memo
+        self.gen, _weight, self.n_gen = t.lookup
+        self.n = float(t.n_records)
+        # a batch's classes stay in the memo until they are scored (plan: at most its capacity)
+        self.batch = max(min(_BATCH, self.memo.capacity // 2), 1)
+
+    def run(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(within the limit, score (inf outside it), records suppressed) of each row of G;
+        one evaluation each."""
+        t = self.problem.table
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        self.problem.evaluate_unsuppressed(G)
+        slots = np.array([self.memo.slot(g) for g in G], dtype=np.int64)
+        sup, csc, cbound, sums = OK.k_anonymous_terms(self.kind, G, t.codes, self.gen, self.n_gen, t.counts,
+                                                      self.memo.ids, slots, self.k, self.n, self.shares)
+        ok = sup <= self.max_suppressed
+        if isinstance(self.obj, _ClassBased):
+            sc = csc
+            self.obj.up_bounds = cbound
+        elif isinstance(self.obj, _Loss):
+            sc = self.obj._aggregate(sums + sup[:, None])
+        else:
+            sc = self.obj.bounds(G)
+        return ok, np.where(ok, sc, np.inf), sup
+
+
 class _Tags:
     """Flash's predictive tags (optimizers/flash.py) over the lattice: a node anonymous within
     the limit makes its generalizations so, one that is not makes its specializations not."""
@@ -321,10 +359,11 @@ class _Tags:
         else:
             self.state[tuple(slice(0, int(c) + 1) for c in g)] = 2
 
-    def probe(self, problem: Problem, g: np.ndarray, heights: list[int], max_suppressed: int, budget: int) -> int:
+    def probe(self, check: Callable[[np.ndarray], bool], g: np.ndarray, heights: list[int], budget: int) -> int:
         """``g`` is not anonymous: binary search for the last such node on a path from ``g`` to
         the top (each step raises the QID with the smallest relative level, the first on ties),
-        tag its down-set, and return the checks made."""
+        tag its down-set, and return the checks made (``check``: a node is anonymous within
+        the limit, one evaluation)."""
         path = [g.copy()]
         cur = g.copy()
         rel = [(h if h else 1) for h in heights]
@@ -339,9 +378,8 @@ class _Tags:
             node = path[mid]
             st = int(self.state[tuple(int(c) for c in node)])
             if st == 0:
-                _, ev = problem.evaluate_optimal(node[None, :])
                 checks += 1
-                st = 1 if (ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed) else 2
+                st = 1 if check(node) else 2
                 self.tag(node, st == 1)
             if st == 1:
                 hi = mid
@@ -366,6 +404,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         obj: _Loss | _NodeOnly | _ClassBased = _ClassBased(problem.table, objective, problem.class_memo, k)
     else:
         obj = _objective(objective, problem.table)
+    # k-anonymity alone: scored from the classes (``_KOnly``)
+    konly = _KOnly(problem, obj, max(int(m.k) for m in problem.models), max_suppressed) if k_alone else None  # type: ignore[attr-defined]
     heights = [int(h) for h in problem.heights]
     lattice = math.prod(h + 1 for h in heights)
     # every node, in the lattice's order (last QID fastest)
@@ -381,7 +421,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         if k_alone:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
-    best: tuple[float, np.ndarray, np.ndarray, int] | None = None
+    best: tuple[float, np.ndarray, np.ndarray | None, int] | None = None  # score, G, retained, suppressed
     best_ad = best_sup = None
     evaluated = 0
     history = []
@@ -407,6 +447,12 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         # path from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
         tags = _Tags(shape)
         probing = True
+
+        def check(node: np.ndarray) -> bool:
+            if konly is not None:
+                return bool(konly.run(node[None, :])[0][0])
+            _, ev = problem.evaluate_optimal(node[None, :])
+            return bool(ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed)
     # one node at a time where the first anonymous node is the optimum; 4 while probing (a
     # probe may tag the next nodes, but a batch rolls classes up from its own nodes)
     single = (anonymous is not None and not isinstance(obj, _ClassBased))
@@ -420,7 +466,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         # The next nodes in the bound's order that may be feasible and whose bound is below the
         # best found (all of them could beat it): 4 at a time while probing (a probe tags
         # nodes), else batches doubling from 8 to _BATCH.
-        want = min(batch, _BATCH, budget - evaluated)
+        want = min(batch, _BATCH if konly is None else konly.batch, budget - evaluated)
         if not single and not probing:
             batch = min(2 * batch, _BATCH)
         picked: list[int] = []
@@ -434,22 +480,29 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         if not picked:
             continue
         G = nodes[np.array(picked)]
-        if anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
+        if konly is not None:
+            ok, sc, sup = konly.run(G)
+            if ok.any():
+                i = int(np.argmin(sc))  # the first of equal scores
+                if best is None or sc[i] < best[0]:
+                    best = (float(sc[i]), G[i].copy(), None, int(sup[i]))
+        elif anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
             retained = np.repeat(problem.table.counts[None, :], len(picked), axis=0)
             ev = problem.evaluate(G, retained=retained)
         else:
             retained, ev = problem.evaluate_optimal(G)
-        ok = ev.feasible & (ev.suppressed <= max_suppressed)
-        if isinstance(obj, _ClassBased):  # every row: its bound for its generalizations too
-            sc = obj.scores(G, retained, ok)
-        elif ok.any():
-            sc = np.full(len(picked), np.inf)
-            sc[ok] = obj.scores(G[ok], retained[ok])
-        if ok.any():
-            i = int(np.argmin(sc))  # the first of equal scores
-            if best is None or sc[i] < best[0]:
-                best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
-                best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
+        if konly is None:
+            ok = ev.feasible & (ev.suppressed <= max_suppressed)
+            if isinstance(obj, _ClassBased):  # every row: its bound for its generalizations too
+                sc = obj.scores(G, retained, ok)
+            elif ok.any():
+                sc = np.full(len(picked), np.inf)
+                sc[ok] = obj.scores(G[ok], retained[ok])
+            if ok.any():
+                i = int(np.argmin(sc))  # the first of equal scores
+                if best is None or sc[i] < best[0]:
+                    best = (float(sc[i]), G[i].copy(), retained[i].copy(), int(ev.suppressed[i]))
+                    best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
         if up_flat is not None and isinstance(obj, _ClassBased):
             OK.raise_up(up_flat, nodes, G, obj.up_bounds)
@@ -458,7 +511,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                 if ok[i]:
                     tags.tag(G[i], True)
                 else:
-                    evaluated += tags.probe(problem, G[i], heights, max_suppressed, budget - evaluated)
+                    evaluated += tags.probe(check, G[i], heights, budget - evaluated)
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
@@ -479,7 +532,11 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         ev = problem.evaluate(g[None, :], retained=kept[None, :])
         return OptimizerResult(optimizer, g, kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
                                time.perf_counter() - t0, np.array(history or [(0, np.nan, 0.0)]), False, info, tuple(why))
-    s, g, kept, _ = best
+    s, g, kept, sup = best
+    if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
+        retained, ev = problem.evaluate_optimal(g[None, :])
+        kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
+        assert best_sup == sup and ev.feasible[0], "S*(G) disagrees with the classes' count"
     assert best_ad is not None and best_sup is not None  # set with best
     td = float(problem.evaluate(g[None, :], retained=kept[None, :]).td[0])
     info["objective_value"] = s

@@ -456,7 +456,9 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # one node at a time where the first anonymous node is the optimum; 4 while probing (a
     # probe may tag the next nodes, but a batch rolls classes up from its own nodes)
     single = (anonymous is not None and not isinstance(obj, _ClassBased))
-    batch = 1 if single else (4 if probing else 8)
+    # an objective of the levels alone scores its bound: its first feasible node in the bound's
+    # order is the optimum, so batches double from 1 (with no limit, the first node)
+    batch = 1 if single or isinstance(obj, _NodeOnly) else (4 if probing else 8)
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
     pos = 0
     while pos < len(order) and evaluated < budget:

@@ -124,17 +124,30 @@ def test_class_scores_kernel_equals_its_twin(kind, k):
     assert np.isinf(got[0][~ok]).all() and np.isfinite(got[0][ok]).any()
 
 
-def test_raise_up_kernel_equals_its_twin():
+def test_pick_nodes_kernel_equals_its_twin():
     from ppdp.engine.methods.generalization import _objective_kernel as OK
     rng = np.random.default_rng(5)
-    nodes = np.array(list(itertools.product(range(3), range(4), range(2))), dtype=np.int64)
+    shape = (3, 4, 2)
+    nodes = np.array(list(itertools.product(*(range(h) for h in shape))), dtype=np.int64)
+    strides = np.array([8, 2, 1], dtype=np.int64)
+    order = np.argsort(nodes.sum(axis=1), kind="stable")
+    bounds = np.where(rng.random(len(nodes)) < 0.9, -np.inf, 5.0)
+    tags = rng.integers(0, 3, size=len(nodes)).astype(np.int8)
     up, twin = np.full(len(nodes), -np.inf), np.full(len(nodes), -np.inf)
-    for _ in range(4):
-        G = nodes[rng.integers(0, len(nodes), size=5)]
-        vals = rng.random(5)
-        OK.raise_up(up, nodes, G, vals)
-        OK.raise_up_twin(twin, nodes, G, vals)
-    assert np.array_equal(up, twin) and np.isfinite(up).any()
+    pos = pos_t = 0
+    best = np.inf
+    while pos < len(order):
+        got = OK.pick_nodes(order, pos, 4, bounds, best, tags, up, True, nodes, strides)
+        want = OK.pick_nodes_twin(order, pos_t, 4, bounds, best, tags, twin, True, nodes, strides)
+        assert np.array_equal(got[0], want[0]) and got[1:] == want[1:] and np.array_equal(up, twin)
+        pos, pos_t = got[1], want[1]
+        if got[2]:
+            break
+        vals = rng.random(len(got[0])) * 10
+        up[got[0]] = np.maximum(up[got[0]], vals)
+        twin[got[0]] = np.maximum(twin[got[0]], vals)
+        best = min(best, 6.0)
+    assert np.isfinite(up).any()
 
 
 @pytest.mark.parametrize("objective", ["aecs", "discernibility"])

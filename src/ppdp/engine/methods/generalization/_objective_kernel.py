@@ -1,7 +1,8 @@
 """The objectives' kernels (objectives.py), each one Numba pass per batch next to its
 plain-Python twin (tests/search/test_objectives.py): ``share_sums`` (Loss), ``class_scores``
-(AECS, discernibility, from the classes of engine/kernels/classes.py) and ``raise_up`` (a
-bound spread to a node's generalizations).
+(AECS, discernibility, from the classes of engine/kernels/classes.py), ``k_anonymous_terms``
+(every objective under k-anonymity alone, from the classes) and ``pick_nodes`` (the next nodes
+to score, with a bound spread up from scored specializations).
 
 ``share_sums(G, kept, shares)[i, d]`` = sum over histogram rows r, in row order, of
 kept[i, r] * shares[d, G[i, d], r]. The bounds and the scores of objectives.py both go through
@@ -165,30 +166,6 @@ def class_scores_twin(kind: int, G: np.ndarray, ok: np.ndarray, codes: np.ndarra
     return score, bound
 
 
-@njit(cache=True)
-def raise_up(up, nodes, G, values):  # pragma: no cover - compiled; raise_up_twin is the tested twin
-    """up[j] = max(up[j], values[i]) for every lattice node nodes[j] >= G[i] (componentwise)."""
-    L, D = nodes.shape
-    for j in range(L):
-        for i in range(G.shape[0]):
-            if values[i] <= up[j]:
-                continue
-            above = True
-            for d in range(D):
-                if nodes[j, d] < G[i, d]:
-                    above = False
-                    break
-            if above:
-                up[j] = values[i]
-
-
-def raise_up_twin(up: np.ndarray, nodes: np.ndarray, G: np.ndarray, values: np.ndarray) -> None:
-    """``raise_up`` in numpy."""
-    for g, v in zip(G, values, strict=True):
-        above = np.all(nodes >= g[None, :], axis=1)
-        up[above] = np.maximum(up[above], v)
-
-
 LOSS = 2
 LEVELS = 3  # an objective of the levels alone: only the records suppressed
 
@@ -211,6 +188,7 @@ def k_anonymous_terms(kind, G, codes, gen, n_gen, counts, ids, slots, k, n, shar
     bound = np.full(P, -np.inf)
     sums = np.zeros((P, D))
     active = counts > 0
+    kr = np.zeros(H)  # LOSS: each row's records kept
     for i in range(P):
         s = slots[i]
         if s >= 0:
@@ -232,13 +210,14 @@ def k_anonymous_terms(kind, G, codes, gen, n_gen, counts, ids, slots, k, n, shar
         if kind == AECS or kind == DISCERNIBILITY:
             score[i], bound[i] = _class_terms(kind, size, kept, m, n, k)
         elif kind == LOSS:
+            for h in range(H):
+                c = cls[h]
+                kr[h] = float(counts[h]) if c >= 0 and size[c] >= k else 0.0
             for d in range(D):
                 lv = G[i, d]
                 acc = 0.0
                 for h in range(H):
-                    c = cls[h]
-                    kr = float(counts[h]) if c >= 0 and size[c] >= k else 0.0
-                    acc += kr * shares[d, lv, h]
+                    acc += kr[h] * shares[d, lv, h]
                 sums[i, d] = acc
     return suppressed, score, bound, sums
 
@@ -267,3 +246,61 @@ def k_anonymous_terms_twin(kind: int, G: np.ndarray, codes: np.ndarray, gen: np.
     elif kind == LOSS:
         sums = share_sums_twin(G, retained.astype(np.float64), shares)
     return suppressed, score, bound, sums
+
+
+@njit(cache=True)
+def pick_nodes(order, pos, want, bounds, best, tags, up_out, use_up, nodes, strides):  # pragma: no cover - compiled
+    """The next nodes to score, from ``order[pos:]`` (objectives.search): stops before the first
+    node whose bound is >= ``best`` (then ``stopped``), or at ``want`` nodes; skips the nodes
+    tagged not anonymous (``tags`` 2) and, with ``use_up``, those whose bound from scored
+    specializations is >= ``best``. That bound, ``up_out``, is spread one step up at a time:
+    a node's incoming bound is the largest ``up_out`` of its immediate predecessors (node
+    minus one level in one QID, ``strides`` in lattice order), written to ``up_out`` here and
+    raised with its own bound once scored (the nodes come in level-sum order, so the
+    predecessors of a node come before it). Returns (picked, new pos, stopped)."""
+    picked = np.empty(want, dtype=np.int64)
+    n = 0
+    stopped = False
+    D = nodes.shape[1]
+    while pos < order.shape[0] and n < want:
+        i = order[pos]
+        if best <= bounds[i]:
+            stopped = True
+            break
+        skip = tags[i] == 2
+        if use_up:
+            up_in = -np.inf
+            for d in range(D):
+                if nodes[i, d] > 0:
+                    v = up_out[i - strides[d]]
+                    if v > up_in:
+                        up_in = v
+            if up_in > up_out[i]:
+                up_out[i] = up_in
+            if up_out[i] >= best:
+                skip = True
+        if not skip:
+            picked[n] = i
+            n += 1
+        pos += 1
+    return picked[:n], pos, stopped
+
+
+def pick_nodes_twin(order: np.ndarray, pos: int, want: int, bounds: np.ndarray, best: float, tags: np.ndarray,
+                    up_out: np.ndarray, use_up: bool, nodes: np.ndarray,
+                    strides: np.ndarray) -> tuple[np.ndarray, int, bool]:
+    """``pick_nodes`` in plain Python."""
+    picked: list[int] = []
+    while pos < len(order) and len(picked) < want:
+        i = int(order[pos])
+        if best <= bounds[i]:
+            return np.array(picked, dtype=np.int64), pos, True
+        skip = bool(tags[i] == 2)
+        if use_up:
+            preds = [up_out[i - int(strides[d])] for d in range(nodes.shape[1]) if nodes[i, d] > 0]
+            up_out[i] = max([up_out[i], *preds])
+            skip = skip or up_out[i] >= best
+        if not skip:
+            picked.append(i)
+        pos += 1
+    return np.array(picked, dtype=np.int64), pos, False

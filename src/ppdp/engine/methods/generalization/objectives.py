@@ -311,30 +311,38 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
 class _KOnly:
     """k-anonymity alone: S*(G) keeps the classes of >= k records and suppresses the others, so
     a node's score and its records suppressed follow from its classes alone. A batch is one
-    ``Problem.evaluate_unsuppressed`` (the classes, rolled up into the memo, as Flash checks
-    nodes; no retained matrix, no S*(G)) and one ``_objective_kernel.k_anonymous_terms``; the
-    retained counts are made for the chosen node alone."""
+    ``_objective_kernel.k_anonymous_terms`` call, each node classified by
+    engine/kernels/classes.py ``classify`` (no retained matrix, no S*(G), no TD; on adult and
+    mach2019 faster than rolling the classes up in ``Problem.evaluate_unsuppressed``, which
+    computes TD too); one evaluation per node; the retained counts are made for the chosen
+    node alone."""
 
     def __init__(self, problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, k: int, max_suppressed: int) -> None:
         t = problem.table
         self.problem, self.obj, self.k, self.max_suppressed = problem, obj, k, max_suppressed
         self.kind = obj.kind if isinstance(obj, _ClassBased) else (OK.LOSS if isinstance(obj, _Loss) else OK.LEVELS)
         self.shares = obj.shares if isinstance(obj, _Loss) else np.zeros((1, 1, 1))
-        self.memo = problem.class_memo
         self.gen, _weight, self.n_gen = t.lookup
         self.n = float(t.n_records)
-        # a batch's classes stay in the memo until they are scored (plan: at most its capacity)
-        self.batch = max(min(_BATCH, self.memo.capacity // 2), 1)
+        self._no_ids = np.zeros((1, 1), dtype=np.int32)
+        self.batch = _BATCH
 
-    def run(self, G: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def run(self, G: np.ndarray, *, rollup: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(within the limit, score (inf outside it), records suppressed) of each row of G;
-        one evaluation each."""
+        one evaluation each. ``rollup``: the classes rolled up from a remembered node below
+        (``Problem.evaluate_unsuppressed``, which fills the class memo), for Flash's probes, whose
+        nodes climb a path one level at a time."""
         t = self.problem.table
         G = np.ascontiguousarray(G, dtype=np.int64)
-        self.problem.evaluate_unsuppressed(G)
-        slots = np.array([self.memo.slot(g) for g in G], dtype=np.int64)
-        sup, csc, cbound, sums = OK.k_anonymous_terms(self.kind, G, t.codes, self.gen, self.n_gen, t.counts,
-                                                      self.memo.ids, slots, self.k, self.n, self.shares)
+        if rollup:
+            self.problem.evaluate_unsuppressed(G)
+            memo = self.problem.class_memo
+            ids, slots = memo.ids, np.array([memo.slot(g) for g in G], dtype=np.int64)
+        else:
+            self.problem.evaluations += G.shape[0]
+            ids, slots = self._no_ids, np.full(G.shape[0], -1, dtype=np.int64)
+        sup, csc, cbound, sums = OK.k_anonymous_terms(self.kind, G, t.codes, self.gen, self.n_gen, t.counts, ids, slots,
+                                                      self.k, self.n, self.shares)
         ok = sup <= self.max_suppressed
         if isinstance(self.obj, _ClassBased):
             sc = csc
@@ -450,7 +458,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
 
         def check(node: np.ndarray) -> bool:
             if konly is not None:
-                return bool(konly.run(node[None, :])[0][0])
+                return bool(konly.run(node[None, :], rollup=True)[0][0])
             _, ev = problem.evaluate_optimal(node[None, :])
             return bool(ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed)
     # one node at a time where the first anonymous node is the optimum; 4 while probing (a
@@ -460,6 +468,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # order is the optimum, so batches double from 1 (with no limit, the first node)
     batch = 1 if single or isinstance(obj, _NodeOnly) else (4 if probing else 8)
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
+    no_tags, no_up = np.zeros(lattice, dtype=np.int8), np.full(1, -np.inf)
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
     pos = 0
     while pos < len(order) and evaluated < budget:
         if best is not None and best[0] <= bounds[order[pos]]:
@@ -471,19 +481,15 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         want = min(batch, _BATCH if konly is None else konly.batch, budget - evaluated)
         if not single and not probing:
             batch = min(2 * batch, _BATCH)
-        picked: list[int] = []
-        while pos < len(order) and len(picked) < want:
-            i = int(order[pos])
-            if best is not None and best[0] <= bounds[i]:
-                break
-            if (flat is None or flat[i] != 2) and (up_flat is None or best is None or up_flat[i] < best[0]):
-                picked.append(i)
-            pos += 1
-        if not picked:
+        picked, pos, _stopped = OK.pick_nodes(order, pos, want, bounds, best[0] if best is not None else np.inf,
+                                              flat if flat is not None else no_tags,
+                                              up_flat if up_flat is not None else no_up, up_flat is not None, nodes,
+                                              strides)
+        if not len(picked):
             continue
-        G = nodes[np.array(picked)]
+        G = nodes[picked]
         if konly is not None:
-            ok, sc, sup = konly.run(G)
+            ok, sc, sup = konly.run(G, rollup=probing)
             if ok.any():
                 i = int(np.argmin(sc))  # the first of equal scores
                 if best is None or sc[i] < best[0]:
@@ -506,8 +512,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                     best = (float(sc[i]), G[i].copy(), retained[i].copy(), int(ev.suppressed[i]))
                     best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
-        if up_flat is not None and isinstance(obj, _ClassBased):
-            OK.raise_up(up_flat, nodes, G, obj.up_bounds)
+        if up_flat is not None and isinstance(obj, _ClassBased):  # monotone: the node's own bound is its specializations' too
+            up_flat[picked] = np.maximum(up_flat[picked], obj.up_bounds)
         if probing and tags is not None:
             for i in range(len(picked)):
                 if ok[i]:

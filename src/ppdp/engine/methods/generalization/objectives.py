@@ -418,14 +418,19 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     lattice = math.prod(h + 1 for h in heights)
     # every node, in the lattice's order (last QID fastest)
     nodes = np.indices([h + 1 for h in heights], dtype=np.int64).reshape(len(heights), -1).T.copy()
-    bounds = obj.bounds(nodes)
+    # Zero limit: Flash's tags first (``_zero_limit_anonymous``), so that only the anonymous
+    # nodes get a bound.
+    anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
+    cand = np.arange(lattice) if anonymous is None or anonymous[0] is None else np.flatnonzero(anonymous[0])
+    bounds = np.full(lattice, np.inf)
+    bounds[cand] = obj.bounds(nodes[cand])
     # Nodes in ascending order of the lower bound (ties: the lattice's order, last QID fastest).
-    order = np.argsort(bounds, kind="stable")
+    order = cand[np.argsort(bounds[cand], kind="stable")]
     # Class-based objectives: specializations first (level sum), so that a scored node's bound
     # for its generalizations (``_ClassBased.up_bounds``) skips them; whole classes only.
     up = None
     if isinstance(obj, _ClassBased):
-        order = np.argsort(nodes.sum(axis=1), kind="stable")
+        order = cand[np.argsort(nodes[cand].sum(axis=1), kind="stable")]
         if k_alone:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
@@ -439,14 +444,13 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     tags: _Tags | None = None
     probing = False
     cut_short = False  # Flash's traversal ran out of budget
-    anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
     if anonymous is not None:
         # Zero limit: Flash tagged every node; only the anonymous ones are scored (an anonymous
         # node suppresses nothing: Loss and the level-only objectives score their bound, so
         # the first one in the bound's order ends the search).
         flags, evaluated = anonymous
         mode = "flash-tags"
-        order = order[flags[order]] if flags is not None else order[:0]
+        order = order if flags is not None else order[:0]
         cut_short = flags is None
     elif 0 < max_suppressed < problem.table.n_records and all(type(m).__name__ == "KAnonymity" for m in problem.models):
         # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so

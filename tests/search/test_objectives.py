@@ -236,3 +236,14 @@ def test_k_anonymous_terms_kernel_equals_its_twin(kind):
     for a, b in zip(got, want, strict=True):
         assert np.array_equal(a, b)
     assert (got[0] > 0).any() and (got[0] < n).any()  # some nodes suppress records, some keep some
+
+
+def test_upward_closure_kernel_equals_its_twin():
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    rng = np.random.default_rng(8)
+    shape = (3, 4, 2, 3)
+    nodes = np.array(list(itertools.product(*(range(h) for h in shape))), dtype=np.int64)
+    strides = np.array([24, 6, 3, 1], dtype=np.int64)
+    seed = rng.random(len(nodes)) < 0.05
+    got = OK.upward_closure(seed, nodes, strides)
+    assert np.array_equal(got, OK.upward_closure_twin(seed, nodes)) and got.sum() > seed.sum()

@@ -304,3 +304,27 @@ def pick_nodes_twin(order: np.ndarray, pos: int, want: int, bounds: np.ndarray, 
             picked.append(i)
         pos += 1
     return np.array(picked, dtype=np.int64), pos, False
+
+
+@njit(cache=True)
+def upward_closure(seed, nodes, strides):  # pragma: no cover - compiled; upward_closure_twin is the tested twin
+    """flags[j]: some node i <= nodes[j] (componentwise) has ``seed[i]``. One pass in the
+    lattice's order (last QID fastest): a node's immediate predecessors come before it."""
+    L, D = nodes.shape
+    flags = seed.copy()
+    for j in range(L):
+        if flags[j]:
+            continue
+        for d in range(D):
+            if nodes[j, d] > 0 and flags[j - strides[d]]:
+                flags[j] = True
+                break
+    return flags
+
+
+def upward_closure_twin(seed: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """``upward_closure`` by brute force over every pair of nodes."""
+    flags = np.zeros(len(nodes), dtype=np.bool_)
+    for g in nodes[seed]:
+        flags |= np.all(nodes >= g[None, :], axis=1)
+    return flags

@@ -302,10 +302,11 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
         return None, int(idx.shape[0])
     shape = tuple(int(h) + 1 for h in problem.heights)
     k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
-    tags = np.zeros(shape, dtype=bool)
-    for node in np.stack(np.unravel_index(idx[smallest >= k], shape), axis=1):
-        tags[tuple(slice(int(c), None) for c in node)] = True
-    return tags.reshape(-1), int(idx.shape[0])
+    seed = np.zeros(lattice, dtype=np.bool_)
+    seed[idx[smallest >= k]] = True
+    nodes = np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
+    return OK.upward_closure(seed, np.ascontiguousarray(nodes), strides), int(idx.shape[0])
 
 
 class _KOnly:

@@ -422,16 +422,23 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # Zero limit: Flash's tags first (``_zero_limit_anonymous``), so that only the anonymous
     # nodes get a bound.
     anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
-    cand = np.arange(lattice) if anonymous is None or anonymous[0] is None else np.flatnonzero(anonymous[0])
-    bounds = np.full(lattice, np.inf)
-    bounds[cand] = obj.bounds(nodes[cand])
-    # Nodes in ascending order of the lower bound (ties: the lattice's order, last QID fastest).
-    order = cand[np.argsort(bounds[cand], kind="stable")]
-    # Class-based objectives: specializations first (level sum), so that a scored node's bound
-    # for its generalizations (``_ClassBased.up_bounds``) skips them; whole classes only.
+    if anonymous is None or anonymous[0] is None:  # every node a candidate (no copies)
+        bounds = obj.bounds(nodes)
+        order = np.argsort(bounds, kind="stable")
+        levels = nodes.sum(axis=1) if isinstance(obj, _ClassBased) else None
+        cand = None
+    else:
+        cand = np.flatnonzero(anonymous[0])
+        bounds = np.full(lattice, np.inf)
+        bounds[cand] = obj.bounds(nodes[cand])
+        order = cand[np.argsort(bounds[cand], kind="stable")]
+        levels = nodes[cand].sum(axis=1) if isinstance(obj, _ClassBased) else None
+    # (Above: nodes in ascending order of the lower bound; ties: the lattice's order, last QID
+    # fastest.) Class-based objectives: specializations first (level sum), so that a scored
+    # node's bound for its generalizations (``_ClassBased.up_bounds``) skips them.
     up = None
     if isinstance(obj, _ClassBased):
-        order = cand[np.argsort(nodes[cand].sum(axis=1), kind="stable")]
+        order = np.argsort(levels, kind="stable") if cand is None else cand[np.argsort(levels, kind="stable")]
         if k_alone:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None

@@ -247,3 +247,13 @@ def test_upward_closure_kernel_equals_its_twin():
     seed = rng.random(len(nodes)) < 0.05
     got = OK.upward_closure(seed, nodes, strides)
     assert np.array_equal(got, OK.upward_closure_twin(seed, nodes)) and got.sum() > seed.sum()
+
+
+def test_order_prefix_is_the_start_of_the_stable_order():
+    from ppdp.engine.methods.generalization.objectives import _order_prefix
+    rng = np.random.default_rng(4)
+    for bounds in (rng.integers(0, 5, size=500).astype(np.float64), rng.random(300), np.zeros(100), np.arange(10.0)):
+        prefix, rest = _order_prefix(bounds, 16)
+        full = np.argsort(bounds, kind="stable")
+        assert np.array_equal(prefix, full[: len(prefix)]) and len(prefix) >= min(16, len(bounds))
+        assert rest == (len(prefix) < len(bounds))

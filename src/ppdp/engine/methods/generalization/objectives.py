@@ -309,6 +309,19 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
     return OK.upward_closure(seed, np.ascontiguousarray(nodes), strides), int(idx.shape[0])
 
 
+def _order_prefix(bounds: np.ndarray, size: int = 64) -> tuple[np.ndarray, bool]:
+    """The start of ``np.argsort(bounds, kind="stable")`` without sorting the whole lattice:
+    every node whose bound is at most the ``size``-th smallest, by (bound, index), which is
+    exactly that start (ties at the threshold all included). Returns (prefix, whether nodes
+    are left out)."""
+    if bounds.shape[0] <= size:
+        return np.argsort(bounds, kind="stable"), False
+    threshold = np.partition(bounds, size - 1)[size - 1]
+    idx = np.flatnonzero(bounds <= threshold)
+    prefix = idx[np.argsort(bounds[idx], kind="stable")]
+    return prefix, len(prefix) < bounds.shape[0]
+
+
 class _KOnly:
     """k-anonymity alone: S*(G) keeps the classes of >= k records and suppresses the others, so
     a node's score and its records suppressed follow from its classes alone. A batch is one
@@ -422,9 +435,10 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # Zero limit: Flash's tags first (``_zero_limit_anonymous``), so that only the anonymous
     # nodes get a bound.
     anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
+    rest_pending = False
     if anonymous is None or anonymous[0] is None:  # every node a candidate (no copies)
         bounds = obj.bounds(nodes)
-        order = np.argsort(bounds, kind="stable")
+        order, rest_pending = _order_prefix(bounds)
         levels = nodes.sum(axis=1) if isinstance(obj, _ClassBased) else None
         cand = None
     else:
@@ -439,6 +453,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     up = None
     if isinstance(obj, _ClassBased):
         order = np.argsort(levels, kind="stable") if cand is None else cand[np.argsort(levels, kind="stable")]
+        rest_pending = False
         if k_alone:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
@@ -483,7 +498,9 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     no_tags, no_up = np.zeros(lattice, dtype=np.int8), np.full(1, -np.inf)
     strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
     pos = 0
-    while pos < len(order) and evaluated < budget:
+    while (pos < len(order) or rest_pending) and evaluated < budget:
+        if pos >= len(order):  # past the sorted prefix: the whole order (the prefix is its start)
+            order, rest_pending = np.argsort(bounds, kind="stable"), False
         if best is not None and best[0] <= bounds[order[pos]]:
             proved = True
             break
@@ -535,7 +552,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    if pos >= len(order) and not cut_short:
+    if pos >= len(order) and not rest_pending and not cut_short:
         proved = True
     complete = proved
     why: list[str] = []

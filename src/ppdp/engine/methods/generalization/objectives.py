@@ -287,13 +287,14 @@ def evolve(problem: Problem, objective: str, *, optimizer: str, budget: int, see
                    not_certified_because=tuple(result.not_certified_because) + why)
 
 
-def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray | None, int] | None:
+def _zero_limit_anonymous(problem: Problem, budget: int, nodes: np.ndarray) -> tuple[np.ndarray | None, int] | None:
     """With a zero limit and k-anonymity alone: every node's verdict from Flash's predictive
     tagging (optimizers/flash.py ``zero_limit_checks``: a checked anonymous node makes every
     generalization anonymous, a checked one that is not makes every specialization not; a
     complete run tags every node). Returns (anonymous flags in lattice order, nodes checked),
     or None where the kernel does not apply. When the budget ends the traversal first, no node
     is flagged (flags None) and the checks used the whole budget: nothing is certified."""
+    lattice = nodes.shape[0]  # every node, in the lattice's order (C-contiguous)
     if not flash.kernel_applies(problem, lattice):
         return None
     idx, smallest, _td, complete = flash.zero_limit_checks(problem, budget)
@@ -304,9 +305,8 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
     k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
     seed = np.zeros(lattice, dtype=np.bool_)
     seed[idx[smallest >= k]] = True
-    nodes = np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T
     strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
-    return OK.upward_closure(seed, np.ascontiguousarray(nodes), strides), int(idx.shape[0])
+    return OK.upward_closure(seed, nodes, strides), int(idx.shape[0])
 
 
 def _order_prefix(bounds: np.ndarray, size: int = 64) -> tuple[np.ndarray, bool]:
@@ -434,7 +434,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     nodes = np.indices([h + 1 for h in heights], dtype=np.int64).reshape(len(heights), -1).T.copy()
     # Zero limit: Flash's tags first (``_zero_limit_anonymous``), so that only the anonymous
     # nodes get a bound.
-    anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
+    anonymous = _zero_limit_anonymous(problem, budget, nodes) if max_suppressed == 0 else None
     rest_pending = False
     if anonymous is None or anonymous[0] is None:  # every node a candidate (no copies)
         bounds = obj.bounds(nodes)

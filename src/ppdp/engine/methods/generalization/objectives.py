@@ -348,6 +348,11 @@ class _KOnly:
         nodes climb a path one level at a time."""
         t = self.problem.table
         G = np.ascontiguousarray(G, dtype=np.int64)
+        if isinstance(self.obj, _NodeOnly) and self.max_suppressed >= t.n_records:
+            # no limit: S*(G) keeps the classes of >= k records, k-anonymous (or empty) at every
+            # node, and a level-only score is its bound: nothing to classify (suppressed: -1,
+            # unknown until the chosen node's S*(G) is built)
+            return np.ones(G.shape[0], dtype=np.bool_), self.obj.bounds(G), np.full(G.shape[0], -1.0)
         if rollup:
             self.problem.evaluate_unsuppressed(G)
             memo = self.problem.class_memo
@@ -573,7 +578,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
         retained, ev = problem.evaluate_optimal(g[None, :])
         kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
-        assert best_sup == sup and ev.feasible[0], "S*(G) disagrees with the classes' count"
+        assert (sup < 0 or best_sup == sup) and ev.feasible[0], "S*(G) disagrees with the classes' count"
     assert best_ad is not None and best_sup is not None  # set with best
     td = float(problem.evaluate(g[None, :], retained=kept[None, :]).td[0])
     info["objective_value"] = s

@@ -221,6 +221,12 @@ def test_spec_and_cli_accept_an_objective_for_the_ga(tmp_path):
     bad.write_text(bad.read_text() + '\n[utility]\nobjective = "loss"\n')
     with pytest.raises(SpecError, match="evolutionary"):
         load_spec(bad)
+    # the CLI: the same spec under another name runs (exit 0), the refused one is a spec error
+    from ppdp.engine.app import cli
+    p2 = tmp_path / "ga2.toml"
+    p2.write_text(p.read_text().replace('name = "adult"', 'name = "adult_ga_dm"'))
+    assert cli.main(["run", str(p2), "--no-progress"]) == 0
+    assert cli.main(["run", str(bad), "--no-progress"]) == 2  # SPEC_ERROR, nothing written
 
 
 @pytest.mark.parametrize("kind", [0, 1, 2, 3])

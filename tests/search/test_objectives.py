@@ -94,3 +94,172 @@ def test_a_budget_that_ends_flash_first_is_not_certified(small_adult):
     table, models = small_adult.table, small_adult.models
     result = search(Problem(table, models), "loss", budget=3, optimizer="flash", params={"suppression_limit": 0.0})
     assert not result.certified and result.not_certified_because
+
+
+def _random_classes_case(seed: int):
+    rng = np.random.default_rng(seed)
+    H, D = 60, 3
+    codes = rng.integers(0, 6, size=(H, D)).astype(np.int64)
+    # level 0: the leaf, level 1: pairs, level 2: one value
+    gen = np.stack([np.stack([np.arange(6), np.arange(6) // 2, np.zeros(6, dtype=np.int64)]) for _ in range(D)])
+    n_gen = np.array([[6, 3, 1]] * D, dtype=np.int64)
+    counts = rng.integers(1, 5, size=H).astype(np.int64)
+    G = np.array(list(itertools.product(range(3), repeat=D)), dtype=np.int64)
+    retained = (counts[None, :] * (rng.random((len(G), H)) < 0.7)).astype(np.int64)
+    ok = rng.random(len(G)) < 0.8
+    return G, ok, codes, np.ascontiguousarray(gen), n_gen, counts, retained
+
+
+@pytest.mark.parametrize("kind", [0, 1])
+@pytest.mark.parametrize("k", [1, 5])
+def test_class_scores_kernel_equals_its_twin(kind, k):
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    G, ok, codes, gen, n_gen, counts, retained = _random_classes_case(7)
+    n = float(counts.sum())
+    no_memo = np.full(len(G), -1, dtype=np.int64)
+    got = OK.class_scores(kind, G, ok, codes, gen, n_gen, counts, retained, np.zeros((1, 1), dtype=np.int32), no_memo,
+                          n, k)
+    want = OK.class_scores_twin(kind, G, ok, codes, gen, n_gen, counts, retained, n, k)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert np.isinf(got[0][~ok]).all() and np.isfinite(got[0][ok]).any()
+
+
+def test_pick_nodes_kernel_equals_its_twin():
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    rng = np.random.default_rng(5)
+    shape = (3, 4, 2)
+    nodes = np.array(list(itertools.product(*(range(h) for h in shape))), dtype=np.int64)
+    strides = np.array([8, 2, 1], dtype=np.int64)
+    order = np.argsort(nodes.sum(axis=1), kind="stable")
+    bounds = np.where(rng.random(len(nodes)) < 0.9, -np.inf, 5.0)
+    tags = rng.integers(0, 3, size=len(nodes)).astype(np.int8)
+    up, twin = np.full(len(nodes), -np.inf), np.full(len(nodes), -np.inf)
+    pos = pos_t = 0
+    best = np.inf
+    while pos < len(order):
+        got = OK.pick_nodes(order, pos, 4, bounds, best, tags, up, True, nodes, strides)
+        want = OK.pick_nodes_twin(order, pos_t, 4, bounds, best, tags, twin, True, nodes, strides)
+        assert np.array_equal(got[0], want[0]) and got[1:] == want[1:] and np.array_equal(up, twin)
+        pos, pos_t = got[1], want[1]
+        if got[2]:
+            break
+        vals = rng.random(len(got[0])) * 10
+        up[got[0]] = np.maximum(up[got[0]], vals)
+        twin[got[0]] = np.maximum(twin[got[0]], vals)
+        best = min(best, 6.0)
+    assert np.isfinite(up).any()
+
+
+@pytest.mark.parametrize("objective", ["aecs", "discernibility"])
+def test_class_bounds_never_exceed_a_generalizations_score(small_adult, objective):
+    """Brute force over every pair of nodes F <= G of the lattice: the bound that F's classes give
+    its generalizations (k-anonymity's S*(G), k = 5) is at most G's score, feasible or not."""
+    from ppdp.engine.methods.generalization.objectives import _ClassBased
+    table, models = small_adult.table, small_adult.models
+    problem = Problem(table, models)
+    heights = [int(h) for h in problem.heights]
+    nodes = np.array(list(itertools.product(*(range(h + 1) for h in heights))), dtype=np.int64)
+    retained, _ = problem.evaluate_optimal(nodes)
+    obj = _ClassBased(table, objective, None, k=max(int(m.k) for m in models))
+    scores = obj.scores(nodes, retained)
+    bounds = obj.up_bounds.copy()
+    assert np.isfinite(scores).all()
+    for f, b in zip(nodes, bounds, strict=True):
+        above = np.all(nodes >= f[None, :], axis=1)
+        assert np.all(scores[above] >= b), (objective, f)
+    # tighter than the bound from the classes alone (k = 1) somewhere
+    loose = _ClassBased(table, objective, None, k=1)
+    loose.scores(nodes, retained)
+    assert np.all(bounds >= loose.up_bounds) and np.any(bounds > loose.up_bounds)
+
+
+@pytest.mark.parametrize("oracle", [True, False])
+@pytest.mark.parametrize("optimizer", ["ga", "id-dga", "haef", "de"])
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_evolutionary_optimizers_minimize_each_objective(small_adult, optimizer, objective, oracle):
+    """The GA optimizers take the objective as their fitness: the node they return scores what
+    ``info`` says, is feasible and is not certified; with the oracle's repair (S := S*(G), so
+    that (G, S*(G)) is what a random feasible node is too) no worse than a random feasible node.
+    (Without it they search S bit by bit, the papers' way, and may end anywhere feasible.)"""
+    from ppdp.engine.methods.generalization.objectives import evolve
+    table, models = small_adult.table, small_adult.models
+    problem = Problem(table, models)
+    result = evolve(problem, objective, optimizer=optimizer, budget=600, seed=1,
+                    params={"islands": 1, "oracle": oracle})
+    score = scorer(objective, table)
+    assert result.feasible and not result.certified and result.not_certified_because
+    assert result.info["objective"] == objective
+    assert result.info["objective_value"] == pytest.approx(score(result.g, result.retained), abs=1e-9)
+    # the node's TD, not the fitness
+    assert result.td == pytest.approx(float(problem.evaluate(result.g[None, :], retained=result.retained[None, :]).td[0]))
+    if not oracle:
+        return
+    rng = np.random.default_rng(11)
+    heights = np.asarray(problem.heights)
+    while True:
+        g = rng.integers(0, heights + 1)
+        retained, ev = problem.evaluate_optimal(g[None, :])
+        if ev.feasible[0]:
+            break
+    assert result.info["objective_value"] <= score(g, retained[0]) + 1e-9
+
+
+def test_spec_and_cli_accept_an_objective_for_the_ga(tmp_path):
+    from ppdp.engine.core.spec import FITNESS_OPTIMIZERS
+    from ppdp.engine.methods.generalization.optimizers import optimizer_names
+    from ppdp.errors import SpecError
+    assert set(FITNESS_OPTIMIZERS) <= set(optimizer_names())
+    db = load_adult(tmp_path / "a.duckdb", rows=200)
+    p = write_spec(tmp_path / "ga.toml", db=db, qids=["age", "sex", "race"], optimizer="ga", budget=300)
+    p.write_text(p.read_text() + '\n[utility]\nobjective = "discernibility"\n')
+    spec = load_spec(p)
+    assert spec.objective == "discernibility" and spec.optimizer == "ga"
+    out = run_release(spec, progress=False)
+    sol = out.run.solution
+    assert sol["info"]["objective"] == "discernibility" and not sol["certified"] and sol["not_certified_because"]
+    bad = write_spec(tmp_path / "descent.toml", db=db, qids=["age", "sex", "race"], optimizer="descent")
+    bad.write_text(bad.read_text() + '\n[utility]\nobjective = "loss"\n')
+    with pytest.raises(SpecError, match="evolutionary"):
+        load_spec(bad)
+    # the CLI: the same spec under another name runs (exit 0), the refused one is a spec error
+    from ppdp.engine.app import cli
+    p2 = tmp_path / "ga2.toml"
+    p2.write_text(p.read_text().replace('name = "adult"', 'name = "adult_ga_dm"'))
+    assert cli.main(["run", str(p2), "--no-progress"]) == 0
+    assert cli.main(["run", str(bad), "--no-progress"]) == 2  # SPEC_ERROR, nothing written
+
+
+@pytest.mark.parametrize("kind", [0, 1, 2, 3])
+def test_k_anonymous_terms_kernel_equals_its_twin(kind):
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    G, _ok, codes, gen, n_gen, counts, _retained = _random_classes_case(9)
+    n = float(counts.sum())
+    shares = np.random.default_rng(2).random((3, 3, codes.shape[0]))
+    no_memo = np.full(len(G), -1, dtype=np.int64)
+    got = OK.k_anonymous_terms(kind, G, codes, gen, n_gen, counts, np.zeros((1, 1), dtype=np.int32), no_memo, 5, n,
+                               shares)
+    want = OK.k_anonymous_terms_twin(kind, G, codes, gen, n_gen, counts, 5, n, shares)
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b)
+    assert (got[0] > 0).any() and (got[0] < n).any()  # some nodes suppress records, some keep some
+
+
+def test_upward_closure_kernel_equals_its_twin():
+    from ppdp.engine.methods.generalization import _objective_kernel as OK
+    rng = np.random.default_rng(8)
+    shape = (3, 4, 2, 3)
+    nodes = np.array(list(itertools.product(*(range(h) for h in shape))), dtype=np.int64)
+    strides = np.array([24, 6, 3, 1], dtype=np.int64)
+    seed = rng.random(len(nodes)) < 0.05
+    got = OK.upward_closure(seed, nodes, strides)
+    assert np.array_equal(got, OK.upward_closure_twin(seed, nodes)) and got.sum() > seed.sum()
+
+
+def test_order_prefix_is_the_start_of_the_stable_order():
+    from ppdp.engine.methods.generalization.objectives import _order_prefix
+    rng = np.random.default_rng(4)
+    for bounds in (rng.integers(0, 5, size=500).astype(np.float64), rng.random(300), np.zeros(100), np.arange(10.0)):
+        prefix, rest = _order_prefix(bounds, 16)
+        full = np.argsort(bounds, kind="stable")
+        assert np.array_equal(prefix, full[: len(prefix)]) and len(prefix) >= min(16, len(bounds))
+        assert rest == (len(prefix) < len(bounds))

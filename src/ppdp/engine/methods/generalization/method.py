@@ -23,7 +23,11 @@ from ppdp.engine.core.spec import ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.generalization.metrics import class_size_summary, report_metrics
-from ppdp.engine.methods.generalization.objectives import OBJECTIVE_OPTIMIZERS
+from ppdp.engine.methods.generalization.objectives import (
+    CERTIFIED_OBJECTIVE_OPTIMIZERS,
+    OBJECTIVE_OPTIMIZERS,
+    evolve,
+)
 from ppdp.engine.methods.generalization.objectives import search as objective_search
 from ppdp.engine.methods.generalization.optimizers import (
     OptimizerResult,
@@ -56,7 +60,10 @@ def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, Optimiz
         raise SpecError(f"utility.objective {spec.objective!r} runs with optimizer {', '.join(OBJECTIVE_OPTIMIZERS)}, not "
                         f"{spec.optimizer!r}. Hint: [optimizer] name = \"lattice\", or objective = \"td\".")
     try:
-        if spec.objective != "td":
+        if spec.objective != "td" and spec.optimizer not in CERTIFIED_OBJECTIVE_OPTIMIZERS:
+            result = evolve(problem, spec.objective, optimizer=spec.optimizer, budget=spec.budget, seed=spec.seed,
+                            params=dict(spec.optimizer_params), progress=bar)
+        elif spec.objective != "td":
             result = objective_search(problem, spec.objective, budget=spec.budget, optimizer=spec.optimizer,
                                       params=dict(spec.optimizer_params), progress=bar)
         else:

@@ -27,13 +27,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
-from ppdp.engine.core.spec import OBJECTIVE_OPTIMIZERS, OBJECTIVES  # noqa: F401  (what the spec reader accepts)
+from ppdp.engine.core.spec import (  # noqa: F401  (what the spec reader accepts)
+    CERTIFIED_OBJECTIVE_OPTIMIZERS,
+    FITNESS_OPTIMIZERS,
+    OBJECTIVE_OPTIMIZERS,
+    OBJECTIVES,
+)
 from ppdp.engine.methods.generalization import _objective_kernel as OK
-from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash
+from ppdp.engine.methods.generalization.evaluators import Evaluation
+from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
+from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash, run_optimizer
 from ppdp.engine.methods.generalization.problem import Problem
 
 # ARX's Metric.round: information loss floored to 10 decimal digits (Metric.DIGITS).
@@ -145,59 +153,41 @@ def _nu_entropy(table: EncodedTable) -> _NodeOnly:
 
 class _ClassBased:
     """ARX's single-dimensional metrics of the equivalence classes (MetricSDAECS, gs-factor 0.5;
-    MetricSDNMDiscernability). No bound from the levels alone (ARX has none either), so every
-    node that may be feasible is scored; a complete run is exact."""
+    MetricSDNMDiscernability), scored a batch at a time by ``_objective_kernel.class_scores``
+    from the classes the evaluation left in the roll-up memo (or classified again). No bound
+    from the levels alone (ARX has none either), so every node that may be feasible is scored,
+    except those above a scored node whose bound for its generalizations (``up_bounds``) is no
+    better than the best score; a complete run is exact."""
 
-    def __init__(self, table: EncodedTable, kind: str) -> None:
+    def __init__(self, table: EncodedTable, kind: str, memo: ClassMemo | None = None, k: int = 1) -> None:
         self.table = table
-        self.kind = kind
+        self.kind = OK.AECS if kind == "aecs" else OK.DISCERNIBILITY
         self.n = float(table.n_records)
+        self.memo = memo
+        self.k = max(int(k), 1)
         self.up_bounds = np.empty(0)
+        self.gen, _weight, self.n_gen = table.lookup
 
     def bounds(self, nodes: np.ndarray) -> np.ndarray:
         return np.full(nodes.shape[0], -np.inf)
 
-    def _classes(self, g: np.ndarray) -> np.ndarray:
-        """Each histogram row's class id at levels ``g`` (dense, in key order)."""
-        t = self.table
-        key = np.zeros(t.n_rows, dtype=np.int64)
-        radix = 1
-        for q, h in enumerate(t.hierarchies):
-            col = h.level_codes[int(g[q])][t.codes[:, q]].astype(np.int64)
-            width = int(h.level_codes[int(g[q])].max()) + 1
-            if radix * width >= 2**62:  # the mixed-radix key would overflow: densify first
-                _, key = np.unique(key, return_inverse=True)
-                key = key.astype(np.int64).reshape(-1)
-                radix = int(key.max()) + 1 if key.size else 1
-            key = key * width + col
-            radix *= width
-        _, key = np.unique(key, return_inverse=True)
-        return key.astype(np.int64).reshape(-1)
+    def _slots(self, G: np.ndarray) -> np.ndarray:
+        if self.memo is None:
+            return np.full(G.shape[0], -1, dtype=np.int64)
+        return np.array([self.memo.slot(g) for g in G], dtype=np.int64)
 
-    def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
-        out = np.empty(G.shape[0])
-        # ARX's bound from a node's classes, suppression ignored (getLowerBoundInternal(node,
-        # groupify)): classes only merge upward, so it is at most the score of the node and of
-        # every generalization when whole classes are suppressed (k-anonymity's S*(G)).
-        self.up_bounds = np.empty(G.shape[0])
-        counts = self.table.counts.astype(np.float64)
-        for i in range(G.shape[0]):
-            cls = self._classes(G[i])
-            kept = np.bincount(cls, weights=retained[i].astype(np.float64))
-            size = np.bincount(cls, weights=counts)
-            suppressed = self.n - float(kept.sum())
-            # DM: sum of |E|^2 grows when classes merge; AECS: N / (classes + 1), the classes
-            # only fewer upward (the + 1: the suppressed records' group)
-            self.up_bounds[i] = float(np.sum(size * size)) if self.kind != "aecs" else self.n / (len(size) + 1.0)
-            if self.kind == "aecs":
-                # MetricSDAECS: the classes kept, plus one for the suppressed records if any
-                # (both factors 1 at gs-factor 0.5)
-                groups = float(np.count_nonzero(kept > 0)) + (1.0 if suppressed > 0 else 0.0)
-                out[i] = self.n / groups if groups else math.inf
-            else:
-                # MetricSDNMDiscernability: |E|^2 per class kept, N per suppressed record
-                out[i] = float(np.sum(kept * kept)) + self.n * float(np.sum(size - kept))
-        return out
+    def scores(self, G: np.ndarray, retained: np.ndarray, ok: np.ndarray | None = None) -> np.ndarray:
+        """Scores of the rows with ``ok`` (all by default; inf elsewhere); ``up_bounds`` of every
+        row: a lower bound on the score of each generalization (``class_scores``; with the
+        k of k-anonymity alone, else ARX's bound from the classes, suppression ignored)."""
+        t = self.table
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        ok = np.ones(G.shape[0], dtype=np.bool_) if ok is None else np.ascontiguousarray(ok, dtype=np.bool_)
+        ids = self.memo.ids if self.memo is not None else np.zeros((1, 1), dtype=np.int32)
+        score, self.up_bounds = OK.class_scores(self.kind, G, ok, t.codes, self.gen, self.n_gen, t.counts,
+                                                np.ascontiguousarray(retained, dtype=np.int64), ids, self._slots(G),
+                                                self.n, self.k)
+        return score
 
 
 def loss_scorer(table: EncodedTable) -> Callable[[np.ndarray, np.ndarray], float]:
@@ -248,13 +238,63 @@ def lower_bounds(objective: str, table: EncodedTable, nodes: np.ndarray) -> np.n
     return _objective(objective, table).bounds(np.asarray(nodes, dtype=np.int64))
 
 
-def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[np.ndarray | None, int] | None:
+class FitnessProblem(Problem):
+    """A Problem whose evaluations carry minus ``objective``'s score of each (G, retained) as
+    their ``td``: the fitness every optimizer ranks feasible solutions by (the two-dimension
+    rule, HAEF eq. 21, with the objective in place of TD), so the GA optimizers minimize the
+    objective unchanged. Feasibility and violation are the models' own. Its results are not
+    certified (``evolve``)."""
+
+    def __init__(self, table: EncodedTable, models: list, objective: str, *, backend: str = "numba") -> None:
+        super().__init__(table, models, backend=backend)
+        self.objective = objective
+        self._obj = _objective(objective, table)
+
+    def _fitness(self, G: np.ndarray, retained: np.ndarray, ev: Evaluation) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        retained = np.atleast_2d(np.asarray(retained))
+        return replace(ev, td=-np.asarray(self._obj.scores(G, retained), dtype=np.float64))
+
+    def evaluate(self, G: np.ndarray, S: np.ndarray | None = None, *, retained: np.ndarray | None = None) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        if retained is None:
+            retained = np.tile(self.table.counts, (G.shape[0], 1)) if S is None else self.retained_from_s(S)
+        return self._fitness(G, retained, super().evaluate(G, retained=retained))
+
+    def evaluate_optimal(self, G: np.ndarray) -> tuple[np.ndarray, Evaluation]:
+        retained, ev = super().evaluate_optimal(G)  # (the two-step path scores in evaluate: the same)
+        return retained, self._fitness(G, retained, ev)
+
+    def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:
+        G = np.atleast_2d(np.asarray(G, dtype=np.int64))
+        ev = super().evaluate_unsuppressed(G, count=count)
+        return self._fitness(G, np.tile(self.table.counts, (G.shape[0], 1)), ev)
+
+
+def evolve(problem: Problem, objective: str, *, optimizer: str, budget: int, seed: int = 0, params: dict | None = None,
+           progress: ProgressFn | None = None) -> OptimizerResult:
+    """A registered optimizer other than the lattice and Flash (the GA, ID-DGA, HAEF, DE...)
+    minimizing ``objective`` as its fitness (``FitnessProblem``). Heuristic: never certified,
+    ``not_certified_because`` says so; ``info["objective_value"]``: the best score, and
+    ``td`` the node's TD."""
+    fit = FitnessProblem(problem.table, problem.models, objective, backend=problem.evaluator.name)
+    result = run_optimizer(optimizer, fit, budget=budget, seed=seed, params=dict(params or {}), progress=progress)
+    problem.evaluations += fit.evaluations
+    ev = problem.evaluator.evaluate(result.g[None, :], result.retained[None, :])  # the TD (not counted)
+    info = dict(result.info) | {"objective": objective, "objective_value": -float(result.td)}
+    why = (f"{optimizer} is a heuristic search: objective {objective!r} is not proved optimal",)
+    return replace(result, td=float(ev.td[0]), certified=False, info=info,
+                   not_certified_because=tuple(result.not_certified_because) + why)
+
+
+def _zero_limit_anonymous(problem: Problem, budget: int, nodes: np.ndarray) -> tuple[np.ndarray | None, int] | None:
     """With a zero limit and k-anonymity alone: every node's verdict from Flash's predictive
     tagging (optimizers/flash.py ``zero_limit_checks``: a checked anonymous node makes every
     generalization anonymous, a checked one that is not makes every specialization not; a
     complete run tags every node). Returns (anonymous flags in lattice order, nodes checked),
     or None where the kernel does not apply. When the budget ends the traversal first, no node
     is flagged (flags None) and the checks used the whole budget: nothing is certified."""
+    lattice = nodes.shape[0]  # every node, in the lattice's order (C-contiguous)
     if not flash.kernel_applies(problem, lattice):
         return None
     idx, smallest, _td, complete = flash.zero_limit_checks(problem, budget)
@@ -263,10 +303,74 @@ def _zero_limit_anonymous(problem: Problem, budget: int, lattice: int) -> tuple[
         return None, int(idx.shape[0])
     shape = tuple(int(h) + 1 for h in problem.heights)
     k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
-    tags = np.zeros(shape, dtype=bool)
-    for node in np.stack(np.unravel_index(idx[smallest >= k], shape), axis=1):
-        tags[tuple(slice(int(c), None) for c in node)] = True
-    return tags.reshape(-1), int(idx.shape[0])
+    seed = np.zeros(lattice, dtype=np.bool_)
+    seed[idx[smallest >= k]] = True
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
+    return OK.upward_closure(seed, nodes, strides), int(idx.shape[0])
+
+
+def _order_prefix(bounds: np.ndarray, size: int = 64) -> tuple[np.ndarray, bool]:
+    """The start of ``np.argsort(bounds, kind="stable")`` without sorting the whole lattice:
+    every node whose bound is at most the ``size``-th smallest, by (bound, index), which is
+    exactly that start (ties at the threshold all included). Returns (prefix, whether nodes
+    are left out)."""
+    if bounds.shape[0] <= size:
+        return np.argsort(bounds, kind="stable"), False
+    threshold = np.partition(bounds, size - 1)[size - 1]
+    idx = np.flatnonzero(bounds <= threshold)
+    prefix = idx[np.argsort(bounds[idx], kind="stable")]
+    return prefix, len(prefix) < bounds.shape[0]
+
+
+class _KOnly:
+    """k-anonymity alone: S*(G) keeps the classes of >= k records and suppresses the others, so
+    a node's score and its records suppressed follow from its classes alone. A batch is one
+    ``_objective_kernel.k_anonymous_terms`` call, each node classified by
+    engine/kernels/classes.py ``classify`` (no retained matrix, no S*(G), no TD; on adult and
+    mach2019 faster than rolling the classes up in ``Problem.evaluate_unsuppressed``, which
+    computes TD too); one evaluation per node; the retained counts are made for the chosen
+    node alone."""
+
+    def __init__(self, problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, k: int, max_suppressed: int) -> None:
+        t = problem.table
+        self.problem, self.obj, self.k, self.max_suppressed = problem, obj, k, max_suppressed
+        self.kind = obj.kind if isinstance(obj, _ClassBased) else (OK.LOSS if isinstance(obj, _Loss) else OK.LEVELS)
+        self.shares = obj.shares if isinstance(obj, _Loss) else np.zeros((1, 1, 1))
+        self.gen, _weight, self.n_gen = t.lookup
+        self.n = float(t.n_records)
+        self._no_ids = np.zeros((1, 1), dtype=np.int32)
+        self.batch = _BATCH
+
+    def run(self, G: np.ndarray, *, rollup: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(within the limit, score (inf outside it), records suppressed) of each row of G;
+        one evaluation each. ``rollup``: the classes rolled up from a remembered node below
+        (``Problem.evaluate_unsuppressed``, which fills the class memo), for Flash's probes, whose
+        nodes climb a path one level at a time."""
+        t = self.problem.table
+        G = np.ascontiguousarray(G, dtype=np.int64)
+        if isinstance(self.obj, _NodeOnly) and self.max_suppressed >= t.n_records:
+            # no limit: S*(G) keeps the classes of >= k records, k-anonymous (or empty) at every
+            # node, and a level-only score is its bound: nothing to classify (suppressed: -1,
+            # unknown until the chosen node's S*(G) is built)
+            return np.ones(G.shape[0], dtype=np.bool_), self.obj.bounds(G), np.full(G.shape[0], -1.0)
+        if rollup:
+            self.problem.evaluate_unsuppressed(G)
+            memo = self.problem.class_memo
+            ids, slots = memo.ids, np.array([memo.slot(g) for g in G], dtype=np.int64)
+        else:
+            self.problem.evaluations += G.shape[0]
+            ids, slots = self._no_ids, np.full(G.shape[0], -1, dtype=np.int64)
+        sup, csc, cbound, sums = OK.k_anonymous_terms(self.kind, G, t.codes, self.gen, self.n_gen, t.counts, ids, slots,
+                                                      self.k, self.n, self.shares)
+        ok = sup <= self.max_suppressed
+        if isinstance(self.obj, _ClassBased):
+            sc = csc
+            self.obj.up_bounds = cbound
+        elif isinstance(self.obj, _Loss):
+            sc = self.obj._aggregate(sums + sup[:, None])
+        else:
+            sc = self.obj.bounds(G)
+        return ok, np.where(ok, sc, np.inf), sup
 
 
 class _Tags:
@@ -282,10 +386,11 @@ class _Tags:
         else:
             self.state[tuple(slice(0, int(c) + 1) for c in g)] = 2
 
-    def probe(self, problem: Problem, g: np.ndarray, heights: list[int], max_suppressed: int, budget: int) -> int:
+    def probe(self, check: Callable[[np.ndarray], bool], g: np.ndarray, heights: list[int], budget: int) -> int:
         """``g`` is not anonymous: binary search for the last such node on a path from ``g`` to
         the top (each step raises the QID with the smallest relative level, the first on ties),
-        tag its down-set, and return the checks made."""
+        tag its down-set, and return the checks made (``check``: a node is anonymous within
+        the limit, one evaluation)."""
         path = [g.copy()]
         cur = g.copy()
         rel = [(h if h else 1) for h in heights]
@@ -300,9 +405,8 @@ class _Tags:
             node = path[mid]
             st = int(self.state[tuple(int(c) for c in node)])
             if st == 0:
-                _, ev = problem.evaluate_optimal(node[None, :])
                 checks += 1
-                st = 1 if (ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed) else 2
+                st = 1 if check(node) else 2
                 self.tag(node, st == 1)
             if st == 1:
                 hi = mid
@@ -320,23 +424,45 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     t0 = time.perf_counter()
     limit = float((params or {}).get("suppression_limit", 1.0))
     max_suppressed = math.floor(limit * problem.table.n_records)
-    obj = _objective(objective, problem.table)
+    k_alone = all(type(m).__name__ == "KAnonymity" for m in problem.models)
+    if objective in ("aecs", "discernibility"):
+        # the classes the evaluations leave in the roll-up memo; k's bound where k is alone
+        k = max(int(m.k) for m in problem.models) if k_alone else 1  # type: ignore[attr-defined]
+        obj: _Loss | _NodeOnly | _ClassBased = _ClassBased(problem.table, objective, problem.class_memo, k)
+    else:
+        obj = _objective(objective, problem.table)
+    # k-anonymity alone: scored from the classes (``_KOnly``)
+    konly = _KOnly(problem, obj, max(int(m.k) for m in problem.models), max_suppressed) if k_alone else None  # type: ignore[attr-defined]
     heights = [int(h) for h in problem.heights]
     lattice = math.prod(h + 1 for h in heights)
     # every node, in the lattice's order (last QID fastest)
     nodes = np.indices([h + 1 for h in heights], dtype=np.int64).reshape(len(heights), -1).T.copy()
-    bounds = obj.bounds(nodes)
-    # Nodes in ascending order of the lower bound (ties: the lattice's order, last QID fastest).
-    order = np.argsort(bounds, kind="stable")
-    # Class-based objectives: specializations first (level sum), so that a scored node's bound
-    # for its generalizations (``_ClassBased.up_bounds``) skips them; whole classes only.
+    # Zero limit: Flash's tags first (``_zero_limit_anonymous``), so that only the anonymous
+    # nodes get a bound.
+    anonymous = _zero_limit_anonymous(problem, budget, nodes) if max_suppressed == 0 else None
+    rest_pending = False
+    if anonymous is None or anonymous[0] is None:  # every node a candidate (no copies)
+        bounds = obj.bounds(nodes)
+        order, rest_pending = _order_prefix(bounds)
+        levels = nodes.sum(axis=1) if isinstance(obj, _ClassBased) else None
+        cand = None
+    else:
+        cand = np.flatnonzero(anonymous[0])
+        bounds = np.full(lattice, np.inf)
+        bounds[cand] = obj.bounds(nodes[cand])
+        order = cand[np.argsort(bounds[cand], kind="stable")]
+        levels = nodes[cand].sum(axis=1) if isinstance(obj, _ClassBased) else None
+    # (Above: nodes in ascending order of the lower bound; ties: the lattice's order, last QID
+    # fastest.) Class-based objectives: specializations first (level sum), so that a scored
+    # node's bound for its generalizations (``_ClassBased.up_bounds``) skips them.
     up = None
     if isinstance(obj, _ClassBased):
-        order = np.argsort(nodes.sum(axis=1), kind="stable")
-        if all(type(m).__name__ == "KAnonymity" for m in problem.models):
+        order = np.argsort(levels, kind="stable") if cand is None else cand[np.argsort(levels, kind="stable")]
+        rest_pending = False
+        if k_alone:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
-    best: tuple[float, np.ndarray, np.ndarray, int] | None = None
+    best: tuple[float, np.ndarray, np.ndarray | None, int] | None = None  # score, G, retained, suppressed
     best_ad = best_sup = None
     evaluated = 0
     history = []
@@ -346,14 +472,13 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     tags: _Tags | None = None
     probing = False
     cut_short = False  # Flash's traversal ran out of budget
-    anonymous = _zero_limit_anonymous(problem, budget, lattice) if max_suppressed == 0 else None
     if anonymous is not None:
         # Zero limit: Flash tagged every node; only the anonymous ones are scored (an anonymous
         # node suppresses nothing: Loss and the level-only objectives score their bound, so
         # the first one in the bound's order ends the search).
         flags, evaluated = anonymous
         mode = "flash-tags"
-        order = order[flags[order]] if flags is not None else order[:0]
+        order = order if flags is not None else order[:0]
         cut_short = flags is None
     elif 0 < max_suppressed < problem.table.n_records and all(type(m).__name__ == "KAnonymity" for m in problem.models):
         # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so
@@ -362,61 +487,77 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         # path from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
         tags = _Tags(shape)
         probing = True
+
+        def check(node: np.ndarray) -> bool:
+            if konly is not None:
+                return bool(konly.run(node[None, :], rollup=True)[0][0])
+            _, ev = problem.evaluate_optimal(node[None, :])
+            return bool(ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed)
     # one node at a time where the first anonymous node is the optimum; 4 while probing (a
     # probe may tag the next nodes, but a batch rolls classes up from its own nodes)
     single = (anonymous is not None and not isinstance(obj, _ClassBased))
-    batch = 1 if single else (4 if probing else 8)
+    # an objective of the levels alone scores its bound: its first feasible node in the bound's
+    # order is the optimum, so batches double from 1 (with no limit, the first node)
+    batch = 1 if single or isinstance(obj, _NodeOnly) else (4 if probing else 8)
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
+    no_tags, no_up = np.zeros(lattice, dtype=np.int8), np.full(1, -np.inf)
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
     pos = 0
-    while pos < len(order) and evaluated < budget:
+    while (pos < len(order) or rest_pending) and evaluated < budget:
+        if pos >= len(order):  # past the sorted prefix: the whole order (the prefix is its start)
+            order, rest_pending = np.argsort(bounds, kind="stable"), False
         if best is not None and best[0] <= bounds[order[pos]]:
             proved = True
             break
         # The next nodes in the bound's order that may be feasible and whose bound is below the
         # best found (all of them could beat it): 4 at a time while probing (a probe tags
         # nodes), else batches doubling from 8 to _BATCH.
-        want = min(batch, _BATCH, budget - evaluated)
+        want = min(batch, _BATCH if konly is None else konly.batch, budget - evaluated)
         if not single and not probing:
             batch = min(2 * batch, _BATCH)
-        picked: list[int] = []
-        while pos < len(order) and len(picked) < want:
-            i = int(order[pos])
-            if best is not None and best[0] <= bounds[i]:
-                break
-            if (flat is None or flat[i] != 2) and (up_flat is None or best is None or up_flat[i] < best[0]):
-                picked.append(i)
-            pos += 1
-        if not picked:
+        picked, pos, _stopped = OK.pick_nodes(order, pos, want, bounds, best[0] if best is not None else np.inf,
+                                              flat if flat is not None else no_tags,
+                                              up_flat if up_flat is not None else no_up, up_flat is not None, nodes,
+                                              strides)
+        if not len(picked):
             continue
-        G = nodes[np.array(picked)]
-        if anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
+        G = nodes[picked]
+        if konly is not None:
+            ok, sc, sup = konly.run(G, rollup=probing)
+            if ok.any():
+                i = int(np.argmin(sc))  # the first of equal scores
+                if best is None or sc[i] < best[0]:
+                    best = (float(sc[i]), G[i].copy(), None, int(sup[i]))
+        elif anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
             retained = np.repeat(problem.table.counts[None, :], len(picked), axis=0)
             ev = problem.evaluate(G, retained=retained)
         else:
             retained, ev = problem.evaluate_optimal(G)
-        ok = ev.feasible & (ev.suppressed <= max_suppressed)
-        if ok.any():
-            sc = np.full(len(picked), np.inf)
-            sc[ok] = obj.scores(G[ok], retained[ok])
-            i = int(np.argmin(sc))  # the first of equal scores
-            if best is None or sc[i] < best[0]:
-                best = (float(sc[i]), G[i].copy(), retained[i].copy(), evaluated + i)
-                best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
+        if konly is None:
+            ok = ev.feasible & (ev.suppressed <= max_suppressed)
+            if isinstance(obj, _ClassBased):  # every row: its bound for its generalizations too
+                sc = obj.scores(G, retained, ok)
+            elif ok.any():
+                sc = np.full(len(picked), np.inf)
+                sc[ok] = obj.scores(G[ok], retained[ok])
+            if ok.any():
+                i = int(np.argmin(sc))  # the first of equal scores
+                if best is None or sc[i] < best[0]:
+                    best = (float(sc[i]), G[i].copy(), retained[i].copy(), int(ev.suppressed[i]))
+                    best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
-        if up is not None and isinstance(obj, _ClassBased):
-            for j in np.flatnonzero(ok):
-                box = tuple(slice(int(c), None) for c in G[j])
-                up[box] = np.maximum(up[box], obj.up_bounds[int(np.count_nonzero(ok[:j]))])
+        if up_flat is not None and isinstance(obj, _ClassBased):  # monotone: the node's own bound is its specializations' too
+            up_flat[picked] = np.maximum(up_flat[picked], obj.up_bounds)
         if probing and tags is not None:
             for i in range(len(picked)):
                 if ok[i]:
                     tags.tag(G[i], True)
                 else:
-                    evaluated += tags.probe(problem, G[i], heights, max_suppressed, budget - evaluated)
+                    evaluated += tags.probe(check, G[i], heights, budget - evaluated)
         history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
         if progress is not None:
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    if pos >= len(order) and not cut_short:
+    if pos >= len(order) and not rest_pending and not cut_short:
         proved = True
     complete = proved
     why: list[str] = []
@@ -433,7 +574,11 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         ev = problem.evaluate(g[None, :], retained=kept[None, :])
         return OptimizerResult(optimizer, g, kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
                                time.perf_counter() - t0, np.array(history or [(0, np.nan, 0.0)]), False, info, tuple(why))
-    s, g, kept, _ = best
+    s, g, kept, sup = best
+    if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
+        retained, ev = problem.evaluate_optimal(g[None, :])
+        kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
+        assert (sup < 0 or best_sup == sup) and ev.feasible[0], "S*(G) disagrees with the classes' count"
     assert best_ad is not None and best_sup is not None  # set with best
     td = float(problem.evaluate(g[None, :], retained=kept[None, :]).td[0])
     info["objective_value"] = s

@@ -124,7 +124,8 @@ class IDDGAIsland(Island):
         models = p.models
         if (self.oracle or self.diversity_every or c["mutation"] != "info" or c["mutation_per_gene"]
                 or c["improve_until_feasible"] or len(models) != 1 or not isinstance(models[0], KAnonymity)
-                or not isinstance(p.evaluator, NumbaEvaluator) or p.evaluator.kinds is None):
+                or not isinstance(p.evaluator, NumbaEvaluator) or p.evaluator.kinds is None
+                or getattr(p, "objective", "td") != "td"):  # the kernel's fitness is TD
             return None
         from ppdp.engine.methods.generalization.optimizers._id_dga_kernel import epoch_k_anonymity
 

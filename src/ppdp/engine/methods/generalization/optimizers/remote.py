@@ -25,13 +25,17 @@ class ProblemSpec:
     table: EncodedTable
     models: list[PrivacyModel]
     backend: str
+    objective: str = "td"  # another: the fitness of objectives.FitnessProblem
 
     @classmethod
     def of(cls, problem: Problem) -> ProblemSpec:
         table = replace(problem.table, values_source=problem.table.values.clear())
-        return cls(table, list(problem.models), problem.evaluator.name)
+        return cls(table, list(problem.models), problem.evaluator.name, getattr(problem, "objective", "td"))
 
     def build(self) -> Problem:
+        if self.objective != "td":
+            from ppdp.engine.methods.generalization.objectives import FitnessProblem  # (imports this package)
+            return FitnessProblem(self.table, self.models, self.objective, backend=self.backend)
         return Problem(self.table, self.models, backend=self.backend)
 
     def __reduce__(self):
@@ -41,7 +45,8 @@ class ProblemSpec:
         # served by the cache that ``ppdp warm-up`` and the local runs fill (ID-DGA's epoch
         # kernel, in each of the master and its actors on a cold cache). Unpickled
         # in-band, the arrays are the worker's own, writable, as in a local run.
-        return _problem_spec_from_bytes, (pickle.dumps((self.table, self.models, self.backend), protocol=5),)
+        return _problem_spec_from_bytes, (pickle.dumps((self.table, self.models, self.backend, self.objective),
+                                                       protocol=5),)
 
 
 def _problem_spec_from_bytes(data: bytes) -> ProblemSpec:

@@ -1,0 +1,78 @@
+"""One table of ``vs_arx.py --objective NAME`` runs for ARX's six metrics (issue #38).
+
+    .venv/bin/python benchmarks/vs_arx_objectives.py [--results benchmarks/results/vs_arx]
+
+Reads ``objective_<name>/vs_arx.json`` (one round per row), ``objective_<name>/large/`` (the
+issue family's large data sets) and ``objective_<name>/recheck/`` (rows timed again with more
+rounds; their median replaces the one-round figure). Prints a markdown table: per row and
+objective the ratio ppdp / ARX and whether ppdp's node is ARX's (``=``), another node with ARX's
+node's score (``tie``) or neither (``≠``); writes ``objective_summary.json`` and
+``objective_summary.md`` beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+OBJECTIVES = ["loss", "nu-entropy", "aecs", "discernibility", "precision", "height"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+def collect(root: Path) -> tuple[list[str], dict[tuple[str, str], dict], list[dict]]:
+    keys: list[str] = []
+    cells: dict[tuple[str, str], dict] = {}
+    runs: list[dict] = []
+    for o in OBJECTIVES:
+        for sub in ("", "large", "recheck"):
+            f = root / f"objective_{o}" / sub / "vs_arx.json"
+            if not f.exists():
+                continue
+            doc = json.loads(f.read_text())
+            m = doc["meta"]
+            runs.append({"objective": o, "part": sub or "main", "commit": m["commit"], "date": m["date"],
+                         "reps": m["reps"], "load_average": m["load_average"]})
+            for r in doc["rows"]:
+                if "skipped" in r or r.get("ratio") is None:
+                    continue
+                if r["key"] not in keys:
+                    keys.append(r["key"])
+                cells[(r["key"], o)] = {"ratio": r["ratio"], "arx_ms": r["arx_ms"], "ppdp_ms": r["ppdp_ms"],
+                                        "ppdp_prepare_ms": r["ppdp_prepare_ms"],
+                                        "reps": m["reps"], "same_node": r.get("same_node"),
+                                        "same_score": r.get("same_score"), "certified": r["certified"],
+                                        "nodes": r["nodes_evaluated"], "arx_checked": r.get("arx_checked")}
+    return keys, cells, runs
+
+
+def cell(c: dict | None) -> str:
+    if c is None:
+        return ""
+    node = "=" if c["same_node"] else ("tie" if c["same_score"] else "≠")
+    return f"{c['ratio']:.2f} {node}" + ("" if c["certified"] else " (not certified)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "vs_arx")
+    args = ap.parse_args(argv)
+    keys, cells, runs = collect(args.results)
+    lines = ["| row | " + " | ".join(OBJECTIVES) + " |", "|---|" + "---:|" * len(OBJECTIVES)]
+    lines += [f"| {k} | " + " | ".join(cell(cells.get((k, o))) for o in OBJECTIVES) + " |" for k in keys]
+    timed = [c for c in cells.values()]
+    over = sorted(((k, o, c) for (k, o), c in cells.items() if c["ratio"] > 1), key=lambda x: -x[2]["ratio"])
+    lines += ["", f"{len(timed)} rows timed; node = ARX's or a tie on {sum(1 for c in timed if c['same_node'] or c['same_score'])}; "
+                  f"certified {sum(1 for c in timed if c['certified'])}; ratio > 1 on {len(over)}:"]
+    lines += [f"- {k}, {o}: {c['ratio']:.2f} (ARX {c['arx_ms']:,.1f} ms, ppdp {c['ppdp_ms']:,.1f} ms of which "
+              f"prepare {c['ppdp_prepare_ms']:,.1f} ms, median of {c['reps']})" for k, o, c in over]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    (args.results / "objective_summary.md").write_text(text)
+    (args.results / "objective_summary.json").write_text(json.dumps(
+        {"runs": runs, "cells": [{"key": k, "objective": o, **c} for (k, o), c in cells.items()]}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

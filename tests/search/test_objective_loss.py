@@ -58,7 +58,7 @@ def test_a_release_with_objective_loss_records_it(tmp_path):
 
 
 @pytest.mark.parametrize(("objective", "optimizer", "message"), [
-    ("loss", "descent", r"runs with optimizer lattice, flash or an evolutionary one \(ga, .*\), not 'descent'"),
+    ("loss", "descent", r"runs with optimizer flash, lattice \(certified\) or an evolutionary one \(.*\bga\b.*\), not 'descent'"),
     ("entropy", "lattice", "utility.objective 'entropy' is not available. Known: td, loss, nu-entropy"),
 ])
 def test_unavailable_objectives_are_refused_before_any_write(tmp_path, objective, optimizer, message):

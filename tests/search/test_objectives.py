@@ -14,7 +14,7 @@ from ppdp.engine.methods.generalization.objectives import lower_bounds, scorer, 
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.release.run import run_release
 from ppdp.engine.release.stages.validate import prepare
-from tests.conftest import load_adult, write_spec
+from tests.conftest import load_adult, snapshot, write_spec
 
 
 def test_share_sums_kernel_equals_its_twin():
@@ -205,10 +205,11 @@ def test_evolutionary_optimizers_minimize_each_objective(small_adult, optimizer,
 
 
 def test_spec_and_cli_accept_an_objective_for_the_ga(tmp_path):
-    from ppdp.engine.core.spec import FITNESS_OPTIMIZERS
-    from ppdp.engine.methods.generalization.optimizers import optimizer_names
+    from ppdp.engine.methods.generalization.optimizers import objective_search_of, optimizer_names
     from ppdp.errors import SpecError
-    assert set(FITNESS_OPTIMIZERS) <= set(optimizer_names())
+    takers = {name: objective_search_of(name) for name in optimizer_names()}
+    assert {n for n, how in takers.items() if how == "bounds"} == {"lattice", "flash"}
+    assert {n for n, how in takers.items() if how is None} == {"descent", "dfs"}  # TD's own bounds only
     db = load_adult(tmp_path / "a.duckdb", rows=200)
     p = write_spec(tmp_path / "ga.toml", db=db, qids=["age", "sex", "race"], optimizer="ga", budget=300)
     p.write_text(p.read_text() + '\n[utility]\nobjective = "discernibility"\n')
@@ -219,8 +220,10 @@ def test_spec_and_cli_accept_an_objective_for_the_ga(tmp_path):
     assert sol["info"]["objective"] == "discernibility" and not sol["certified"] and sol["not_certified_because"]
     bad = write_spec(tmp_path / "descent.toml", db=db, qids=["age", "sex", "race"], optimizer="descent")
     bad.write_text(bad.read_text() + '\n[utility]\nobjective = "loss"\n')
-    with pytest.raises(SpecError, match="evolutionary"):
-        load_spec(bad)
+    before = snapshot(db)
+    with pytest.raises(SpecError, match="evolutionary"):  # refused before anything is written
+        run_release(load_spec(bad), progress=False)
+    assert snapshot(db) == before
     # the CLI: the same spec under another name runs (exit 0), the refused one is a spec error
     from ppdp.engine.app import cli
     p2 = tmp_path / "ga2.toml"

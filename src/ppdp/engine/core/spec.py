@@ -130,14 +130,8 @@ class ReleaseSpec:
 KEPT_COLUMNS_POLICIES = ("refuse", "warn")
 # What the generalization optimizers can minimize (engine/methods/generalization/objectives.py).
 OBJECTIVES = ("td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height")
-# The optimizers that can run an objective other than TD: the lattice and Flash search by the
-# objective's bounds (objectives.search, certified); the evolutionary ones take it as their fitness
-# (objectives.evolve, never certified). The others (descent, dfs) search by TD's bounds.
-CERTIFIED_OBJECTIVE_OPTIMIZERS = ("lattice", "flash")
-FITNESS_OPTIMIZERS = ("ga", "de", "id-dga", "id-ga", "id-dga-without-framework", "id-dga-without-mutation",
-                      "id-dga-without-improvement", "id-dga+oracle", "haef", "haef-without-priority",
-                      "haef-without-ga-de-adaptation", "haef-without-de-adaptation", "tlef", "haef+oracle")
-OBJECTIVE_OPTIMIZERS = CERTIFIED_OBJECTIVE_OPTIMIZERS + FITNESS_OPTIMIZERS
+# Which optimizers take an objective other than TD, and how, each optimizer declares itself
+# (optimizers.takes_objectives).
 
 _SCHEMA: dict[str, set[str]] = {
     "": {"source", "quasi_identifiers", "sensitive", "privacy", "utility", "optimizer", "output", "dynamic", "access", "method"},
@@ -384,10 +378,6 @@ def spec_from_dict(raw: dict[str, Any], *, base_dir: str | Path = ".") -> Releas
     if workload_queries < 1:
         raise SpecError(f"utility.workload_queries must be >= 1, got {workload_queries}. Hint: workload_queries = 200.")
     optimizer = _registered("optimizer", _typed(opt.get("name", "lattice"), "optimizer.name", str), "optimizer.name")
-    if objective != "td" and optimizer not in OBJECTIVE_OPTIMIZERS:
-        raise SpecError(f"utility.objective {objective!r} runs with optimizer {', '.join(CERTIFIED_OBJECTIVE_OPTIMIZERS)} "
-                        f"or an evolutionary one ({', '.join(FITNESS_OPTIMIZERS)}), not "
-                        f"{optimizer!r}. Hint: [optimizer] name = \"lattice\", or objective = \"td\".")
     evaluator = _registered("evaluator", _typed(opt.get("evaluator", "numba"), "optimizer.evaluator", str), "optimizer.evaluator")
     out_schema = _typed(out.get("schema", "published"), "output.schema", str)
     if is_private_schema(out_schema):

@@ -23,17 +23,15 @@ from ppdp.engine.core.spec import ReleaseSpec, spec_diff
 from ppdp.engine.methods.base import METHODS, ReleasePlan, WarmUp, WarmUpModels
 from ppdp.engine.methods.context import RunContext
 from ppdp.engine.methods.generalization.metrics import class_size_summary, report_metrics
-from ppdp.engine.methods.generalization.objectives import (
-    CERTIFIED_OBJECTIVE_OPTIMIZERS,
-    OBJECTIVE_OPTIMIZERS,
-    evolve,
-)
+from ppdp.engine.methods.generalization.objectives import evolve
 from ppdp.engine.methods.generalization.objectives import search as objective_search
 from ppdp.engine.methods.generalization.optimizers import (
+    OBJECTIVE_SEARCH,
     OptimizerResult,
     Tracker,
     check_optimizer_models,
     check_optimizer_params,
+    objective_search_of,
     optimizer_names,
     run_optimizer,
 )
@@ -51,19 +49,32 @@ from ppdp.sql.dialects import GeneralizedRows, RebuildRows, hierarchies_table, s
 _SEARCH_INPUTS = ("optimizer", "privacy", "utility")
 
 
+def _objective_search(spec: ReleaseSpec) -> str | None:
+    """How the spec's optimizer takes its objective (None: TD, the optimizers' own measure); an
+    optimizer that declares no way to take one refuses any other objective."""
+    if spec.objective == "td":
+        return None
+    how = objective_search_of(spec.optimizer)
+    if how is None:
+        bounds = ", ".join(sorted(n for n, h in OBJECTIVE_SEARCH.items() if h == "bounds"))
+        fitness = ", ".join(sorted(n for n, h in OBJECTIVE_SEARCH.items() if h == "fitness"))
+        raise SpecError(f"utility.objective {spec.objective!r} runs with optimizer {bounds} (certified) or an "
+                        f"evolutionary one ({fitness}), not {spec.optimizer!r}. "
+                        "Hint: [optimizer] name = \"lattice\", or objective = \"td\".")
+    return how
+
+
 def optimize(prep: Prepared, *, progress: bool = True) -> tuple[Problem, OptimizerResult]:
     """Search the lattice of levels with the spec's optimizer."""
     spec = prep.spec
     problem = Problem(prep.table, prep.models, backend=spec.evaluator)
     bar = ProgressBar(spec.budget, label=spec.optimizer) if progress else None
-    if spec.objective != "td" and spec.optimizer not in OBJECTIVE_OPTIMIZERS:
-        raise SpecError(f"utility.objective {spec.objective!r} runs with optimizer {', '.join(OBJECTIVE_OPTIMIZERS)}, not "
-                        f"{spec.optimizer!r}. Hint: [optimizer] name = \"lattice\", or objective = \"td\".")
+    how = _objective_search(spec)
     try:
-        if spec.objective != "td" and spec.optimizer not in CERTIFIED_OBJECTIVE_OPTIMIZERS:
+        if how == "fitness":
             result = evolve(problem, spec.objective, optimizer=spec.optimizer, budget=spec.budget, seed=spec.seed,
                             params=dict(spec.optimizer_params), progress=bar)
-        elif spec.objective != "td":
+        elif how == "bounds":
             result = objective_search(problem, spec.objective, budget=spec.budget, optimizer=spec.optimizer,
                                       params=dict(spec.optimizer_params), progress=bar)
         else:
@@ -152,6 +163,7 @@ class Generalization:
             raise SpecError(f"method 'generalization' takes no [method] params, got {sorted(k for k, _ in spec.method_params)}. "
                             "Hint: optimizer options go in [optimizer] params.")
         check_optimizer_params(spec.optimizer, dict(spec.optimizer_params))
+        _objective_search(spec)
 
     def check_input(self, prep: Prepared) -> None:
         """The optimizer accepts the models (e.g. Flash needs monotone ones): before any write."""

@@ -32,16 +32,16 @@ from dataclasses import replace
 import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
-from ppdp.engine.core.spec import (  # noqa: F401  (what the spec reader accepts)
-    CERTIFIED_OBJECTIVE_OPTIMIZERS,
-    FITNESS_OPTIMIZERS,
-    OBJECTIVE_OPTIMIZERS,
-    OBJECTIVES,
-)
+from ppdp.engine.core.spec import OBJECTIVES  # noqa: F401  (what the spec reader accepts)
 from ppdp.engine.methods.generalization import _objective_kernel as OK
 from ppdp.engine.methods.generalization.evaluators import Evaluation
 from ppdp.engine.methods.generalization.evaluators.class_memo import ClassMemo
-from ppdp.engine.methods.generalization.optimizers import OptimizerResult, ProgressFn, flash, run_optimizer
+from ppdp.engine.methods.generalization.optimizers import (
+    OptimizerResult,
+    ProgressFn,
+    flash,
+    run_optimizer,
+)
 from ppdp.engine.methods.generalization.problem import Problem
 
 # ARX's Metric.round: information loss floored to 10 decimal digits (Metric.DIGITS).

@@ -68,6 +68,26 @@ PARAMS_CHECKS: dict[str, ParamsCheck] = {}
 _C = TypeVar("_C", bound=ParamsCheck)
 
 
+# How an optimizer minimizes an objective other than TD (engine/methods/generalization/objectives.py),
+# by optimizer name: "bounds" searches by the objective's own bounds (objectives.search, certified
+# where the bound is sound); "fitness" takes it as the fitness of its population (objectives.evolve,
+# never certified). An optimizer that declares neither runs TD alone: an objective is refused.
+OBJECTIVE_SEARCH: dict[str, str] = {}
+
+
+def takes_objectives(name: str, how: str) -> None:
+    """Declare that optimizer ``name`` minimizes any objective, by its bounds or as its fitness."""
+    if how not in ("bounds", "fitness"):
+        raise ValueError(f"an optimizer takes objectives by 'bounds' or 'fitness', not {how!r}")
+    OBJECTIVE_SEARCH[name] = how
+
+
+def objective_search_of(name: str) -> str | None:
+    """How optimizer ``name`` takes an objective ("bounds" or "fitness"), or None: TD alone."""
+    OPTIMIZERS.names()  # the built-in optimizers declare themselves when their modules load
+    return OBJECTIVE_SEARCH.get(name)
+
+
 def checks_params(name: str) -> Callable[[_C], _C]:
     """Decorator: register ``check(params)`` (it raises SpecError; what it returns is the
     optimizer's own) as optimizer ``name``'s check of its parameters."""

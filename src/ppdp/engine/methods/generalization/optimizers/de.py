@@ -23,6 +23,7 @@ from ppdp.engine.methods.generalization.optimizers import (
     OptimizerResult,
     ProgressFn,
     checks_params,
+    takes_objectives,
 )
 from ppdp.engine.methods.generalization.optimizers.evolutionary.island import Island
 from ppdp.engine.methods.generalization.optimizers.evolutionary.master import run_islands
@@ -91,6 +92,9 @@ def _de_params(params: dict[str, Any]) -> dict[str, Any]:
     if config["strategy"] not in DE_NAMES:
         raise SpecError(f"de optimizer: strategy must be one of {list(DE_NAMES)}, not {config['strategy']!r}.")
     return config
+
+
+takes_objectives("de", "fitness")
 
 
 @OPTIMIZERS.register("de")

@@ -73,6 +73,7 @@ from ppdp.engine.methods.generalization.optimizers import (
     Tracker,
     checks_models,
     checks_params,
+    takes_objectives,
 )
 from ppdp.engine.methods.generalization.optimizers import _flash_kernel as FK
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
@@ -462,6 +463,9 @@ def _dfs_params(params: dict[str, Any]) -> int:
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise SpecError(f"dfs optimizer: batch must be a positive number of nodes, got {batch!r}.")
     return batch
+
+
+takes_objectives("flash", "bounds")
 
 
 @OPTIMIZERS.register("flash")

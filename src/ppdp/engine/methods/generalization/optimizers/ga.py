@@ -17,6 +17,7 @@ from ppdp.engine.methods.generalization.optimizers import (
     OptimizerResult,
     ProgressFn,
     checks_params,
+    takes_objectives,
 )
 from ppdp.engine.methods.generalization.optimizers.evolutionary.island import Island
 from ppdp.engine.methods.generalization.optimizers.evolutionary.master import run_islands
@@ -63,6 +64,9 @@ class GAIsland(Island):
 @checks_params("ga")
 def _ga_params(params: dict[str, Any]) -> dict[str, Any]:
     return parse_params("ga", params, GA_DEFAULTS)
+
+
+takes_objectives("ga", "fitness")
 
 
 @OPTIMIZERS.register("ga")

@@ -36,6 +36,7 @@ from ppdp.engine.methods.generalization.optimizers import (
     OptimizerResult,
     ProgressFn,
     checks_params,
+    takes_objectives,
 )
 from ppdp.engine.methods.generalization.optimizers.de import de_generation
 from ppdp.engine.methods.generalization.optimizers.evolutionary.island import Island
@@ -155,6 +156,7 @@ def _register(name: str, preset: dict[str, Any], doc: str) -> None:
     optimizer.__name__ = name.replace("-", "_").replace("+", "_")
     optimizer.__doc__ = doc
     OPTIMIZERS.register(name)(optimizer)
+    takes_objectives(name, "fitness")
 
 
 _register("haef", {}, "HAEF (pop_size 30, cr_ga 0.5, mr_ga 0.2, f 1.3, cr_de 0.3, update_interval 10).")

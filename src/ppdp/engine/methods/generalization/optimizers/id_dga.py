@@ -43,6 +43,7 @@ from ppdp.engine.methods.generalization.optimizers import (
     OptimizerResult,
     ProgressFn,
     checks_params,
+    takes_objectives,
 )
 from ppdp.engine.methods.generalization.optimizers.evolutionary.island import Island
 from ppdp.engine.methods.generalization.optimizers.evolutionary.master import run_islands
@@ -242,6 +243,7 @@ def _register(name: str, preset: dict[str, Any], doc: str) -> None:
     optimizer.__name__ = name.replace("-", "_").replace("+", "_")
     optimizer.__doc__ = doc
     OPTIMIZERS.register(name)(optimizer)
+    takes_objectives(name, "fitness")
 
 
 _register("id-dga", {}, "ID-DGA (islands 4, pop_size 40, mr 0.1, migration_interval 5).")

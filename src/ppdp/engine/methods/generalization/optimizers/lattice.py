@@ -82,13 +82,16 @@ from typing import Any
 
 import numpy as np
 
+from ppdp.engine.kernels import kinds
 from ppdp.engine.methods.generalization.optimizers import (
     OPTIMIZERS,
     OptimizerResult,
     ProgressFn,
     Tracker,
     checks_params,
+    takes_objectives,
 )
+from ppdp.engine.methods.generalization.optimizers import bounds as bounds_module
 from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     CAPPED,
     GROW,
@@ -97,8 +100,6 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     TOP_AT_BEST,
     box_rounds,
 )
-from ppdp.engine.kernels import kinds
-from ppdp.engine.methods.generalization.optimizers import bounds as bounds_module
 from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, min_class_size
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
@@ -137,6 +138,9 @@ def _lattice_params(params: dict[str, Any]) -> tuple[str, int, Any, str, Any, An
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise SpecError(f"lattice optimizer: batch must be a positive number of nodes, got {batch!r}.")
     return mode, batch, limit, executor, max_boxes, greedy
+
+
+takes_objectives("lattice", "bounds")
 
 
 @OPTIMIZERS.register("lattice")

@@ -34,7 +34,9 @@ class ProblemSpec:
 
     def build(self) -> Problem:
         if self.objective != "td":
-            from ppdp.engine.methods.generalization.objectives import FitnessProblem  # (imports this package)
+            from ppdp.engine.methods.generalization.objectives import (
+                FitnessProblem,  # (imports this package)
+            )
             return FitnessProblem(self.table, self.models, self.objective, backend=self.backend)
         return Problem(self.table, self.models, backend=self.backend)
 

@@ -278,10 +278,8 @@ def encode_rows(
     radices = np.array([*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)], dtype=np.int64)
     if math.prod(radices.tolist()) >= 1 << 62:
         return None
-    # imported here: the kernel ranks with the evaluator's kernels, whose package imports this module
-    from ppdp.engine.kernels import rows as RK
-
-    first, counts, group, group_columns = RK.group_rows(columns, radices)
+    counts, group_columns = _group_rows(columns, radices)
+    group = np.ascontiguousarray(group_columns.T)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
@@ -302,16 +300,32 @@ def encode_rows(
     )
 
 
-def _group_rows_numpy(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``_rows_kernels.group_rows`` in NumPy (its plain twin, the grouping encode_rows did before):
-    np.unique of the rows' mixed-radix keys, then each column at the first row of each group."""
-    key = np.zeros(columns.shape[1], dtype=np.int64)
+def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by their codes: ``columns`` (k, n) holds each row's code per column (0 <= code
+    < radices[j], the product of the radices below 2**62); a row's key is their mixed-radix
+    number, first column most significant. Returns (rows of each group as int64, the group's
+    codes as (k, groups) int32), groups by ascending key: what ``np.unique(key,
+    return_counts=True)`` gives, its keys decoded back into codes.
+
+    One unstable sort of the keys and a run-length pass, and the codes read back from the
+    distinct keys (no gather from the rows): plain NumPy, so that a run's prepare never waits for
+    Numba's first load in a fresh process (a run that is skipped needs no kernel at all)."""
+    k, n = columns.shape
+    key = np.zeros(n, dtype=np.int64)
     for column, radix in zip(columns, radices.tolist(), strict=True):
         key *= radix
         key += column
-    _, first, counts = np.unique(key, return_index=True, return_counts=True)
-    group_columns = np.ascontiguousarray(columns[:, first], dtype=np.int32)
-    return first.astype(np.int64), counts.astype(np.int64), np.ascontiguousarray(group_columns.T), group_columns
+    key.sort()
+    edge = np.empty(n, dtype=np.bool_)
+    edge[:1] = True
+    np.not_equal(key[1:], key[:-1], out=edge[1:])
+    starts = np.flatnonzero(edge)
+    distinct = key[starts]
+    counts = np.diff(starts, append=n).astype(np.int64)
+    group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
+    for j in range(k - 1, -1, -1):
+        distinct, group_columns[j] = np.divmod(distinct, radices[j])
+    return counts, group_columns
 
 
 def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:

@@ -1,18 +1,29 @@
-"""The fixed cost of a release before its search (prepare), stage by stage, warm.
+"""The fixed cost of a release before its search (prepare), stage by stage, cold and warm.
 
-    .venv/bin/python benchmarks/prepare.py [--reps 30] [--data DIR] [--out benchmarks/results/prepare]
+    .venv/bin/python benchmarks/prepare.py [--rounds 5] [--reps 20] [--data DIR]
+                                           [--baseline SRC] [--out benchmarks/results/prepare]
 
-On adult (30,162 records, 8 QIDs, SA salary-class) and creditcard's 1,000-record sample with 10
-QIDs (SA default-payment-next-month; benchmarks/vs_arx.py's ``creditcard-q10-1000``), in one
-process, after warm-up rounds (Numba's compilation, DuckDB's first query): each stage's median
-over ``--reps`` rounds, and the whole of benchmarks/vs_arx.py's ``prepare`` (the part of ppdp's
-time there that ARX's encoding covers) timed on its own.
+What is timed is a release's own ``engine.release.stages.validate.prepare`` on a DuckDB file, as
+``ppdp run`` calls it: adult (30,162 records, 8 QIDs, SA salary-class) and creditcard's
+1,000-record sample with 10 QIDs (SA default-payment-next-month; benchmarks/vs_arx.py's
+``creditcard-q10-1000``), each with its ARX hierarchy files and k-anonymity k = 2 with equal-
+distance t-closeness t = 0.2 (so t-closeness's Q is read too). Each round starts one fresh
+process per table: its first ``prepare`` is the *cold* one (empty caches, DuckDB's and the
+modules' first use), then ``--reps`` more after two warm-ups are the *warm* ones, what a job
+that runs again in a long-lived process (``ppdp serve``, the jobs runner, benchmarks/vs_arx.py)
+pays. Rounds alternate the tables (and, with ``--baseline SRC``, this tree's ``src`` and SRC,
+another checkout's ``src``), so every column sees the same load. Reported: medians.
 
-Stages: *hierarchies* (every QID's ARX CSV parsed, ``read_arx_csv``; vs_arx.py and a release
-read them once per run, outside the other stages), *source facts* (the columns' types and the row
-count, as the validate stage reads them before the histogram), *rows query* (the source's text
-rows as Arrow, ``text_rows_query``), *encoding* (``encode_rows``: leaf codes, SA codes, the
-grouping), *bind* (the models bound to the encoded table). Outputs: prepare.json and .md.
+Stages (each function of the release path wrapped with a timer, so the stages are the code a
+run executes, not a copy of it): *columns* (``described_columns``), *key check* (the one query
+prepare runs itself: rows, distinct and NULL keys), *hierarchies* (``load_hierarchy`` of every
+QID: the file read, parsed once per content), *Q* (``reference_distribution``), *rows query*
+(the source's text rows as Arrow), *encoding* (``encode_rows``, or the GROUP BY and
+``encode_histogram`` above ``ROWS_READ_LIMIT``), *checks* (the models bound and
+``check_possible``), *other* (the rest: identifiers, roles, models built), *total*. And
+*vs_arx prepare*: benchmarks/vs_arx.py's ``prepare`` + ``bind``, warm (its hierarchies read
+through the same cache, its column types and row count read once, as ARX's data is loaded once).
+Outputs: prepare.json and prepare.md.
 """
 
 from __future__ import annotations
@@ -21,77 +32,175 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from benchmarks import vs_arx as V  # noqa: E402
-from ppdp.engine.core.encoding import encode_rows  # noqa: E402
-from ppdp.engine.core.hierarchy import read_arx_csv  # noqa: E402
-from ppdp.sql import queries as Q  # noqa: E402
-from ppdp.sql.dialect import DUCKDB  # noqa: E402
-
-STAGES = ("hierarchies", "source facts", "rows query", "encoding", "bind")
+TABLES = ("creditcard-q10-1000", "adult")
+STAGES = ("columns", "key check", "hierarchies", "Q", "rows query", "encoding", "checks", "other", "total")
 
 
-def measure(root: Path, key: str, reps: int, warmups: int) -> dict:
-    ds = V.dataset(root, key, Path("/tmp/ppdp-vs-arx"))
-    assert ds is not None, f"no data for {key} under {root}"
-    loaded = V.load(ds, ds.sa)
-    sa = [ds.sa] if ds.sa else []
-    models = [V.build_model("k-anonymity", {"k": 2}), V.build_model("t-closeness", {"t": 0.2, "distance": "equal"})]
-    source = Q.Source(None, "source", None, DUCKDB)
-    times: dict[str, list[float]] = {s: [] for s in (*STAGES, "vs_arx prepare")}
-    for i in range(warmups + reps):
+def write_spec(ds, db: Path, columns: list[str], path: Path) -> Path:
+    from benchmarks.process_vs_arx import toml_str
+
+    drop = [c for c in columns if c not in ds.qids and c not in ("ppdp_key", ds.sa)]
+    lines = ["[source]", f"database = {toml_str('duckdb://' + str(db))}", 'table = "source"', 'key = "ppdp_key"',
+             "drop = [" + ", ".join(toml_str(c) for c in drop) + "]"]
+    for q, f in zip(ds.qids, ds.hierarchy_files, strict=True):
+        lines += ["[[quasi_identifiers]]", f"column = {toml_str(q)}",
+                  f'hierarchy = {{ type = "arx", file = {toml_str(str(f))}, duplicates = "keep-last" }}']
+    lines += ["[sensitive]", f"columns = [{toml_str(ds.sa)}]",
+              "[[privacy.models]]", 'name = "k-anonymity"', "k = 2",
+              "[[privacy.models]]", 'name = "t-closeness"', "t = 0.2", 'distance = "equal"',
+              "[optimizer]", 'name = "lattice"', "[output]", 'schema = "published"', 'name = "release"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def child(spec_path: str, key: str, data: str, reps: int, warmups: int) -> dict:
+    """One fresh process: the cold prepare, then ``reps`` warm ones after ``warmups``."""
+    sys.path.insert(0, str(REPO))
+    from ppdp.connectors import connect
+    from ppdp.engine.core.spec import load_spec
+    from ppdp.engine.release.run import database_url
+    from ppdp.engine.release.stages import validate as VAL
+
+    spent: dict[str, float] = {}
+    active: list[str] = []
+
+    def timed(stage: str, fn):
+        def wrapper(*a, **kw):
+            active.append(stage)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                dt = time.perf_counter() - t0
+                active.pop()
+                spent[stage] = spent.get(stage, 0.0) + dt
+                if active:  # a stage inside another: not counted twice
+                    spent[active[-1]] = spent.get(active[-1], 0.0) - dt
+        return wrapper
+
+    for name, stage in (("described_columns", "columns"), ("load_hierarchy", "hierarchies"),
+                        ("reference_distribution", "Q"), ("read_encoded", "rows query"), ("encode_rows", "encoding"),
+                        ("encode_histogram", "encoding"), ("check_possible", "checks")):
+        setattr(VAL, name, timed(stage, getattr(VAL, name)))
+    spec = load_spec(spec_path)
+    con = connect(database_url(spec))
+    con.query = timed("key check", con.query)  # prepare's own query; inside a stage it is that stage's
+    con.query_arrow = timed("rows query", con.query_arrow)
+
+    def one() -> dict[str, float]:
+        spent.clear()
         t0 = time.perf_counter()
-        [read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
-        t1 = time.perf_counter()
-        assert loaded.connector is not None
-        types = dict(loaded.connector.relation_columns("main", "source") or [])
-        int(loaded.connector.query(f"SELECT COUNT(*) AS n FROM {source.sql()}")["n"][0])
-        t2 = time.perf_counter()
-        rows = loaded.connector.query_arrow(Q.text_rows_query(source, list(ds.qids) + sa, types))
-        t3 = time.perf_counter()
-        table = encode_rows(rows, list(ds.qids), sa, loaded.hierarchies)
-        t4 = time.perf_counter()
-        V.bind(models, table, ds)
-        t5 = time.perf_counter()
-        V.prepare(loaded, sa, models)
-        t6 = time.perf_counter()
-        if i >= warmups:
-            for s, (a, b) in zip((*STAGES, "vs_arx prepare"), ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5), (t5, t6)),
-                                 strict=True):
-                times[s].append((b - a) * 1000.0)
-    return {"key": key, "records": int(table.n_records), "rows": int(table.n_rows), "qids": len(ds.qids),
-            "median_ms": {s: round(statistics.median(v), 2) for s, v in times.items()},
-            "min_ms": {s: round(min(v), 2) for s, v in times.items()}}
+        VAL.prepare(spec, con, None)
+        total = (time.perf_counter() - t0) * 1000.0
+        out = {s: spent.get(s, 0.0) * 1000.0 for s in STAGES[:-2]}
+        out["other"] = total - sum(out.values())
+        out["total"] = total
+        return out
+
+    cold = one()
+    for _ in range(warmups):
+        one()
+    warm = [one() for _ in range(reps)]
+    vs_arx: list[float] = []
+    if data:
+        from benchmarks import vs_arx as V
+
+        ds = V.dataset(Path(data), key, Path("/tmp/ppdp-vs-arx"))
+        loaded = V.load(ds, ds.sa)
+        models = [V.build_model("k-anonymity", {"k": 2}), V.build_model("t-closeness", {"t": 0.2, "distance": "equal"})]
+        for i in range(warmups + reps):
+            t0 = time.perf_counter()
+            V.bind(models, V.prepare(loaded, [ds.sa], models), ds)
+            if i >= warmups:
+                vs_arx.append((time.perf_counter() - t0) * 1000.0)
+    con.close()
+    return {"cold": cold, "warm": warm, "vs_arx": vs_arx}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--warmups", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmups", type=int, default=2)
     ap.add_argument("--data", help="folder holding arx/ (default: $PPDP_DATA or ../shared/data)")
+    ap.add_argument("--baseline", type=Path, help="another checkout's src folder, timed in the same rounds")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/ppdp-prepare"))
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "prepare")
+    ap.add_argument("--child", nargs=2, metavar=("SPEC", "KEY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], args.child[1], args.data or "", args.reps, args.warmups)))
+        return 0
+    sys.path.insert(0, str(REPO))
+    import duckdb
+
+    from benchmarks import process_vs_arx as PV
+    from benchmarks import vs_arx as V
+
     root = V.data_dir(args.data)
-    rows = [measure(root, key, args.reps, args.warmups) for key in ("creditcard-q10-1000", "adult")]
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": V.git_commit(), "reps": args.reps,
+    args.work.mkdir(parents=True, exist_ok=True)
+    specs = {}
+    for key in TABLES:
+        ds = V.dataset(root, key, args.work)
+        assert ds is not None, f"no data for {key} under {root}"
+        db = PV.make_db(ds, args.work)
+        columns = [r[0] for r in duckdb.connect(str(db), read_only=True).execute("DESCRIBE source").fetchall()]
+        specs[key] = write_spec(ds, db, columns, args.work / f"{key}.toml")
+    trees = {"this": REPO / "src"} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    got: dict[tuple[str, str], list[dict]] = {}
+    for r in range(-1, args.rounds):  # round -1 fills the OS file cache and each tree's Numba cache: not kept
+        order = list(trees.items()) if r % 2 == 0 else list(reversed(list(trees.items())))
+        for tree, src in order:
+            for key in (TABLES if r % 2 == 0 else tuple(reversed(TABLES))):
+                env = dict(os.environ, PYTHONPATH=str(src))
+                out = subprocess.run([sys.executable, __file__, "--child", str(specs[key]), key, "--reps", str(args.reps),
+                                      "--warmups", str(args.warmups), "--data", str(root)],
+                                     capture_output=True, text=True, env=env, cwd=REPO)
+                if out.returncode:
+                    raise RuntimeError(out.stderr[-2000:])
+                if r >= 0:
+                    got.setdefault((tree, key), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+    rows = []
+    for (tree, key), runs in got.items():
+        warm = [w for run in runs for w in run["warm"]]
+        cold = [run["cold"] for run in runs]
+        rows.append({"tree": tree, "key": key,
+                     "cold_median_ms": {s: round(statistics.median(c[s] for c in cold), 2) for s in STAGES},
+                     "warm_median_ms": {s: round(statistics.median(w[s] for w in warm), 2) for s in STAGES},
+                     "warm_total_ms_p10_p90": [round(x, 2) for x in statistics.quantiles([w["total"] for w in warm], n=10)[::8]],
+                     "vs_arx_prepare_median_ms": round(statistics.median(x for run in runs for x in run["vs_arx"]), 2),
+                     "cold_samples": len(cold), "warm_samples": len(warm)})
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": V.git_commit(),
+            "baseline": str(args.baseline) if args.baseline else None, "rounds": args.rounds, "reps": args.reps,
             "load_average": [round(x, 2) for x in os.getloadavg()]}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "prepare.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    cols = (*STAGES, "vs_arx prepare")
-    md = ["# Prepare, stage by stage (warm, one process)", "",
-          f"Median (min) ms of {args.reps} rounds after {args.warmups} warm-ups; commit {meta['commit']}; load average "
-          f"{meta['load_average']}. *vs_arx prepare* = source facts (read once there) excluded: the rows query, the "
-          "encoding and bind, as benchmarks/vs_arx.py times them.", "",
-          "| table | records | rows | QIDs | " + " | ".join(cols) + " |", "|---|---:|---:|---:|" + "---:|" * len(cols)]
+    md = ["# Prepare, stage by stage (a release's validate.prepare, cold and warm)", "",
+          f"Medians: cold = the first prepare of {args.rounds} fresh processes per table, warm = {args.rounds} x "
+          f"{args.reps} later ones in those processes; rounds interleaved; commit {meta['commit']}"
+          + (f", baseline {args.baseline}" if args.baseline else "") + f"; load average {meta['load_average']} at the end. "
+          "ms. *vs_arx* = benchmarks/vs_arx.py's prepare + bind, warm.", "",
+          "| tree | table | when | " + " | ".join(STAGES) + " | vs_arx |", "|---|---|---|" + "---:|" * (len(STAGES) + 1)]
     for r in rows:
-        md.append(f"| {r['key']} | {r['records']:,} | {r['rows']:,} | {r['qids']} | "
-                  + " | ".join(f"{r['median_ms'][c]:.1f} ({r['min_ms'][c]:.1f})" for c in cols) + " |")
+        for when in ("cold", "warm"):
+            vals = r[f"{when}_median_ms"]
+            md.append(f"| {r['tree']} | {r['key']} | {when} | " + " | ".join(f"{vals[s]:.1f}" for s in STAGES)
+                      + f" | {r['vs_arx_prepare_median_ms']:.1f} |" if when == "warm" else
+                      f"| {r['tree']} | {r['key']} | {when} | " + " | ".join(f"{vals[s]:.1f}" for s in STAGES) + " | |")
+    if args.baseline:
+        md += ["", "Ratio this / baseline (warm total, cold total, vs_arx):", ""]
+        for key in TABLES:
+            a = next(r for r in rows if r["tree"] == "this" and r["key"] == key)
+            b = next(r for r in rows if r["tree"] == "baseline" and r["key"] == key)
+            md.append(f"- {key}: warm {a['warm_median_ms']['total'] / b['warm_median_ms']['total']:.2f}, cold "
+                      f"{a['cold_median_ms']['total'] / b['cold_median_ms']['total']:.2f}, vs_arx "
+                      f"{a['vs_arx_prepare_median_ms'] / b['vs_arx_prepare_median_ms']:.2f}")
     (args.out / "prepare.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0

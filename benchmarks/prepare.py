@@ -125,6 +125,39 @@ def child(spec_path: str, key: str, data: str, reps: int, warmups: int) -> dict:
     return {"cold": cold, "warm": warm, "vs_arx": vs_arx}
 
 
+def hierarchy_sources(ds, reps: int = 30) -> dict[str, float]:
+    """Where a re-run could take its hierarchies from, interleaved, median ms: every file parsed,
+    every file read and its parse reused (``read_arx_csv``'s cache), and a lower bound of reading
+    them from the database (the query of a stored version's rows of ``_ppdp.hierarchies``, in an
+    in-memory DuckDB, before any Hierarchy is rebuilt from them)."""
+    from ppdp.connectors import connect
+    from ppdp.engine.core import catalog
+    from ppdp.engine.core import hierarchy as H
+    from ppdp.sql import catalog as C
+
+    def files() -> list:
+        return [H.read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
+
+    con = connect("duckdb://:memory:")
+    catalog.ensure_schema(con)
+    catalog.store_hierarchies(con, "r", 1, files(), "run")
+    sql = C.version_hierarchies(con.dialect)
+
+    def parsed() -> None:
+        H._PARSED.clear()
+        files()
+
+    ways = {"parsed": parsed, "cached": files, "_ppdp.hierarchies query": lambda: con.query(sql, ["r", 1])}
+    spent: dict[str, list[float]] = {w: [] for w in ways}
+    for _ in range(reps):
+        for w, fn in ways.items():
+            t0 = time.perf_counter()
+            fn()
+            spent[w].append((time.perf_counter() - t0) * 1000.0)
+    con.close()
+    return {w: round(statistics.median(v), 3) for w, v in spent.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -147,13 +180,14 @@ def main() -> int:
 
     root = V.data_dir(args.data)
     args.work.mkdir(parents=True, exist_ok=True)
-    specs = {}
+    specs, sources = {}, {}
     for key in TABLES:
         ds = V.dataset(root, key, args.work)
         assert ds is not None, f"no data for {key} under {root}"
         db = PV.make_db(ds, args.work)
         columns = [r[0] for r in duckdb.connect(str(db), read_only=True).execute("DESCRIBE source").fetchall()]
         specs[key] = write_spec(ds, db, columns, args.work / f"{key}.toml")
+        sources[key] = hierarchy_sources(ds)
     trees = {"this": REPO / "src"} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
     got: dict[tuple[str, str], list[dict]] = {}
     for r in range(-1, args.rounds):  # round -1 fills the OS file cache and each tree's Numba cache: not kept
@@ -182,7 +216,8 @@ def main() -> int:
             "baseline": str(args.baseline) if args.baseline else None, "rounds": args.rounds, "reps": args.reps,
             "load_average": [round(x, 2) for x in os.getloadavg()]}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "prepare.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    (args.out / "prepare.json").write_text(json.dumps({"meta": meta, "rows": rows, "hierarchy_sources": sources}, indent=1)
+                                          + "\n")
     md = ["# Prepare, stage by stage (a release's validate.prepare, cold and warm)", "",
           f"Medians: cold = the first prepare of {args.rounds} fresh processes per table, warm = {args.rounds} x "
           f"{args.reps} later ones in those processes; rounds interleaved; commit {meta['commit']}"
@@ -203,6 +238,10 @@ def main() -> int:
             md.append(f"- {key}: warm {a['warm_median_ms']['total'] / b['warm_median_ms']['total']:.2f}, cold "
                       f"{a['cold_median_ms']['total'] / b['cold_median_ms']['total']:.2f}, vs_arx "
                       f"{a['vs_arx_prepare_median_ms'] / b['vs_arx_prepare_median_ms']:.2f}")
+    md += ["", "Hierarchies, every QID's, by where a re-run takes them from (median ms, interleaved, this tree): "
+           "parsed from the files, the files read and their parses reused, and the query alone of a stored "
+           "version's rows of `_ppdp.hierarchies`:", ""]
+    md += [f"- {key}: " + ", ".join(f"{w} {ms:.2f}" for w, ms in sources[key].items()) for key in TABLES]
     (args.out / "prepare.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0

@@ -274,3 +274,19 @@ def test_group_rows_is_np_unique_of_the_keys(seed):
     counts, group_columns = _group_rows(columns, radices)
     assert counts.dtype == np.int64 and np.array_equal(counts, want_counts)
     assert group_columns.dtype == np.int32 and np.array_equal(group_columns, columns[:, first])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_struct_order_is_polars_sort_of_a_string_struct(seed):
+    """_struct_order sorts tuples of texts (NULL, empty, prefixes, non-ASCII) as Polars sorts the
+    struct of them, which encode_histogram's SA codes follow."""
+    from ppdp.engine.core.encoding import _struct_order
+
+    rng = np.random.default_rng(seed)
+    alphabet = ["", "a", "ab", "b", "B", "é", "z", "ß", "日本", "a b", "10", "9", "\U0001f600", None]
+    width = int(rng.integers(1, 4))
+    tuples = list({tuple(alphabet[int(i)] for i in rng.integers(0, len(alphabet), size=width)) for _ in range(60)})
+    names = [f"c{j}" for j in range(width)]
+    frame = pl.DataFrame(tuples, schema=dict.fromkeys(names, pl.String), orient="row")
+    want = [tuple(d[c] for c in names) for d in frame.select(pl.struct(names).alias("s")).to_series().unique().sort().to_list()]
+    assert sorted(tuples, key=_struct_order) == want

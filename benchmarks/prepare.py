@@ -11,7 +11,8 @@ distance t-closeness t = 0.2 (so t-closeness's Q is read too). Each round starts
 process per table: its first ``prepare`` is the *cold* one (empty caches, DuckDB's and the
 modules' first use), then ``--reps`` more after two warm-ups are the *warm* ones, what a job
 that runs again in a long-lived process (``ppdp serve``, the jobs runner, benchmarks/vs_arx.py)
-pays. Rounds alternate the tables (and, with ``--baseline SRC``, this tree's ``src`` and SRC,
+pays. Every process finds its modules' bytecode cached, as an installed package's is. Rounds
+alternate the tables (and, with ``--baseline SRC``, this tree's ``src`` and SRC,
 another checkout's ``src``), so every column sees the same load. Reported: medians.
 
 Stages (each function of the release path wrapped with a timer, so the stages are the code a
@@ -126,6 +127,12 @@ def child(spec_path: str, key: str, data: str, reps: int, warmups: int) -> dict:
     return {"cold": cold, "warm": warm, "vs_arx": vs_arx}
 
 
+def _env(src: Path) -> dict[str, str]:
+    """A child's environment: ``src`` first on the path, and its modules' bytecode cached as an
+    installed package's is (pip compiles it at install), even under PYTHONDONTWRITEBYTECODE."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(src)}
+
+
 def hierarchy_sources(ds, reps: int = 30) -> dict[str, float]:
     """Where a re-run could take its hierarchies from, interleaved, median ms: every file parsed,
     every file read and its parse reused (``read_arx_csv``'s cache), and a lower bound of reading
@@ -167,7 +174,7 @@ def reruns(specs: dict[str, Path], trees: dict[str, Path], reps: int) -> dict[st
     for r in range(-1, reps):
         for tree, src in (list(trees.items()) if r % 2 == 0 else list(reversed(list(trees.items())))):
             for key, spec in specs.items():
-                env = dict(os.environ, PYTHONPATH=str(src))
+                env = _env(src)
                 own = spec.with_name(f"rerun-{tree}-{key}.toml")
                 if r == -1:  # a database of this tree's own, its version published once
                     text = spec.read_text()
@@ -223,7 +230,7 @@ def main() -> int:
         order = list(trees.items()) if r % 2 == 0 else list(reversed(list(trees.items())))
         for tree, src in order:
             for key in (TABLES if r % 2 == 0 else tuple(reversed(TABLES))):
-                env = dict(os.environ, PYTHONPATH=str(src))
+                env = _env(src)
                 out = subprocess.run([sys.executable, __file__, "--child", str(specs[key]), key, "--reps", str(args.reps),
                                       "--warmups", str(args.warmups), "--data", str(root)],
                                      capture_output=True, text=True, env=env, cwd=REPO)

@@ -279,7 +279,6 @@ def encode_rows(
     if math.prod(radices.tolist()) >= 1 << 62:
         return None
     counts, group_columns = _group_rows(columns, radices)
-    group = np.ascontiguousarray(group_columns.T)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
@@ -290,8 +289,8 @@ def encode_rows(
         qids=tuple(qids),
         sensitive=tuple(sensitive),
         hierarchies=tuple(hierarchies),
-        codes=np.ascontiguousarray(group[:, :-1]),
-        sa=np.ascontiguousarray(group[:, -1]),
+        codes=np.ascontiguousarray(group_columns[:-1].T),
+        sa=group_columns[-1].copy(),
         sa_values=tuple(sa_tuples),
         counts=counts,
         values_source=values,
@@ -341,7 +340,18 @@ def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple,
         key *= len(values)
         key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
         distinct_per_column.append(values)
-    combos, inverse = np.unique(key, return_inverse=True)
+    space = math.prod(len(values) for values in distinct_per_column)
+    if space <= 4 * rows.num_rows + 1024:
+        # the distinct keys by marking the key space (no sort of every row's key): what
+        # np.unique(key, return_inverse=True) gives
+        present = np.zeros(space, dtype=np.bool_)
+        present[key] = True
+        combos = np.flatnonzero(present)
+        rank = np.empty(space, dtype=np.int64)
+        rank[combos] = np.arange(combos.shape[0], dtype=np.int64)
+        inverse = rank[key]
+    else:
+        combos, inverse = np.unique(key, return_inverse=True)
     tuples = []
     for combo in combos.tolist():
         parts = []

@@ -1,18 +1,32 @@
-"""The fixed cost of a release before its search (prepare), stage by stage, warm.
+"""The fixed cost of a release before its search (prepare), stage by stage, cold and warm.
 
-    .venv/bin/python benchmarks/prepare.py [--reps 30] [--data DIR] [--out benchmarks/results/prepare]
+    .venv/bin/python benchmarks/prepare.py [--rounds 5] [--reps 20] [--data DIR]
+                                           [--baseline SRC] [--out benchmarks/results/prepare]
 
-On adult (30,162 records, 8 QIDs, SA salary-class) and creditcard's 1,000-record sample with 10
-QIDs (SA default-payment-next-month; benchmarks/vs_arx.py's ``creditcard-q10-1000``), in one
-process, after warm-up rounds (Numba's compilation, DuckDB's first query): each stage's median
-over ``--reps`` rounds, and the whole of benchmarks/vs_arx.py's ``prepare`` (the part of ppdp's
-time there that ARX's encoding covers) timed on its own.
+What is timed is a release's own ``engine.release.stages.validate.prepare`` on a DuckDB file, as
+``ppdp run`` calls it: adult (30,162 records, 8 QIDs, SA salary-class) and creditcard's
+1,000-record sample with 10 QIDs (SA default-payment-next-month; benchmarks/vs_arx.py's
+``creditcard-q10-1000``), each with its ARX hierarchy files and k-anonymity k = 2 with equal-
+distance t-closeness t = 0.2 (so t-closeness's Q is read too). Each round starts one fresh
+process per table: its first ``prepare`` is the *cold* one (empty caches, DuckDB's and the
+modules' first use), then ``--reps`` more after two warm-ups are the *warm* ones, what a job
+that runs again in a long-lived process (``ppdp serve``, the jobs runner, benchmarks/vs_arx.py)
+pays. Every process finds its modules' bytecode cached, as an installed package's is. Rounds
+alternate the tables (and, with ``--baseline SRC``, this tree's ``src`` and SRC,
+another checkout's ``src``), so every column sees the same load. Reported: medians.
 
-Stages: *hierarchies* (every QID's ARX CSV parsed, ``read_arx_csv``; vs_arx.py and a release
-read them once per run, outside the other stages), *source facts* (the columns' types and the row
-count, as the validate stage reads them before the histogram), *rows query* (the source's text
-rows as Arrow, ``text_rows_query``), *encoding* (``encode_rows``: leaf codes, SA codes, the
-grouping), *bind* (the models bound to the encoded table). Outputs: prepare.json and .md.
+Stages (each function of the release path wrapped with a timer, so the stages are the code a
+run executes, not a copy of it): *columns* (``described_columns``), *key check* (the one query
+prepare runs itself: rows, distinct and NULL keys; built and run. Cold, it is the process's
+first SQL built, so it holds the import of sqlglot's DuckDB dialect, which any SQL pays once), *hierarchies* (``load_hierarchy`` of every
+QID: the file read, parsed once per content), *Q* (``reference_distribution``), *rows query*
+(the source's text rows as Arrow), *encoding* (``encode_rows``, or the GROUP BY and
+``encode_histogram`` above ``ROWS_READ_LIMIT``), *checks* (the models bound and
+``check_possible``), *other* (the rest: identifiers, roles, models built), *total*. And
+*vs_arx prepare*: benchmarks/vs_arx.py's ``prepare`` + ``bind``, warm (its hierarchies read
+through the same cache, its column types and row count read once, as ARX's data is loaded once).
+With ``--reruns N``: a job that runs again with nothing changed, as a whole ``ppdp run`` process
+(skipped after validate and identify), N times per tree. Outputs: prepare.json and prepare.md.
 """
 
 from __future__ import annotations
@@ -21,77 +35,270 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from benchmarks import vs_arx as V  # noqa: E402
-from ppdp.engine.core.encoding import encode_rows  # noqa: E402
-from ppdp.engine.core.hierarchy import read_arx_csv  # noqa: E402
-from ppdp.sql import queries as Q  # noqa: E402
-from ppdp.sql.dialect import DUCKDB  # noqa: E402
-
-STAGES = ("hierarchies", "source facts", "rows query", "encoding", "bind")
+TABLES = ("creditcard-q10-1000", "adult")
+STAGES = ("columns", "key check", "hierarchies", "Q", "rows query", "encoding", "checks", "other", "total")
 
 
-def measure(root: Path, key: str, reps: int, warmups: int) -> dict:
-    ds = V.dataset(root, key, Path("/tmp/ppdp-vs-arx"))
-    assert ds is not None, f"no data for {key} under {root}"
-    loaded = V.load(ds, ds.sa)
-    sa = [ds.sa] if ds.sa else []
-    models = [V.build_model("k-anonymity", {"k": 2}), V.build_model("t-closeness", {"t": 0.2, "distance": "equal"})]
-    source = Q.Source(None, "source", None, DUCKDB)
-    times: dict[str, list[float]] = {s: [] for s in (*STAGES, "vs_arx prepare")}
-    for i in range(warmups + reps):
+def write_spec(ds, db: Path, columns: list[str], path: Path) -> Path:
+    from benchmarks.process_vs_arx import toml_str
+
+    drop = [c for c in columns if c not in ds.qids and c not in ("ppdp_key", ds.sa)]
+    lines = ["[source]", f"database = {toml_str('duckdb://' + str(db))}", 'table = "source"', 'key = "ppdp_key"',
+             "drop = [" + ", ".join(toml_str(c) for c in drop) + "]"]
+    for q, f in zip(ds.qids, ds.hierarchy_files, strict=True):
+        lines += ["[[quasi_identifiers]]", f"column = {toml_str(q)}",
+                  f'hierarchy = {{ type = "arx", file = {toml_str(str(f))}, duplicates = "keep-last" }}']
+    lines += ["[sensitive]", f"columns = [{toml_str(ds.sa)}]",
+              "[[privacy.models]]", 'name = "k-anonymity"', "k = 2",
+              "[[privacy.models]]", 'name = "t-closeness"', "t = 0.2", 'distance = "equal"',
+              "[optimizer]", 'name = "lattice"', "[output]", 'schema = "published"', 'name = "release"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def child(spec_path: str, key: str, data: str, reps: int, warmups: int) -> dict:
+    """One fresh process: the cold prepare, then ``reps`` warm ones after ``warmups``."""
+    sys.path.insert(0, str(REPO))
+    from ppdp.connectors import connect
+    from ppdp.engine.core.spec import load_spec
+    from ppdp.engine.release.run import database_url
+    from ppdp.engine.release.stages import validate as VAL
+
+    spent: dict[str, float] = {}
+    active: list[str] = []
+
+    def timed(stage: str, fn):
+        def wrapper(*a, **kw):
+            active.append(stage)
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                dt = time.perf_counter() - t0
+                active.pop()
+                spent[stage] = spent.get(stage, 0.0) + dt
+                if active:  # a stage inside another: not counted twice
+                    spent[active[-1]] = spent.get(active[-1], 0.0) - dt
+        return wrapper
+
+    originals = [(VAL, name, getattr(VAL, name)) for name in ("described_columns", "load_hierarchy", "reference_distribution",
+                                                              "read_encoded", "encode_rows", "encode_histogram",
+                                                              "check_possible")]
+    originals.append((VAL.Q, "key_check_query", VAL.Q.key_check_query))
+    for name, stage in (("described_columns", "columns"), ("load_hierarchy", "hierarchies"),
+                        ("reference_distribution", "Q"), ("read_encoded", "rows query"), ("encode_rows", "encoding"),
+                        ("encode_histogram", "encoding"), ("check_possible", "checks")):
+        setattr(VAL, name, timed(stage, getattr(VAL, name)))
+    VAL.Q.key_check_query = timed("key check", VAL.Q.key_check_query)  # its SQL built, the first SQL of a run
+    spec = load_spec(spec_path)
+    con = connect(database_url(spec))
+    con.query = timed("key check", con.query)  # prepare's own query; inside a stage it is that stage's
+    con.query_arrow = timed("rows query", con.query_arrow)
+
+    def one() -> dict[str, float]:
+        spent.clear()
         t0 = time.perf_counter()
-        [read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
-        t1 = time.perf_counter()
-        assert loaded.connector is not None
-        types = dict(loaded.connector.relation_columns("main", "source") or [])
-        int(loaded.connector.query(f"SELECT COUNT(*) AS n FROM {source.sql()}")["n"][0])
-        t2 = time.perf_counter()
-        rows = loaded.connector.query_arrow(Q.text_rows_query(source, list(ds.qids) + sa, types))
-        t3 = time.perf_counter()
-        table = encode_rows(rows, list(ds.qids), sa, loaded.hierarchies)
-        t4 = time.perf_counter()
-        V.bind(models, table, ds)
-        t5 = time.perf_counter()
-        V.prepare(loaded, sa, models)
-        t6 = time.perf_counter()
-        if i >= warmups:
-            for s, (a, b) in zip((*STAGES, "vs_arx prepare"), ((t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5), (t5, t6)),
-                                 strict=True):
-                times[s].append((b - a) * 1000.0)
-    return {"key": key, "records": int(table.n_records), "rows": int(table.n_rows), "qids": len(ds.qids),
-            "median_ms": {s: round(statistics.median(v), 2) for s, v in times.items()},
-            "min_ms": {s: round(min(v), 2) for s, v in times.items()}}
+        VAL.prepare(spec, con, None)
+        total = (time.perf_counter() - t0) * 1000.0
+        out = {s: spent.get(s, 0.0) * 1000.0 for s in STAGES[:-2]}
+        out["other"] = total - sum(out.values())
+        out["total"] = total
+        return out
+
+    cold = one()
+    for _ in range(warmups):
+        one()
+    warm = [one() for _ in range(reps)]
+    for owner, name, fn in originals:  # the same calls without the timers: the warm total as a run pays it
+        setattr(owner, name, fn)
+    con.query, con.query_arrow = type(con).query.__get__(con), type(con).query_arrow.__get__(con)
+    bare = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        VAL.prepare(spec, con, None)
+        bare.append((time.perf_counter() - t0) * 1000.0)
+    vs_arx: list[float] = []
+    if data:
+        from benchmarks import vs_arx as V
+
+        ds = V.dataset(Path(data), key, Path("/tmp/ppdp-vs-arx"))
+        loaded = V.load(ds, ds.sa)
+        models = [V.build_model("k-anonymity", {"k": 2}), V.build_model("t-closeness", {"t": 0.2, "distance": "equal"})]
+        for i in range(warmups + reps):
+            t0 = time.perf_counter()
+            V.bind(models, V.prepare(loaded, [ds.sa], models), ds)
+            if i >= warmups:
+                vs_arx.append((time.perf_counter() - t0) * 1000.0)
+    con.close()
+    return {"cold": cold, "warm": warm, "bare": bare, "vs_arx": vs_arx}
+
+
+def _env(src: Path) -> dict[str, str]:
+    """A child's environment: ``src`` first on the path, and its modules' bytecode cached as an
+    installed package's is (pip compiles it at install), even under PYTHONDONTWRITEBYTECODE."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPATH": str(src)}
+
+
+def hierarchy_sources(ds, reps: int = 30) -> dict[str, float]:
+    """Where a re-run could take its hierarchies from, interleaved, median ms: every file parsed,
+    every file read and its parse reused (``read_arx_csv``'s cache), and a lower bound of reading
+    them from the database (the query of a stored version's rows of ``_ppdp.hierarchies``, in an
+    in-memory DuckDB, before any Hierarchy is rebuilt from them)."""
+    from ppdp.connectors import connect
+    from ppdp.engine.core import catalog
+    from ppdp.engine.core import hierarchy as H
+    from ppdp.sql import catalog as C
+
+    def files() -> list:
+        return [H.read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
+
+    con = connect("duckdb://:memory:")
+    catalog.ensure_schema(con)
+    catalog.store_hierarchies(con, "r", 1, files(), "run")
+    sql = C.version_hierarchies(con.dialect)
+
+    def parsed() -> None:
+        H._PARSED.clear()
+        files()
+
+    ways = {"parsed": parsed, "cached": files, "_ppdp.hierarchies query": lambda: con.query(sql, ["r", 1])}
+    spent: dict[str, list[float]] = {w: [] for w in ways}
+    for _ in range(reps):
+        for w, fn in ways.items():
+            t0 = time.perf_counter()
+            fn()
+            spent[w].append((time.perf_counter() - t0) * 1000.0)
+    con.close()
+    return {w: round(statistics.median(v), 3) for w, v in spent.items()}
+
+
+def reruns(specs: dict[str, Path], trees: dict[str, Path], reps: int) -> dict[str, dict[str, float]]:
+    """A job that runs again with nothing changed, as a whole process: ``ppdp run`` on a database
+    whose current version it published (the first run, not timed), skipped (exit code 99) after
+    validate and identify; median ms per tree, the trees interleaved."""
+    spent: dict[tuple[str, str], list[float]] = {}
+    for r in range(-1, reps):
+        for tree, src in (list(trees.items()) if r % 2 == 0 else list(reversed(list(trees.items())))):
+            for key, spec in specs.items():
+                env = _env(src)
+                own = spec.with_name(f"rerun-{tree}-{key}.toml")
+                if r == -1:  # a database of this tree's own, its version published once
+                    text = spec.read_text()
+                    db = text.split("duckdb://", 1)[1].split('"', 1)[0]
+                    fresh = Path(db).with_name(f"rerun-{tree}-{key}.duckdb")
+                    fresh.write_bytes(Path(db).read_bytes())
+                    own.write_text(text.replace(db, str(fresh)))
+                t0 = time.perf_counter()
+                out = subprocess.run([sys.executable, "-m", "ppdp.engine.app.cli", "run", str(own), "--no-progress"],
+                                     capture_output=True, text=True, env=env)
+                ms = (time.perf_counter() - t0) * 1000.0
+                if out.returncode not in ((0, 99) if r == -1 else (99,)):
+                    raise RuntimeError(f"ppdp run exited {out.returncode}: {out.stderr[-1000:]}")
+                if r >= 0:
+                    spent.setdefault((tree, key), []).append(ms)
+    return {f"{tree} {key}": round(statistics.median(v), 1) for (tree, key), v in spent.items()}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=30)
-    ap.add_argument("--warmups", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmups", type=int, default=2)
     ap.add_argument("--data", help="folder holding arx/ (default: $PPDP_DATA or ../shared/data)")
+    ap.add_argument("--baseline", type=Path, help="another checkout's src folder, timed in the same rounds")
+    ap.add_argument("--reruns", type=int, default=0, help="also time this many skipped re-runs (whole processes)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/ppdp-prepare"))
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "prepare")
+    ap.add_argument("--child", nargs=2, metavar=("SPEC", "KEY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], args.child[1], args.data or "", args.reps, args.warmups)))
+        return 0
+    sys.path.insert(0, str(REPO))
+    import duckdb
+
+    from benchmarks import process_vs_arx as PV
+    from benchmarks import vs_arx as V
+
     root = V.data_dir(args.data)
-    rows = [measure(root, key, args.reps, args.warmups) for key in ("creditcard-q10-1000", "adult")]
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": V.git_commit(), "reps": args.reps,
+    args.work.mkdir(parents=True, exist_ok=True)
+    specs, sources = {}, {}
+    for key in TABLES:
+        ds = V.dataset(root, key, args.work)
+        assert ds is not None, f"no data for {key} under {root}"
+        db = PV.make_db(ds, args.work)
+        columns = [r[0] for r in duckdb.connect(str(db), read_only=True).execute("DESCRIBE source").fetchall()]
+        specs[key] = write_spec(ds, db, columns, args.work / f"{key}.toml")
+        sources[key] = hierarchy_sources(ds)
+    trees = {"this": REPO / "src"} | ({"baseline": args.baseline.resolve()} if args.baseline else {})
+    got: dict[tuple[str, str], list[dict]] = {}
+    for r in range(-1, args.rounds):  # round -1 fills the OS file cache and each tree's Numba cache: not kept
+        order = list(trees.items()) if r % 2 == 0 else list(reversed(list(trees.items())))
+        for tree, src in order:
+            for key in (TABLES if r % 2 == 0 else tuple(reversed(TABLES))):
+                env = _env(src)
+                out = subprocess.run([sys.executable, __file__, "--child", str(specs[key]), key, "--reps", str(args.reps),
+                                      "--warmups", str(args.warmups), "--data", str(root)],
+                                     capture_output=True, text=True, env=env, cwd=REPO)
+                if out.returncode:
+                    raise RuntimeError(out.stderr[-2000:])
+                if r >= 0:
+                    got.setdefault((tree, key), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+    skipped = reruns(specs, trees, args.reruns) if args.reruns else {}
+    rows = []
+    for (tree, key), runs in got.items():
+        warm = [w for run in runs for w in run["warm"]]
+        cold = [run["cold"] for run in runs]
+        rows.append({"tree": tree, "key": key,
+                     "cold_median_ms": {s: round(statistics.median(c[s] for c in cold), 2) for s in STAGES},
+                     "warm_median_ms": {s: round(statistics.median(w[s] for w in warm), 2) for s in STAGES},
+                     "warm_total_ms_p10_p90": [round(x, 2) for x in statistics.quantiles([w["total"] for w in warm], n=10)[::8]],
+                     "warm_total_untimed_stages_median_ms": round(statistics.median(x for run in runs for x in run["bare"]), 2),
+                     "vs_arx_prepare_median_ms": round(statistics.median(x for run in runs for x in run["vs_arx"]), 2),
+                     "cold_samples": len(cold), "warm_samples": len(warm)})
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": V.git_commit(),
+            "baseline": str(args.baseline) if args.baseline else None, "rounds": args.rounds, "reps": args.reps,
             "load_average": [round(x, 2) for x in os.getloadavg()]}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "prepare.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    cols = (*STAGES, "vs_arx prepare")
-    md = ["# Prepare, stage by stage (warm, one process)", "",
-          f"Median (min) ms of {args.reps} rounds after {args.warmups} warm-ups; commit {meta['commit']}; load average "
-          f"{meta['load_average']}. *vs_arx prepare* = source facts (read once there) excluded: the rows query, the "
-          "encoding and bind, as benchmarks/vs_arx.py times them.", "",
-          "| table | records | rows | QIDs | " + " | ".join(cols) + " |", "|---|---:|---:|---:|" + "---:|" * len(cols)]
+    (args.out / "prepare.json").write_text(json.dumps({"meta": meta, "rows": rows, "hierarchy_sources": sources,
+                                                             "skipped_rerun_ms": skipped}, indent=1)
+                                          + "\n")
+    md = ["# Prepare, stage by stage (a release's validate.prepare, cold and warm)", "",
+          f"Medians: cold = the first prepare of {args.rounds} fresh processes per table, warm = {args.rounds} x "
+          f"{args.reps} later ones in those processes; rounds interleaved; commit {meta['commit']}"
+          + (f", baseline {args.baseline}" if args.baseline else "") + f"; load average {meta['load_average']} at the end. "
+          "ms. *bare* = the warm total again without the stage timers (as a run pays it). *vs_arx* = "
+          "benchmarks/vs_arx.py's prepare + bind, warm.", "",
+          "| tree | table | when | " + " | ".join(STAGES) + " | bare | vs_arx |", "|---|---|---|" + "---:|" * (len(STAGES) + 2)]
     for r in rows:
-        md.append(f"| {r['key']} | {r['records']:,} | {r['rows']:,} | {r['qids']} | "
-                  + " | ".join(f"{r['median_ms'][c]:.1f} ({r['min_ms'][c]:.1f})" for c in cols) + " |")
+        for when in ("cold", "warm"):
+            vals = r[f"{when}_median_ms"]
+            tail = (f" | {r['warm_total_untimed_stages_median_ms']:.1f} | {r['vs_arx_prepare_median_ms']:.1f} |"
+                    if when == "warm" else " | | |")
+            md.append(f"| {r['tree']} | {r['key']} | {when} | " + " | ".join(f"{vals[s]:.1f}" for s in STAGES) + tail)
+    if args.baseline:
+        md += ["", "Ratio this / baseline (warm total, bare, cold total, vs_arx):", ""]
+        for key in TABLES:
+            a = next(r for r in rows if r["tree"] == "this" and r["key"] == key)
+            b = next(r for r in rows if r["tree"] == "baseline" and r["key"] == key)
+            md.append(f"- {key}: warm {a['warm_median_ms']['total'] / b['warm_median_ms']['total']:.2f}, bare "
+                      f"{a['warm_total_untimed_stages_median_ms'] / b['warm_total_untimed_stages_median_ms']:.2f}, cold "
+                      f"{a['cold_median_ms']['total'] / b['cold_median_ms']['total']:.2f}, vs_arx "
+                      f"{a['vs_arx_prepare_median_ms'] / b['vs_arx_prepare_median_ms']:.2f}")
+    md += ["", "Hierarchies, every QID's, by where a re-run takes them from (median ms, interleaved, this tree): "
+           "parsed from the files, the files read and their parses reused, and the query alone of a stored "
+           "version's rows of `_ppdp.hierarchies`:", ""]
+    md += [f"- {key}: " + ", ".join(f"{w} {ms:.2f}" for w, ms in sources[key].items()) for key in TABLES]
+    if skipped:
+        md += ["", f"A job that runs again with nothing changed, the whole `ppdp run` process (skipped, exit code 99; median "
+               f"of {args.reruns}, interleaved; the spec above, k-anonymity and t-closeness, lattice): "
+               + ", ".join(f"{k} {v:,.0f} ms" for k, v in skipped.items())]
     (args.out / "prepare.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0

@@ -252,12 +252,11 @@ def test_read_encoded_reads_rows_through_a_connector_declaring_in_process_rows(t
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_group_rows_kernel_is_its_numpy_twin(seed):
-    """_rows_kernels.group_rows (hash grouping, then the distinct keys sorted) gives what
-    np.unique of the mixed-radix keys gives (encoding._group_rows_numpy): the same groups in the
-    same order, first rows, sizes and codes; with radices whose product nears 2**62."""
-    from ppdp.engine.core.encoding import _group_rows_numpy
-    from ppdp.engine.kernels import rows as RK
+def test_group_rows_is_np_unique_of_the_keys(seed):
+    """encoding._group_rows (one sort of the keys, codes decoded from the distinct keys) gives
+    what np.unique of the mixed-radix keys gives with each column gathered at a group's first
+    row: the same groups in the same order, sizes and codes; with radices whose product nears 2**62."""
+    from ppdp.engine.core.encoding import _group_rows
 
     rng = np.random.default_rng(seed)
     k = int(rng.integers(1, 9))
@@ -268,6 +267,26 @@ def test_group_rows_kernel_is_its_numpy_twin(seed):
     columns = np.stack([rng.integers(0, r, size=n) for r in radices.tolist()]).astype(np.int32)
     if seed % 4 == 1:  # many repeats
         columns = columns[:, rng.integers(0, max(n // 10, 1), size=n)]
-    got, want = RK.group_rows(columns, radices), _group_rows_numpy(columns, radices)
-    for a, b in zip(got, want, strict=True):
-        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    key = np.zeros(n, dtype=np.int64)
+    for column, radix in zip(columns, radices.tolist(), strict=True):
+        key = key * radix + column
+    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
+    counts, group_columns = _group_rows(columns, radices)
+    assert counts.dtype == np.int64 and np.array_equal(counts, want_counts)
+    assert group_columns.dtype == np.int32 and np.array_equal(group_columns, columns[:, first])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_struct_order_is_polars_sort_of_a_string_struct(seed):
+    """_struct_order sorts tuples of texts (NULL, empty, prefixes, non-ASCII) as Polars sorts the
+    struct of them, which encode_histogram's SA codes follow."""
+    from ppdp.engine.core.encoding import _struct_order
+
+    rng = np.random.default_rng(seed)
+    alphabet = ["", "a", "ab", "b", "B", "é", "z", "ß", "日本", "a b", "10", "9", "\U0001f600", None]
+    width = int(rng.integers(1, 4))
+    tuples = list({tuple(alphabet[int(i)] for i in rng.integers(0, len(alphabet), size=width)) for _ in range(60)})
+    names = [f"c{j}" for j in range(width)]
+    frame = pl.DataFrame(tuples, schema=dict.fromkeys(names, pl.String), orient="row")
+    want = [tuple(d[c] for c in names) for d in frame.select(pl.struct(names).alias("s")).to_series().unique().sort().to_list()]
+    assert sorted(tuples, key=_struct_order) == want

@@ -11,8 +11,10 @@ from ppdp.sql.quoting import quote_ident, quote_table
 # -- DuckDB -----------------------------------------------------------------------------------
 
 DUCKDB_DATABASE_PATH = "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
-DUCKDB_RELATION_COLUMNS = ("SELECT column_name, data_type FROM information_schema.columns "
-                           "WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position")
+# duckdb_columns() is what information_schema.columns selects from (the same rows and types),
+# without that view's thirty computed columns: a fraction of the time of each lookup
+DUCKDB_RELATION_COLUMNS = ("SELECT column_name, data_type FROM duckdb_columns() "
+                           "WHERE schema_name = ? AND table_name = ? ORDER BY column_index")
 DUCKDB_BEGIN, DUCKDB_COMMIT, DUCKDB_ROLLBACK = "BEGIN TRANSACTION", "COMMIT", "ROLLBACK"
 
 

@@ -278,10 +278,7 @@ def encode_rows(
     radices = np.array([*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)], dtype=np.int64)
     if math.prod(radices.tolist()) >= 1 << 62:
         return None
-    # imported here: the kernel ranks with the evaluator's kernels, whose package imports this module
-    from ppdp.engine.kernels import rows as RK
-
-    first, counts, group, group_columns = RK.group_rows(columns, radices)
+    counts, group_columns = _group_rows(columns, radices)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
@@ -292,8 +289,8 @@ def encode_rows(
         qids=tuple(qids),
         sensitive=tuple(sensitive),
         hierarchies=tuple(hierarchies),
-        codes=np.ascontiguousarray(group[:, :-1]),
-        sa=np.ascontiguousarray(group[:, -1]),
+        codes=np.ascontiguousarray(group_columns[:-1].T),
+        sa=group_columns[-1].copy(),
         sa_values=tuple(sa_tuples),
         counts=counts,
         values_source=values,
@@ -302,16 +299,32 @@ def encode_rows(
     )
 
 
-def _group_rows_numpy(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``_rows_kernels.group_rows`` in NumPy (its plain twin, the grouping encode_rows did before):
-    np.unique of the rows' mixed-radix keys, then each column at the first row of each group."""
-    key = np.zeros(columns.shape[1], dtype=np.int64)
+def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by their codes: ``columns`` (k, n) holds each row's code per column (0 <= code
+    < radices[j], the product of the radices below 2**62); a row's key is their mixed-radix
+    number, first column most significant. Returns (rows of each group as int64, the group's
+    codes as (k, groups) int32), groups by ascending key: what ``np.unique(key,
+    return_counts=True)`` gives, its keys decoded back into codes.
+
+    One unstable sort of the keys and a run-length pass, and the codes read back from the
+    distinct keys (no gather from the rows): plain NumPy, so that a run's prepare never waits for
+    Numba's first load in a fresh process (a run that is skipped needs no kernel at all)."""
+    k, n = columns.shape
+    key = np.zeros(n, dtype=np.int64)
     for column, radix in zip(columns, radices.tolist(), strict=True):
         key *= radix
         key += column
-    _, first, counts = np.unique(key, return_index=True, return_counts=True)
-    group_columns = np.ascontiguousarray(columns[:, first], dtype=np.int32)
-    return first.astype(np.int64), counts.astype(np.int64), np.ascontiguousarray(group_columns.T), group_columns
+    key.sort()
+    edge = np.empty(n, dtype=np.bool_)
+    edge[:1] = True
+    np.not_equal(key[1:], key[:-1], out=edge[1:])
+    starts = np.flatnonzero(edge)
+    distinct = key[starts]
+    counts = np.diff(starts, append=n).astype(np.int64)
+    group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
+    for j in range(k - 1, -1, -1):
+        distinct, group_columns[j] = np.divmod(distinct, radices[j])
+    return counts, group_columns
 
 
 def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:
@@ -327,7 +340,18 @@ def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple,
         key *= len(values)
         key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
         distinct_per_column.append(values)
-    combos, inverse = np.unique(key, return_inverse=True)
+    space = math.prod(len(values) for values in distinct_per_column)
+    if space <= 4 * rows.num_rows + 1024:
+        # the distinct keys by marking the key space (no sort of every row's key): what
+        # np.unique(key, return_inverse=True) gives
+        present = np.zeros(space, dtype=np.bool_)
+        present[key] = True
+        combos = np.flatnonzero(present)
+        rank = np.empty(space, dtype=np.int64)
+        rank[combos] = np.arange(combos.shape[0], dtype=np.int64)
+        inverse = rank[key]
+    else:
+        combos, inverse = np.unique(key, return_inverse=True)
     tuples = []
     for combo in combos.tolist():
         parts = []
@@ -335,15 +359,22 @@ def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple,
             combo, i = divmod(combo, len(values))
             parts.append(values[i])
         tuples.append(tuple(reversed(parts)))
-    frame = pl.DataFrame(tuples, schema=dict.fromkeys(sensitive, pl.String), orient="row")
-    sa_keys = frame.select(pl.struct([pl.col(c) for c in sensitive]).alias("__sa")).to_series().unique().sort().to_list()
-    sa_tuples = [tuple(d[c] for c in sensitive) for d in sa_keys]
+    sa_tuples = sorted(tuples, key=_struct_order)  # distinct already
     if reference:
         seen = set(sa_tuples)
         sa_tuples += sorted((t for t in reference if t not in seen), key=lambda t: tuple("" if v is None else str(v) for v in t))
     sa_index = {t: i for i, t in enumerate(sa_tuples)}
     combo_code = np.array([sa_index[t] for t in tuples], dtype=np.int64)
     return combo_code[inverse.reshape(-1)], sa_tuples
+
+
+def _struct_order(values: tuple) -> tuple:
+    """The sort key giving a tuple of texts the place Polars' sort of a String struct gives it
+    (encode_histogram's order of the SA values): field by field, NULL first, then the texts by
+    their UTF-8 bytes, which is Python's order of their code points. A plain sort of a few
+    tuples: Polars' sort of them was most of encoding a 1,000-row table (its thread pool's
+    hand-off, not the sort)."""
+    return tuple((v is not None, "" if v is None else v) for v in values)
 
 
 def _leaf_array(h: Hierarchy) -> pa.Array:

@@ -14,6 +14,8 @@ import hashlib
 import io
 import json
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -122,8 +124,12 @@ class Hierarchy:
         Independent of where the hierarchy came from (file path, CSV layout, row order), so an
         edited ARX file changes the run key and a moved or reformatted one does not.
         """
-        canonical = {"attribute": self.attribute, "levels": self.height + 1, "paths": sorted(list(r) for r in self.rows)}
-        return hashlib.sha256(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+        found = self._cache.get("digest")
+        if found is None:
+            canonical = {"attribute": self.attribute, "levels": self.height + 1, "paths": sorted(list(r) for r in self.rows)}
+            found = self._cache.setdefault(
+                "digest", hashlib.sha256(json.dumps(canonical, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest())
+        return found
 
     def long_rows(self) -> list[tuple[int, str, str, int]]:
         """``(level, leaf, value, leaf_count)`` rows, the layout stored in the database."""
@@ -186,25 +192,54 @@ def from_rows(attribute: str, rows: Iterable[Sequence[str]], source: str = "<inl
 ARX_DUPLICATE_POLICIES = ("error", "keep-last", "keep-first")
 
 
+# Parsed ARX files of this process, keyed by their content (a digest of the file's bytes) with
+# the path, the attribute and the duplicates policy: a run that reads a file again gets the
+# Hierarchy it parsed before, with what it derived from it (level codes, leaf arrays, digest),
+# and an edited file is parsed afresh. Hierarchies hold no record of the data (leaf counts
+# count leaves), so the cache holds nothing about individuals.
+_PARSED: OrderedDict[tuple[str, str, str, str], Hierarchy] = OrderedDict()
+_PARSED_LOCK = threading.Lock()
+PARSED_CACHE_SIZE = 256
+
+
 def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error") -> Hierarchy:
     """Read an ARX hierarchy file: one row per leaf, one column per level, separator ``;``.
 
     A leaf given on several identical rows is kept once. A leaf given on rows that differ is an
     error unless ``duplicates`` is "keep-last" (ARX's behaviour) or "keep-first"; the kept row
     stands where the leaf first appeared. The resolved rows are then validated like any other.
+    The file is read every time; it is parsed once per content (``_PARSED``).
     """
     if duplicates not in ARX_DUPLICATE_POLICIES:
         raise HierarchyError(f"duplicates = {duplicates!r} is not one of {', '.join(ARX_DUPLICATE_POLICIES)}.")
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} does not exist. Hint: paths are relative to the spec file.") from None
+    except OSError as exc:  # a directory, no permission, ...
+        raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} cannot be read: {exc.strerror or exc}.") from None
+    key = (str(path), attribute, duplicates, hashlib.blake2b(data, digest_size=32).hexdigest())
+    with _PARSED_LOCK:
+        found = _PARSED.get(key)
+        if found is not None:
+            _PARSED.move_to_end(key)
+            return found
+    h = _parse_arx(data, path, attribute, duplicates)
+    with _PARSED_LOCK:
+        _PARSED[key] = h
+        while len(_PARSED) > PARSED_CACHE_SIZE:
+            _PARSED.popitem(last=False)
+    return h
+
+
+def _parse_arx(data: bytes, path: Path, attribute: str, duplicates: str) -> Hierarchy:
+    """``read_arx_csv`` of the file's bytes ``data``."""
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:  # one line naming the file, not a traceback
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} is not UTF-8 text (byte "
                              f"{exc.object[exc.start]:#04x} at offset {exc.start}). Hint: save it as UTF-8.") from None
-    except OSError as exc:  # a directory, no permission, ...
-        raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} cannot be read: {exc.strerror or exc}.") from None
     reader = csv.reader(io.StringIO(text), delimiter=";")
     numbered: list[tuple[int, list[str]]] = []  # (line number in the file, row)
     for r in reader:

@@ -457,6 +457,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # node's bound for its generalizations (``_ClassBased.up_bounds``) skips them.
     up = None
     if isinstance(obj, _ClassBased):
+        assert levels is not None  # set above for class-based objectives
         order = np.argsort(levels, kind="stable") if cand is None else cand[np.argsort(levels, kind="stable")]
         rest_pending = False
         if k_alone:
@@ -569,16 +570,16 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     info = {"mode": mode if proved else "exhaustive", "objective": objective, "lattice_size": lattice,
             "nodes_evaluated": evaluated, "suppression_limit": limit}
     if best is None:
-        g = np.array(heights, dtype=np.int64)
-        kept = np.zeros_like(problem.table.counts)
-        ev = problem.evaluate(g[None, :], retained=kept[None, :])
-        return OptimizerResult(optimizer, g, kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
+        top = np.array(heights, dtype=np.int64)
+        none_kept = np.zeros_like(problem.table.counts)
+        ev = problem.evaluate(top[None, :], retained=none_kept[None, :])
+        return OptimizerResult(optimizer, top, none_kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
                                time.perf_counter() - t0, np.array(history or [(0, np.nan, 0.0)]), False, info, tuple(why))
-    s, g, kept, sup = best
+    s, g, kept, counted = best
     if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
         retained, ev = problem.evaluate_optimal(g[None, :])
         kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
-        assert (sup < 0 or best_sup == sup) and ev.feasible[0], "S*(G) disagrees with the classes' count"
+        assert (counted < 0 or best_sup == counted) and ev.feasible[0], "S*(G) disagrees with the classes' count"
     assert best_ad is not None and best_sup is not None  # set with best
     td = float(problem.evaluate(g[None, :], retained=kept[None, :]).td[0])
     info["objective_value"] = s

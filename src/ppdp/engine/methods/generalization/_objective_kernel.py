@@ -19,7 +19,7 @@ from numba import njit
 from ppdp.engine.kernels import classes as K
 from ppdp.engine.kernels.cache import guard
 
-guard(__file__)
+guard(__file__, depends_on=[K])
 
 
 @njit(cache=True)

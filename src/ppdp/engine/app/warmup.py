@@ -49,6 +49,7 @@ def _spec(db: Path, output: str, method: str, w: WarmUp):
         "optimizer": {"name": w.optimizer, "budget": w.budget, "seed": 1,
                       **({"params": dict(w.optimizer_params)} if w.optimizer_params else {})},
         "output": {"schema": "published", "name": output},
+        **({"utility": {"objective": w.objective}} if w.objective != "td" else {}),
         "method": {"name": method, **({"params": dict(w.method_params)} if w.method_params else {})},
     }
     return spec_from_dict(raw, base_dir=DATA)

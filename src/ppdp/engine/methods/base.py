@@ -61,6 +61,7 @@ class WarmUp:
     optimizer_params: tuple[tuple[str, Any], ...] = ()  # [optimizer] params
     sensitive: str = "salary-class"
     budget: int = 300
+    objective: str = "td"  # [utility] objective
 
 
 class ReleaseMethod(Protocol):

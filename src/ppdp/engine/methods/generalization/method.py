@@ -151,6 +151,16 @@ class Generalization:
         out = [WarmUp(f"{self.name}, {name}, {models.base_name}", models.base, name) for name in optimizer_names()]
         out.append(WarmUp(f"{self.name}, flash with a suppression limit, {models.base_name}", models.base, "flash",
                           optimizer_params=(("suppression_limit", 0.1),)))
+        # the lattice under a limit (its class bound and infeasible tops), and ARX's metrics as
+        # objectives: by Flash's tags at a zero limit, scored in the bound's order under a limit,
+        # and from the classes on the lattice
+        out.append(WarmUp(f"{self.name}, lattice with a suppression limit, {models.base_name}", models.base, "lattice",
+                          optimizer_params=(("suppression_limit", 0.1),)))
+        out += [WarmUp(f"{self.name}, {optimizer}, objective {objective}, {models.base_name}", models.base, optimizer,
+                       optimizer_params=params, objective=objective, budget=5_000)
+                for optimizer, objective, params in (("flash", "loss", (("suppression_limit", 0.0),)),
+                                                     ("flash", "discernibility", (("suppression_limit", 0.05),)),
+                                                     ("lattice", "aecs", ()))]
         for label, sets in models.others:
             out += [WarmUp(f"{self.name}, {name}, {label}", sets, name) for name in ("lattice", "id-dga+oracle")]
         return out

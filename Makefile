@@ -42,12 +42,10 @@ demo: $(WARM) hooks
 	$(BIN)/ppdp verify adult --db duckdb://demo.duckdb
 	$(BIN)/ppdp export demo_release.duckdb --db duckdb://demo.duckdb
 
-# The suite in 3 pytest-xdist workers on CI's 2 cores: many tests wait (pg_cron's minute, a
-# PostgreSQL or Spark start, signalled subprocesses, dbt), and a third worker uses the core a
-# waiting one leaves idle. Spark and Ray tests each stay in one worker
+# The suite in 2 pytest-xdist workers (CI has 2 cores): Spark and Ray tests each stay in one worker
 # (tests/support/conftest_xdist.py). TEST_WORKERS=0 runs it in this process. The 30 slowest
 # tests are listed at the end, so every CI log shows where the suite's time goes.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 
 # The warm-up compiles in one process: ruff, mypy and the docs build run beside it on the other
 # core, and the suite starts once all are done (its kernels then come from Numba's cache).

@@ -884,35 +884,48 @@ def _class_bounds_small(L, U, codes, gen, n_gen, weight, counts, kmin):
     which every node of the box suppresses (its classes lie inside those at U[i])."""
     n_boxes, nq = L.shape
     n = codes.shape[0]
-    size = _table_size(n)
-    keys = np.empty(n, dtype=np.int64)
-    cls = np.empty(n, dtype=np.int32)
-    slot_key = np.empty(size, dtype=np.int64)
-    slot_id = np.empty(size, dtype=np.int32)
-    active = np.ones(n, dtype=np.bool_)
-    records = np.zeros(n, dtype=np.int64)
+    work = _big_rows_work(n)
+    big = np.zeros(n, dtype=np.bool_)
     out = np.zeros(n_boxes)
     small = np.zeros(n_boxes, dtype=np.int64)
     for i in range(n_boxes):
-        m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
-        for c in range(m):
-            records[c] = 0
-        for h in range(n):
-            records[cls[h]] += counts[h]
+        small[i] = _big_rows_into(U[i], codes, gen, n_gen, counts, kmin, work, big)
         total = 0.0
-        lost = 0
         for h in range(n):
-            if records[cls[h]] >= kmin:
+            if big[h]:
                 own = 0.0
                 for q in range(nq):
                     own += weight[q, L[i, q], codes[h, q]]
                 total += counts[h] * own
-            else:
-                lost += counts[h]
         out[i] = total
-        small[i] = lost
     return out, small
 
+
+@nb.njit(cache=True)
+def _big_rows_work(n):
+    """Scratch arrays of ``_big_rows_into`` for a table of n rows."""
+    size = _table_size(n)
+    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.empty(size, dtype=np.int64),
+            np.empty(size, dtype=np.int32), np.ones(n, dtype=np.bool_), np.zeros(n, dtype=np.int64))
+
+
+@nb.njit(cache=True)
+def _big_rows_into(u, codes, gen, n_gen, counts, kmin, work, big):
+    """big[h]: row h's class at levels u holds at least kmin records; returns the records of
+    the other rows (those every node below u suppresses)."""
+    keys, cls, slot_key, slot_id, active, records = work
+    n = codes.shape[0]
+    m = _classify_into(u, codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
+    for c in range(m):
+        records[c] = 0
+    for h in range(n):
+        records[cls[h]] += counts[h]
+    lost = 0
+    for h in range(n):
+        big[h] = records[cls[h]] >= kmin
+        if not big[h]:
+            lost += counts[h]
+    return lost
 
 
 @nb.njit(cache=True)
@@ -921,28 +934,11 @@ def _class_big(U, codes, gen, n_gen, counts, kmin):
     the other rows), the classification half of ``_class_bounds_small``."""
     n_boxes = U.shape[0]
     n = codes.shape[0]
-    size = _table_size(n)
-    keys = np.empty(n, dtype=np.int64)
-    cls = np.empty(n, dtype=np.int32)
-    slot_key = np.empty(size, dtype=np.int64)
-    slot_id = np.empty(size, dtype=np.int32)
-    active = np.ones(n, dtype=np.bool_)
-    records = np.zeros(n, dtype=np.int64)
+    work = _big_rows_work(n)
     big = np.zeros((n_boxes, n), dtype=np.bool_)
     small = np.zeros(n_boxes, dtype=np.int64)
     for i in range(n_boxes):
-        m = _classify_into(U[i], codes, gen, n_gen, active, keys, cls, slot_key, slot_id)
-        for c in range(m):
-            records[c] = 0
-        for h in range(n):
-            records[cls[h]] += counts[h]
-        lost = 0
-        for h in range(n):
-            if records[cls[h]] >= kmin:
-                big[i, h] = True
-            else:
-                lost += counts[h]
-        small[i] = lost
+        small[i] = _big_rows_into(U[i], codes, gen, n_gen, counts, kmin, work, big[i])
     return big, small
 
 

@@ -226,12 +226,16 @@ def _on_sigterm():
         _SIGNALLED = True
         raise Interrupted("SIGTERM")
 
+    # SIGINT raises the subclass too, never KeyboardInterrupt itself: CPython marks the process
+    # to die by SIGINT at exit when exactly KeyboardInterrupt leaves code run by exec() of a
+    # string (dataclasses, namedtuple and Numba build functions that way during imports), even
+    # when this CLI catches it further up, and the run would end killed by the signal, not 130.
     def on_int(signum, frame):
         global _SIGNALLED
         if _SIGNALLED:
             return
         _SIGNALLED = True
-        raise KeyboardInterrupt
+        raise Interrupted("SIGINT")
 
     out = [(signal.SIGTERM, signal.signal(signal.SIGTERM, on_term))]
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when the caller handles SIGINT itself

@@ -39,8 +39,8 @@ STATUS = {ExitCode.PUBLISHED: "published", ExitCode.VERIFICATION_FAILED: "verifi
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGTERM turned into an exception (the CLI's handler), so that the run unwinds like on
-    Ctrl-C: its transaction rolls back and the run row records the failure."""
+    """SIGTERM or SIGINT turned into an exception (the CLI's handlers), so that the run unwinds
+    like on Ctrl-C: its transaction rolls back and the run row records the failure."""
 
 
 def exit_code_of(exc: BaseException) -> ExitCode:

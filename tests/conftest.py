@@ -100,3 +100,5 @@ from tests.support.compile_lock import *  # noqa: F401,F403,E402
 from tests.support.conftest_pg import *  # noqa: F401,F403,E402
 from tests.support.conftest_spark import *  # noqa: F401,F403,E402
 from tests.support.conftest_xdist import *  # noqa: F401,F403,E402
+
+pytest_plugins = ["tests.support.pg_cron_early"]  # its own hooks (a second collection hook beside conftest_xdist's)

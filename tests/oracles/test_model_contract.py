@@ -17,7 +17,11 @@ import pytest
 from ppdp.engine.privacy import MODELS, PrivacyModel
 from tests.support.class_stats import class_stats as _stats
 
-BUILT_IN = [name for name in MODELS if MODELS.get(name).warm_up_example is not None]
+# The models with an exact suppression oracle (k-anonymity, the l-diversities, t-closeness):
+# every check, a kernel twin and an evaluator term. Models without one (risk, population,
+# beta-likeness, ...) are warmed up too; their own test files cover them.
+BUILT_IN = [name for name in MODELS if MODELS.get(name).warm_up_example is not None
+            and MODELS.get(name).kernel_kind is not None and MODELS.get(name).from_params(dict(MODELS.get(name).warm_up_example)).oracle() is not None]
 
 
 def _model(name: str) -> PrivacyModel:

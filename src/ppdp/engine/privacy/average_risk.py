@@ -59,7 +59,7 @@ class AverageRisk(PrivacyModel):
     # oracle removes whole small classes: average risk, highest risk and the share at risk only
     # fall (ARX declares it monotonic with generalization and suppression).
     monotone: ClassVar[bool] = True
-    warm_up_example: ClassVar[dict[str, Any] | None] = None
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"threshold": 0.2}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> AverageRisk:

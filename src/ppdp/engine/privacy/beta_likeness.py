@@ -52,7 +52,7 @@ class BetaLikeness(PrivacyModel):
     # Not monotone with suppression (suppressing a class's over-represented records can fix it).
     monotone: ClassVar[bool] = False
     kernel_kind: ClassVar[int | None] = kinds.LIKENESS_EXCESS
-    warm_up_example: ClassVar[dict[str, Any] | None] = None
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"beta": 2.0}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> BetaLikeness:

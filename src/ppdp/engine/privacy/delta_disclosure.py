@@ -57,7 +57,7 @@ class DeltaDisclosure(PrivacyModel):
     # ARX declares it monotonic neither with generalization nor with suppression.
     monotone: ClassVar[bool] = False
     kernel_kind: ClassVar[int | None] = None  # the general evaluator path: ``ad`` below, NumPy
-    warm_up_example: ClassVar[dict[str, Any] | None] = None
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"delta": 2.0}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> DeltaDisclosure:

@@ -62,6 +62,7 @@ class DeltaPresence(PrivacyModel):
     research: str
 
     name: ClassVar[str] = "delta-presence"
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"dmin": 0.0, "dmax": 1.0, "research": "sex = 'Male'"}
     requirements: ClassVar[Requirements] = Requirements(research_subset=True, population=True)
     higher_is_safer: ClassVar[bool] = False
     # The research rule says who is in the study: the membership this model exists to hide.

@@ -115,6 +115,7 @@ class KMap(PrivacyModel):
     """Spec entry of k-map: ``from_params`` returns one of the two forms below."""
 
     name: ClassVar[str] = NAME
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"k": 3, "estimator": "poisson", "population_size": 100000, "significance": 0.01}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> PrivacyModel:

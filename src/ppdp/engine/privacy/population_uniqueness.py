@@ -38,6 +38,7 @@ class PopulationUniqueness(PrivacyModel):
     population: int | None = None
     estimator: str = "dankar"
     name: ClassVar[str] = "population-uniqueness"
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"threshold": 0.05, "sampling_fraction": 0.1}
     higher_is_safer: ClassVar[bool] = False
     union_closed: ClassVar[bool] = False
     monotone: ClassVar[bool] = False  # ARX: not monotonic (the estimators are not)

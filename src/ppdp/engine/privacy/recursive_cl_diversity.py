@@ -60,7 +60,7 @@ class RecursiveCLDiversity(PrivacyModel):
     # class passing at G can absorb a record suppressed there, and a failing one can split).
     monotone: ClassVar[bool] = False
     kernel_kind: ClassVar[int | None] = kinds.RECURSIVE_RATIO
-    warm_up_example: ClassVar[dict[str, Any] | None] = None
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"c": 10, "l": 2}
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> RecursiveCLDiversity:

@@ -26,6 +26,7 @@ TOLERANCE = 1e-12
 class SampleUniqueness(PrivacyModel):
     threshold: float
     name: ClassVar[str] = "sample-uniqueness"
+    warm_up_example: ClassVar[dict[str, Any] | None] = {"threshold": 0.05}
     higher_is_safer: ClassVar[bool] = False
     # A class that satisfies it alone (threshold < 1) has >= 2 records; a union of those has no
     # unique: closed under union.

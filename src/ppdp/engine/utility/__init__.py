@@ -11,6 +11,7 @@ error. Each measure is a quality: higher is better.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,15 +114,25 @@ def _shown_value(h: Hierarchy, parts: tuple[str | None, ...], extra: dict[str, f
         raw = parts[0] or ""
         covered = frozenset(v for v in raw.split(SET_SEPARATOR) if v)
         label = "{" + ", ".join(sorted(covered)) + "}"
+    value = _value_of_leaves(h).get(covered)
+    if value is not None:
+        return value
+    extra.setdefault(label, covered)
+    return label
+
+
+@functools.lru_cache(maxsize=64)
+def _value_of_leaves(h: Hierarchy) -> dict[frozenset[str], str]:
+    """Per set of leaves, the hierarchy value covering exactly them: the first such value going
+    up the levels, in row order (``_shown_value``)."""
+    out: dict[frozenset[str], str] = {}
     for lv in range(h.height + 1):
         groups: dict[str, set[str]] = {}
         for r in h.rows:
             groups.setdefault(r[lv], set()).add(r[0])
         for value, members in groups.items():
-            if members == covered:
-                return value
-    extra.setdefault(label, covered)
-    return label
+            out.setdefault(frozenset(members), value)
+    return out
 
 
 # A numeric range as a microaggregation publishes it: "[lo, hi]".
@@ -175,6 +186,16 @@ def assess_version(con: Connector, *, release: str, version: int, source: Source
     extra: list[dict[str, frozenset[str]]] = [{} for _ in qids]
     vocabulary = [{v for r in h.rows for v in r} for h in hierarchies]
     cells = []
+    # a published value as the measures read it, once per distinct value of each QID (a
+    # version has few distinct ranges or sets, and many cells)
+    seen: list[dict[tuple[Any, ...], str]] = [{} for _ in qids]
+
+    def shown_value(j: int, parts: tuple[Any, ...]) -> str:
+        value = seen[j].get(parts)
+        if value is None:
+            value = seen[j][parts] = _shown_value(hierarchies[j], parts, extra[j])
+        return value
+
     for row in frame.iter_rows():
         inputs = tuple("" if v is None else str(v) for v in row[:q])
         pos = q
@@ -185,12 +206,12 @@ def assess_version(con: Connector, *, release: str, version: int, source: Source
             if len(cols) == 1 and cols[0] == qids[j]:
                 value = SUPPRESSED if parts[0] is None else str(parts[0])
                 if method == "heterogeneous" and SET_SEPARATOR in value:  # a value set (sql/heterogeneous.py)
-                    value = _shown_value(hierarchies[j], (value,), extra[j])
+                    value = shown_value(j, (value,))
                 elif (m := _RANGE.fullmatch(value)) and value not in vocabulary[j]:  # a microaggregated range
-                    value = _shown_value(hierarchies[j], (m.group(1), m.group(2)), extra[j])
+                    value = shown_value(j, (m.group(1), m.group(2)))
                 shown.append(value)
             else:
-                shown.append(_shown_value(hierarchies[j], parts, extra[j]))
+                shown.append(shown_value(j, parts))
         withheld = bool(row[pos])
         cells.append(Cell(inputs, None if withheld else tuple(shown), int(row[pos + 1])))
     inp = UtilityInput(tuple(qids), hierarchies, tuple(cells), method, tuple(extra))

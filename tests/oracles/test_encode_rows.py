@@ -276,6 +276,27 @@ def test_group_rows_is_np_unique_of_the_keys(seed):
     assert group_columns.dtype == np.int32 and np.array_equal(group_columns, columns[:, first])
 
 
+@pytest.mark.parametrize("radices", [[65536, 65536], [65536, 65537], [2, 2**31], [3, 5, 7, 40_904_450]])
+def test_group_rows_at_the_uint32_boundary(radices):
+    """Keys of radices whose product is 2**32 (the largest key fits 32 bits: the uint32 sort) and
+    just above it (int64): the largest codes included, the groups np.unique gives either way."""
+    from ppdp.engine.core.encoding import _group_rows
+
+    rng = np.random.default_rng(len(radices))
+    r = np.array(radices, dtype=np.int64)
+    n = 2000
+    columns = np.stack([rng.integers(max(x - 3, 0), x, size=n) if i % 2 else rng.integers(0, min(x, 4), size=n)
+                        for i, x in enumerate(radices)])
+    columns[:, :2] = np.array([[x - 1 for x in radices], [0] * len(radices)]).T  # the largest and the smallest key
+    columns = columns.astype(np.int32)
+    key = np.zeros(n, dtype=np.int64)
+    for column, radix in zip(columns, radices, strict=True):
+        key = key * radix + column
+    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
+    counts, group_columns = _group_rows(columns, r)
+    assert np.array_equal(counts, want_counts) and np.array_equal(group_columns, columns[:, first])
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_struct_order_is_polars_sort_of_a_string_struct(seed):
     """_struct_order sorts tuples of texts (NULL, empty, prefixes, non-ASCII) as Polars sorts the

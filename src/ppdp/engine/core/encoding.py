@@ -308,12 +308,16 @@ def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, n
 
     One unstable sort of the keys and a run-length pass, and the codes read back from the
     distinct keys (no gather from the rows): plain NumPy, so that a run's prepare never waits for
-    Numba's first load in a fresh process (a run that is skipped needs no kernel at all)."""
+    Numba's first load in a fresh process (a run that is skipped needs no kernel at all). The
+    keys are uint32 when every key fits (the product of the radices at most 2**32: adult, mach2019
+    and creditcard's 8 QIDs), which halves the sort's and the decoding's bytes; the order of the
+    keys, so of the groups, is the same in either width."""
     k, n = columns.shape
-    key = np.zeros(n, dtype=np.int64)
+    width = np.uint32 if math.prod(radices.tolist()) <= 1 << 32 else np.int64
+    key = np.zeros(n, dtype=width)
     for column, radix in zip(columns, radices.tolist(), strict=True):
-        key *= radix
-        key += column
+        key *= width(radix)
+        key += column.view(np.uint32) if width is np.uint32 else column  # codes are >= 0: the same bits
     key.sort()
     edge = np.empty(n, dtype=np.bool_)
     edge[:1] = True
@@ -323,7 +327,10 @@ def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, n
     counts = np.diff(starts, append=n).astype(np.int64)
     group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
     for j in range(k - 1, -1, -1):
-        distinct, group_columns[j] = np.divmod(distinct, radices[j])
+        radix = width(radices[j])
+        higher = distinct // radix
+        group_columns[j] = distinct - higher * radix  # distinct % radix, without a second division
+        distinct = higher
     return counts, group_columns
 
 

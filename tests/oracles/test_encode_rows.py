@@ -311,3 +311,46 @@ def test_struct_order_is_polars_sort_of_a_string_struct(seed):
     frame = pl.DataFrame(tuples, schema=dict.fromkeys(names, pl.String), orient="row")
     want = [tuple(d[c] for c in names) for d in frame.select(pl.struct(names).alias("s")).to_series().unique().sort().to_list()]
     assert sorted(tuples, key=_struct_order) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_key_counts_read_in_arrow_are_the_sql_key_check(seed, monkeypatch):
+    """validate.key_counts (an integer key read and counted in Arrow) gives the rows, distinct
+    non-NULL keys and NULL keys of key_check_query, with repeats, NULLs, every integer type,
+    a research subset, and a source above ROWS_READ_LIMIT (the database counts it)."""
+    from ppdp.engine.release.stages import validate as VAL
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    sql_type = ["BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UTINYINT", "VARCHAR", "DOUBLE"][seed]
+    keys = [None if rng.random() < 0.05 * (seed % 3) else int(rng.integers(0, 120 if seed % 2 or sql_type in ("SMALLINT", "TINYINT", "UTINYINT") else 10**6)) - (50 if sql_type in ("BIGINT", "INTEGER") else 0) for _ in range(n)]
+    con = DuckDBConnector.over(duckdb.connect())
+    con.con.execute(f"CREATE TABLE t (k {sql_type}, v VARCHAR)")
+    if n:
+        con.con.executemany("INSERT INTO t VALUES (?, ?)", [[k, str(i % 7)] for i, k in enumerate(keys)])
+    queries: list[str] = []
+    real_query = con.query
+    monkeypatch.setattr(con, "query", lambda sql, params=None: queries.append(sql) or real_query(sql, params))
+    for research in (None, "v <> '3'"):
+        source = Q.Source(None, "t", None, DUCKDB, research=research)
+        check = real_query(Q.key_check_query(source, "k")).row(0, named=True)
+        want = (int(check["n"]), int(check["distinct_keys"]), int(check["null_keys"]))
+        queries.clear()
+        assert VAL.key_counts(con, source, "k", sql_type) == want
+        assert (queries == []) == (sql_type not in ("VARCHAR", "DOUBLE"))  # read in Arrow, or counted by SQL
+        monkeypatch.setattr(VAL, "ROWS_READ_LIMIT", max(n // 2, 1) if n > 2 else 0)
+        assert VAL.key_counts(con, source, "k", sql_type) == want
+        monkeypatch.setattr(VAL, "ROWS_READ_LIMIT", 200_000)
+
+
+@pytest.mark.parametrize("values, arrow_type", [
+    ([3, 1, 2, 3, None, 1], pa.int64()), ([-5, -5, 7, None, None], pa.int32()), ([], pa.int64()), ([None], pa.int16()),
+    ([-(2**63), 2**63 - 1, 0, 0], pa.int64()), ([2**64 - 1, 0, 2**64 - 1], pa.uint64()),
+    (list(range(0, 3000, 3)) * 2, pa.int64()), ([10**12 + i % 7 for i in range(50)], pa.int64())])
+def test_distinct_integers_is_arrow_count_distinct(values, arrow_type):
+    """The span-marking count of validate._distinct_integers is count_distinct's (non-NULL), at
+    the integer extremes too (where it falls back to count_distinct)."""
+    from ppdp.engine.release.stages.validate import _distinct_integers
+
+    keys = pa.chunked_array([pa.array(values[: len(values) // 2], arrow_type), pa.array(values[len(values) // 2:], arrow_type)])
+    assert _distinct_integers(keys) == pa.compute.count_distinct(keys).as_py()

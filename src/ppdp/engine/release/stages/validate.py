@@ -12,7 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
@@ -155,6 +158,47 @@ def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> di
 ROWS_READ_LIMIT = 200_000
 
 
+# Integer key types whose values DuckDB hands over as Arrow integers: distinct in Arrow exactly
+# when distinct in SQL (no collation, no NaN, no float rounding).
+_INTEGER_KEY_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT"})
+
+
+def key_counts(con: Connector, source: Q.Source, key: str, key_type: str | None) -> tuple[int, int, int]:
+    """(rows, distinct non-NULL keys, NULL keys) of the source: COUNT(*), COUNT(DISTINCT key) and
+    the NULLs of key_check_query. An integer key of a source read through a connector declaring
+    IN_PROCESS_ROWS (DuckDB) is read and counted in Arrow when there are at most ROWS_READ_LIMIT
+    rows (on a small table COUNT(DISTINCT)'s hash aggregate costs more than
+    moving the keys); a larger source, another key type or another connector is counted by the
+    database."""
+    if (IN_PROCESS_ROWS in con.capabilities and key_type is not None
+            and key_type.strip().upper() in _INTEGER_KEY_TYPES):
+        read = cast(ArrowRowsConnector, con).query_arrow_upto(Q.key_rows_query(source, key), ROWS_READ_LIMIT)
+        if read is not None:
+            keys = read.column(0)
+            return len(keys), _distinct_integers(keys), keys.null_count
+    check = con.query(Q.key_check_query(source, key)).row(0, named=True)
+    return int(check["n"]), int(check["distinct_keys"]), int(check["null_keys"])
+
+
+def _distinct_integers(keys: pa.ChunkedArray) -> int:
+    """Distinct non-NULL values of an integer column, as COUNT(DISTINCT) counts them: marked in
+    a table of the values' span when the span is small (keys numbered from some start, the
+    usual case: no hash of every key), else Arrow's count_distinct."""
+    values = keys.drop_null()
+    if len(values) == 0:
+        return 0
+    low, high = (int(v.as_py()) for v in pc.min_max(values).values())
+    span = high - low + 1
+    if span > 4 * len(values) + 1024:
+        return int(pc.count_distinct(values).as_py())
+    offsets = np.subtract(values.to_numpy(), low, dtype=np.int64) if low >= -(1 << 62) and high < (1 << 62) else None
+    if offsets is None:
+        return int(pc.count_distinct(values).as_py())
+    present = np.zeros(span, dtype=np.bool_)
+    present[offsets] = True
+    return int(np.count_nonzero(present))
+
+
 def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: list[str], hierarchies: list[Hierarchy], *,
                  n_rows: int | None = None, types: dict[str, str] | None = None, null_policy: str = "error",
                  reference: dict[tuple, float] | None = None) -> EncodedTable:
@@ -209,15 +253,14 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
                                 + (_KEYLESS_HINT if role == "key" and spec.raw.get("source", {}).get("file") else ""))
     check_declared(spec, columns)
 
-    check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
-    n_rows = int(check["n"])
+    n_rows, distinct_keys, null_keys = key_counts(con, source, spec.key, described.get(spec.key))
     if n_rows == 0:
         subset = " (its research subset)" if research is not None else ""
         raise DataError(f"Source {describe_source(spec, source)}{subset} is empty: there is nothing to release.")
-    if check["null_keys"]:
-        raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
-    if check["distinct_keys"] != n_rows:
-        raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
+    if null_keys:
+        raise DataError(f"Key column {spec.key!r} has {null_keys} NULL value(s). Hint: the key must identify every row.")
+    if distinct_keys != n_rows:
+        raise DataError(f"Key column {spec.key!r} is not unique ({distinct_keys} distinct values in {n_rows} rows). Hint: choose a primary key.")
 
     profiles = auto_profiles(spec, source, con, described)
     hierarchies = [load_hierarchy(spec, q, source, con, profiles, previous) for q in spec.quasi_identifiers]

@@ -160,6 +160,21 @@ def test_types_without_a_known_text_keep_the_general_expression():
         assert Q.text("c", "src", d, sql_type="DOUBLE") == Q.text("c", "src", d)
 
 
+@pytest.mark.parametrize("sensitive", [["v"], ["d", "b"], ["dt", "f", "dec0"]])
+def test_distribution_query_with_types_is_the_general_one(typed_table, sensitive):
+    """t-closeness's Q read with the columns' described types (typed text) has the texts, keys and
+    shares of the general query, on every type and with NULLs."""
+    from ppdp.sql import history as H
+
+    types = dict(typed_table.relation_columns("main", "typed"))
+    source = Q.Source("main", "typed", None, DUCKDB)
+    typed = H.distribution_query(source.sql(), sensitive, DUCKDB, types)
+    general = H.distribution_query(source.sql(), sensitive, DUCKDB)
+    assert typed != general
+    want = typed_table.query(general).sort("sa_key")
+    assert typed_table.query(typed).sort("sa_key").equals(want) and want.height > 2
+
+
 def typed_hierarchy(con: DuckDBConnector, column: str, extra: list[str] = ()) -> object:
     """A two-level hierarchy whose leaves are the column's canonical texts (and ``extra``)."""
     leaves = [v for v in con.query(f"SELECT DISTINCT {Q.text(column, 'src', DUCKDB)} AS v FROM main.typed AS src ORDER BY 1")["v"].to_list()

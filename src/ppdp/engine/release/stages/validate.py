@@ -275,7 +275,7 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
         if not spec.person_varying:  # QIDs constant per person: the search counts persons
             persons = person_unit.person_source(spec, source)
             n_persons, read_from = found.persons, persons
-    distribution = reference_distribution(spec, con, read_from, previous)
+    distribution = reference_distribution(spec, con, read_from, previous, types)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = read_encoded(con, read_from, spec.qid_columns, list(spec.sensitive), hierarchies,
@@ -299,7 +299,7 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
 
 
 def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
-                           previous: RunRecord | None) -> pl.DataFrame | None:
+                           previous: RunRecord | None, types: dict[str, str] | None = None) -> pl.DataFrame | None:
     """t-closeness's Q for this run: the distribution stored with the release's previous version
     while its privacy models and sensitive columns are unchanged (a class that a version left
     as it was must not start failing because the population drifted: the release would be stuck),
@@ -311,7 +311,7 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored
-    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect))
+    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect, types))
     values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
     return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
 

@@ -369,3 +369,32 @@ def test_distinct_integers_is_arrow_count_distinct(values, arrow_type):
 
     keys = pa.chunked_array([pa.array(values[: len(values) // 2], arrow_type), pa.array(values[len(values) // 2:], arrow_type)])
     assert _distinct_integers(keys) == pa.compute.count_distinct(keys).as_py()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_distribution_of_rows_is_the_distribution_query(seed):
+    """t-closeness's Q made of the rows read in process (validate.distribution_of_rows) has the
+    texts, sa_key (md5 in Python) and q (bit for bit) of the SQL distribution query: values with
+    '|', the text \\N, NULLs, non-ASCII, one to three sensitive columns, a research subset."""
+    from ppdp.engine.release.stages.validate import distribution_of_rows
+    from ppdp.sql import history as H
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    pool = ["a", "a|b", "|", "||", "\\N", "", "é", "x y", "it's", None, "1", "01"]
+    sensitive = ["s1", "s2", "s3"][: 1 + seed % 3]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, s1 VARCHAR, s2 VARCHAR, s3 VARCHAR, q1 VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+                    [[i, *(pool[int(rng.integers(len(pool) - (seed % 2) * 8))] for _ in range(3)), None if i % 7 == 0 else "v"]
+                     for i in range(n)])
+    dc = DuckDBConnector.over(con)
+    types = dict(dc.relation_columns("main", "t"))
+    for research in (None, "id % 3 <> 0"):
+        source = Q.Source("main", "t", None, DUCKDB, research=research)
+        order = ["sa_key", *sensitive]  # the text \\N and NULL share an sa_key (tuple_hash's own choice)
+        want = dc.query(H.distribution_query(source.sql(), sensitive, DUCKDB, types)).sort(order, nulls_last=True)
+        rows = dc.query_arrow(Q.text_rows_query(source, ["q1", *sensitive], types))
+        got = distribution_of_rows(rows, sensitive).sort(order, nulls_last=True)
+        assert got.schema == want.schema and got.rows() == want.rows()
+        assert got["q"].to_numpy().tobytes() == want["q"].to_numpy().tobytes()

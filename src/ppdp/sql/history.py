@@ -15,7 +15,8 @@ GROUP BY / window queries over it, so the database does the work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 
 from ppdp.sql.dialect import DUCKDB, Dialect
 from ppdp.sql.queries import text
@@ -37,6 +38,14 @@ def tuple_hash(cols: list[str], alias: str, d: Dialect, texts: Mapping[str, str]
     texts = texts or {}
     parts = " || '|' || ".join(f"COALESCE(REPLACE({texts.get(c) or _text(c, alias, d)}, '|', '||'), '\\N')" for c in cols)
     return f"md5({parts})"
+
+
+def tuple_key(texts: Sequence[str | None]) -> str:
+    """``tuple_hash`` of values already in their text form, computed in Python: the same md5 of
+    the same NULL-safe text (a value's '|' doubled, NULL as the two characters \\N, values
+    joined by '|'), for a distribution read from rows in process."""
+    joined = "|".join("\\N" if t is None else t.replace("|", "||") for t in texts)
+    return hashlib.md5(joined.encode("utf-8")).hexdigest()
 
 
 def sa_key(sensitive: list[str], alias: str, d: Dialect) -> str:

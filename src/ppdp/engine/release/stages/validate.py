@@ -199,16 +199,28 @@ def _distinct_integers(keys: pa.ChunkedArray) -> int:
     return int(np.count_nonzero(present))
 
 
+def read_rows(con: Connector, source: Q.Source, columns: list[str], n_rows: int | None,
+              types: dict[str, str] | None = None) -> pa.Table | None:
+    """The text rows (sql.queries.text_rows_query) of ``columns`` that read_encoded groups in
+    process, as Arrow: read when the source is read through a connector declaring
+    IN_PROCESS_ROWS (DuckDB) and has at most ROWS_READ_LIMIT rows (``n_rows``, counted by the
+    caller); None where the database groups them."""
+    if IN_PROCESS_ROWS in con.capabilities and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
+        return cast(ArrowRowsConnector, con).query_arrow(Q.text_rows_query(source, columns, types))
+    return None
+
+
 def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: list[str], hierarchies: list[Hierarchy], *,
                  n_rows: int | None = None, types: dict[str, str] | None = None, null_policy: str = "error",
-                 reference: dict[tuple, float] | None = None) -> EncodedTable:
-    """The source's encoded histogram: its rows read and grouped by encode_rows when the source is
-    read through a connector declaring IN_PROCESS_ROWS (DuckDB) and has at most ROWS_READ_LIMIT rows (``n_rows``, counted by the caller), else (and
-    whenever encode_rows needs the general path: values not in a hierarchy, no rows) the
-    histogram query and encode_histogram. ``types``: the columns' SQL types when described
-    (sql.queries.typed_text_kind). The same EncodedTable either way."""
-    if IN_PROCESS_ROWS in con.capabilities and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
-        rows = cast(ArrowRowsConnector, con).query_arrow(Q.text_rows_query(source, qids + sensitive, types))
+                 reference: dict[tuple, float] | None = None, rows: pa.Table | None = None) -> EncodedTable:
+    """The source's encoded histogram: its rows read (``read_rows``, or ``rows`` when the caller
+    read them so) and grouped by encode_rows, else (and whenever encode_rows needs the general
+    path: values not in a hierarchy, no rows) the histogram query and encode_histogram.
+    ``types``: the columns' SQL types when described (sql.queries.typed_text_kind). The same
+    EncodedTable either way."""
+    if rows is None:
+        rows = read_rows(con, source, qids + sensitive, n_rows, types)
+    if rows is not None:
         table = encode_rows(rows, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
         if table is not None:
             return table
@@ -275,12 +287,14 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
         if not spec.person_varying:  # QIDs constant per person: the search counts persons
             persons = person_unit.person_source(spec, source)
             n_persons, read_from = found.persons, persons
-    distribution = reference_distribution(spec, con, read_from, previous, types)
+    # a small in-process source's rows are read once: t-closeness's Q and the histogram are both made of them
+    rows = read_rows(con, read_from, spec.qid_columns + list(spec.sensitive), n_rows if n_persons is None else n_persons, types)
+    distribution = reference_distribution(spec, con, read_from, previous, types, rows)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = read_encoded(con, read_from, spec.qid_columns, list(spec.sensitive), hierarchies,
                          n_rows=n_rows if n_persons is None else n_persons, types=types,
-                         null_policy=spec.null_policy, reference=reference)
+                         null_policy=spec.null_policy, reference=reference, rows=rows)
     population = population_histogram(spec, con, models, table)
     if population is not None:
         table = replace(table, population=population)
@@ -299,7 +313,8 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
 
 
 def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
-                           previous: RunRecord | None, types: dict[str, str] | None = None) -> pl.DataFrame | None:
+                           previous: RunRecord | None, types: dict[str, str] | None = None,
+                           rows: pa.Table | None = None) -> pl.DataFrame | None:
     """t-closeness's Q for this run: the distribution stored with the release's previous version
     while its privacy models and sensitive columns are unchanged (a class that a version left
     as it was must not start failing because the population drifted: the release would be stuck),
@@ -311,9 +326,27 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored
-    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect, types))
+    if rows is not None:  # the source's text rows, already read (read_rows)
+        frame = distribution_of_rows(rows, list(spec.sensitive))
+    else:
+        frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect, types))
     values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
     return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
+
+
+def distribution_of_rows(rows: pa.Table, sensitive: list[str]) -> pl.DataFrame:
+    """What the distribution query (sql.history.distribution_query) returns for these text rows
+    (every row of the source, NULL quasi-identifiers included): each joint sensitive value's
+    texts, its sa_key (history.tuple_key, the md5 the query computes) and its share q, the
+    count divided by the rows in IEEE double as the query's COUNT(*) * 1.0 / COUNT(*) is."""
+    grouped = rows.select(sensitive).group_by(sensitive, use_threads=False).aggregate([([], "count_all")])
+    texts = [grouped.column(i).to_pylist() for i in range(len(sensitive))]  # the keys, then the count
+    counts = grouped.column(len(sensitive)).to_pylist()
+    n = rows.num_rows
+    data: dict[str, pl.Series] = {c: pl.Series(c, texts[i], dtype=pl.String) for i, c in enumerate(sensitive)}
+    data["sa_key"] = pl.Series("sa_key", [H.tuple_key(t) for t in zip(*texts, strict=True)], dtype=pl.String)
+    data["q"] = pl.Series("q", [k / n for k in counts], dtype=pl.Float64)
+    return pl.DataFrame(list(data.values()))
 
 
 def auto_profiles(spec: ReleaseSpec, source: Q.Source, con: Connector,

@@ -326,27 +326,46 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored
-    if rows is not None:  # the source's text rows, already read (read_rows)
-        frame = distribution_of_rows(rows, list(spec.sensitive))
-    else:
+    frame = None if rows is None else distribution_of_rows(rows, list(spec.sensitive))  # rows already read (read_rows)
+    if frame is None:
         frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect, types))
     values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
     return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
 
 
-def distribution_of_rows(rows: pa.Table, sensitive: list[str]) -> pl.DataFrame:
+def distribution_of_rows(rows: pa.Table, sensitive: list[str]) -> pl.DataFrame | None:
     """What the distribution query (sql.history.distribution_query) returns for these text rows
     (every row of the source, NULL quasi-identifiers included): each joint sensitive value's
     texts, its sa_key (history.tuple_key, the md5 the query computes) and its share q, the
-    count divided by the rows in IEEE double as the query's COUNT(*) * 1.0 / COUNT(*) is."""
-    grouped = rows.select(sensitive).group_by(sensitive, use_threads=False).aggregate([([], "count_all")])
-    texts = [grouped.column(i).to_pylist() for i in range(len(sensitive))]  # the keys, then the count
-    counts = grouped.column(len(sensitive)).to_pylist()
+    count divided by the rows in IEEE double as the query's COUNT(*) * 1.0 / COUNT(*) is.
+    Grouped by one dictionary encoding per column and a count of the joint codes (an Arrow
+    group_by would start Acero, a cost a fresh process pays once per run). None when the joint
+    codes would not fit 62 bits (the query counts them)."""
     n = rows.num_rows
-    data: dict[str, pl.Series] = {c: pl.Series(c, texts[i], dtype=pl.String) for i, c in enumerate(sensitive)}
-    data["sa_key"] = pl.Series("sa_key", [H.tuple_key(t) for t in zip(*texts, strict=True)], dtype=pl.String)
-    data["q"] = pl.Series("q", [k / n for k in counts], dtype=pl.Float64)
-    return pl.DataFrame(list(data.values()))
+    key = np.zeros(n, dtype=np.int64)
+    distinct: list[list[str | None]] = []
+    space = 1
+    for col in sensitive:
+        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
+        values = [*encoded.dictionary.to_pylist(), None]  # the last index stands for NULL
+        space *= len(values)
+        if space >= 1 << 62:
+            return None
+        key *= len(values)
+        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
+        distinct.append(values)
+    combos, counts = np.unique(key, return_counts=True)
+    tuples = []
+    for combo in combos.tolist():
+        parts = []
+        for values in reversed(distinct):
+            combo, i = divmod(combo, len(values))
+            parts.append(values[i])
+        tuples.append(tuple(reversed(parts)))
+    data = [pl.Series(c, [t[i] for t in tuples], dtype=pl.String) for i, c in enumerate(sensitive)]
+    data.append(pl.Series("sa_key", [H.tuple_key(t) for t in tuples], dtype=pl.String))
+    data.append(pl.Series("q", [k / n for k in counts.tolist()], dtype=pl.Float64))
+    return pl.DataFrame(data)
 
 
 def auto_profiles(spec: ReleaseSpec, source: Q.Source, con: Connector,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -313,17 +314,18 @@ def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, n
     and creditcard's 8 QIDs), which halves the sort's and the decoding's bytes; the order of the
     keys, so of the groups, is the same in either width."""
     k, n = columns.shape
-    width = np.uint32 if math.prod(radices.tolist()) <= 1 << 32 else np.int64
-    key = np.zeros(n, dtype=width)
+    narrow = math.prod(radices.tolist()) <= 1 << 32
+    width: Any = np.dtype(np.uint32 if narrow else np.int64).type
+    key: Any = np.zeros(n, dtype=width)
     for column, radix in zip(columns, radices.tolist(), strict=True):
         key *= width(radix)
-        key += column.view(np.uint32) if width is np.uint32 else column  # codes are >= 0: the same bits
+        key += column.view(np.uint32) if narrow else column  # codes are >= 0: the same bits
     key.sort()
     edge = np.empty(n, dtype=np.bool_)
     edge[:1] = True
     np.not_equal(key[1:], key[:-1], out=edge[1:])
     starts = np.flatnonzero(edge)
-    distinct = key[starts]
+    distinct: Any = key[starts]
     counts = np.diff(starts, append=n).astype(np.int64)
     group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
     for j in range(k - 1, -1, -1):

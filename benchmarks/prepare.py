@@ -16,16 +16,19 @@ alternate the tables (and, with ``--baseline SRC``, this tree's ``src`` and SRC,
 another checkout's ``src``), so every column sees the same load. Reported: medians.
 
 Stages (each function of the release path wrapped with a timer, so the stages are the code a
-run executes, not a copy of it): *columns* (``described_columns``), *key check* (the one query
-prepare runs itself: rows, distinct and NULL keys; built and run. Cold, it is the process's
-first SQL built, so it holds the import of sqlglot's DuckDB dialect, which any SQL pays once), *hierarchies* (``load_hierarchy`` of every
-QID: the file read, parsed once per content), *Q* (``reference_distribution``), *rows query*
+run executes, not a copy of it): *columns* (``described_columns``), *key check* (rows, distinct and
+NULL keys: ``key_counts``, the key read in Arrow or the SQL query, and any query prepare runs
+outside a stage; built and run. Cold, it is the process's first SQL built, so it holds the import
+of sqlglot's DuckDB dialect, which any SQL pays once), *hierarchies* (``load_hierarchy`` of every
+QID: the file stat'ed, read and parsed once per content), *Q* (``reference_distribution``, its
+query included: a query inside a stage is that stage's), *rows query*
 (the source's text rows as Arrow), *encoding* (``encode_rows``, or the GROUP BY and
 ``encode_histogram`` above ``ROWS_READ_LIMIT``), *checks* (the models bound and
 ``check_possible``), *other* (the rest: identifiers, roles, models built), *total*. And
 *vs_arx prepare*: benchmarks/vs_arx.py's ``prepare`` + ``bind``, warm (its hierarchies read
 through the same cache, its column types and row count read once, as ARX's data is loaded once).
-With ``--reruns N``: a job that runs again with nothing changed, as a whole ``ppdp run`` process
+With ``--vs-arx KEYS``: only vs_arx.py's prepare of each table (full-size ones too), per tree
+(vs_arx_prepare.json and .md). With ``--reruns N``: a job that runs again with nothing changed, as a whole ``ppdp run`` process
 (skipped after validate and identify), N times per tree. Outputs: prepare.json and prepare.md.
 """
 
@@ -73,16 +76,17 @@ def child(spec_path: str, key: str, data: str, reps: int, warmups: int) -> dict:
     spent: dict[str, float] = {}
     active: list[str] = []
 
-    def timed(stage: str, fn):
+    def timed(stage: str, fn, inherit: bool = False):
         def wrapper(*a, **kw):
-            active.append(stage)
+            # a query (inherit) inside a stage is that stage's: Q's distribution query is Q's
+            active.append(active[-1] if inherit and active else stage)
             t0 = time.perf_counter()
             try:
                 return fn(*a, **kw)
             finally:
                 dt = time.perf_counter() - t0
-                active.pop()
-                spent[stage] = spent.get(stage, 0.0) + dt
+                own = active.pop()
+                spent[own] = spent.get(own, 0.0) + dt
                 if active:  # a stage inside another: not counted twice
                     spent[active[-1]] = spent.get(active[-1], 0.0) - dt
         return wrapper
@@ -96,10 +100,13 @@ def child(spec_path: str, key: str, data: str, reps: int, warmups: int) -> dict:
                         ("encode_histogram", "encoding"), ("check_possible", "checks")):
         setattr(VAL, name, timed(stage, getattr(VAL, name)))
     VAL.Q.key_check_query = timed("key check", VAL.Q.key_check_query)  # its SQL built, the first SQL of a run
+    if hasattr(VAL, "key_counts"):  # the key check, read in Arrow or counted by SQL (a baseline may lack it)
+        originals.append((VAL, "key_counts", VAL.key_counts))
+        VAL.key_counts = timed("key check", VAL.key_counts)
     spec = load_spec(spec_path)
     con = connect(database_url(spec))
-    con.query = timed("key check", con.query)  # prepare's own query; inside a stage it is that stage's
-    con.query_arrow = timed("rows query", con.query_arrow)
+    con.query = timed("key check", con.query, inherit=True)  # prepare's own query; inside a stage it is that stage's
+    con.query_arrow = timed("rows query", con.query_arrow, inherit=True)
 
     def one() -> dict[str, float]:
         spent.clear()
@@ -205,6 +212,67 @@ def reruns(specs: dict[str, Path], trees: dict[str, Path], reps: int) -> dict[st
     return {f"{tree} {key}": round(statistics.median(v), 1) for (tree, key), v in spent.items()}
 
 
+def vs_arx_child(keys: list[str], data: str, reps: int, warmups: int) -> dict:
+    """One fresh process: benchmarks/vs_arx.py's ``prepare`` of each table, warm (``reps`` after
+    ``warmups``), median and minimum ms."""
+    sys.path.insert(0, str(REPO))
+    from benchmarks import vs_arx as V
+
+    out = {}
+    for key in keys:
+        ds = V.dataset(Path(data), key, Path("/tmp/ppdp-vs-arx"))
+        loaded = V.load(ds, ds.sa)
+        sa = [ds.sa] if ds.sa else []
+        spent = []
+        for i in range(warmups + reps):
+            t0 = time.perf_counter()
+            V.prepare(loaded, sa)
+            if i >= warmups:
+                spent.append((time.perf_counter() - t0) * 1000.0)
+        out[key] = {"median": statistics.median(spent), "min": min(spent)}
+    return out
+
+
+def vs_arx_tables(keys: list[str], trees: dict[str, Path], root: Path, rounds: int, reps: int, warmups: int,
+                  out: Path) -> None:
+    """``--vs-arx KEYS``: vs_arx.py's prepare (the rows query and the encoding, no key check and no
+    Q) on full-size and sampled tables, one fresh process per tree and round, rounds interleaved;
+    per tree the median of the rounds' medians and the minimum. Writes vs_arx_prepare.json/.md."""
+    got: dict[str, list[dict]] = {t: [] for t in trees}
+    for r in range(rounds):
+        for tree, src in (list(trees.items()) if r % 2 == 0 else list(reversed(list(trees.items())))):
+            res = subprocess.run([sys.executable, __file__, "--vs-arx-child", ",".join(keys), "--reps", str(reps),
+                                  "--warmups", str(warmups), "--data", str(root)],
+                                 capture_output=True, text=True, env=_env(src), cwd=REPO)
+            if res.returncode:
+                raise RuntimeError(res.stderr[-2000:])
+            got[tree].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    rows = {k: {t: {"median_ms": round(statistics.median(g[k]["median"] for g in got[t]), 2),
+                    "min_ms": round(min(g[k]["min"] for g in got[t]), 2)} for t in trees} for k in keys}
+    from benchmarks import vs_arx as V
+
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": V.git_commit(),
+            "trees": {t: str(s) for t, s in trees.items()}, "rounds": rounds, "reps": reps,
+            "load_average": [round(x, 2) for x in os.getloadavg()]}
+    (out / "vs_arx_prepare.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    names = list(trees)
+    md = ["# benchmarks/vs_arx.py's prepare, warm (rows query + encoding)", "",
+          f"{rounds} rounds x {reps} prepares per table and tree, one fresh process per round, rounds interleaved; "
+          f"commit {meta['commit']}, trees {meta['trees']}; load average {meta['load_average']} at the end. ms: the "
+          "median of the rounds' medians, and the minimum of all.", "",
+          "| table | " + " | ".join(f"{t} median" for t in names) + " | " + " | ".join(f"{t} min" for t in names)
+          + (" | ratio median | ratio min |" if len(names) == 2 else " |"),
+          "|---|" + "---:|" * (2 * len(names) + (2 if len(names) == 2 else 0))]
+    for k, v in rows.items():
+        cells = [f"{v[t]['median_ms']:.2f}" for t in names] + [f"{v[t]['min_ms']:.2f}" for t in names]
+        if len(names) == 2:
+            a, b = names
+            cells += [f"{v[a]['median_ms'] / v[b]['median_ms']:.2f}", f"{v[a]['min_ms'] / v[b]['min_ms']:.2f}"]
+        md.append(f"| {k} | " + " | ".join(cells) + " |")
+    (out / "vs_arx_prepare.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -216,9 +284,15 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/ppdp-prepare"))
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "prepare")
     ap.add_argument("--child", nargs=2, metavar=("SPEC", "KEY"), help=argparse.SUPPRESS)
+    ap.add_argument("--vs-arx", help="comma-separated vs_arx.py table keys: time only vs_arx.py's prepare of "
+                    "each (e.g. adult,fars,mach2019,creditcard,adult-1000), see vs_arx_tables")
+    ap.add_argument("--vs-arx-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], args.child[1], args.data or "", args.reps, args.warmups)))
+        return 0
+    if args.vs_arx_child:
+        print(json.dumps(vs_arx_child(args.vs_arx_child.split(","), args.data or "", args.reps, args.warmups)))
         return 0
     sys.path.insert(0, str(REPO))
     import duckdb
@@ -227,6 +301,11 @@ def main() -> int:
     from benchmarks import vs_arx as V
 
     root = V.data_dir(args.data)
+    if args.vs_arx:
+        args.out.mkdir(parents=True, exist_ok=True)
+        vs_arx_tables(args.vs_arx.split(","), {"this": REPO / "src"} | ({"baseline": args.baseline.resolve()} if args.baseline else {}),
+                      root, args.rounds, args.reps, args.warmups, args.out)
+        return 0
     args.work.mkdir(parents=True, exist_ok=True)
     specs, sources = {}, {}
     for key in TABLES:

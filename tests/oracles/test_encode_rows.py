@@ -160,6 +160,21 @@ def test_types_without_a_known_text_keep_the_general_expression():
         assert Q.text("c", "src", d, sql_type="DOUBLE") == Q.text("c", "src", d)
 
 
+@pytest.mark.parametrize("sensitive", [["v"], ["d", "b"], ["dt", "f", "dec0"]])
+def test_distribution_query_with_types_is_the_general_one(typed_table, sensitive):
+    """t-closeness's Q read with the columns' described types (typed text) has the texts, keys and
+    shares of the general query, on every type and with NULLs."""
+    from ppdp.sql import history as H
+
+    types = dict(typed_table.relation_columns("main", "typed"))
+    source = Q.Source("main", "typed", None, DUCKDB)
+    typed = H.distribution_query(source.sql(), sensitive, DUCKDB, types)
+    general = H.distribution_query(source.sql(), sensitive, DUCKDB)
+    assert typed != general
+    want = typed_table.query(general).sort("sa_key")
+    assert typed_table.query(typed).sort("sa_key").equals(want) and want.height > 2
+
+
 def typed_hierarchy(con: DuckDBConnector, column: str, extra: list[str] = ()) -> object:
     """A two-level hierarchy whose leaves are the column's canonical texts (and ``extra``)."""
     leaves = [v for v in con.query(f"SELECT DISTINCT {Q.text(column, 'src', DUCKDB)} AS v FROM main.typed AS src ORDER BY 1")["v"].to_list()
@@ -276,6 +291,27 @@ def test_group_rows_is_np_unique_of_the_keys(seed):
     assert group_columns.dtype == np.int32 and np.array_equal(group_columns, columns[:, first])
 
 
+@pytest.mark.parametrize("radices", [[65536, 65536], [65536, 65537], [2, 2**31], [3, 5, 7, 40_904_450]])
+def test_group_rows_at_the_uint32_boundary(radices):
+    """Keys of radices whose product is 2**32 (the largest key fits 32 bits: the uint32 sort) and
+    just above it (int64): the largest codes included, the groups np.unique gives either way."""
+    from ppdp.engine.core.encoding import _group_rows
+
+    rng = np.random.default_rng(len(radices))
+    r = np.array(radices, dtype=np.int64)
+    n = 2000
+    columns = np.stack([rng.integers(max(x - 3, 0), x, size=n) if i % 2 else rng.integers(0, min(x, 4), size=n)
+                        for i, x in enumerate(radices)])
+    columns[:, :2] = np.array([[x - 1 for x in radices], [0] * len(radices)]).T  # the largest and the smallest key
+    columns = columns.astype(np.int32)
+    key = np.zeros(n, dtype=np.int64)
+    for column, radix in zip(columns, radices, strict=True):
+        key = key * radix + column
+    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
+    counts, group_columns = _group_rows(columns, r)
+    assert np.array_equal(counts, want_counts) and np.array_equal(group_columns, columns[:, first])
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_struct_order_is_polars_sort_of_a_string_struct(seed):
     """_struct_order sorts tuples of texts (NULL, empty, prefixes, non-ASCII) as Polars sorts the
@@ -290,3 +326,75 @@ def test_struct_order_is_polars_sort_of_a_string_struct(seed):
     frame = pl.DataFrame(tuples, schema=dict.fromkeys(names, pl.String), orient="row")
     want = [tuple(d[c] for c in names) for d in frame.select(pl.struct(names).alias("s")).to_series().unique().sort().to_list()]
     assert sorted(tuples, key=_struct_order) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_key_counts_read_in_arrow_are_the_sql_key_check(seed, monkeypatch):
+    """validate.key_counts (an integer key read and counted in Arrow) gives the rows, distinct
+    non-NULL keys and NULL keys of key_check_query, with repeats, NULLs, every integer type,
+    a research subset, and a source above ROWS_READ_LIMIT (the database counts it)."""
+    from ppdp.engine.release.stages import validate as VAL
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    sql_type = ["BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UTINYINT", "VARCHAR", "DOUBLE"][seed]
+    keys = [None if rng.random() < 0.05 * (seed % 3) else int(rng.integers(0, 120 if seed % 2 or sql_type in ("SMALLINT", "TINYINT", "UTINYINT") else 10**6)) - (50 if sql_type in ("BIGINT", "INTEGER") else 0) for _ in range(n)]
+    con = DuckDBConnector.over(duckdb.connect())
+    con.con.execute(f"CREATE TABLE t (k {sql_type}, v VARCHAR)")
+    if n:
+        con.con.executemany("INSERT INTO t VALUES (?, ?)", [[k, str(i % 7)] for i, k in enumerate(keys)])
+    queries: list[str] = []
+    real_query = con.query
+    monkeypatch.setattr(con, "query", lambda sql, params=None: queries.append(sql) or real_query(sql, params))
+    for research in (None, "v <> '3'"):
+        source = Q.Source(None, "t", None, DUCKDB, research=research)
+        check = real_query(Q.key_check_query(source, "k")).row(0, named=True)
+        want = (int(check["n"]), int(check["distinct_keys"]), int(check["null_keys"]))
+        queries.clear()
+        assert VAL.key_counts(con, source, "k", sql_type) == want
+        assert (queries == []) == (sql_type not in ("VARCHAR", "DOUBLE"))  # read in Arrow, or counted by SQL
+        monkeypatch.setattr(VAL, "ROWS_READ_LIMIT", max(n // 2, 1) if n > 2 else 0)
+        assert VAL.key_counts(con, source, "k", sql_type) == want
+        monkeypatch.setattr(VAL, "ROWS_READ_LIMIT", 200_000)
+
+
+@pytest.mark.parametrize("values, arrow_type", [
+    ([3, 1, 2, 3, None, 1], pa.int64()), ([-5, -5, 7, None, None], pa.int32()), ([], pa.int64()), ([None], pa.int16()),
+    ([-(2**63), 2**63 - 1, 0, 0], pa.int64()), ([2**64 - 1, 0, 2**64 - 1], pa.uint64()),
+    (list(range(0, 3000, 3)) * 2, pa.int64()), ([10**12 + i % 7 for i in range(50)], pa.int64())])
+def test_distinct_integers_is_arrow_count_distinct(values, arrow_type):
+    """The span-marking count of validate._distinct_integers is count_distinct's (non-NULL), at
+    the integer extremes too (where it falls back to count_distinct)."""
+    from ppdp.engine.release.stages.validate import _distinct_integers
+
+    keys = pa.chunked_array([pa.array(values[: len(values) // 2], arrow_type), pa.array(values[len(values) // 2:], arrow_type)])
+    assert _distinct_integers(keys) == pa.compute.count_distinct(keys).as_py()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_distribution_of_rows_is_the_distribution_query(seed):
+    """t-closeness's Q made of the rows read in process (validate.distribution_of_rows) has the
+    texts, sa_key (md5 in Python) and q (bit for bit) of the SQL distribution query: values with
+    '|', the text \\N, NULLs, non-ASCII, one to three sensitive columns, a research subset."""
+    from ppdp.engine.release.stages.validate import distribution_of_rows
+    from ppdp.sql import history as H
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    pool = ["a", "a|b", "|", "||", "\\N", "", "é", "x y", "it's", None, "1", "01"]
+    sensitive = ["s1", "s2", "s3"][: 1 + seed % 3]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (id INTEGER, s1 VARCHAR, s2 VARCHAR, s3 VARCHAR, q1 VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)",
+                    [[i, *(pool[int(rng.integers(len(pool) - (seed % 2) * 8))] for _ in range(3)), None if i % 7 == 0 else "v"]
+                     for i in range(n)])
+    dc = DuckDBConnector.over(con)
+    types = dict(dc.relation_columns("main", "t"))
+    for research in (None, "id % 3 <> 0"):
+        source = Q.Source("main", "t", None, DUCKDB, research=research)
+        order = ["sa_key", *sensitive]  # the text \\N and NULL share an sa_key (tuple_hash's own choice)
+        want = dc.query(H.distribution_query(source.sql(), sensitive, DUCKDB, types)).sort(order, nulls_last=True)
+        rows = dc.query_arrow(Q.text_rows_query(source, ["q1", *sensitive], types))
+        got = distribution_of_rows(rows, sensitive).sort(order, nulls_last=True)
+        assert got.schema == want.schema and got.rows() == want.rows()
+        assert got["q"].to_numpy().tobytes() == want["q"].to_numpy().tobytes()

@@ -74,3 +74,39 @@ def test_edited_hierarchy_or_source_value_gives_the_cold_release(tmp_path):
     warm = _release(db, folder, spec_path)
     H._PARSED.clear()
     assert warm == _release(db, folder, spec_path)
+
+
+def test_an_unchanged_stamp_skips_the_read_and_any_write_parses_again(tmp_path, monkeypatch):
+    """A file whose stat stamp (device, inode, size, mtime_ns, ctime_ns) is the one it was read
+    with is not read again; a rewrite of the same size with its mtime set back still changes
+    ctime, and a replaced file has another inode: both are parsed afresh. A file written within
+    RACY_NS is read every time (a coarse file system's clock could give its next write the same
+    stamp)."""
+    import os
+    import time
+
+    age = tmp_path / "age.csv"
+    shutil.copyfile(ADULT / "adult_hierarchy_age.csv", age)
+    reads: list[Path] = []
+    real_read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real_read(self))
+
+    first = H.read_arx_csv(age, "age")
+    assert H.read_arx_csv(age, "age") is first and len(reads) == 2  # written just now: read again
+
+    monkeypatch.setattr(H, "RACY_NS", 0)
+    H.read_arx_csv(age, "age")
+    assert H.read_arx_csv(age, "age") is first and len(reads) == 3  # stamp kept: no read
+
+    time.sleep(0.05)  # past a coarse clock tick, so ctime moves
+    before = os.stat(age)
+    _edit_one_line(age, "30", "50")  # same size: one leaf's generalizations swapped for another's
+    os.utime(age, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(age).st_size == before.st_size and os.stat(age).st_mtime_ns == before.st_mtime_ns
+    edited = H.read_arx_csv(age, "age")
+    assert edited.digest() != first.digest() and len(reads) == 4
+
+    replaced = tmp_path / "age.new"
+    shutil.copyfile(ADULT / "adult_hierarchy_age.csv", replaced)
+    os.replace(replaced, age)
+    assert H.read_arx_csv(age, "age").digest() == first.digest() and len(reads) == 5

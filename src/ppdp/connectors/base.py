@@ -81,6 +81,11 @@ class ArrowRowsConnector(Connector, Protocol):
         """A query's result as a pyarrow Table."""
         ...
 
+    def query_arrow_upto(self, sql: str, limit: int) -> Any:
+        """A query's result as a pyarrow Table when it has at most ``limit`` rows, else None
+        (read no further than the batch that passes ``limit``)."""
+        ...
+
 
 # Connectors are entry points of the group ``ppdp.connectors`` (pyproject.toml), one per URL
 # scheme, so a database driver is imported only when a URL of its scheme is opened and another

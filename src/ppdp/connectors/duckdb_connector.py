@@ -96,6 +96,25 @@ class DuckDBConnector:
         except duckdb.Error as exc:
             raise ConnectorError(f"DuckDB refused a query: {exc}") from exc
 
+    def query_arrow_upto(self, sql: str, limit: int) -> pa.Table | None:
+        """``query_arrow`` when the result has at most ``limit`` rows, else None: its batches are
+        read until they pass ``limit``, so a large result is not read whole (a LIMIT clause
+        would do the same, but DuckDB runs a query with one as a slower streaming plan)."""
+        try:
+            reader = self.con.sql(sql).to_arrow_reader(limit + 1)
+            try:
+                batches, n = [], 0
+                for batch in reader:
+                    n += batch.num_rows
+                    if n > limit:
+                        return None
+                    batches.append(batch)
+                return pa.Table.from_batches(batches, schema=reader.schema)
+            finally:
+                reader.close()
+        except duckdb.Error as exc:
+            raise ConnectorError(f"DuckDB refused a query: {exc}") from exc
+
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
         try:
             self.con.execute(sql, params or [])

@@ -15,6 +15,9 @@ GROUP BY / window queries over it, so the database does the work.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping, Sequence
+
 from ppdp.sql.dialect import DUCKDB, Dialect
 from ppdp.sql.queries import text
 from ppdp.sql.quoting import quote_ident, quote_literal
@@ -27,12 +30,22 @@ def _text(col: str, alias: str, d: Dialect) -> str:
     return text(col, alias, d)
 
 
-def tuple_hash(cols: list[str], alias: str, d: Dialect) -> str:
-    """md5 of a NULL-safe, unambiguous text form of ``alias``'s ``cols`` (a class or SA key)."""
+def tuple_hash(cols: list[str], alias: str, d: Dialect, texts: Mapping[str, str] | None = None) -> str:
+    """md5 of a NULL-safe, unambiguous text form of ``alias``'s ``cols`` (a class or SA key).
+    ``texts``: each column's text expression when already rendered (the same text)."""
     if not cols:
         return "md5('')"
-    parts = " || '|' || ".join(f"COALESCE(REPLACE({_text(c, alias, d)}, '|', '||'), '\\N')" for c in cols)
+    texts = texts or {}
+    parts = " || '|' || ".join(f"COALESCE(REPLACE({texts.get(c) or _text(c, alias, d)}, '|', '||'), '\\N')" for c in cols)
     return f"md5({parts})"
+
+
+def tuple_key(texts: Sequence[str | None]) -> str:
+    """``tuple_hash`` of values already in their text form, computed in Python: the same md5 of
+    the same NULL-safe text (a value's '|' doubled, NULL as the two characters \\N, values
+    joined by '|'), for a distribution read from rows in process."""
+    joined = "|".join("\\N" if t is None else t.replace("|", "||") for t in texts)
+    return hashlib.md5(joined.encode("utf-8")).hexdigest()
 
 
 def sa_key(sensitive: list[str], alias: str, d: Dialect) -> str:
@@ -115,12 +128,16 @@ def class_count(sig: str) -> str:
             f"(SELECT sig_now, COUNT(*) AS n FROM ({sig}) AS sg GROUP BY sig_now) AS c")
 
 
-def distribution_query(source_from: str, sensitive: list[str], d: Dialect) -> str:
+def distribution_query(source_from: str, sensitive: list[str], d: Dialect, types: Mapping[str, str] | None = None) -> str:
     """The source's joint sensitive distribution: each column's text, sa_key and share q, over
-    every row of ``source_from`` (a FROM-clause text aliased ``src``), NULL QIDs included."""
-    key = sa_key(sensitive, "src", d)
-    cols = ", ".join(f"{_text(c, 'src', d)} AS {quote_ident(c, d)}" for c in sensitive)
-    groups = ", ".join(_text(c, "src", d) for c in sensitive)
+    every row of ``source_from`` (a FROM-clause text aliased ``src``), NULL QIDs included.
+    ``types`` (column -> SQL type, when described): the typed text of queries.typed_text_kind,
+    the same text as the general expression without its binding."""
+    types = types or {}
+    texts = {c: text(c, "src", d, sql_type=types.get(c)) for c in sensitive}
+    key = tuple_hash(sensitive, "src", d, texts)
+    cols = ", ".join(f"{texts[c]} AS {quote_ident(c, d)}" for c in sensitive)
+    groups = ", ".join(texts[c] for c in sensitive)
     return (f"SELECT {cols}, {key} AS sa_key, COUNT(*) * 1.0 / (SELECT COUNT(*) FROM {source_from}) AS q "
             f"FROM {source_from} GROUP BY {groups}")
 

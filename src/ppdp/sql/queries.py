@@ -201,6 +201,13 @@ def distinct_values_query(source: Source, column: str) -> str:
     return render(tree, d, {"source": source.sql()})
 
 
+def key_rows_query(source: Source, key: str) -> str:
+    """The key of every source row, as stored (a small in-process source's key is counted
+    where it is read: engine.release.stages.validate.key_counts)."""
+    tree = exp.select(_src_column(key)).from_(slot("source"))
+    return render(tree, source.dialect, {"source": source.sql()})
+
+
 def key_check_query(source: Source, key: str) -> str:
     """Rows, distinct keys and NULL keys: the key must identify rows."""
     k = _src_column(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -308,22 +309,30 @@ def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, n
 
     One unstable sort of the keys and a run-length pass, and the codes read back from the
     distinct keys (no gather from the rows): plain NumPy, so that a run's prepare never waits for
-    Numba's first load in a fresh process (a run that is skipped needs no kernel at all)."""
+    Numba's first load in a fresh process (a run that is skipped needs no kernel at all). The
+    keys are uint32 when every key fits (the product of the radices at most 2**32: adult, mach2019
+    and creditcard's 8 QIDs), which halves the sort's and the decoding's bytes; the order of the
+    keys, so of the groups, is the same in either width."""
     k, n = columns.shape
-    key = np.zeros(n, dtype=np.int64)
+    narrow = math.prod(radices.tolist()) <= 1 << 32
+    width: Any = np.dtype(np.uint32 if narrow else np.int64).type
+    key: Any = np.zeros(n, dtype=width)
     for column, radix in zip(columns, radices.tolist(), strict=True):
-        key *= radix
-        key += column
+        key *= width(radix)
+        key += column.view(np.uint32) if narrow else column  # codes are >= 0: the same bits
     key.sort()
     edge = np.empty(n, dtype=np.bool_)
     edge[:1] = True
     np.not_equal(key[1:], key[:-1], out=edge[1:])
     starts = np.flatnonzero(edge)
-    distinct = key[starts]
+    distinct: Any = key[starts]
     counts = np.diff(starts, append=n).astype(np.int64)
     group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
     for j in range(k - 1, -1, -1):
-        distinct, group_columns[j] = np.divmod(distinct, radices[j])
+        radix = width(radices[j])
+        higher = distinct // radix
+        group_columns[j] = distinct - higher * radix  # distinct % radix, without a second division
+        distinct = higher
     return counts, group_columns
 
 

@@ -14,7 +14,9 @@ import hashlib
 import io
 import json
 import math
+import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -201,6 +203,15 @@ _PARSED: OrderedDict[tuple[str, str, str, str], Hierarchy] = OrderedDict()
 _PARSED_LOCK = threading.Lock()
 PARSED_CACHE_SIZE = 256
 
+# A file's stat stamp (device, inode, size, mtime_ns, ctime_ns) -> the content key of _PARSED it
+# was read with: a file whose stamp is unchanged is not read again, as make, ccache and git's
+# index trust a file's stat. Any write changes mtime and ctime (ctime cannot be set back by
+# utime), a replaced file has another inode. A stamp is only remembered once the file's mtime
+# and ctime are RACY_NS in the past when it was read (git's "racily clean" rule): a write within
+# the timestamp granularity of a coarse file system would otherwise keep the stamp it replaced.
+_STAMPED: OrderedDict[tuple[str, str, str], tuple[tuple[int, ...], tuple[str, str, str, str]]] = OrderedDict()
+RACY_NS = 2_000_000_000
+
 
 def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error") -> Hierarchy:
     """Read an ARX hierarchy file: one row per leaf, one column per level, separator ``;``.
@@ -208,29 +219,53 @@ def read_arx_csv(path: str | Path, attribute: str, *, duplicates: str = "error")
     A leaf given on several identical rows is kept once. A leaf given on rows that differ is an
     error unless ``duplicates`` is "keep-last" (ARX's behaviour) or "keep-first"; the kept row
     stands where the leaf first appeared. The resolved rows are then validated like any other.
-    The file is read every time; it is parsed once per content (``_PARSED``).
+    The file is parsed once per content (``_PARSED``); it is read again unless its stat stamp is
+    the one it was read with (``_STAMPED``).
     """
     if duplicates not in ARX_DUPLICATE_POLICIES:
         raise HierarchyError(f"duplicates = {duplicates!r} is not one of {', '.join(ARX_DUPLICATE_POLICIES)}.")
     path = Path(path)
+    named = (str(path), attribute, duplicates)
     try:
+        st = os.stat(path)
+        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        with _PARSED_LOCK:
+            seen = _STAMPED.get(named)
+            found = _PARSED.get(seen[1]) if seen is not None and seen[0] == stamp else None
+            if found is not None:
+                _PARSED.move_to_end(seen[1])  # type: ignore[index]
+                return found
         data = path.read_bytes()
     except FileNotFoundError:
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} does not exist. Hint: paths are relative to the spec file.") from None
     except OSError as exc:  # a directory, no permission, ...
         raise HierarchyError(f"Hierarchy file {str(path)!r} for {attribute!r} cannot be read: {exc.strerror or exc}.") from None
-    key = (str(path), attribute, duplicates, hashlib.blake2b(data, digest_size=32).hexdigest())
+    key = (*named, hashlib.blake2b(data, digest_size=32).hexdigest())
+    settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
     with _PARSED_LOCK:
         found = _PARSED.get(key)
         if found is not None:
             _PARSED.move_to_end(key)
+            _remember(named, stamp, key, settled)
             return found
     h = _parse_arx(data, path, attribute, duplicates)
     with _PARSED_LOCK:
         _PARSED[key] = h
         while len(_PARSED) > PARSED_CACHE_SIZE:
             _PARSED.popitem(last=False)
+        _remember(named, stamp, key, settled)
     return h
+
+
+def _remember(named: tuple[str, str, str], stamp: tuple[int, ...], key: tuple[str, str, str, str], settled: bool) -> None:
+    """Keep (or forget) the stamp a file was read with; under _PARSED_LOCK."""
+    if not settled:
+        _STAMPED.pop(named, None)
+        return
+    _STAMPED[named] = (stamp, key)
+    _STAMPED.move_to_end(named)
+    while len(_STAMPED) > PARSED_CACHE_SIZE:
+        _STAMPED.popitem(last=False)
 
 
 def _parse_arx(data: bytes, path: Path, attribute: str, duplicates: str) -> Hierarchy:

@@ -12,7 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ppdp.connectors.base import IN_PROCESS_ROWS, ArrowRowsConnector, Connector
 from ppdp.engine.core import catalog
@@ -155,16 +158,69 @@ def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> di
 ROWS_READ_LIMIT = 200_000
 
 
+# Integer key types whose values DuckDB hands over as Arrow integers: distinct in Arrow exactly
+# when distinct in SQL (no collation, no NaN, no float rounding).
+_INTEGER_KEY_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER", "USMALLINT", "UTINYINT"})
+
+
+def key_counts(con: Connector, source: Q.Source, key: str, key_type: str | None) -> tuple[int, int, int]:
+    """(rows, distinct non-NULL keys, NULL keys) of the source: COUNT(*), COUNT(DISTINCT key) and
+    the NULLs of key_check_query. An integer key of a source read through a connector declaring
+    IN_PROCESS_ROWS (DuckDB) is read and counted in Arrow when there are at most ROWS_READ_LIMIT
+    rows (on a small table COUNT(DISTINCT)'s hash aggregate costs more than
+    moving the keys); a larger source, another key type or another connector is counted by the
+    database."""
+    if (IN_PROCESS_ROWS in con.capabilities and key_type is not None
+            and key_type.strip().upper() in _INTEGER_KEY_TYPES):
+        read = cast(ArrowRowsConnector, con).query_arrow_upto(Q.key_rows_query(source, key), ROWS_READ_LIMIT)
+        if read is not None:
+            keys = read.column(0)
+            return len(keys), _distinct_integers(keys), keys.null_count
+    check = con.query(Q.key_check_query(source, key)).row(0, named=True)
+    return int(check["n"]), int(check["distinct_keys"]), int(check["null_keys"])
+
+
+def _distinct_integers(keys: pa.ChunkedArray) -> int:
+    """Distinct non-NULL values of an integer column, as COUNT(DISTINCT) counts them: marked in
+    a table of the values' span when the span is small (keys numbered from some start, the
+    usual case: no hash of every key), else Arrow's count_distinct."""
+    values = keys.drop_null()
+    if len(values) == 0:
+        return 0
+    low, high = (int(v.as_py()) for v in pc.min_max(values).values())
+    span = high - low + 1
+    if span > 4 * len(values) + 1024:
+        return int(pc.count_distinct(values).as_py())
+    offsets = np.subtract(values.to_numpy(), low, dtype=np.int64) if low >= -(1 << 62) and high < (1 << 62) else None
+    if offsets is None:
+        return int(pc.count_distinct(values).as_py())
+    present = np.zeros(span, dtype=np.bool_)
+    present[offsets] = True
+    return int(np.count_nonzero(present))
+
+
+def read_rows(con: Connector, source: Q.Source, columns: list[str], n_rows: int | None,
+              types: dict[str, str] | None = None) -> pa.Table | None:
+    """The text rows (sql.queries.text_rows_query) of ``columns`` that read_encoded groups in
+    process, as Arrow: read when the source is read through a connector declaring
+    IN_PROCESS_ROWS (DuckDB) and has at most ROWS_READ_LIMIT rows (``n_rows``, counted by the
+    caller); None where the database groups them."""
+    if IN_PROCESS_ROWS in con.capabilities and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
+        return cast(ArrowRowsConnector, con).query_arrow(Q.text_rows_query(source, columns, types))
+    return None
+
+
 def read_encoded(con: Connector, source: Q.Source, qids: list[str], sensitive: list[str], hierarchies: list[Hierarchy], *,
                  n_rows: int | None = None, types: dict[str, str] | None = None, null_policy: str = "error",
-                 reference: dict[tuple, float] | None = None) -> EncodedTable:
-    """The source's encoded histogram: its rows read and grouped by encode_rows when the source is
-    read through a connector declaring IN_PROCESS_ROWS (DuckDB) and has at most ROWS_READ_LIMIT rows (``n_rows``, counted by the caller), else (and
-    whenever encode_rows needs the general path: values not in a hierarchy, no rows) the
-    histogram query and encode_histogram. ``types``: the columns' SQL types when described
-    (sql.queries.typed_text_kind). The same EncodedTable either way."""
-    if IN_PROCESS_ROWS in con.capabilities and n_rows is not None and n_rows <= ROWS_READ_LIMIT:
-        rows = cast(ArrowRowsConnector, con).query_arrow(Q.text_rows_query(source, qids + sensitive, types))
+                 reference: dict[tuple, float] | None = None, rows: pa.Table | None = None) -> EncodedTable:
+    """The source's encoded histogram: its rows read (``read_rows``, or ``rows`` when the caller
+    read them so) and grouped by encode_rows, else (and whenever encode_rows needs the general
+    path: values not in a hierarchy, no rows) the histogram query and encode_histogram.
+    ``types``: the columns' SQL types when described (sql.queries.typed_text_kind). The same
+    EncodedTable either way."""
+    if rows is None:
+        rows = read_rows(con, source, qids + sensitive, n_rows, types)
+    if rows is not None:
         table = encode_rows(rows, qids, sensitive, hierarchies, null_policy=null_policy, reference=reference)
         if table is not None:
             return table
@@ -209,15 +265,14 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
                                 + (_KEYLESS_HINT if role == "key" and spec.raw.get("source", {}).get("file") else ""))
     check_declared(spec, columns)
 
-    check = con.query(Q.key_check_query(source, spec.key)).row(0, named=True)
-    n_rows = int(check["n"])
+    n_rows, distinct_keys, null_keys = key_counts(con, source, spec.key, described.get(spec.key))
     if n_rows == 0:
         subset = " (its research subset)" if research is not None else ""
         raise DataError(f"Source {describe_source(spec, source)}{subset} is empty: there is nothing to release.")
-    if check["null_keys"]:
-        raise DataError(f"Key column {spec.key!r} has {check['null_keys']} NULL value(s). Hint: the key must identify every row.")
-    if check["distinct_keys"] != n_rows:
-        raise DataError(f"Key column {spec.key!r} is not unique ({check['distinct_keys']} distinct values in {n_rows} rows). Hint: choose a primary key.")
+    if null_keys:
+        raise DataError(f"Key column {spec.key!r} has {null_keys} NULL value(s). Hint: the key must identify every row.")
+    if distinct_keys != n_rows:
+        raise DataError(f"Key column {spec.key!r} is not unique ({distinct_keys} distinct values in {n_rows} rows). Hint: choose a primary key.")
 
     profiles = auto_profiles(spec, source, con, described)
     hierarchies = [load_hierarchy(spec, q, source, con, profiles, previous) for q in spec.quasi_identifiers]
@@ -232,12 +287,14 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
         if not spec.person_varying:  # QIDs constant per person: the search counts persons
             persons = person_unit.person_source(spec, source)
             n_persons, read_from = found.persons, persons
-    distribution = reference_distribution(spec, con, read_from, previous)
+    # a small in-process source's rows are read once: t-closeness's Q and the histogram are both made of them
+    rows = read_rows(con, read_from, spec.qid_columns + list(spec.sensitive), n_rows if n_persons is None else n_persons, types)
+    distribution = reference_distribution(spec, con, read_from, previous, types, rows)
     reference = None if distribution is None else {
         tuple(json.loads(v)): float(q) for v, q in zip(distribution["sa_value"].to_list(), distribution["q"].to_list(), strict=True)}
     table = read_encoded(con, read_from, spec.qid_columns, list(spec.sensitive), hierarchies,
                          n_rows=n_rows if n_persons is None else n_persons, types=types,
-                         null_policy=spec.null_policy, reference=reference)
+                         null_policy=spec.null_policy, reference=reference, rows=rows)
     population = population_histogram(spec, con, models, table)
     if population is not None:
         table = replace(table, population=population)
@@ -256,7 +313,8 @@ def prepare(spec: ReleaseSpec, con: Connector, previous: RunRecord | None = None
 
 
 def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
-                           previous: RunRecord | None) -> pl.DataFrame | None:
+                           previous: RunRecord | None, types: dict[str, str] | None = None,
+                           rows: pa.Table | None = None) -> pl.DataFrame | None:
     """t-closeness's Q for this run: the distribution stored with the release's previous version
     while its privacy models and sensitive columns are unchanged (a class that a version left
     as it was must not start failing because the population drifted: the release would be stuck),
@@ -268,9 +326,46 @@ def reference_distribution(spec: ReleaseSpec, con: Connector, source: Q.Source,
         stored = catalog.stored_distribution(con, release, previous.published_version)
         if stored.height:
             return stored
-    frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect))
+    frame = None if rows is None else distribution_of_rows(rows, list(spec.sensitive))  # rows already read (read_rows)
+    if frame is None:
+        frame = con.query(H.distribution_query(source.sql(), list(spec.sensitive), con.dialect, types))
     values = [json.dumps(list(t)) for t in frame.select(list(spec.sensitive)).iter_rows()]
     return frame.select("sa_key", "q").with_columns(pl.Series("sa_value", values, dtype=pl.String))
+
+
+def distribution_of_rows(rows: pa.Table, sensitive: list[str]) -> pl.DataFrame | None:
+    """What the distribution query (sql.history.distribution_query) returns for these text rows
+    (every row of the source, NULL quasi-identifiers included): each joint sensitive value's
+    texts, its sa_key (history.tuple_key, the md5 the query computes) and its share q, the
+    count divided by the rows in IEEE double as the query's COUNT(*) * 1.0 / COUNT(*) is.
+    Grouped by one dictionary encoding per column and a count of the joint codes (an Arrow
+    group_by would start Acero, a cost a fresh process pays once per run). None when the joint
+    codes would not fit 62 bits (the query counts them)."""
+    n = rows.num_rows
+    key = np.zeros(n, dtype=np.int64)
+    distinct: list[list[str | None]] = []
+    space = 1
+    for col in sensitive:
+        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
+        values = [*encoded.dictionary.to_pylist(), None]  # the last index stands for NULL
+        space *= len(values)
+        if space >= 1 << 62:
+            return None
+        key *= len(values)
+        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
+        distinct.append(values)
+    combos, counts = np.unique(key, return_counts=True)
+    tuples = []
+    for combo in combos.tolist():
+        parts = []
+        for values in reversed(distinct):
+            combo, i = divmod(combo, len(values))
+            parts.append(values[i])
+        tuples.append(tuple(reversed(parts)))
+    data = [pl.Series(c, [t[i] for t in tuples], dtype=pl.String) for i, c in enumerate(sensitive)]
+    data.append(pl.Series("sa_key", [H.tuple_key(t) for t in tuples], dtype=pl.String))
+    data.append(pl.Series("q", [k / n for k in counts.tolist()], dtype=pl.Float64))
+    return pl.DataFrame(data)
 
 
 def auto_profiles(spec: ReleaseSpec, source: Q.Source, con: Connector,

@@ -133,22 +133,41 @@ def test_pruned_search_certifies_the_exhaustive_optimum(limit: float, seed: int)
             assert got.suppressed <= max_sup, extra
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_reused_classification_gives_the_class_bound_bit_for_bit(seed: int) -> None:
-    """``BoxBound.with_masks`` (a half reusing its parent's classification at U) gives
-    ``with_small``'s bounds and suppressed counts exactly."""
-    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+@pytest.mark.parametrize("seed", range(8))
+def test_rolled_up_classification_gives_the_class_bound_bit_for_bit(seed: int) -> None:
+    """``BoxBound.round_bounds`` (bounds.class_round: each box's classification at U kept as a
+    row, a half [L, U1] rolled up from its parent's row over the rows in classes of kmin records
+    there, a half [L2, U] taking over its parent's row; the rows growing) gives ``with_small``'s bounds and
+    suppressed counts exactly, and the Python twin's bounds, along random chains of splits."""
+    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, ClassMasks
+    from tests.support.bounds_reference import class_bounds_python
 
     rng = np.random.default_rng([99_500, seed])
     table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=120)
     problem = Problem(table, [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})])
     bound = BoxBound(problem, partners=False)
     heights = np.asarray(table.heights, dtype=np.int64)
-    for _ in range(10):
-        a, b = rng.integers(0, heights + 1), rng.integers(0, heights + 1)
-        L, U = np.minimum(a, b), np.maximum(a, b)
-        _, _, parent = bound.with_masks(L[None, :], U[None, :], [None])
-        L2 = np.minimum(L + rng.integers(0, 2, size=len(L)), U)
-        got_b, got_small, _ = bound.with_masks(np.stack([L, L2]), np.stack([U, U]), [None, parent[0]])
-        want_b, want_small = bound.with_small(np.stack([L, L2]), np.stack([U, U]))
-        assert got_b.tolist() == want_b.tolist() and got_small.tolist() == want_small.tolist()
+    masks = ClassMasks(len(table.counts), capacity=1)  # grows as rows are taken
+    for _ in range(4):
+        # the root's two halves classified over every row, then random descents
+        L, U = np.zeros_like(heights), heights.copy()
+        row = -1
+        while (U - L).any():
+            q = int(rng.choice(np.flatnonzero(U > L)))
+            mid = int(rng.integers(L[q], U[q]))
+            U1, L2 = U.copy(), L.copy()
+            U1[q], L2[q] = mid, mid + 1
+            a, b2 = masks.take(), (masks.take() if row < 0 else row)
+            src = np.array([a, b2], dtype=np.int64)
+            act = np.array([row, -1 if row < 0 else -2], dtype=np.int64)
+            lows, highs = np.stack([L, L2]), np.stack([U1, U])
+            got_b, got_small = bound.round_bounds(lows, highs, src, act, np.array([q, q]), masks)
+            want_b, want_small = bound.with_small(lows, highs)
+            assert got_b.tolist() == want_b.tolist() and got_small.tolist() == want_small.tolist()
+            assert np.allclose(got_b, class_bounds_python(problem, lows, highs), rtol=0, atol=1e-9)
+            if rng.random() < 0.5:
+                L, U, row = L, U1, a
+                masks.release(b2)
+            else:
+                L, U, row = L2, U, b2
+                masks.release(a)

@@ -1295,13 +1295,13 @@ def new_retention_memo(n_sa: int, slots: int = MEMO_SLOTS):
     """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (table, fill).
 
     One row per hash slot, so that a lookup touches one cache line or two: [number of values
-    (-1: empty), width packed (sa, cap) keys, width kept counts]. A class of at most
-    width = min(n_sa, MEMO_WIDTH) sensitive values fits: 5 MiB for a binary SA, 17 MiB at most.
+    (0: empty; a class holds at least one), width packed (sa, cap) keys, width kept counts]. A
+    class of at most width = min(n_sa, MEMO_WIDTH) sensitive values fits: 5 MiB for a binary
+    SA, 17 MiB at most, all zeros: its pages are only touched where slots are filled (no empty
+    mark written into every slot when a search starts).
     """
     width = min(max(n_sa, 1), MEMO_WIDTH) if n_sa < (1 << (63 - _CAP_BITS)) else 0
-    table = np.zeros((slots, 1 + 2 * width), dtype=np.int64)
-    table[:, 0] = -1
-    return table, np.zeros(1, dtype=np.int64)
+    return np.zeros((slots, 1 + 2 * width), dtype=np.int64), np.zeros(1, dtype=np.int64)
 
 
 @njit(cache=True)
@@ -1315,7 +1315,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
     s = (h >> np.uint64(20)) & mask
     while True:
         ln = memo[s, 0]
-        if ln == -1:
+        if ln == 0:
             return np.int64(s), False
         if ln == nv:
             same = True

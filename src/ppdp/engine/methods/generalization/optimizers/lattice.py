@@ -100,7 +100,7 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     TOP_AT_BEST,
     box_rounds,
 )
-from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, min_class_size
+from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, ClassMasks, min_class_size
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,
@@ -285,6 +285,8 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 status[key] = bool(good)
         return [status[U.tobytes()] for U in highs]
 
+    # prune_tops with the class bound: the classifications at U in rows of one array
+    rows = bound.new_masks() if prune_tops and bound.by_class else None
     if prune_tops:
         top = heights[None, :]
         retained, ev = evaluate(top)  # the whole lattice's top, as every search reports it
@@ -318,6 +320,10 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 G = heap[0][2][None, :]
                 tracker.offer(G, *evaluate(G))
             return False, -heap[0][0], boxes
+        if prune_tops:
+            best_td, order, boxes = _tops_round(heap, bound, rows, check_tops, lambda: tops_best, batch, best_td,
+                                                order, boxes, max_suppressed)
+            continue
         leaves: list[np.ndarray] = []
         lows: list[np.ndarray] = []
         highs: list[np.ndarray] = []
@@ -336,24 +342,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             L2[q] = mid + 1
             lows += [L, L2]
             highs += [U1, U]
-            # prune_tops: the states slot holds the class bound's classification at U, which
-            # the half [L2, U] reuses
-            parents += [None, states] if prune_tops else [states, states]
-        if lows and prune_tops:
-            # Bound first (the class bound also counts the records every node of a box
-            # suppresses), then evaluate the new tops of the boxes left, then keep the boxes
-            # whose top is within the limit. A box of one node is its top: evaluated, not kept.
-            b, small, masks = bound.with_masks(np.stack(lows), np.stack(highs), parents)
-            boxes += len(lows)
-            alive = [i for i, (value, lost) in enumerate(zip(b.tolist(), small.tolist(), strict=True))
-                     if value > best_td and lost <= max_suppressed]
-            keep = check_tops([highs[i] for i in alive])
-            best_td = max(best_td, tops_best)
-            for i, ok in zip(alive, keep, strict=True):
-                if ok and b[i] > best_td and not np.array_equal(lows[i], highs[i]):
-                    heapq.heappush(heap, (-float(b[i]), order, lows[i], highs[i], masks[i]))
-                    order += 1
-            lows = []
+            parents += [states, states]
         if lows:
             known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
             parent = np.stack(known, axis=1) if len(known) == len(parents) else None
@@ -370,6 +359,63 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             tracker.offer(G, retained, ev)
             best_td = _best_feasible(ev, best_td)
     return True, None, boxes
+
+
+def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops, tops_best, batch: int,
+                best_td: float, order: int, boxes: int, max_suppressed: int) -> tuple[float, int, int]:
+    """One round of ``_box_search`` with infeasible tops pruned; returns (best TD, next push
+    order, boxes bounded). No box of one node is ever on the heap here (a half is pushed only
+    when wider), so the round pops up to ``batch`` boxes above the best TD and splits them all,
+    each along its widest QID (the first one of the widest: ``argmax``), as arrays. Bound first
+    (the class bound also counts the records every node of a box suppresses), then evaluate the
+    new tops of the halves left (``check_tops``; ``tops_best()``: the best TD among the tops),
+    then keep the halves whose top is within the limit."""
+    popped = []
+    while heap and -heap[0][0] > best_td and len(popped) < batch:
+        popped.append(heapq.heappop(heap))
+    lo = np.stack([e[2] for e in popped])
+    hi = np.stack([e[3] for e in popped])
+    r = np.arange(len(popped))
+    qs = np.argmax(hi - lo, axis=1)
+    mid = (lo[r, qs] + hi[r, qs]) // 2
+    # the halves [L, U1] (even) and [L2, U] (odd) of each popped box, in pop order
+    lows = np.repeat(lo, 2, axis=0)
+    highs = np.repeat(hi, 2, axis=0)
+    highs[2 * r, qs] = mid
+    lows[2 * r + 1, qs] = mid + 1
+    masks: list[Any]
+    if rows is not None:
+        # Each half's classification at U in a row of ``rows``: the half [L2, U] takes over its
+        # parent's row, the half [L, U1] gets a new one, rolled up from its parent's (over the
+        # rows in classes of kmin records there: bounds.class_round), or over all at the root.
+        src = np.empty(len(lows), dtype=np.int64)
+        act = np.empty(len(lows), dtype=np.int64)
+        for j, e in enumerate(popped):
+            parent = e[4]
+            src[2 * j], act[2 * j] = rows.take(), (-1 if parent is None else parent)
+            src[2 * j + 1], act[2 * j + 1] = (rows.take(), -1) if parent is None else (parent, -2)
+        b, small = bound.round_bounds(lows, highs, src, act, np.repeat(qs, 2), rows)
+        masks = src.tolist()
+    else:
+        b, small = bound.with_small(lows, highs)
+        masks = [None] * len(lows)
+    boxes += len(lows)
+    alive = np.flatnonzero((b > best_td) & (small <= max_suppressed)).tolist()
+    keep = check_tops([highs[i] for i in alive])
+    best_td = max(best_td, tops_best())
+    wide = (lows != highs).any(axis=1).tolist()
+    values = b.tolist()
+    held = set()
+    for i, ok in zip(alive, keep, strict=True):
+        # a box of one node is its top: evaluated, not kept
+        if ok and values[i] > best_td and wide[i]:
+            heapq.heappush(heap, (-values[i], order, lows[i], highs[i], masks[i]))
+            order += 1
+            held.add(masks[i])
+    if rows is not None:  # the rows of the halves dropped are free again
+        for row in set(masks) - held:
+            rows.release(row)
+    return best_td, order, boxes
 
 
 def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,

@@ -986,6 +986,24 @@ def class_round(L, U, src, act, axis, ids, n_ids, small, codes, codes_t, gen, n_
 
 
 @nb.njit(cache=True)
+def _row_weights(weight, codes_t, levels, w_off, n_w):
+    """``class_round``'s ``row_w``: row w_off[q] + j holds weight[q, j, codes[h, q]] of every row h
+    (n_w rows; none when n_w is 0)."""
+    n = codes_t.shape[1]
+    out = np.empty((n_w, n))
+    if n_w == 0:
+        return out
+    for q in range(levels.shape[0]):
+        c = codes_t[q]
+        for j in range(levels[q]):
+            w = weight[q, j]
+            r = out[w_off[q] + j]
+            for h in range(n):
+                r[h] = w[c[h]]
+    return out
+
+
+@nb.njit(cache=True)
 def _class_sums(L, src, ids, counts, weight, codes_t, row_w, w_off, own):
     """``class_round``'s bounds from its classifications (rows of ``ids``)."""
     n_boxes, nq = L.shape
@@ -1135,11 +1153,8 @@ class BoxBound:
             levels = self._heights + 1
             n_w = int(levels.sum())
             self._w_off = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
-            if n_w * n <= ROW_WEIGHTS_MAX:
-                self._row_w = np.ascontiguousarray(np.concatenate([self._weight[q, : levels[q]][:, self._codes[:, q]]
-                                                                   for q in range(len(levels))]))
-            else:
-                self._row_w = np.zeros((0, n))
+            self._row_w = _row_weights(self._weight, self._codes_t, levels, self._w_off,
+                                       n_w if n_w * n <= ROW_WEIGHTS_MAX else 0)
         b = class_round(L, U, src, act, axis, masks.ids, masks.n_ids, masks.small, self._codes, self._codes_t, self._gen,
                         self._n_gen, self._records, self.kmin, self._weight, self._counts, self._row_w, self._w_off,
                         self._round_work)

@@ -249,18 +249,14 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
     # prune_tops: each top evaluated, within the limit or not; a box is kept only when its top
     # is within the limit (the tops of a round are evaluated in one batch, after the bounds).
-    status: dict[bytes, bool] = {}
+    status: dict[tuple[int, ...], bool] = {}
     tops_best = -np.inf
 
-    def check_tops(highs: list[np.ndarray]) -> list[bool]:
+    def check_tops(highs: list[tuple[int, ...]]) -> list[bool]:
         nonlocal tops_best
-        todo: dict[bytes, np.ndarray] = {}
-        for U in highs:
-            key = U.tobytes()
-            if key not in status and key not in todo:
-                todo[key] = U
+        todo = list(dict.fromkeys(U for U in highs if U not in status))
         if todo:
-            G = np.stack(list(todo.values()))
+            G = np.array(todo, dtype=np.int64)
             if local:
                 # S*(G) in one pass; a node over the limit is only counted: the lattice's top,
                 # feasible (checked first), is already offered, so it cannot be the best.
@@ -283,7 +279,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 ok = np.asarray(ev.feasible, dtype=bool)
             for key, good in zip(todo, ok.tolist(), strict=True):
                 status[key] = bool(good)
-        return [status[U.tobytes()] for U in highs]
+        return [status[U] for U in highs]
 
     # prune_tops with the class bound: the classifications at U in rows of one array
     rows = bound.new_masks() if prune_tops and bound.by_class else None
@@ -291,7 +287,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
         top = heights[None, :]
         retained, ev = evaluate(top)  # the whole lattice's top, as every search reports it
         tracker.offer(top, retained, ev)
-        status[heights.tobytes()] = bool(ev.feasible[0])
+        status[tuple(heights.tolist())] = bool(ev.feasible[0])
         if not ev.feasible[0]:
             return True, None, 0  # the top suppresses more than the limit: no node can meet it
         tops_best = float(ev.td[0])
@@ -301,7 +297,9 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     # Each box carries its row states (bounds.ROW_NONE..): its halves skip the partner scans of
     # rows the states settle, with the same bounds (bounds._row_bounds). A state, not a bound,
     # decides nothing here: the order of boxes and every value are those of the full scan.
-    heap: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray | None]] = [
+    # (prune_tops: corners as tuples, _tops_round)
+    heap: list[tuple[float, int, Any, Any, Any]] = [
+        (-root, 0, tuple(L0[0].tolist()), tuple(heights.tolist()), None) if prune_tops else
         (-root, 0, L0[0], heights.copy(), None if root_states is None else root_states[:, 0])]
     order = 1  # FIFO among equal bounds, so runs are reproducible
     # at most a tenth of the budget for the incumbent
@@ -317,7 +315,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             return True, -heap[0][0], boxes
         if tracker.exhausted or boxes >= max_boxes:
             if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
-                G = heap[0][2][None, :]
+                G = np.asarray(heap[0][2], dtype=np.int64)[None, :]
                 tracker.offer(G, *evaluate(G))
             return False, -heap[0][0], boxes
         if prune_tops:
@@ -350,7 +348,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             boxes += len(lows)
             for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):
                 # A box at or below the best TD cannot improve it; nor can a node already evaluated.
-                if value > best_td and not (np.array_equal(L, U) and (L.tobytes() in evaluated or L.tobytes() in status)):
+                if value > best_td and not (np.array_equal(L, U) and L.tobytes() in evaluated):
                     heapq.heappush(heap, (-value, order, L, U, None if child_states is None else child_states[:, i]))
                     order += 1
         if leaves:
@@ -366,49 +364,56 @@ def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops
     """One round of ``_box_search`` with infeasible tops pruned; returns (best TD, next push
     order, boxes bounded). No box of one node is ever on the heap here (a half is pushed only
     when wider), so the round pops up to ``batch`` boxes above the best TD and splits them all,
-    each along its widest QID (the first one of the widest: ``argmax``), as arrays. Bound first
+    each along its widest QID (the first one of the widest, as ``argmax``). Bound first
     (the class bound also counts the records every node of a box suppresses), then evaluate the
     new tops of the halves left (``check_tops``; ``tops_best()``: the best TD among the tops),
     then keep the halves whose top is within the limit."""
-    popped = []
-    while heap and -heap[0][0] > best_td and len(popped) < batch:
-        popped.append(heapq.heappop(heap))
-    lo = np.stack([e[2] for e in popped])
-    hi = np.stack([e[3] for e in popped])
-    r = np.arange(len(popped))
-    qs = np.argmax(hi - lo, axis=1)
-    mid = (lo[r, qs] + hi[r, qs]) // 2
-    # the halves [L, U1] (even) and [L2, U] (odd) of each popped box, in pop order
-    lows = np.repeat(lo, 2, axis=0)
-    highs = np.repeat(hi, 2, axis=0)
-    highs[2 * r, qs] = mid
-    lows[2 * r + 1, qs] = mid + 1
+    # The boxes' corners are tuples here: a round splits a few boxes of a few QIDs, where
+    # Python's ints cost less than numpy's calls on small arrays.
+    lows: list[tuple[int, ...]] = []
+    highs: list[tuple[int, ...]] = []
+    axes: list[int] = []
+    parents: list[Any] = []
+    while heap and -heap[0][0] > best_td and len(parents) < batch:
+        _, _, L, U, parent = heapq.heappop(heap)
+        width = [u - lo for lo, u in zip(L, U, strict=True)]
+        q = width.index(max(width))  # the first widest QID, as argmax
+        mid = (L[q] + U[q]) // 2
+        lows += [L, L[:q] + (mid + 1,) + L[q + 1:]]
+        highs += [U[:q] + (mid,) + U[q + 1:], U]
+        axes += [q, q]
+        parents.append(parent)
+    lo_arr = np.array(lows, dtype=np.int64)
+    hi_arr = np.array(highs, dtype=np.int64)
     masks: list[Any]
     if rows is not None:
         # Each half's classification at U in a row of ``rows``: the half [L2, U] takes over its
         # parent's row, the half [L, U1] gets a new one, rolled up from its parent's (over the
         # rows in classes of kmin records there: bounds.class_round), or over all at the root.
-        src = np.empty(len(lows), dtype=np.int64)
-        act = np.empty(len(lows), dtype=np.int64)
-        for j, e in enumerate(popped):
-            parent = e[4]
-            src[2 * j], act[2 * j] = rows.take(), (-1 if parent is None else parent)
-            src[2 * j + 1], act[2 * j + 1] = (rows.take(), -1) if parent is None else (parent, -2)
-        b, small = bound.round_bounds(lows, highs, src, act, np.repeat(qs, 2), rows)
-        masks = src.tolist()
+        masks = []
+        act = []
+        for parent in parents:
+            if parent is None:
+                masks += [rows.take(), rows.take()]
+                act += [-1, -1]
+            else:
+                masks += [rows.take(), parent]
+                act += [parent, -2]
+        b, small = bound.round_bounds(lo_arr, hi_arr, np.array(masks, dtype=np.int64), np.array(act, dtype=np.int64),
+                                      np.array(axes, dtype=np.int64), rows)
     else:
-        b, small = bound.with_small(lows, highs)
+        b, small = bound.with_small(lo_arr, hi_arr)
         masks = [None] * len(lows)
     boxes += len(lows)
-    alive = np.flatnonzero((b > best_td) & (small <= max_suppressed)).tolist()
+    values = b.tolist()
+    alive = [i for i, (value, lost) in enumerate(zip(values, small.tolist(), strict=True))
+             if value > best_td and lost <= max_suppressed]
     keep = check_tops([highs[i] for i in alive])
     best_td = max(best_td, tops_best())
-    wide = (lows != highs).any(axis=1).tolist()
-    values = b.tolist()
     held = set()
     for i, ok in zip(alive, keep, strict=True):
         # a box of one node is its top: evaluated, not kept
-        if ok and values[i] > best_td and wide[i]:
+        if ok and values[i] > best_td and lows[i] != highs[i]:
             heapq.heappush(heap, (-values[i], order, lows[i], highs[i], masks[i]))
             order += 1
             held.add(masks[i])

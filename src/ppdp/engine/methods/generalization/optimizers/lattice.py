@@ -100,7 +100,11 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     TOP_AT_BEST,
     box_rounds,
 )
-from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, ClassMasks, min_class_size
+from ppdp.engine.methods.generalization.optimizers.bounds import (
+    BoxBound,
+    ClassMasks,
+    min_class_size,
+)
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,

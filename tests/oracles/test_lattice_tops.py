@@ -171,3 +171,27 @@ def test_rolled_up_classification_gives_the_class_bound_bit_for_bit(seed: int) -
             else:
                 L, U, row = L2, U, b2
                 masks.release(a)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_round_bounds_over_a_limit_are_minus_infinity(seed: int) -> None:
+    """With ``max_small`` (a limit in records), ``round_bounds`` gives -inf to the boxes whose
+    classes of fewer than kmin records at U hold more records, and ``with_small``'s bound to
+    the others."""
+    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+
+    rng = np.random.default_rng([99_600, seed])
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=120)
+    problem = Problem(table, [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})])
+    bound = BoxBound(problem, partners=False)
+    heights = np.asarray(table.heights, dtype=np.int64)
+    a, b = rng.integers(0, heights + 1, size=(2, 12, len(heights)))
+    L, U = np.minimum(a, b), np.maximum(a, b)
+    want_b, want_small = bound.with_small(L, U)
+    limit = int(np.median(want_small))
+    masks = bound.new_masks()
+    src = np.array([masks.take() for _ in range(len(L))], dtype=np.int64)
+    got_b, got_small = bound.round_bounds(L, U, src, np.full(len(L), -1), np.zeros(len(L), dtype=np.int64), masks,
+                                          limit)
+    assert got_small.tolist() == want_small.tolist()
+    assert got_b.tolist() == np.where(want_small > limit, -np.inf, want_b).tolist()

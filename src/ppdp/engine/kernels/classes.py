@@ -1286,9 +1286,23 @@ def rows_from_pairs(pid, pair_keep, counts):
 
 # --- S*(G) and its evaluation in one pass -------------------------------------------------
 
-MEMO_SLOTS = 1 << 17  # memo entries (hash slots; filled up to half)
+MEMO_SLOTS = 1 << 17  # memo entries at most (hash slots; filled up to half)
+MEMO_SLOTS_PER_ROW = 8  # hash slots per histogram row, between MEMO_MIN_SLOTS and MEMO_SLOTS
+MEMO_MIN_SLOTS = 1 << 12
 MEMO_WIDTH = 8  # classes with more distinct sensitive values than this are not memoized
 _CAP_BITS = 40  # a memo key packs (sa, cap) as sa << 40 | cap
+
+
+def memo_slots(n_rows: int) -> int:
+    """Hash slots of the memo of a table of ``n_rows`` histogram rows: MEMO_SLOTS_PER_ROW a row
+    (a power of two, at least MEMO_MIN_SLOTS, at most MEMO_SLOTS): a class signature comes from
+    a class of the table, so a small table fills few, and a memo sized for the largest tables
+    cost small searches more to allocate than it saved. A full memo only stops remembering:
+    the numbers are the same."""
+    slots = MEMO_MIN_SLOTS
+    while slots < MEMO_SLOTS_PER_ROW * n_rows and slots < MEMO_SLOTS:
+        slots *= 2
+    return slots
 
 
 def new_retention_memo(n_sa: int, slots: int = MEMO_SLOTS):

@@ -243,7 +243,7 @@ class Problem:
         if self._memo is None:
             # S*(G) under k alone keeps whole classes and never reads the memo (5-17 MiB to fill).
             only_k = o.t < 0 and o.l_distinct <= 1 and o.l_entropy <= 1.0
-            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.MEMO_SLOTS)
+            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.memo_slots(t.n_rows))
         allocations, allocations_fill = self._memo
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.

@@ -931,7 +931,7 @@ def _big_rows_into(u, codes, gen, n_gen, counts, kmin, work, big):
 
 @nb.njit(cache=True)
 def class_round(L, U, src, act, axis, ids, n_ids, small, codes, codes_t, gen, n_gen, records, kmin, weight, counts,
-                row_w, w_off, work):
+                row_w, w_off, max_small, work):
     """The class bound of a round's boxes [L[i], U[i]] (``_class_bounds_small``'s numbers, bit
     for bit) with their classifications at U kept as rows of ``ids`` (class ids of the rows in
     classes of at least kmin records, -1 for the others; ``n_ids``: the bound of the ids, the
@@ -942,7 +942,9 @@ def class_round(L, U, src, act, axis, ids, n_ids, small, codes, codes_t, gen, n_
     class of kmin records at U' is outside one at U (its class there lies inside), so only the
     rows with an id at U' are classified again: the same classes, the same sums.
     ``row_w[w_off[q] + j, h]`` = ``weight[q, j, codes[h, q]]`` when given (else no rows): the
-    same numbers, read in row order.
+    same numbers, read in row order. A box whose small exceeds ``max_small`` gets -inf instead
+    of its sum (under a suppression limit of max_small records no node of it is within the
+    limit: every one suppresses those records).
     ``work``: (keys, cls, slot_key, slot_id, flags, class records, own) scratch of n rows."""
     n_boxes, nq = L.shape
     n = codes.shape[0]
@@ -982,7 +984,7 @@ def class_round(L, U, src, act, axis, ids, n_ids, small, codes, codes_t, gen, n_
                 lost += records[h]
         small[s] = lost
         n_ids[s] = m
-    return _class_sums(L, src, ids, counts, weight, codes_t, row_w, w_off, own)
+    return _class_sums(L, src, ids, small, counts, weight, codes_t, row_w, w_off, max_small, own)
 
 
 @nb.njit(cache=True)
@@ -1004,12 +1006,15 @@ def _row_weights(weight, codes_t, levels, w_off, n_w):
 
 
 @nb.njit(cache=True)
-def _class_sums(L, src, ids, counts, weight, codes_t, row_w, w_off, own):
+def _class_sums(L, src, ids, small, counts, weight, codes_t, row_w, w_off, max_small, own):
     """``class_round``'s bounds from its classifications (rows of ``ids``)."""
     n_boxes, nq = L.shape
     n = own.shape[0]
     bounds = np.empty(n_boxes)
     for i in range(n_boxes):
+        if small[src[i]] > max_small:
+            bounds[i] = -np.inf
+            continue
         # u_L(h) of every row, QID by QID (each row's sum in _class_bounds' order), then the
         # rows with an id summed in row order: _class_bounds' value, bit for bit
         for h in range(n):
@@ -1138,11 +1143,12 @@ class BoxBound:
         return ClassMasks(len(self._codes))
 
     def round_bounds(self, L: np.ndarray, U: np.ndarray, src: np.ndarray, act: np.ndarray, axis: np.ndarray,
-                     masks: ClassMasks) -> tuple[np.ndarray, np.ndarray]:
+                     masks: ClassMasks, max_small: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(bounds, small) of the boxes [L[i], U[i]]: ``with_small``'s numbers, bit for bit, with
         box i's classification at U in row ``src[i]`` of ``masks``, made here when ``act[i]`` >=
         -1: over every row (-1), or rolled up from row ``act[i]``, a classification at U[i] with
-        QID ``axis[i]`` higher (``class_round``). The class bound only."""
+        QID ``axis[i]`` higher (``class_round``); a box whose small exceeds ``max_small`` (a
+        suppression limit in records) bounds -inf. The class bound only."""
         if self._round_work is None:
             n = len(self._codes)
             size = _table_size(n)
@@ -1157,7 +1163,7 @@ class BoxBound:
                                        n_w if n_w * n <= ROW_WEIGHTS_MAX else 0)
         b = class_round(L, U, src, act, axis, masks.ids, masks.n_ids, masks.small, self._codes, self._codes_t, self._gen,
                         self._n_gen, self._records, self.kmin, self._weight, self._counts, self._row_w, self._w_off,
-                        self._round_work)
+                        np.int64(np.iinfo(np.int64).max if max_small is None else max_small), self._round_work)
         return b, masks.small[src]
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:

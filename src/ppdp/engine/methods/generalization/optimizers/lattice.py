@@ -404,7 +404,7 @@ def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops
                 masks += [rows.take(), parent]
                 act += [parent, -2]
         b, small = bound.round_bounds(lo_arr, hi_arr, np.array(masks, dtype=np.int64), np.array(act, dtype=np.int64),
-                                      np.array(axes, dtype=np.int64), rows)
+                                      np.array(axes, dtype=np.int64), rows, max_suppressed)
     else:
         b, small = bound.with_small(lo_arr, hi_arr)
         masks = [None] * len(lows)

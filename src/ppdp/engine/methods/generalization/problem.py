@@ -8,6 +8,8 @@ Every evaluated (G, S) counts as one evaluation against the budget.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
@@ -266,7 +268,10 @@ class Problem:
         """Class ids of the nodes evaluated last (engine/methods/generalization/evaluators/class_memo.py)."""
         if self._class_memo is None:
             t = self.table
-            self._class_memo = ClassMemo(t.n_rows, t.n_qids, CLASS_CACHE_BYTES // max(4 * t.n_rows, 1))
+            # No more slots than nodes in the lattice (as Flash's memo): a ring that holds every
+            # node never evicts one either way, and a small lattice's ring is cheap to make.
+            nodes = math.prod(int(h) + 1 for h in t.heights)
+            self._class_memo = ClassMemo(t.n_rows, t.n_qids, min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), nodes))
         return self._class_memo
 
     def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:

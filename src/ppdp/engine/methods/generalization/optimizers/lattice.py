@@ -78,11 +78,13 @@ enough for partner tables, the search also takes the class bound's box search in
 from __future__ import annotations
 
 import heapq
+import itertools
 from typing import Any
 
 import numpy as np
 
 from ppdp.engine.kernels import kinds
+from ppdp.engine.methods.generalization.evaluators import Evaluation
 from ppdp.engine.methods.generalization.optimizers import (
     OPTIMIZERS,
     OptimizerResult,
@@ -270,12 +272,19 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 else:
                     retained, ev = problem.evaluate_optimal(G)
                     ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
-                for i, good in enumerate(ok.tolist()):  # in order, as the Ray path offers them
+                # in order, as the Ray path offers them: each run of nodes within the limit in
+                # one offer, each run of others counted
+                start = 0
+                for good, run in itertools.groupby(ok.tolist()):
+                    n = len(list(run))
                     if good:
-                        tracker.offer(G[i : i + 1], retained[i : i + 1], ev.row(i))
-                        tops_best = max(tops_best, float(ev.td[i]))
+                        part = slice(start, start + n)
+                        tracker.offer(G[part], retained[part], Evaluation(ev.ad[part], ev.td[part], ev.feasible[part],
+                                                                          ev.violation[part], ev.suppressed[part]))
+                        tops_best = max(tops_best, float(ev.td[part].max()))
                     else:
-                        tracker.count(1)
+                        tracker.count(n)
+                    start += n
             else:
                 retained, ev = evaluate(G)
                 tracker.offer(G, retained, ev)

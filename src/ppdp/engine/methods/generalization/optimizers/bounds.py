@@ -108,6 +108,7 @@ from ppdp.engine.methods.generalization.problem import Problem
 
 guard(__file__, depends_on=[_kernels])  # _class_bounds compiles in _kernels._classify_into
 
+NO_LIMIT = np.iinfo(np.int64).max  # round_bounds' max_small without a limit
 ROW_WEIGHTS_MAX = 1 << 22  # entries of class_round's weights laid out per row (32 MiB)
 MAX_PARTNER_ROWS = 5_000  # O(rows^2 x nQID) to build the partner table: a few seconds up to here
 MAX_KEY = 2**62  # meet vectors are merged by a mixed-radix key of prod(heights + 2) values
@@ -1163,7 +1164,7 @@ class BoxBound:
                                        n_w if n_w * n <= ROW_WEIGHTS_MAX else 0)
         b = class_round(L, U, src, act, axis, masks.ids, masks.n_ids, masks.small, self._codes, self._codes_t, self._gen,
                         self._n_gen, self._records, self.kmin, self._weight, self._counts, self._row_w, self._w_off,
-                        np.int64(np.iinfo(np.int64).max if max_small is None else max_small), self._round_work)
+                        np.int64(NO_LIMIT if max_small is None else max_small), self._round_work)
         return b, masks.small[src]
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:

@@ -396,8 +396,8 @@ def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops
         highs += [U[:q] + (mid,) + U[q + 1:], U]
         axes += [q, q]
         parents.append(parent)
-    lo_arr = np.array(lows, dtype=np.int64)
-    hi_arr = np.array(highs, dtype=np.int64)
+    corners = np.array(lows + highs, dtype=np.int64)  # one conversion: lows, then highs
+    lo_arr, hi_arr = corners[: len(lows)], corners[len(lows) :]
     masks: list[Any]
     if rows is not None:
         # Each half's classification at U in a row of ``rows``: the half [L2, U] takes over its
@@ -412,8 +412,8 @@ def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops
             else:
                 masks += [rows.take(), parent]
                 act += [parent, -2]
-        b, small = bound.round_bounds(lo_arr, hi_arr, np.array(masks, dtype=np.int64), np.array(act, dtype=np.int64),
-                                      np.array(axes, dtype=np.int64), rows, max_suppressed)
+        src, act_arr, axis = np.array([masks, act, axes], dtype=np.int64)
+        b, small = bound.round_bounds(lo_arr, hi_arr, src, act_arr, axis, rows, max_suppressed)
     else:
         b, small = bound.with_small(lo_arr, hi_arr)
         masks = [None] * len(lows)

@@ -1046,25 +1046,36 @@ class ClassMasks:
     array (``class_round``): ``ids[r]`` the class ids of the rows in classes of at least kmin
     records (-1 for the others), ``n_ids[r]`` their bound, ``small[r]`` the records of the
     others. The search takes and releases rows (a row belongs to one box at a time: the half
-    that keeps its parent's U takes over its row)."""
+    that keeps its parent's U takes over its row); the free rows are ``free[:count[0]]``, a
+    stack the box loop kernel (``_box_kernels.tops_split``) also pops and pushes."""
 
     def __init__(self, n_rows: int, capacity: int = 64) -> None:
-        self.ids = np.zeros((capacity, n_rows), dtype=np.int32)
-        self.n_ids = np.zeros(capacity, dtype=np.int64)
-        self.small = np.zeros(capacity, dtype=np.int64)
-        self._free = list(range(capacity - 1, -1, -1))
+        # uninitialized: ``class_round`` writes a row before any box reads it
+        self.ids = np.empty((capacity, n_rows), dtype=np.int32)
+        self.n_ids = np.empty(capacity, dtype=np.int64)
+        self.small = np.empty(capacity, dtype=np.int64)
+        self.free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+        self.count = np.array([capacity], dtype=np.int64)
+
+    def reserve(self, n: int) -> None:
+        """At least n free rows (the rows double until there are; the new ones are free)."""
+        while self.count[0] < n:
+            cap = len(self.ids)
+            self.ids = np.concatenate([self.ids, np.empty_like(self.ids)])
+            self.n_ids = np.concatenate([self.n_ids, np.empty_like(self.n_ids)])
+            self.small = np.concatenate([self.small, np.empty_like(self.small)])
+            free = np.concatenate([self.free[: self.count[0]], np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int64)])
+            self.count[0] = len(free)
+            self.free = np.concatenate([free, np.zeros(2 * cap - len(free), dtype=np.int64)])
 
     def take(self) -> int:
-        if not self._free:  # double the rows; the new ones are free
-            cap = len(self.ids)
-            self.ids = np.concatenate([self.ids, np.zeros_like(self.ids)])
-            self.n_ids = np.concatenate([self.n_ids, np.zeros_like(self.n_ids)])
-            self.small = np.concatenate([self.small, np.zeros_like(self.small)])
-            self._free = list(range(2 * cap - 1, cap - 1, -1))
-        return self._free.pop()
+        self.reserve(1)
+        self.count[0] -= 1
+        return int(self.free[self.count[0]])
 
     def release(self, r: int) -> None:
-        self._free.append(r)
+        self.free[self.count[0]] = r
+        self.count[0] += 1
 
 
 class BoxBound:

@@ -101,6 +101,8 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     LEAVES,
     TOP_AT_BEST,
     box_rounds,
+    tops_push,
+    tops_split,
 )
 from ppdp.engine.methods.generalization.optimizers.bounds import (
     BoxBound,
@@ -233,6 +235,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
 
 MODES = ("bound", "nodes", "exhaustive")
 BOX_LOOP_KERNEL = True  # False: the Python loop (the kernel's twin) everywhere
+TOPS_LOOP_KERNEL = True  # False: the pruned-tops rounds in Python (_tops_round, the twin of _tops_loop)
 SPARE_SLOTS = 1024  # box slots of the kernel loop beyond one round's (they double when short)
 CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
 
@@ -323,6 +326,9 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     best_td = max(best_td, tops_best)
     if prune_tops and not heights.any():  # a one-node lattice, its top evaluated
         heap = []
+    if heap and rows is not None and TOPS_LOOP_KERNEL:
+        return _tops_loop(-root, heights, bound, rows, tracker, check_tops, lambda: tops_best, batch, best_td, boxes,
+                          max_boxes, max_suppressed)
     while heap:
         if -heap[0][0] <= best_td:
             return True, -heap[0][0], boxes
@@ -434,6 +440,59 @@ def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops
         for row in set(masks) - held:
             rows.release(row)
     return best_td, order, boxes
+
+
+def _tops_loop(root_key: float, heights: np.ndarray, bound: BoxBound, rows: ClassMasks, tracker: Tracker, check_tops,
+               tops_best, batch: int, best_td: float, boxes: int, max_boxes: int,
+               max_suppressed: int) -> tuple[bool, float | None, int]:
+    """``_box_search``'s loop with infeasible tops pruned and the class bound, its boxes in the
+    arrays of ``_box_kernels.tops_split`` / ``tops_push`` (``box_rounds``' heap) instead of a
+    heapq of tuples: the same boxes popped in the same order, bounded, checked and pushed as
+    ``_tops_round`` (its twin) does, so the same tops evaluated in the same batches. Python
+    bounds the halves (one ``round_bounds`` call) and evaluates their tops between the two."""
+    nq = len(heights)
+    capacity = 2 * batch + 1 + SPARE_SLOTS
+    key = np.empty(capacity)
+    order = np.empty(capacity, dtype=np.int64)
+    slot = np.empty(capacity, dtype=np.int64)
+    slot_L = np.empty((capacity, nq), dtype=np.int64)
+    slot_U = np.empty((capacity, nq), dtype=np.int64)
+    slot_row = np.empty(capacity, dtype=np.int64)
+    free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+    root = int(free[capacity - 1])  # the root box, classified nowhere yet (row -1)
+    slot_L[root], slot_U[root], slot_row[root] = 0, heights, -1
+    key[0], order[0], slot[0] = root_key, 0, root
+    counters = np.array([1, capacity - 1, 1], dtype=np.int64)  # heap size, free slots, next push order
+    lows = np.empty((2 * batch, nq), dtype=np.int64)
+    highs = np.empty((2 * batch, nq), dtype=np.int64)
+    src, act, axis = (np.empty(2 * batch, dtype=np.int64) for _ in range(3))
+    popped = np.empty(batch, dtype=np.int64)
+    while True:
+        if counters[0] == 0:
+            return True, None, boxes
+        if -key[0] <= best_td:
+            return True, -float(key[0]), boxes
+        if tracker.exhausted or boxes >= max_boxes:  # (the lattice's top is evaluated: never used == 0)
+            return False, -float(key[0]), boxes
+        if counters[1] < 2 * batch:  # double the slots; the new ones are free
+            n_free = int(counters[1])
+            key, order, slot, slot_row = (np.concatenate([a, np.empty_like(a)]) for a in (key, order, slot, slot_row))
+            slot_L, slot_U = (np.concatenate([a, np.empty_like(a)]) for a in (slot_L, slot_U))
+            free = np.concatenate([free[:n_free], np.arange(2 * capacity - 1, capacity - 1, -1, dtype=np.int64),
+                                   np.empty(capacity - n_free, dtype=np.int64)])
+            counters[1] = n_free + capacity
+            capacity *= 2
+        rows.reserve(2 * min(batch, int(counters[0])))  # a row for each half at most
+        n_pop = tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, float(best_td), batch, rows.free,
+                           rows.count, lows, highs, src, act, axis, popped)
+        m = 2 * n_pop
+        b, small = bound.round_bounds(lows[:m], highs[:m], src[:m], act[:m], axis[:m], rows, max_suppressed)
+        boxes += m
+        alive = np.flatnonzero((b > best_td) & (small <= max_suppressed))
+        keep = check_tops([tuple(r) for r in highs[alive].tolist()])
+        best_td = max(best_td, tops_best())
+        tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, highs, src, b, m, alive,
+                  np.array(keep, dtype=np.bool_), float(best_td), popped, n_pop, rows.free, rows.count)
 
 
 def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,

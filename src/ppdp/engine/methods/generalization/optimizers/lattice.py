@@ -25,7 +25,11 @@ bound runs the node search instead (the same bound, cheaper bookkeeping, classes
 
 With partner tables and no greedy incumbent the rounds of the box search run in Numba
 (``_box_kernels.box_rounds``: the same boxes popped in the same order, Python evaluating each
-round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise.
+round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise. With infeasible
+tops pruned (below) and the class bound, the boxes live in the same array heap
+(``_tops_loop``: ``_box_kernels.tops_split`` pops and splits a round's boxes, one
+``BoxBound.round_bounds`` call bounds the halves, Python evaluates their new tops,
+``tops_push`` pushes the halves kept); ``_tops_round`` is its plain-Python twin.
 
 ``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
 (UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next

@@ -133,22 +133,123 @@ def test_pruned_search_certifies_the_exhaustive_optimum(limit: float, seed: int)
             assert got.suppressed <= max_sup, extra
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_reused_classification_gives_the_class_bound_bit_for_bit(seed: int) -> None:
-    """``BoxBound.with_masks`` (a half reusing its parent's classification at U) gives
-    ``with_small``'s bounds and suppressed counts exactly."""
-    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+@pytest.mark.parametrize("seed", range(8))
+def test_rolled_up_classification_gives_the_class_bound_bit_for_bit(seed: int) -> None:
+    """``BoxBound.round_bounds`` (bounds.class_round: each box's classification at U kept as a
+    row, a half [L, U1] rolled up from its parent's row over the rows in classes of kmin records
+    there, a half [L2, U] taking over its parent's row; the rows growing) gives ``with_small``'s bounds and
+    suppressed counts exactly, and the Python twin's bounds, along random chains of splits."""
+    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, ClassMasks
+    from tests.support.bounds_reference import class_bounds_python
 
     rng = np.random.default_rng([99_500, seed])
     table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=120)
     problem = Problem(table, [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})])
     bound = BoxBound(problem, partners=False)
     heights = np.asarray(table.heights, dtype=np.int64)
-    for _ in range(10):
-        a, b = rng.integers(0, heights + 1), rng.integers(0, heights + 1)
-        L, U = np.minimum(a, b), np.maximum(a, b)
-        _, _, parent = bound.with_masks(L[None, :], U[None, :], [None])
-        L2 = np.minimum(L + rng.integers(0, 2, size=len(L)), U)
-        got_b, got_small, _ = bound.with_masks(np.stack([L, L2]), np.stack([U, U]), [None, parent[0]])
-        want_b, want_small = bound.with_small(np.stack([L, L2]), np.stack([U, U]))
-        assert got_b.tolist() == want_b.tolist() and got_small.tolist() == want_small.tolist()
+    masks = ClassMasks(len(table.counts), capacity=1)  # grows as rows are taken
+    for _ in range(4):
+        # the root's two halves classified over every row, then random descents
+        L, U = np.zeros_like(heights), heights.copy()
+        row = -1
+        while (U - L).any():
+            q = int(rng.choice(np.flatnonzero(U > L)))
+            mid = int(rng.integers(L[q], U[q]))
+            U1, L2 = U.copy(), L.copy()
+            U1[q], L2[q] = mid, mid + 1
+            a, b2 = masks.take(), (masks.take() if row < 0 else row)
+            src = np.array([a, b2], dtype=np.int64)
+            act = np.array([row, -1 if row < 0 else -2], dtype=np.int64)
+            lows, highs = np.stack([L, L2]), np.stack([U1, U])
+            got_b, got_small = bound.round_bounds(lows, highs, src, act, np.array([q, q]), masks)
+            want_b, want_small = bound.with_small(lows, highs)
+            assert got_b.tolist() == want_b.tolist() and got_small.tolist() == want_small.tolist()
+            assert np.allclose(got_b, class_bounds_python(problem, lows, highs), rtol=0, atol=1e-9)
+            if rng.random() < 0.5:
+                L, U, row = L, U1, a
+                masks.release(b2)
+            else:
+                L, U, row = L2, U, b2
+                masks.release(a)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_round_bounds_over_a_limit_are_minus_infinity(seed: int) -> None:
+    """With ``max_small`` (a limit in records), ``round_bounds`` gives -inf to the boxes whose
+    classes of fewer than kmin records at U hold more records, and ``with_small``'s bound to
+    the others."""
+    from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound
+
+    rng = np.random.default_rng([99_600, seed])
+    table = random_table(rng, n_qids=int(rng.integers(2, 5)), max_records=120)
+    problem = Problem(table, [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})])
+    bound = BoxBound(problem, partners=False)
+    heights = np.asarray(table.heights, dtype=np.int64)
+    a, b = rng.integers(0, heights + 1, size=(2, 12, len(heights)))
+    L, U = np.minimum(a, b), np.maximum(a, b)
+    want_b, want_small = bound.with_small(L, U)
+    limit = int(np.median(want_small))
+    masks = bound.new_masks()
+    src = np.array([masks.take() for _ in range(len(L))], dtype=np.int64)
+    got_b, got_small = bound.round_bounds(L, U, src, np.full(len(L), -1), np.zeros(len(L), dtype=np.int64), masks,
+                                          limit)
+    assert got_small.tolist() == want_small.tolist()
+    assert got_b.tolist() == np.where(want_small > limit, -np.inf, want_b).tolist()
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+@pytest.mark.parametrize("seed", range(10))
+def test_tops_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, batch: int, seed: int) -> None:
+    """``lattice._tops_loop`` (``_box_kernels.tops_split`` / ``tops_push``) against its twin,
+    ``_tops_round``'s Python loop: the same tops evaluated in the same batches (so the same boxes
+    popped in the same order), the same boxes bounded, the same answer and bound left, also when
+    stopped early by ``max_boxes``; the slots start small so that they grow."""
+    from ppdp.engine.methods.generalization.optimizers import lattice as lattice_module
+
+    rng = np.random.default_rng([99_700, seed, batch])
+    table = _table_with_sa(rng, 200)
+    ctx = ModelContext(tuple(table.sensitive), table.sa_values)
+    distance = "equal" if seed % 2 else "ordered"
+    models = [build_model("t-closeness", {"t": float(rng.uniform(0.1, 0.4)), "distance": distance}).bind(ctx),
+              build_model("k-anonymity", {"k": int(rng.integers(2, 6))})]
+    size = lattice_size(table.heights)
+    monkeypatch.setattr(lattice_module, "SPARE_SLOTS", 0)
+    limit = float(rng.choice([0.0, 0.01, 0.05, 0.2]))
+    runs = [{"batch": batch, "suppression_limit": limit}]
+    runs += [{"batch": batch, "suppression_limit": limit, "max_boxes": int(m)} for m in rng.integers(1, 40, 2)]
+    split_calls = []
+    split = lattice_module.tops_split
+
+    def counted_split(*a):
+        split_calls.append(1)
+        return split(*a)
+
+    monkeypatch.setattr(lattice_module, "tops_split", counted_split)
+    for params in runs:
+        traces = []
+        for kernel in (True, False):
+            monkeypatch.setattr(lattice_module, "TOPS_LOOP_KERNEL", kernel)
+            batches: list[list[list[int]]] = []
+            problem = Problem(table, models)
+            optimal, plain = problem.evaluate_optimal, problem.evaluate
+
+            def traced_optimal(G, _f=optimal, _b=batches):
+                _b.append(np.atleast_2d(G).tolist())
+                return _f(G)
+
+            def traced_plain(G, *a, _f=plain, _b=batches, **k):
+                _b.append(np.atleast_2d(G).tolist())
+                return _f(G, *a, **k)
+
+            monkeypatch.setattr(problem, "evaluate_optimal", traced_optimal)
+            monkeypatch.setattr(problem, "evaluate", traced_plain)
+            result = run_optimizer("lattice", problem, budget=size, params=dict(params))
+            traces.append((result, batches))
+        (k_res, k_batches), (p_res, p_batches) = traces
+        assert k_batches == p_batches, params
+        assert k_res.td == p_res.td and k_res.certified == p_res.certified and k_res.feasible == p_res.feasible
+        assert np.array_equal(k_res.g, p_res.g) and k_res.evaluations == p_res.evaluations
+        assert k_res.info == p_res.info  # boxes bounded, bound left, search
+        if k_res.info.get("boxes_bounded", 0) > 1:
+            assert k_res.info["search"] == "boxes by class, infeasible tops pruned"
+            assert split_calls  # the kernel loop ran

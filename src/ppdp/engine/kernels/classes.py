@@ -1286,22 +1286,36 @@ def rows_from_pairs(pid, pair_keep, counts):
 
 # --- S*(G) and its evaluation in one pass -------------------------------------------------
 
-MEMO_SLOTS = 1 << 17  # memo entries (hash slots; filled up to half)
+MEMO_SLOTS = 1 << 17  # memo entries at most (hash slots; filled up to half)
+MEMO_SLOTS_PER_ROW = 8  # hash slots per histogram row, between MEMO_MIN_SLOTS and MEMO_SLOTS
+MEMO_MIN_SLOTS = 1 << 12
 MEMO_WIDTH = 8  # classes with more distinct sensitive values than this are not memoized
 _CAP_BITS = 40  # a memo key packs (sa, cap) as sa << 40 | cap
+
+
+def memo_slots(n_rows: int) -> int:
+    """Hash slots of the memo of a table of ``n_rows`` histogram rows: MEMO_SLOTS_PER_ROW a row
+    (a power of two, at least MEMO_MIN_SLOTS, at most MEMO_SLOTS): a class signature comes from
+    a class of the table, so a small table fills few, and a memo sized for the largest tables
+    cost small searches more to allocate than it saved. A full memo only stops remembering:
+    the numbers are the same."""
+    slots = MEMO_MIN_SLOTS
+    while slots < MEMO_SLOTS_PER_ROW * n_rows and slots < MEMO_SLOTS:
+        slots *= 2
+    return slots
 
 
 def new_retention_memo(n_sa: int, slots: int = MEMO_SLOTS):
     """Empty memo of ``_class_keep`` for ``evaluate_optimal_batch``: (table, fill).
 
     One row per hash slot, so that a lookup touches one cache line or two: [number of values
-    (-1: empty), width packed (sa, cap) keys, width kept counts]. A class of at most
-    width = min(n_sa, MEMO_WIDTH) sensitive values fits: 5 MiB for a binary SA, 17 MiB at most.
+    (0: empty; a class holds at least one), width packed (sa, cap) keys, width kept counts]. A
+    class of at most width = min(n_sa, MEMO_WIDTH) sensitive values fits: 5 MiB for a binary
+    SA, 17 MiB at most, all zeros: its pages are only touched where slots are filled (no empty
+    mark written into every slot when a search starts).
     """
     width = min(max(n_sa, 1), MEMO_WIDTH) if n_sa < (1 << (63 - _CAP_BITS)) else 0
-    table = np.zeros((slots, 1 + 2 * width), dtype=np.int64)
-    table[:, 0] = -1
-    return table, np.zeros(1, dtype=np.int64)
+    return np.zeros((slots, 1 + 2 * width), dtype=np.int64), np.zeros(1, dtype=np.int64)
 
 
 @njit(cache=True)
@@ -1315,7 +1329,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
     s = (h >> np.uint64(20)) & mask
     while True:
         ln = memo[s, 0]
-        if ln == -1:
+        if ln == 0:
             return np.int64(s), False
         if ln == nv:
             same = True

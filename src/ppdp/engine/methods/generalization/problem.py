@@ -8,6 +8,8 @@ Every evaluated (G, S) counts as one evaluation against the budget.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ppdp.engine.core.encoding import EncodedTable
@@ -243,7 +245,7 @@ class Problem:
         if self._memo is None:
             # S*(G) under k alone keeps whole classes and never reads the memo (5-17 MiB to fill).
             only_k = o.t < 0 and o.l_distinct <= 1 and o.l_entropy <= 1.0
-            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.MEMO_SLOTS)
+            self._memo = K.new_retention_memo(t.n_sa, slots=1 if only_k else K.memo_slots(t.n_rows))
         allocations, allocations_fill = self._memo
         G = np.ascontiguousarray(G, dtype=np.int64)
         # The batch's class ids are kept (as views of one array): only when they fit the cache.
@@ -266,7 +268,10 @@ class Problem:
         """Class ids of the nodes evaluated last (engine/methods/generalization/evaluators/class_memo.py)."""
         if self._class_memo is None:
             t = self.table
-            self._class_memo = ClassMemo(t.n_rows, t.n_qids, CLASS_CACHE_BYTES // max(4 * t.n_rows, 1))
+            # No more slots than nodes in the lattice (as Flash's memo): a ring that holds every
+            # node never evicts one either way, and a small lattice's ring is cheap to make.
+            nodes = math.prod(int(h) + 1 for h in t.heights)
+            self._class_memo = ClassMemo(t.n_rows, t.n_qids, min(CLASS_CACHE_BYTES // max(4 * t.n_rows, 1), nodes))
         return self._class_memo
 
     def evaluate_unsuppressed(self, G: np.ndarray, *, count: bool = True) -> Evaluation:

@@ -170,3 +170,97 @@ def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, be
                     _sift_up(key, order, slot, pos)
         if n_leaves > 0:
             return LEAVES, n_leaves
+
+
+@nb.njit(cache=True)
+def tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, best_td, batch, row_free, row_count,
+               lows, highs, src, act, axis, popped):
+    """The popping half of a round of ``lattice._tops_round`` (its twin): pop up to ``batch``
+    boxes above ``best_td`` in heap order (``box_rounds``' heap, ``counters`` = [heap size,
+    free slots, next push order]) and split each along its first widest QID into [L, U1]
+    (``lows``/``highs`` row 2j) and [L2, U] (row 2j + 1), with their rows of class ids
+    (``bounds.ClassMasks``): [L2, U] takes over its parent's row, [L, U1] takes a free one
+    (``row_free[:row_count[0]]``), rolled up from the parent's (``act``), both new and
+    classified over every row at the root (parent row -1). Returns the boxes popped, whose
+    slots go to ``popped``."""
+    nq = slot_L.shape[1]
+    n_pop = 0
+    while counters[0] > 0 and -key[0] > best_td and n_pop < batch:
+        s = slot[0]
+        last = counters[0] - 1
+        key[0], order[0], slot[0] = key[last], order[last], slot[last]
+        counters[0] = last
+        _sift_down(key, order, slot, last)
+        L = slot_L[s]
+        U = slot_U[s]
+        q = 0
+        widest = U[0] - L[0]
+        for j in range(1, nq):
+            if U[j] - L[j] > widest:
+                widest = U[j] - L[j]
+                q = j
+        mid = (L[q] + U[q]) // 2
+        i = 2 * n_pop
+        lows[i] = L
+        highs[i] = U
+        highs[i, q] = mid
+        lows[i + 1] = L
+        lows[i + 1, q] = mid + 1
+        highs[i + 1] = U
+        r = slot_row[s]
+        row_count[0] -= 1
+        src[i] = row_free[row_count[0]]
+        act[i] = r
+        if r < 0:
+            row_count[0] -= 1
+            src[i + 1] = row_free[row_count[0]]
+            act[i + 1] = -1
+        else:
+            src[i + 1] = r
+            act[i + 1] = -2
+        axis[i] = q
+        axis[i + 1] = q
+        popped[n_pop] = s
+        n_pop += 1
+    return n_pop
+
+
+@nb.njit(cache=True)
+def tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, highs, src, values, n_halves,
+              alive, keep, best_td, popped, n_pop, row_free, row_count):
+    """The pushing half of the round: push the halves ``alive[j]`` with ``keep[j]`` (their top
+    within the limit), a bound above ``best_td`` and more than one node, in order (the next push
+    orders); the rows of the other halves and the popped boxes' slots are free again."""
+    nq = slot_L.shape[1]
+    held = np.zeros(n_halves, dtype=np.bool_)
+    for j in range(alive.shape[0]):
+        i = alive[j]
+        if not keep[j] or not values[i] > best_td:
+            continue
+        wide = False
+        for x in range(nq):
+            if lows[i, x] != highs[i, x]:
+                wide = True
+                break
+        if not wide:
+            continue
+        counters[1] -= 1
+        s = free[counters[1]]
+        slot_L[s] = lows[i]
+        slot_U[s] = highs[i]
+        slot_row[s] = src[i]
+        pos = counters[0]
+        key[pos] = -values[i]
+        order[pos] = counters[2]
+        slot[pos] = s
+        counters[0] += 1
+        counters[2] += 1
+        _sift_up(key, order, slot, pos)
+        held[i] = True
+    for i in range(n_halves):
+        if not held[i]:
+            row_free[row_count[0]] = src[i]
+            row_count[0] += 1
+    for x in range(n_pop):
+        free[counters[1]] = popped[x]
+        counters[1] += 1

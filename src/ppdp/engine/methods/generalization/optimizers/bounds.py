@@ -103,11 +103,13 @@ import numpy as np
 from ppdp.engine.kernels import classes as _kernels
 from ppdp.engine.kernels import kinds
 from ppdp.engine.kernels.cache import guard
-from ppdp.engine.kernels.classes import _classify_into, _rank_into, _table_size
+from ppdp.engine.kernels.classes import _classify_into, _rank_bounded_into, _rank_into, _table_size
 from ppdp.engine.methods.generalization.problem import Problem
 
 guard(__file__, depends_on=[_kernels])  # _class_bounds compiles in _kernels._classify_into
 
+NO_LIMIT = np.iinfo(np.int64).max  # round_bounds' max_small without a limit
+ROW_WEIGHTS_MAX = 1 << 22  # entries of class_round's weights laid out per row (32 MiB)
 MAX_PARTNER_ROWS = 5_000  # O(rows^2 x nQID) to build the partner table: a few seconds up to here
 MAX_KEY = 2**62  # meet vectors are merged by a mixed-radix key of prod(heights + 2) values
 
@@ -929,35 +931,151 @@ def _big_rows_into(u, codes, gen, n_gen, counts, kmin, work, big):
 
 
 @nb.njit(cache=True)
-def _class_big(U, codes, gen, n_gen, counts, kmin):
-    """(big[i, h]: row h's class at U[i] holds at least kmin records, small[i]: the records of
-    the other rows), the classification half of ``_class_bounds_small``."""
-    n_boxes = U.shape[0]
+def class_round(L, U, src, act, axis, ids, n_ids, small, codes, codes_t, gen, n_gen, records, kmin, weight, counts,
+                row_w, w_off, max_small, work):
+    """The class bound of a round's boxes [L[i], U[i]] (``_class_bounds_small``'s numbers, bit
+    for bit) with their classifications at U kept as rows of ``ids`` (class ids of the rows in
+    classes of at least kmin records, -1 for the others; ``n_ids``: the bound of the ids, the
+    number of classes). Box i reads ``ids[src[i]]`` and ``small[src[i]]``, classified here
+    first when ``act[i]`` >= -1: over every row (-1), or rolled up from ``ids[act[i]]``, the
+    classes at a U' equal to U[i] but in QID ``axis[i]``, where U'[axis] > U[axis]: a class at U
+    is a class at U' (one id) split by its generalized value in that QID, and a row outside a
+    class of kmin records at U' is outside one at U (its class there lies inside), so only the
+    rows with an id at U' are classified again: the same classes, the same sums.
+    ``row_w[w_off[q] + j, h]`` = ``weight[q, j, codes[h, q]]`` when given (else no rows): the
+    same numbers, read in row order. A box whose small exceeds ``max_small`` gets -inf instead
+    of its sum (under a suppression limit of max_small records no node of it is within the
+    limit: every one suppresses those records).
+    ``work``: (keys, cls, slot_key, slot_id, flags, class records, own) scratch of n rows."""
+    n_boxes, nq = L.shape
     n = codes.shape[0]
-    work = _big_rows_work(n)
-    big = np.zeros((n_boxes, n), dtype=np.bool_)
-    small = np.zeros(n_boxes, dtype=np.int64)
+    keys, cls, slot_key, slot_id, flags, rec, own = work
     for i in range(n_boxes):
-        small[i] = _big_rows_into(U[i], codes, gen, n_gen, counts, kmin, work, big[i])
-    return big, small
+        a = act[i]
+        if a < -1:
+            continue
+        s = src[i]
+        if a == -1:
+            for h in range(n):
+                flags[h] = True
+            m = _classify_into(U[i], codes, gen, n_gen, flags, keys, cls, slot_key, slot_id)
+        else:
+            q = axis[i]
+            radix = n_gen[q, U[i, q]]
+            lvl = gen[q, U[i, q]]
+            c = codes_t[q]
+            par = ids[a]
+            for h in range(n):
+                p = par[h]
+                flags[h] = p >= 0
+                keys[h] = p * radix + lvl[c[h]] if p >= 0 else 0
+            m = _rank_bounded_into(keys, n_ids[a] * radix, flags, cls, slot_key, slot_id)
+        for c2 in range(m):
+            rec[c2] = 0
+        for h in range(n):
+            if flags[h]:
+                rec[cls[h]] += records[h]
+        out = ids[s]
+        lost = 0
+        for h in range(n):
+            if flags[h] and rec[cls[h]] >= kmin:
+                out[h] = cls[h]
+            else:
+                out[h] = -1
+                lost += records[h]
+        small[s] = lost
+        n_ids[s] = m
+    return _class_sums(L, src, ids, small, counts, weight, codes_t, row_w, w_off, max_small, own)
 
 
 @nb.njit(cache=True)
-def _bounds_from_big(L, big, codes, weight, counts):
-    """out[i]: ``_class_bounds``'s sum over the rows with big[i, h], in its order (bit for bit)."""
+def _row_weights(weight, codes_t, levels, w_off, n_w):
+    """``class_round``'s ``row_w``: row w_off[q] + j holds weight[q, j, codes[h, q]] of every row h
+    (n_w rows; none when n_w is 0)."""
+    n = codes_t.shape[1]
+    out = np.empty((n_w, n))
+    if n_w == 0:
+        return out
+    for q in range(levels.shape[0]):
+        c = codes_t[q]
+        for j in range(levels[q]):
+            w = weight[q, j]
+            r = out[w_off[q] + j]
+            for h in range(n):
+                r[h] = w[c[h]]
+    return out
+
+
+@nb.njit(cache=True)
+def _class_sums(L, src, ids, small, counts, weight, codes_t, row_w, w_off, max_small, own):
+    """``class_round``'s bounds from its classifications (rows of ``ids``)."""
     n_boxes, nq = L.shape
-    n = codes.shape[0]
-    out = np.zeros(n_boxes)
+    n = own.shape[0]
+    bounds = np.empty(n_boxes)
     for i in range(n_boxes):
+        if small[src[i]] > max_small:
+            bounds[i] = -np.inf
+            continue
+        # u_L(h) of every row, QID by QID (each row's sum in _class_bounds' order), then the
+        # rows with an id summed in row order: _class_bounds' value, bit for bit
+        for h in range(n):
+            own[h] = 0.0
+        for q in range(nq):
+            if row_w.shape[0] > 0:  # the weights row by row, laid out per (QID, level)
+                wr = row_w[w_off[q] + L[i, q]]
+                for h in range(n):
+                    own[h] += wr[h]
+            else:
+                w = weight[q, L[i, q]]
+                c = codes_t[q]
+                for h in range(n):
+                    own[h] += w[c[h]]
+        row = ids[src[i]]
         total = 0.0
         for h in range(n):
-            if big[i, h]:
-                own = 0.0
-                for q in range(nq):
-                    own += weight[q, L[i, q], codes[h, q]]
-                total += counts[h] * own
-        out[i] = total
-    return out
+            # adding +0.0 for a row without an id leaves the sum's bits as they are (it is
+            # never -0.0): no branch to mispredict
+            v = counts[h] * own[h]
+            total += v if row[h] >= 0 else 0.0
+        bounds[i] = total
+    return bounds
+
+
+class ClassMasks:
+    """The class bound's classifications at U of the boxes a search holds, as rows of one 2-D
+    array (``class_round``): ``ids[r]`` the class ids of the rows in classes of at least kmin
+    records (-1 for the others), ``n_ids[r]`` their bound, ``small[r]`` the records of the
+    others. The search takes and releases rows (a row belongs to one box at a time: the half
+    that keeps its parent's U takes over its row); the free rows are ``free[:count[0]]``, a
+    stack the box loop kernel (``_box_kernels.tops_split``) also pops and pushes."""
+
+    def __init__(self, n_rows: int, capacity: int = 64) -> None:
+        # uninitialized: ``class_round`` writes a row before any box reads it
+        self.ids = np.empty((capacity, n_rows), dtype=np.int32)
+        self.n_ids = np.empty(capacity, dtype=np.int64)
+        self.small = np.empty(capacity, dtype=np.int64)
+        self.free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+        self.count = np.array([capacity], dtype=np.int64)
+
+    def reserve(self, n: int) -> None:
+        """At least n free rows (the rows double until there are; the new ones are free)."""
+        while self.count[0] < n:
+            cap = len(self.ids)
+            self.ids = np.concatenate([self.ids, np.empty_like(self.ids)])
+            self.n_ids = np.concatenate([self.n_ids, np.empty_like(self.n_ids)])
+            self.small = np.concatenate([self.small, np.empty_like(self.small)])
+            free = np.concatenate([self.free[: self.count[0]], np.arange(2 * cap - 1, cap - 1, -1, dtype=np.int64)])
+            self.count[0] = len(free)
+            self.free = np.concatenate([free, np.zeros(2 * cap - len(free), dtype=np.int64)])
+
+    def take(self) -> int:
+        self.reserve(1)
+        self.count[0] -= 1
+        return int(self.free[self.count[0]])
+
+    def release(self, r: int) -> None:
+        self.free[self.count[0]] = r
+        self.count[0] += 1
 
 
 class BoxBound:
@@ -981,6 +1099,9 @@ class BoxBound:
         self._heights = np.asarray(t.heights, dtype=np.int64)
         self._packed: dict[int, tuple[PartnerTable, PartnerTable, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
         self.use_bitsets = True  # False: the packed test per partner (the tests compare both)
+        self._round_work: tuple[np.ndarray, ...] | None = None  # class_round's scratch, made once
+        self._codes_t = np.ascontiguousarray(self._codes.T)  # class_round reads the codes QID by QID
+        self._row_w = self._w_off = np.zeros(0)  # class_round's weights per row (made with its scratch)
         self._none = PartnerTable(np.zeros(t.n_rows + 1, dtype=np.int64), np.zeros((0, t.n_qids), dtype=np.int64),
                                   np.zeros(0, dtype=np.int64), np.zeros(t.n_rows, dtype=np.int64))
 
@@ -1028,27 +1149,34 @@ class BoxBound:
         assert not self.tables
         return self.with_states(L, U, None)[0], np.zeros(len(L), dtype=np.int64)
 
-    def with_masks(self, L: np.ndarray, U: np.ndarray,
-                   known: list[Any]) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-        """``with_small`` reusing the classification at U of boxes whose U was classified before:
-        ``known[i]`` is (mask of the rows in classes of at least kmin records at U[i], small[i])
-        (a half keeps its parent's U), or None. Returns (bounds, small, masks): the numbers of
-        ``with_small``. Masks only with the class bound (else all None)."""
-        if not self.by_class:
-            b, small = self.with_small(L, U)
-            return b, small, [None] * len(b)
-        L = np.ascontiguousarray(np.atleast_2d(L), dtype=np.int64)
-        U = np.ascontiguousarray(np.atleast_2d(U), dtype=np.int64)
-        masks = list(known)
-        todo = [i for i, m in enumerate(known) if m is None]
-        if todo:
-            big, lost = _class_big(U[todo], self._codes, self._gen, self._n_gen, self._records, self.kmin)
-            for j, i in enumerate(todo):
-                masks[i] = (big[j], int(lost[j]))
-        small = np.array([m[1] for m in masks], dtype=np.int64)
-        b = _bounds_from_big(L, np.ascontiguousarray(np.stack([m[0] for m in masks])), self._codes, self._weight,
-                             self._counts)
-        return b, small, masks
+    def new_masks(self) -> ClassMasks:
+        """Empty rows for ``round_bounds`` (the class bound only)."""
+        assert self.by_class
+        return ClassMasks(len(self._codes))
+
+    def round_bounds(self, L: np.ndarray, U: np.ndarray, src: np.ndarray, act: np.ndarray, axis: np.ndarray,
+                     masks: ClassMasks, max_small: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(bounds, small) of the boxes [L[i], U[i]]: ``with_small``'s numbers, bit for bit, with
+        box i's classification at U in row ``src[i]`` of ``masks``, made here when ``act[i]`` >=
+        -1: over every row (-1), or rolled up from row ``act[i]``, a classification at U[i] with
+        QID ``axis[i]`` higher (``class_round``); a box whose small exceeds ``max_small`` (a
+        suppression limit in records) bounds -inf. The class bound only."""
+        if self._round_work is None:
+            n = len(self._codes)
+            size = _table_size(n)
+            self._round_work = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32),
+                                np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int32),
+                                np.ones(n, dtype=np.bool_), np.empty(n, dtype=np.int64), np.empty(n))
+            # weight[q, j, codes[h, q]] as rows per (QID, level), where they fit in ROW_WEIGHTS_MAX
+            levels = self._heights + 1
+            n_w = int(levels.sum())
+            self._w_off = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
+            self._row_w = _row_weights(self._weight, self._codes_t, levels, self._w_off,
+                                       n_w if n_w * n <= ROW_WEIGHTS_MAX else 0)
+        b = class_round(L, U, src, act, axis, masks.ids, masks.n_ids, masks.small, self._codes, self._codes_t, self._gen,
+                        self._n_gen, self._records, self.kmin, self._weight, self._counts, self._row_w, self._w_off,
+                        np.int64(NO_LIMIT if max_small is None else max_small), self._round_work)
+        return b, masks.small[src]
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
         """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""

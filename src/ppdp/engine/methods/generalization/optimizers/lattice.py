@@ -25,7 +25,11 @@ bound runs the node search instead (the same bound, cheaper bookkeeping, classes
 
 With partner tables and no greedy incumbent the rounds of the box search run in Numba
 (``_box_kernels.box_rounds``: the same boxes popped in the same order, Python evaluating each
-round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise.
+round's leaves); ``_box_search`` is its plain-Python twin and runs otherwise. With infeasible
+tops pruned (below) and the class bound, the boxes live in the same array heap
+(``_tops_loop``: ``_box_kernels.tops_split`` pops and splits a round's boxes, one
+``BoxBound.round_bounds`` call bounds the halves, Python evaluates their new tops,
+``tops_push`` pushes the halves kept); ``_tops_round`` is its plain-Python twin.
 
 ``mode = "nodes"``: the earlier best-first over nodes by UB(G) = TD with nothing suppressed
 (UB only decreases upward: 1/|v_g| shrinks as values generalize); certified as soon as the next
@@ -78,11 +82,13 @@ enough for partner tables, the search also takes the class bound's box search in
 from __future__ import annotations
 
 import heapq
+import itertools
 from typing import Any
 
 import numpy as np
 
 from ppdp.engine.kernels import kinds
+from ppdp.engine.methods.generalization.evaluators import Evaluation
 from ppdp.engine.methods.generalization.optimizers import (
     OPTIMIZERS,
     OptimizerResult,
@@ -99,8 +105,14 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     LEAVES,
     TOP_AT_BEST,
     box_rounds,
+    tops_push,
+    tops_split,
 )
-from ppdp.engine.methods.generalization.optimizers.bounds import BoxBound, min_class_size
+from ppdp.engine.methods.generalization.optimizers.bounds import (
+    BoxBound,
+    ClassMasks,
+    min_class_size,
+)
 from ppdp.engine.methods.generalization.optimizers.descent import greedy_incumbent
 from ppdp.engine.methods.generalization.optimizers.lattice_nodes import (
     all_nodes,
@@ -227,6 +239,7 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
 
 MODES = ("bound", "nodes", "exhaustive")
 BOX_LOOP_KERNEL = True  # False: the Python loop (the kernel's twin) everywhere
+TOPS_LOOP_KERNEL = True  # False: the pruned-tops rounds in Python (_tops_round, the twin of _tops_loop)
 SPARE_SLOTS = 1024  # box slots of the kernel loop beyond one round's (they double when short)
 CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
 
@@ -249,18 +262,14 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     L0 = np.zeros((1, len(heights)), dtype=np.int64)
     # prune_tops: each top evaluated, within the limit or not; a box is kept only when its top
     # is within the limit (the tops of a round are evaluated in one batch, after the bounds).
-    status: dict[bytes, bool] = {}
+    status: dict[tuple[int, ...], bool] = {}
     tops_best = -np.inf
 
-    def check_tops(highs: list[np.ndarray]) -> list[bool]:
+    def check_tops(highs: list[tuple[int, ...]]) -> list[bool]:
         nonlocal tops_best
-        todo: dict[bytes, np.ndarray] = {}
-        for U in highs:
-            key = U.tobytes()
-            if key not in status and key not in todo:
-                todo[key] = U
+        todo = list(dict.fromkeys(U for U in highs if U not in status))
         if todo:
-            G = np.stack(list(todo.values()))
+            G = np.array(todo, dtype=np.int64)
             if local:
                 # S*(G) in one pass; a node over the limit is only counted: the lattice's top,
                 # feasible (checked first), is already offered, so it cannot be the best.
@@ -270,12 +279,19 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 else:
                     retained, ev = problem.evaluate_optimal(G)
                     ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
-                for i, good in enumerate(ok.tolist()):  # in order, as the Ray path offers them
+                # in order, as the Ray path offers them: each run of nodes within the limit in
+                # one offer, each run of others counted
+                start = 0
+                for good, run in itertools.groupby(ok.tolist()):
+                    n = len(list(run))
                     if good:
-                        tracker.offer(G[i : i + 1], retained[i : i + 1], ev.row(i))
-                        tops_best = max(tops_best, float(ev.td[i]))
+                        part = slice(start, start + n)
+                        tracker.offer(G[part], retained[part], Evaluation(ev.ad[part], ev.td[part], ev.feasible[part],
+                                                                          ev.violation[part], ev.suppressed[part]))
+                        tops_best = max(tops_best, float(ev.td[part].max()))
                     else:
-                        tracker.count(1)
+                        tracker.count(n)
+                    start += n
             else:
                 retained, ev = evaluate(G)
                 tracker.offer(G, retained, ev)
@@ -283,13 +299,15 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 ok = np.asarray(ev.feasible, dtype=bool)
             for key, good in zip(todo, ok.tolist(), strict=True):
                 status[key] = bool(good)
-        return [status[U.tobytes()] for U in highs]
+        return [status[U] for U in highs]
 
+    # prune_tops with the class bound: the classifications at U in rows of one array
+    rows = bound.new_masks() if prune_tops and bound.by_class else None
     if prune_tops:
         top = heights[None, :]
         retained, ev = evaluate(top)  # the whole lattice's top, as every search reports it
         tracker.offer(top, retained, ev)
-        status[heights.tobytes()] = bool(ev.feasible[0])
+        status[tuple(heights.tolist())] = bool(ev.feasible[0])
         if not ev.feasible[0]:
             return True, None, 0  # the top suppresses more than the limit: no node can meet it
         tops_best = float(ev.td[0])
@@ -299,7 +317,9 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     # Each box carries its row states (bounds.ROW_NONE..): its halves skip the partner scans of
     # rows the states settle, with the same bounds (bounds._row_bounds). A state, not a bound,
     # decides nothing here: the order of boxes and every value are those of the full scan.
-    heap: list[tuple[float, int, np.ndarray, np.ndarray, np.ndarray | None]] = [
+    # (prune_tops: corners as tuples, _tops_round)
+    heap: list[tuple[float, int, Any, Any, Any]] = [
+        (-root, 0, tuple(L0[0].tolist()), tuple(heights.tolist()), None) if prune_tops else
         (-root, 0, L0[0], heights.copy(), None if root_states is None else root_states[:, 0])]
     order = 1  # FIFO among equal bounds, so runs are reproducible
     # at most a tenth of the budget for the incumbent
@@ -310,14 +330,21 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     best_td = max(best_td, tops_best)
     if prune_tops and not heights.any():  # a one-node lattice, its top evaluated
         heap = []
+    if heap and rows is not None and TOPS_LOOP_KERNEL:
+        return _tops_loop(-root, heights, bound, rows, tracker, check_tops, lambda: tops_best, batch, best_td, boxes,
+                          max_boxes, max_suppressed)
     while heap:
         if -heap[0][0] <= best_td:
             return True, -heap[0][0], boxes
         if tracker.exhausted or boxes >= max_boxes:
             if tracker.used == 0:  # out of boxes before any evaluation: report the best box's bottom
-                G = heap[0][2][None, :]
+                G = np.asarray(heap[0][2], dtype=np.int64)[None, :]
                 tracker.offer(G, *evaluate(G))
             return False, -heap[0][0], boxes
+        if prune_tops:
+            best_td, order, boxes = _tops_round(heap, bound, rows, check_tops, lambda: tops_best, batch, best_td,
+                                                order, boxes, max_suppressed)
+            continue
         leaves: list[np.ndarray] = []
         lows: list[np.ndarray] = []
         highs: list[np.ndarray] = []
@@ -336,24 +363,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             L2[q] = mid + 1
             lows += [L, L2]
             highs += [U1, U]
-            # prune_tops: the states slot holds the class bound's classification at U, which
-            # the half [L2, U] reuses
-            parents += [None, states] if prune_tops else [states, states]
-        if lows and prune_tops:
-            # Bound first (the class bound also counts the records every node of a box
-            # suppresses), then evaluate the new tops of the boxes left, then keep the boxes
-            # whose top is within the limit. A box of one node is its top: evaluated, not kept.
-            b, small, masks = bound.with_masks(np.stack(lows), np.stack(highs), parents)
-            boxes += len(lows)
-            alive = [i for i, (value, lost) in enumerate(zip(b.tolist(), small.tolist(), strict=True))
-                     if value > best_td and lost <= max_suppressed]
-            keep = check_tops([highs[i] for i in alive])
-            best_td = max(best_td, tops_best)
-            for i, ok in zip(alive, keep, strict=True):
-                if ok and b[i] > best_td and not np.array_equal(lows[i], highs[i]):
-                    heapq.heappush(heap, (-float(b[i]), order, lows[i], highs[i], masks[i]))
-                    order += 1
-            lows = []
+            parents += [states, states]
         if lows:
             known = [s for s in parents if s is not None]  # all or none (the class bound keeps none)
             parent = np.stack(known, axis=1) if len(known) == len(parents) else None
@@ -361,7 +371,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             boxes += len(lows)
             for i, (value, L, U) in enumerate(zip(b.tolist(), lows, highs, strict=True)):
                 # A box at or below the best TD cannot improve it; nor can a node already evaluated.
-                if value > best_td and not (np.array_equal(L, U) and (L.tobytes() in evaluated or L.tobytes() in status)):
+                if value > best_td and not (np.array_equal(L, U) and L.tobytes() in evaluated):
                     heapq.heappush(heap, (-value, order, L, U, None if child_states is None else child_states[:, i]))
                     order += 1
         if leaves:
@@ -370,6 +380,123 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
             tracker.offer(G, retained, ev)
             best_td = _best_feasible(ev, best_td)
     return True, None, boxes
+
+
+def _tops_round(heap: list, bound: BoxBound, rows: ClassMasks | None, check_tops, tops_best, batch: int,
+                best_td: float, order: int, boxes: int, max_suppressed: int) -> tuple[float, int, int]:
+    """One round of ``_box_search`` with infeasible tops pruned; returns (best TD, next push
+    order, boxes bounded). No box of one node is ever on the heap here (a half is pushed only
+    when wider), so the round pops up to ``batch`` boxes above the best TD and splits them all,
+    each along its widest QID (the first one of the widest, as ``argmax``). Bound first
+    (the class bound also counts the records every node of a box suppresses), then evaluate the
+    new tops of the halves left (``check_tops``; ``tops_best()``: the best TD among the tops),
+    then keep the halves whose top is within the limit."""
+    # The boxes' corners are tuples here: a round splits a few boxes of a few QIDs, where
+    # Python's ints cost less than numpy's calls on small arrays.
+    lows: list[tuple[int, ...]] = []
+    highs: list[tuple[int, ...]] = []
+    axes: list[int] = []
+    parents: list[Any] = []
+    while heap and -heap[0][0] > best_td and len(parents) < batch:
+        _, _, L, U, parent = heapq.heappop(heap)
+        width = [u - lo for lo, u in zip(L, U, strict=True)]
+        q = width.index(max(width))  # the first widest QID, as argmax
+        mid = (L[q] + U[q]) // 2
+        lows += [L, L[:q] + (mid + 1,) + L[q + 1:]]
+        highs += [U[:q] + (mid,) + U[q + 1:], U]
+        axes += [q, q]
+        parents.append(parent)
+    corners = np.array(lows + highs, dtype=np.int64)  # one conversion: lows, then highs
+    lo_arr, hi_arr = corners[: len(lows)], corners[len(lows) :]
+    masks: list[Any]
+    if rows is not None:
+        # Each half's classification at U in a row of ``rows``: the half [L2, U] takes over its
+        # parent's row, the half [L, U1] gets a new one, rolled up from its parent's (over the
+        # rows in classes of kmin records there: bounds.class_round), or over all at the root.
+        masks = []
+        act = []
+        for parent in parents:
+            if parent is None:
+                masks += [rows.take(), rows.take()]
+                act += [-1, -1]
+            else:
+                masks += [rows.take(), parent]
+                act += [parent, -2]
+        src, act_arr, axis = np.array([masks, act, axes], dtype=np.int64)
+        b, small = bound.round_bounds(lo_arr, hi_arr, src, act_arr, axis, rows, max_suppressed)
+    else:
+        b, small = bound.with_small(lo_arr, hi_arr)
+        masks = [None] * len(lows)
+    boxes += len(lows)
+    values = b.tolist()
+    alive = [i for i, (value, lost) in enumerate(zip(values, small.tolist(), strict=True))
+             if value > best_td and lost <= max_suppressed]
+    keep = check_tops([highs[i] for i in alive])
+    best_td = max(best_td, tops_best())
+    held = set()
+    for i, ok in zip(alive, keep, strict=True):
+        # a box of one node is its top: evaluated, not kept
+        if ok and values[i] > best_td and lows[i] != highs[i]:
+            heapq.heappush(heap, (-values[i], order, lows[i], highs[i], masks[i]))
+            order += 1
+            held.add(masks[i])
+    if rows is not None:  # the rows of the halves dropped are free again
+        for row in set(masks) - held:
+            rows.release(row)
+    return best_td, order, boxes
+
+
+def _tops_loop(root_key: float, heights: np.ndarray, bound: BoxBound, rows: ClassMasks, tracker: Tracker, check_tops,
+               tops_best, batch: int, best_td: float, boxes: int, max_boxes: int,
+               max_suppressed: int) -> tuple[bool, float | None, int]:
+    """``_box_search``'s loop with infeasible tops pruned and the class bound, its boxes in the
+    arrays of ``_box_kernels.tops_split`` / ``tops_push`` (``box_rounds``' heap) instead of a
+    heapq of tuples: the same boxes popped in the same order, bounded, checked and pushed as
+    ``_tops_round`` (its twin) does, so the same tops evaluated in the same batches. Python
+    bounds the halves (one ``round_bounds`` call) and evaluates their tops between the two."""
+    nq = len(heights)
+    capacity = 2 * batch + 1 + SPARE_SLOTS
+    key = np.empty(capacity)
+    order = np.empty(capacity, dtype=np.int64)
+    slot = np.empty(capacity, dtype=np.int64)
+    slot_L = np.empty((capacity, nq), dtype=np.int64)
+    slot_U = np.empty((capacity, nq), dtype=np.int64)
+    slot_row = np.empty(capacity, dtype=np.int64)
+    free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+    root = int(free[capacity - 1])  # the root box, classified nowhere yet (row -1)
+    slot_L[root], slot_U[root], slot_row[root] = 0, heights, -1
+    key[0], order[0], slot[0] = root_key, 0, root
+    counters = np.array([1, capacity - 1, 1], dtype=np.int64)  # heap size, free slots, next push order
+    lows = np.empty((2 * batch, nq), dtype=np.int64)
+    highs = np.empty((2 * batch, nq), dtype=np.int64)
+    src, act, axis = (np.empty(2 * batch, dtype=np.int64) for _ in range(3))
+    popped = np.empty(batch, dtype=np.int64)
+    while True:
+        if counters[0] == 0:
+            return True, None, boxes
+        if -key[0] <= best_td:
+            return True, -float(key[0]), boxes
+        if tracker.exhausted or boxes >= max_boxes:  # (the lattice's top is evaluated: never used == 0)
+            return False, -float(key[0]), boxes
+        if counters[1] < 2 * batch:  # double the slots; the new ones are free
+            n_free = int(counters[1])
+            key, order, slot, slot_row = (np.concatenate([a, np.empty_like(a)]) for a in (key, order, slot, slot_row))
+            slot_L, slot_U = (np.concatenate([a, np.empty_like(a)]) for a in (slot_L, slot_U))
+            free = np.concatenate([free[:n_free], np.arange(2 * capacity - 1, capacity - 1, -1, dtype=np.int64),
+                                   np.empty(capacity - n_free, dtype=np.int64)])
+            counters[1] = n_free + capacity
+            capacity *= 2
+        rows.reserve(2 * min(batch, int(counters[0])))  # a row for each half at most
+        n_pop = tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, float(best_td), batch, rows.free,
+                           rows.count, lows, highs, src, act, axis, popped)
+        m = 2 * n_pop
+        b, small = bound.round_bounds(lows[:m], highs[:m], src[:m], act[:m], axis[:m], rows, max_suppressed)
+        boxes += m
+        alive = np.flatnonzero((b > best_td) & (small <= max_suppressed))
+        keep = check_tops([tuple(r) for r in highs[alive].tolist()])
+        best_td = max(best_td, tops_best())
+        tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, highs, src, b, m, alive,
+                  np.array(keep, dtype=np.bool_), float(best_td), popped, n_pop, rows.free, rows.count)
 
 
 def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,

@@ -11,14 +11,20 @@ generalization or a microaggregation publishes hierarchy values (ARX's local rec
 a heterogeneous release publishes a range or a value set per QID, which ``UtilityInput`` turns
 into the hierarchy value that covers exactly the same leaves when there is one, and otherwise
 into a value of its own with the leaves it covers (docs/design/utility.md).
+
+The measures read the histogram as NumPy arrays over its cells (``counts``, ``kept``,
+``suppressed``) and each QID's values as ``Codes``: the distinct values once, and per cell an
+index into them, so a hierarchy lookup is made once per distinct value, not once per cell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from ppdp.engine.core.hierarchy import Hierarchy
 from ppdp.registry import Registry, registry
@@ -35,6 +41,34 @@ class Cell:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...] | None
     count: int
+
+
+@dataclass(frozen=True, eq=False)
+class Codes:
+    """One QID's values over the cells: ``values`` the distinct values in order of first
+    appearance, ``index`` (int64, one per cell) the position of each cell's value in ``values``."""
+
+    values: tuple[str, ...]
+    index: np.ndarray
+
+    @staticmethod
+    def of(column: Iterable[str], size: int) -> Codes:
+        seen: dict[str, int] = {}
+        index = np.fromiter((seen.setdefault(v, len(seen)) for v in column), dtype=np.int64, count=size)
+        return Codes(tuple(seen), index)
+
+    def map(self, f: Callable[[str], Any], dtype: Any = np.float64) -> np.ndarray:
+        """``f`` of every cell's value, ``f`` called once per distinct value (a KeyError of
+        ``f`` propagates, as the measures' unavailable-column paths expect)."""
+        return np.array([f(v) for v in self.values], dtype=dtype)[self.index]
+
+
+def ordered_sum(terms: np.ndarray, start: float = 0.0) -> float:
+    """``start`` plus ``terms`` added left to right, as a loop over the cells adds them
+    (``np.sum`` adds pairwise, which differs in the last bits)."""
+    if len(terms) == 0:
+        return start
+    return float(np.cumsum(np.concatenate(([start], np.asarray(terms, dtype=np.float64))))[-1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +104,42 @@ class UtilityInput:
 
         extra = self.extra_values or tuple({} for _ in self.columns)
         return tuple(ArxHierarchy.of(h, e) for h, e in zip(self.hierarchies, extra, strict=True))
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """Rows per cell (int64)."""
+        return np.fromiter((c.count for c in self.cells), dtype=np.int64, count=len(self.cells))
+
+    @cached_property
+    def kept(self) -> np.ndarray:
+        """Per cell: published (True) or withheld."""
+        return np.fromiter((c.outputs is not None for c in self.cells), dtype=bool, count=len(self.cells))
+
+    @cached_property
+    def input_codes(self) -> tuple[Codes, ...]:
+        """Per QID, the cells' input values."""
+        n = len(self.cells)
+        return tuple(Codes.of((c.inputs[i] for c in self.cells), n) for i in range(len(self.columns)))
+
+    @cached_property
+    def shown_codes(self) -> tuple[Codes, ...]:
+        """Per QID, the cells' values as ARX's output handle shows them (``shown``)."""
+        n = len(self.cells)
+        return tuple(Codes.of((SUPPRESSED if c.outputs is None else c.outputs[i] for c in self.cells), n)
+                     for i in range(len(self.columns)))
+
+    @cached_property
+    def suppressed(self) -> np.ndarray:
+        """Per cell, ARX's QualityModel.isSuppressed(handle, indices, row): withheld, or shown
+        with the same value in every QID (measures/_arx.py ``row_suppressed``)."""
+        same = np.ones(len(self.cells), dtype=bool)
+        shown = self.shown_codes
+        for a, b in zip(shown, shown[1:], strict=False):
+            common = {v: j for j, v in enumerate(a.values)}
+            # b's values as positions in a's (-1: a value a never shows)
+            b_in_a = np.array([common.get(v, -1) for v in b.values], dtype=np.int64)[b.index]
+            same &= a.index == b_in_a
+        return ~self.kept | same
 
     @cached_property
     def input_classes(self) -> dict[tuple[str, ...], int]:

@@ -62,6 +62,10 @@ class Codes:
         ``f`` propagates, as the measures' unavailable-column paths expect)."""
         return np.array([f(v) for v in self.values], dtype=dtype)[self.index]
 
+    def get(self, mapping: Mapping[str, Any], default: Any, dtype: Any = np.float64) -> np.ndarray:
+        """``mapping.get(value, default)`` of every cell's value."""
+        return np.array([mapping.get(v, default) for v in self.values], dtype=dtype)[self.index]
+
 
 def ordered_sum(terms: np.ndarray, start: float = 0.0) -> float:
     """``start`` plus ``terms`` added left to right, as a loop over the cells adds them
@@ -130,8 +134,9 @@ class UtilityInput:
 
     @cached_property
     def suppressed(self) -> np.ndarray:
-        """Per cell, ARX's QualityModel.isSuppressed(handle, indices, row): withheld, or shown
-        with the same value in every QID (measures/_arx.py ``row_suppressed``)."""
+        """Per cell, ARX's QualityModel.isSuppressed(handle, indices, row): an outlier
+        (withheld), or a row whose QID values are all equal (ARX's test for a row shown as ``*``
+        everywhere; true for a single QID)."""
         same = np.ones(len(self.cells), dtype=bool)
         shown = self.shown_codes
         for a, b in zip(shown, shown[1:], strict=False):

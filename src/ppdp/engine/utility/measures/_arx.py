@@ -111,11 +111,3 @@ def ordinals(inp: UtilityInput, i: int) -> tuple[np.ndarray, np.ndarray]:
     if spans is None:
         raise KeyError(inp.columns[i])
     return spans
-
-
-def row_suppressed(cell_outputs: tuple[str, ...] | None, shown: tuple[str, ...]) -> bool:
-    """QualityModel.isSuppressed(handle, indices, row): an outlier, or a row whose QID values
-    are all equal (ARX's test for a row shown as ``*`` everywhere; true for a single QID)."""
-    if cell_outputs is None:
-        return True
-    return all(shown[i - 1] == shown[i] for i in range(1, len(shown)))

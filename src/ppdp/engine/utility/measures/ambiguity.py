@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, ordered_sum, register, row_quality
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    ordered_sum,
+    register,
+    row_quality,
+)
 
 
 def ambiguity(inp: UtilityInput) -> dict[str, Any]:

@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, column_quality, ordered_sum, register
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    column_quality,
+    ordered_sum,
+    register,
+)
 
 
 def granularity(inp: UtilityInput) -> dict[str, Any]:

@@ -8,13 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, column_quality, ordered_sum, register
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    column_quality,
+    ordered_sum,
+    register,
+)
 
 
 def intensity(inp: UtilityInput) -> dict[str, Any]:
     arx = inp.arx
     # per QID: sum over rows of the published value's level / height, a suppressed row counting 1
-    result = [ordered_sum(inp.counts * np.where(inp.suppressed, 1.0, shown.map(lambda v, h=h: h.precision.get(v, 1.0))))
+    result = [ordered_sum(inp.counts * np.where(inp.suppressed, 1.0, shown.get(h.precision, 1.0)))
               for h, shown in zip(arx, inp.shown_codes, strict=True)]
     n = float(inp.rows)
     return column_quality(inp.columns, [0.0] * len(arx), [r / n for r in result], [1.0] * len(arx))

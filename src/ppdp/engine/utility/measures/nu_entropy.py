@@ -10,7 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.engine.utility.base import Codes, UtilityInput, UtilityMeasure, column_quality, ordered_sum, register
+from ppdp.engine.utility.base import (
+    Codes,
+    UtilityInput,
+    UtilityMeasure,
+    column_quality,
+    ordered_sum,
+    register,
+)
 
 
 def _generalized(inputs: Codes, generalize: dict[str, str]) -> np.ndarray:

@@ -9,7 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, ordered_sum, register, row_quality
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    ordered_sum,
+    register,
+    row_quality,
+)
 from ppdp.engine.utility.measures._arx import ordinals
 
 

@@ -12,7 +12,7 @@ from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, ordered_sum, 
 def transparency(inp: UtilityInput) -> float:
     per_row = np.zeros(len(inp.cells))
     for h, shown in zip(inp.arx, inp.shown_codes, strict=True):
-        per_row += shown.map(lambda v, h=h: 1.0 / h.leaves_under.get(v, h.domain))
+        per_row += 1.0 / shown.get(h.leaves_under, h.domain)
     kept = inp.kept
     return ordered_sum(inp.counts[kept] * per_row[kept])
 

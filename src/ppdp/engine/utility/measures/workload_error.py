@@ -44,8 +44,9 @@ def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEE
     counts = inp.counts.astype(np.float64)
     kept = np.where(inp.kept, counts, 0.0)
     # per QID: each cell's input leaf index (-1: not a leaf)
-    leaf = [inputs.map(lambda v, index={r[0]: i for i, r in enumerate(h.rows)}: index.get(v, -1), np.int64)
-            for h, inputs in zip(arx, inp.input_codes, strict=True)]
+    leaf: list[np.ndarray] = []
+    for h, inputs in zip(arx, inp.input_codes, strict=True):
+        leaf.append(inputs.get({r[0]: i for i, r in enumerate(h.rows)}, -1, np.int64))
     # per QID: each cell's published value as an index into that QID's shown values (withheld:
     # the last row, which covers no leaf), and each value's leaves as a (values, leaves) matrix
     value_ix: list[np.ndarray] = []

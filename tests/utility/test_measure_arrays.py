@@ -97,7 +97,7 @@ def test_the_suppressed_mask_is_arx_row_test():
 
 
 def test_codes_index_the_distinct_values_in_order_of_first_appearance():
-    codes = Codes.of(iter(["b", "a", "b", "c", "a"]), 5)
+    codes = Codes.of(("b", "a", "b", "c", "a"))
     assert codes.values == ("b", "a", "c") and codes.index.tolist() == [0, 1, 0, 2, 1]
     assert codes.get({"a": 1.0}, 7.0).tolist() == [7.0, 1.0, 7.0, 7.0, 1.0]
 

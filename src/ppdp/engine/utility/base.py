@@ -19,7 +19,7 @@ index into them, so a hierarchy lookup is made once per distinct value, not once
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -52,9 +52,9 @@ class Codes:
     index: np.ndarray
 
     @staticmethod
-    def of(column: Iterable[str], size: int) -> Codes:
+    def of(column: Sequence[str]) -> Codes:
         seen: dict[str, int] = {}
-        index = np.fromiter((seen.setdefault(v, len(seen)) for v in column), dtype=np.int64, count=size)
+        index = np.array([seen.setdefault(v, len(seen)) for v in column], dtype=np.int64)
         return Codes(tuple(seen), index)
 
     def map(self, f: Callable[[str], Any], dtype: Any = np.float64) -> np.ndarray:
@@ -122,15 +122,16 @@ class UtilityInput:
     @cached_property
     def input_codes(self) -> tuple[Codes, ...]:
         """Per QID, the cells' input values."""
-        n = len(self.cells)
-        return tuple(Codes.of((c.inputs[i] for c in self.cells), n) for i in range(len(self.columns)))
+        columns = zip(*(c.inputs for c in self.cells), strict=True) if self.cells else [() for _ in self.columns]
+        return tuple(Codes.of(column) for column in columns)
 
     @cached_property
     def shown_codes(self) -> tuple[Codes, ...]:
         """Per QID, the cells' values as ARX's output handle shows them (``shown``)."""
-        n = len(self.cells)
-        return tuple(Codes.of((SUPPRESSED if c.outputs is None else c.outputs[i] for c in self.cells), n)
-                     for i in range(len(self.columns)))
+        withheld = (SUPPRESSED,) * len(self.columns)
+        rows = (withheld if c.outputs is None else c.outputs for c in self.cells)
+        columns = zip(*rows, strict=True) if self.cells else [() for _ in self.columns]
+        return tuple(Codes.of(column) for column in columns)
 
     @cached_property
     def suppressed(self) -> np.ndarray:

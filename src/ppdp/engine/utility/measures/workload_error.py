@@ -40,7 +40,6 @@ def random_workload(leaf_counts: Sequence[int], *, queries: int, seed: int) -> l
 
 def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEED) -> float:
     arx = inp.arx
-    size = len(inp.cells)
     counts = inp.counts.astype(np.float64)
     kept = np.where(inp.kept, counts, 0.0)
     # per QID: each cell's input leaf index (-1: not a leaf)
@@ -67,12 +66,14 @@ def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEE
         member.append(m)
     errors = np.empty(queries)
     for n, preds in enumerate(random_workload([h.domain for h in arx], queries=queries, seed=seed)):
-        inside = np.ones(size, dtype=bool)
-        est_w = np.ones(size)
+        inside: np.ndarray | None = None
+        est_w: np.ndarray | None = None
         for q, mask in preds:
-            inside &= np.append(mask, False)[leaf[q]]  # a cell whose input is no leaf (-1) is outside
+            held = np.append(mask, False)[leaf[q]]  # a cell whose input is no leaf (-1) is outside
             frac = (member[q] * mask).sum(axis=1)  # share of each value's leaves the predicate holds
-            est_w *= frac[value_ix[q]]
+            inside = held if inside is None else inside & held
+            est_w = frac[value_ix[q]] if est_w is None else est_w * frac[value_ix[q]]
+        assert inside is not None and est_w is not None  # every query has a predicate
         truth = float(counts[inside].sum())  # a sum of whole numbers: exact in any order
         estimate = float((est_w * kept).sum())
         errors[n] = abs(estimate - truth) / max(truth, 1.0)

@@ -11,14 +11,20 @@ generalization or a microaggregation publishes hierarchy values (ARX's local rec
 a heterogeneous release publishes a range or a value set per QID, which ``UtilityInput`` turns
 into the hierarchy value that covers exactly the same leaves when there is one, and otherwise
 into a value of its own with the leaves it covers (docs/design/utility.md).
+
+The measures read the histogram as NumPy arrays over its cells (``counts``, ``kept``,
+``suppressed``) and each QID's values as ``Codes``: the distinct values once, and per cell an
+index into them, so a hierarchy lookup is made once per distinct value, not once per cell.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from ppdp.engine.core.hierarchy import Hierarchy
 from ppdp.registry import Registry, registry
@@ -35,6 +41,38 @@ class Cell:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...] | None
     count: int
+
+
+@dataclass(frozen=True, eq=False)
+class Codes:
+    """One QID's values over the cells: ``values`` the distinct values in order of first
+    appearance, ``index`` (int64, one per cell) the position of each cell's value in ``values``."""
+
+    values: tuple[str, ...]
+    index: np.ndarray
+
+    @staticmethod
+    def of(column: Sequence[str]) -> Codes:
+        seen: dict[str, int] = {}
+        index = np.array([seen.setdefault(v, len(seen)) for v in column], dtype=np.int64)
+        return Codes(tuple(seen), index)
+
+    def map(self, f: Callable[[str], Any], dtype: Any = np.float64) -> np.ndarray:
+        """``f`` of every cell's value, ``f`` called once per distinct value (a KeyError of
+        ``f`` propagates, as the measures' unavailable-column paths expect)."""
+        return np.array([f(v) for v in self.values], dtype=dtype)[self.index]
+
+    def get(self, mapping: Mapping[str, Any], default: Any, dtype: Any = np.float64) -> np.ndarray:
+        """``mapping.get(value, default)`` of every cell's value."""
+        return np.array([mapping.get(v, default) for v in self.values], dtype=dtype)[self.index]
+
+
+def ordered_sum(terms: np.ndarray, start: float = 0.0) -> float:
+    """``start`` plus ``terms`` added left to right, as a loop over the cells adds them
+    (``np.sum`` adds pairwise, which differs in the last bits)."""
+    if len(terms) == 0:
+        return start
+    return float(np.cumsum(np.concatenate(([start], np.asarray(terms, dtype=np.float64))))[-1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +108,44 @@ class UtilityInput:
 
         extra = self.extra_values or tuple({} for _ in self.columns)
         return tuple(ArxHierarchy.of(h, e) for h, e in zip(self.hierarchies, extra, strict=True))
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """Rows per cell (int64)."""
+        return np.fromiter((c.count for c in self.cells), dtype=np.int64, count=len(self.cells))
+
+    @cached_property
+    def kept(self) -> np.ndarray:
+        """Per cell: published (True) or withheld."""
+        return np.fromiter((c.outputs is not None for c in self.cells), dtype=bool, count=len(self.cells))
+
+    @cached_property
+    def input_codes(self) -> tuple[Codes, ...]:
+        """Per QID, the cells' input values."""
+        columns = zip(*(c.inputs for c in self.cells), strict=True) if self.cells else [() for _ in self.columns]
+        return tuple(Codes.of(column) for column in columns)
+
+    @cached_property
+    def shown_codes(self) -> tuple[Codes, ...]:
+        """Per QID, the cells' values as ARX's output handle shows them (``shown``)."""
+        withheld = (SUPPRESSED,) * len(self.columns)
+        rows = (withheld if c.outputs is None else c.outputs for c in self.cells)
+        columns = zip(*rows, strict=True) if self.cells else [() for _ in self.columns]
+        return tuple(Codes.of(column) for column in columns)
+
+    @cached_property
+    def suppressed(self) -> np.ndarray:
+        """Per cell, ARX's QualityModel.isSuppressed(handle, indices, row): an outlier
+        (withheld), or a row whose QID values are all equal (ARX's test for a row shown as ``*``
+        everywhere; true for a single QID)."""
+        same = np.ones(len(self.cells), dtype=bool)
+        shown = self.shown_codes
+        for a, b in zip(shown, shown[1:], strict=False):
+            common = {v: j for j, v in enumerate(a.values)}
+            # b's values as positions in a's (-1: a value a never shows)
+            b_in_a = np.array([common.get(v, -1) for v in b.values], dtype=np.int64)[b.index]
+            same &= a.index == b_in_a
+        return ~self.kept | same
 
     @cached_property
     def input_classes(self) -> dict[tuple[str, ...], int]:

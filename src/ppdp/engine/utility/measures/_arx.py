@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ppdp.engine.core.hierarchy import Hierarchy
+
+if TYPE_CHECKING:
+    from ppdp.engine.utility.base import UtilityInput
 
 SUPPRESSED = "*"
 
@@ -90,9 +96,18 @@ class ArxHierarchy:
         return value == SUPPRESSED or value == self.root
 
 
-def row_suppressed(cell_outputs: tuple[str, ...] | None, shown: tuple[str, ...]) -> bool:
-    """QualityModel.isSuppressed(handle, indices, row): an outlier, or a row whose QID values
-    are all equal (ARX's test for a row shown as ``*`` everywhere; true for a single QID)."""
-    if cell_outputs is None:
-        return True
-    return all(shown[i - 1] == shown[i] for i in range(1, len(shown)))
+def ordinals(inp: UtilityInput, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell, QID ``i``'s input and shown ordinal spans (int64, shape (cells, 2); ARX's
+    QualityModel.getNumbersFromHierarchy); KeyError when a value is outside the hierarchy."""
+    key = ("ordinals", i)
+    if key not in inp._cache:
+        h = inp.arx[i]
+        try:
+            inp._cache[key] = (inp.input_codes[i].map(h.ordinal.__getitem__, np.int64),
+                               inp.shown_codes[i].map(h.ordinal.__getitem__, np.int64))
+        except KeyError:
+            inp._cache[key] = None
+    spans = inp._cache[key]
+    if spans is None:
+        raise KeyError(inp.columns[i])
+    return spans

@@ -6,21 +6,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, register, row_quality
+import numpy as np
+
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    ordered_sum,
+    register,
+    row_quality,
+)
 
 
 def ambiguity(inp: UtilityInput) -> dict[str, Any]:
     arx = inp.arx
-    result = 0.0
     top = 1.0
     for h in arx:
         top *= h.domain
-    for cell in inp.cells:
-        shown = inp.shown(cell)
-        prod = 1.0
-        for i, h in enumerate(arx):
-            prod *= h.share(shown[i]) * h.domain
-        result += cell.count * prod
+    # per row: the product over QIDs of the leaves its published value could stand for
+    prod = np.ones(len(inp.cells))
+    for h, shown in zip(arx, inp.shown_codes, strict=True):
+        prod *= shown.map(h.share) * h.domain
+    result = ordered_sum(inp.counts * prod)
     n = float(inp.rows)
     return {"value": row_quality(n, result, n * top), "ambiguity": result / n}
 

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, column_quality, register
-from ppdp.engine.utility.measures._arx import row_suppressed
+import numpy as np
+
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    column_quality,
+    ordered_sum,
+    register,
+)
 
 
 def granularity(inp: UtilityInput) -> dict[str, Any]:
     arx = inp.arx
-    result = [0.0] * len(inp.columns)
-    for cell in inp.cells:
-        shown = inp.shown(cell)
-        suppressed = row_suppressed(cell.outputs, shown)
-        for i, h in enumerate(arx):
-            result[i] += cell.count * (1.0 if suppressed else h.share(shown[i]))
+    # per QID: sum over rows of the published value's share, a suppressed row counting 1
+    result = [ordered_sum(inp.counts * np.where(inp.suppressed, 1.0, shown.map(h.share)))
+              for h, shown in zip(arx, inp.shown_codes, strict=True)]
     n = float(inp.rows)
     loss = [r / n for r in result]
     out = column_quality(inp.columns, [1.0 / h.domain if h.domain else 0.0 for h in arx], loss, [1.0] * len(arx))

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, column_quality, register
-from ppdp.engine.utility.measures._arx import row_suppressed
+import numpy as np
+
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    column_quality,
+    ordered_sum,
+    register,
+)
 
 
 def intensity(inp: UtilityInput) -> dict[str, Any]:
     arx = inp.arx
-    result = [0.0] * len(inp.columns)
-    for cell in inp.cells:
-        shown = inp.shown(cell)
-        suppressed = row_suppressed(cell.outputs, shown)
-        for i, h in enumerate(arx):
-            p = 1.0 if suppressed else h.precision.get(shown[i], 1.0)
-            result[i] += cell.count * p
+    # per QID: sum over rows of the published value's level / height, a suppressed row counting 1
+    result = [ordered_sum(inp.counts * np.where(inp.suppressed, 1.0, shown.get(h.precision, 1.0)))
+              for h, shown in zip(arx, inp.shown_codes, strict=True)]
     n = float(inp.rows)
     return column_quality(inp.columns, [0.0] * len(arx), [r / n for r in result], [1.0] * len(arx))
 

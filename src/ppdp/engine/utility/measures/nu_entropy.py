@@ -8,38 +8,56 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, column_quality, register
+import numpy as np
+
+from ppdp.engine.utility.base import (
+    Codes,
+    UtilityInput,
+    UtilityMeasure,
+    column_quality,
+    ordered_sum,
+    register,
+)
+
+
+def _generalized(inputs: Codes, generalize: dict[str, str]) -> np.ndarray:
+    """Per distinct input value, its generalization (``generalize``) as an id of the
+    generalized values; KeyError for an input outside the hierarchy."""
+    ids: dict[str, int] = {}
+    return np.array([ids.setdefault(generalize[v], len(ids)) for v in inputs.values], dtype=np.int64)
 
 
 def _column(inp: UtilityInput, i: int) -> float:
     h = inp.arx[i]
     gen = h.generalize
-    # (input value, level of the published value, rows) per cell
-    pairs = [(c.inputs[i], h.first_level[inp.shown(c)[i]], c.count) for c in inp.cells]
-    levels = sorted({lv for _, lv, _ in pairs})
+    inputs = inp.input_codes[i]
+    rows = inp.counts.astype(np.float64)
+    # per cell, the level of the published value
+    level = inp.shown_codes[i].map(h.first_level.__getitem__, np.int64)
+    levels = np.unique(level).tolist()
     result = 0.0
     for index, current in enumerate(levels):
         previous = levels[index - 1] if index > 0 else current
-        live = [(v, n) for v, lv, n in pairs if lv >= current]
-        before: dict[str, float] = {}
-        after: dict[str, float] = {}
-        for v, n in live:
-            a = v if index == 0 else gen[previous][v]
-            before[a] = before.get(a, 0.0) + n
-            b = gen[current][v]
-            after[b] = after.get(b, 0.0) + n
-        for v, n in live:
-            a = v if index == 0 else gen[previous][v]
-            result += n * math.log2(before[a] / after[gen[current][v]])
+        live = level >= current
+        # per distinct input value, its value before and after this level's step
+        a = np.arange(len(inputs.values)) if index == 0 else _generalized(inputs, gen[previous])
+        b = _generalized(inputs, gen[current])
+        v, n = inputs.index[live], rows[live]
+        before = np.bincount(a[v], weights=n)
+        after = np.bincount(b[v], weights=n)
+        # log2 P(before | after) per distinct input value with live rows (math.log2: np.log2
+        # may differ from it in the last bit)
+        seen = np.unique(v)
+        log_p = np.zeros(len(inputs.values))
+        log_p[seen] = [math.log2(p) for p in (before[a[seen]] / after[b[seen]]).tolist()]
+        result = ordered_sum(n * log_p[v], start=result)
     return -result
 
 
 def _maximum(inp: UtilityInput, i: int) -> float:
-    freq: dict[str, float] = {}
-    for c in inp.cells:
-        freq[c.inputs[i]] = freq.get(c.inputs[i], 0.0) + c.count
+    freq = np.bincount(inp.input_codes[i].index, weights=inp.counts.astype(np.float64))
     n = float(inp.rows)
-    return -sum(f * math.log2(f / n) for f in freq.values())
+    return -sum(f * math.log2(f / n) for f in freq.tolist())
 
 
 def nu_entropy(inp: UtilityInput) -> dict[str, Any]:

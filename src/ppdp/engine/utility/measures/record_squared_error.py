@@ -8,34 +8,44 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, register, row_quality
+import numpy as np
+
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    ordered_sum,
+    register,
+    row_quality,
+)
+from ppdp.engine.utility.measures._arx import ordinals
 
 
-def _far(x: float, o1: float, o2: float, sd: float) -> float:
-    far = o2 if (o2 - x) > (x - o1) else o1
-    t = 0.0 if sd == 0.0 else (x - far) / sd
+def _far(x: np.ndarray, o1: np.ndarray | float, o2: np.ndarray | float, sd: float) -> np.ndarray:
+    """Per row, the squared distance in standard deviations from ``x`` to the farther end of (o1, o2)."""
+    far = np.where((o2 - x) > (x - o1), o2, o1)
+    t = np.zeros(len(x)) if sd == 0.0 else (x - far) / sd
     return t * t
 
 
 def record_squared_error(inp: UtilityInput) -> dict[str, Any]:
-    arx, q = inp.arx, len(inp.columns)
+    q = len(inp.columns)
     try:
-        rows = [([h.ordinal[c.inputs[i]] for i, h in enumerate(arx)], [h.ordinal[inp.shown(c)[i]] for i, h in enumerate(arx)],
-                 c.count) for c in inp.cells]
+        spans = [ordinals(inp, i) for i in range(q)]
     except KeyError:
         return {"value": float("nan")}
     n = float(inp.rows)
-    sd, lo, hi = [], [], []
-    for i in range(q):
-        mean = sum(x[i][0] * k for x, _, k in rows) / n
-        sd.append(math.sqrt(sum(k * (x[i][0] - mean) ** 2 for x, _, k in rows) / n))
-        lo.append(float(min(min(min(x[i]), min(o[i])) for x, o, _ in rows)))
-        hi.append(float(max(max(max(x[i]), max(o[i])) for x, o, _ in rows)))
-    real = top = 0.0
-    for x, o, k in rows:
-        real += k * math.sqrt(sum(_far(x[i][0], o[i][0], o[i][1], sd[i]) for i in range(q)))
-        top += k * math.sqrt(sum(_far(x[i][0], lo[i], hi[i], sd[i]) for i in range(q)))
-    real, top = real / q / n, top / q / n
+    k = inp.counts
+    real_sq = np.zeros(len(k))
+    top_sq = np.zeros(len(k))
+    for x_span, o in spans:
+        x = x_span[:, 0]
+        mean = sum((x * k).tolist()) / n
+        sd = math.sqrt(ordered_sum(k * (x - mean) ** 2) / n)
+        lo, hi = float(min(x_span.min(), o.min())), float(max(x_span.max(), o.max()))
+        real_sq += _far(x, o[:, 0], o[:, 1], sd)
+        top_sq += _far(x, lo, hi, sd)
+    real = ordered_sum(k * np.sqrt(real_sq)) / q / n
+    top = ordered_sum(k * np.sqrt(top_sq)) / q / n
     return {"value": row_quality(0.0, real, top), "distance": real}
 
 

@@ -7,19 +7,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, column_quality, register
+from ppdp.engine.utility.measures._arx import ordinals
 
 
 def _column(inp: UtilityInput, i: int) -> tuple[float, float]:
-    h = inp.arx[i]
-    ords = [(h.ordinal[c.inputs[i]], h.ordinal[inp.shown(c)[i]], c.count) for c in inp.cells]
-    lo = min(min(a) for a, _, _ in ords)
-    hi = max(max(a) for a, _, _ in ords)
-    result = top = 0.0
-    for (x, _), (o1, o2), n in ords:
-        cap = max((x - lo) ** 2, (x - hi) ** 2)
-        result += n * min(max((x - o1) ** 2, (x - o2) ** 2), cap)
-        top += n * cap
+    spans, shown = ordinals(inp, i)
+    lo, hi = spans.min(), spans.max()
+    x, o1, o2 = spans[:, 0], shown[:, 0], shown[:, 1]
+    cap = np.maximum((x - lo) ** 2, (x - hi) ** 2)
+    far = np.maximum((x - o1) ** 2, (x - o2) ** 2)
+    # integer sums, exact as the loop over cells adds them
+    result = sum((inp.counts * np.minimum(far, cap)).tolist())
+    top = sum((inp.counts * cap).tolist())
     return float(result), float(top)
 
 

@@ -7,21 +7,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, register, row_quality
+import numpy as np
+
+from ppdp.engine.utility.base import (
+    UtilityInput,
+    UtilityMeasure,
+    ordered_sum,
+    register,
+    row_quality,
+)
+from ppdp.engine.utility.measures._arx import ordinals
 
 
 def sse_sst(inp: UtilityInput) -> dict[str, Any]:
-    arx, q = inp.arx, len(inp.columns)
+    q = len(inp.columns)
     try:
-        rows = [([h.ordinal[c.inputs[i]] for i, h in enumerate(arx)], [h.ordinal[inp.shown(c)[i]] for i, h in enumerate(arx)],
-                 c.count) for c in inp.cells]
+        spans = [ordinals(inp, i) for i in range(q)]
     except KeyError:
         return {"value": float("nan")}
     n = float(inp.rows)
-    mid = lambda span: (span[0] + span[1]) / 2.0  # noqa: E731
-    centroid = [sum(k * mid(x[i]) for x, _, k in rows) / n for i in range(q)]
-    sse = sum(k * sum((mid(x[i]) - mid(o[i])) ** 2 for i in range(q)) for x, o, k in rows)
-    sst = sum(k * sum((mid(o[i]) - centroid[i]) ** 2 for i in range(q)) for _, o, k in rows)
+    k = inp.counts
+    mid = lambda span: (span[:, 0] + span[:, 1]) / 2.0  # noqa: E731
+    # per row, the squared distances summed over QIDs
+    within = np.zeros(len(k))
+    between = np.zeros(len(k))
+    for x, o in spans:
+        centroid = ordered_sum(k * mid(x)) / n
+        within += (mid(x) - mid(o)) ** 2
+        between += (mid(o) - centroid) ** 2
+    sse = ordered_sum(k * within)
+    sst = ordered_sum(k * between)
     return {"value": row_quality(0.0, sse, sst), "sse": sse, "sst": sst}
 
 

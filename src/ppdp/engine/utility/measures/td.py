@@ -4,17 +4,17 @@ published rows and QIDs of 1/|v| (|v|: the leaves under the published value); qu
 
 from __future__ import annotations
 
-from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, register
+import numpy as np
+
+from ppdp.engine.utility.base import UtilityInput, UtilityMeasure, ordered_sum, register
 
 
 def transparency(inp: UtilityInput) -> float:
-    arx = inp.arx
-    total = 0.0
-    for cell in inp.cells:
-        if cell.outputs is None:
-            continue
-        total += cell.count * sum(1.0 / h.leaves_under.get(v, h.domain) for h, v in zip(arx, cell.outputs, strict=True))
-    return total
+    per_row = np.zeros(len(inp.cells))
+    for h, shown in zip(inp.arx, inp.shown_codes, strict=True):
+        per_row += 1.0 / shown.get(h.leaves_under, h.domain)
+    kept = inp.kept
+    return ordered_sum(inp.counts[kept] * per_row[kept])
 
 
 def query_precision(inp: UtilityInput) -> float:

@@ -40,38 +40,41 @@ def random_workload(leaf_counts: Sequence[int], *, queries: int, seed: int) -> l
 
 def workload_error(inp: UtilityInput, *, queries: int = QUERIES, seed: int = SEED) -> float:
     arx = inp.arx
-    index = [{r[0]: i for i, r in enumerate(h.rows)} for h in arx]
-    cells = inp.cells
-    counts = np.array([c.count for c in cells], dtype=np.float64)
-    kept = np.array([0.0 if c.outputs is None else c.count for c in cells])
-    # per QID: each cell's input leaf index, and the leaves its published value covers
-    leaf = [np.array([index[q].get(c.inputs[q], -1) for c in cells]) for q in range(len(arx))]
-    # per QID: each cell's published value as an index into that QID's values (withheld: -1),
-    # and each value's leaves as a (values, leaves) 0/1 matrix
+    counts = inp.counts.astype(np.float64)
+    kept = np.where(inp.kept, counts, 0.0)
+    # per QID: each cell's input leaf index (-1: not a leaf)
+    leaf: list[np.ndarray] = []
+    for h, inputs in zip(arx, inp.input_codes, strict=True):
+        leaf.append(inputs.get({r[0]: i for i, r in enumerate(h.rows)}, -1, np.int64))
+    # per QID: each cell's published value as an index into that QID's shown values (withheld:
+    # the last row, which covers no leaf), and each value's leaves as a (values, leaves) matrix
     value_ix: list[np.ndarray] = []
     member: list[np.ndarray] = []
-    for q, h in enumerate(arx):
-        values: dict[str, int] = {}
-        ix = np.array([-1 if c.outputs is None else values.setdefault(c.outputs[q], len(values)) for c in cells], dtype=np.int64)
-        m = np.zeros((len(values) + 1, h.domain))
-        for v, j in values.items():
+    for h, shown in zip(arx, inp.shown_codes, strict=True):
+        published = np.zeros(len(shown.values), dtype=bool)
+        published[shown.index[inp.kept]] = True
+        m = np.zeros((len(shown.values) + 1, h.domain))
+        for j in np.flatnonzero(published).tolist():
+            v = shown.values[j]
             own = h.extra.get(v)
             for i, r in enumerate(h.rows):
                 if (r[0] in own) if own is not None else (v in r):
                     m[j, i] = 1.0
         sizes = m.sum(axis=1)
         m[sizes > 0] /= sizes[sizes > 0, None]
-        value_ix.append(np.where(ix < 0, len(values), ix))
+        value_ix.append(np.where(inp.kept, shown.index, len(shown.values)))
         member.append(m)
     errors = np.empty(queries)
     for n, preds in enumerate(random_workload([h.domain for h in arx], queries=queries, seed=seed)):
-        true_w = np.ones(len(cells))
-        est_w = np.ones(len(cells))
+        inside: np.ndarray | None = None
+        est_w: np.ndarray | None = None
         for q, mask in preds:
-            true_w *= np.where(leaf[q] >= 0, mask[np.maximum(leaf[q], 0)], False)
+            held = np.append(mask, False)[leaf[q]]  # a cell whose input is no leaf (-1) is outside
             frac = (member[q] * mask).sum(axis=1)  # share of each value's leaves the predicate holds
-            est_w *= frac[value_ix[q]]
-        truth = float((true_w * counts).sum())
+            inside = held if inside is None else inside & held
+            est_w = frac[value_ix[q]] if est_w is None else est_w * frac[value_ix[q]]
+        assert inside is not None and est_w is not None  # every query has a predicate
+        truth = float(counts[inside].sum())  # a sum of whole numbers: exact in any order
         estimate = float((est_w * kept).sum())
         errors[n] = abs(estimate - truth) / max(truth, 1.0)
     return float(errors.mean())

@@ -33,4 +33,8 @@ def spark_url(tmp_path_factory) -> str:
             pytest.fail("PPDP_REQUIRE_SPARK=1 but no Java runtime (Spark needs Java 17: apt-get install openjdk-17-jre-headless).")
         pytest.skip("no Java runtime for Spark (install Java 17, e.g. openjdk-17-jre-headless)")
     folder = tmp_path_factory.mktemp("spark") / "warehouse"
-    return f"spark://local[2]?warehouse={folder}&catalog=in-memory&conf.spark.sql.shuffle.partitions=1"
+    # The tests' tables are small, so what a query costs is mostly its planning: no whole-stage
+    # code generation (a Java compile per new plan) and no adaptive re-planning. Spark's
+    # interpreted operators compute the same rows.
+    return (f"spark://local[2]?warehouse={folder}&catalog=in-memory&conf.spark.sql.shuffle.partitions=1"
+            "&conf.spark.sql.codegen.wholeStage=false&conf.spark.sql.adaptive.enabled=false")

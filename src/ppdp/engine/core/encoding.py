@@ -336,19 +336,44 @@ def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, n
     return counts, group_columns
 
 
+def joint_keys(rows: pa.Table, columns: list[str], limit: int | None = None) -> tuple[np.ndarray, list[list[Any]]] | None:
+    """(per row the joint code of ``columns``, each column's values in code order): one
+    dictionary encoding per column, index len(dictionary) standing for NULL (a value of its
+    own), combined in mixed radix. None when the joint code space reaches ``limit``."""
+    key = np.zeros(rows.num_rows, dtype=np.int64)
+    distinct_per_column: list[list[Any]] = []
+    space = 1
+    for col in columns:
+        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
+        values = [*encoded.dictionary.to_pylist(), None]
+        space *= len(values)
+        if limit is not None and space >= limit:
+            return None
+        key *= len(values)
+        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
+        distinct_per_column.append(values)
+    return key, distinct_per_column
+
+
+def joint_values(combos: np.ndarray, distinct_per_column: list[list[Any]]) -> list[tuple]:
+    """The value tuples of joint codes made by ``joint_keys``."""
+    tuples = []
+    for combo in combos.tolist():
+        parts = []
+        for values in reversed(distinct_per_column):
+            combo, i = divmod(combo, len(values))
+            parts.append(values[i])
+        tuples.append(tuple(reversed(parts)))
+    return tuples
+
+
 def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple, float] | None) -> tuple[np.ndarray, list[tuple]]:
     """(joint SA code of each row, joint SA values in code order), the codes encode_histogram
     gives: its sort of the distinct SA tuples (then the reference's others), applied to the
     few distinct tuples instead of to a struct column of every row."""
-    key = np.zeros(rows.num_rows, dtype=np.int64)
-    distinct_per_column = []
-    for col in sensitive:
-        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
-        values = [*encoded.dictionary.to_pylist(), None]
-        # index len(dictionary) stands for NULL (a NULL sensitive value is a value of its own)
-        key *= len(values)
-        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
-        distinct_per_column.append(values)
+    joint = joint_keys(rows, sensitive)
+    assert joint is not None  # no limit
+    key, distinct_per_column = joint
     space = math.prod(len(values) for values in distinct_per_column)
     if space <= 4 * rows.num_rows + 1024:
         # the distinct keys by marking the key space (no sort of every row's key): what
@@ -361,13 +386,7 @@ def _joint_sa_codes(rows: pa.Table, sensitive: list[str], reference: dict[tuple,
         inverse = rank[key]
     else:
         combos, inverse = np.unique(key, return_inverse=True)
-    tuples = []
-    for combo in combos.tolist():
-        parts = []
-        for values in reversed(distinct_per_column):
-            combo, i = divmod(combo, len(values))
-            parts.append(values[i])
-        tuples.append(tuple(reversed(parts)))
+    tuples = joint_values(combos, distinct_per_column)
     sa_tuples = sorted(tuples, key=_struct_order)  # distinct already
     if reference:
         seen = set(sa_tuples)

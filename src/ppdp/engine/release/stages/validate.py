@@ -31,6 +31,8 @@ from ppdp.engine.core.encoding import (
     encode_histogram,
     encode_population,
     encode_rows,
+    joint_keys,
+    joint_values,
 )
 from ppdp.engine.core.hierarchy import Hierarchy
 from ppdp.engine.core.spec import QuasiIdentifier, ReleaseSpec, spec_diff
@@ -342,26 +344,12 @@ def distribution_of_rows(rows: pa.Table, sensitive: list[str]) -> pl.DataFrame |
     group_by would start Acero, a cost a fresh process pays once per run). None when the joint
     codes would not fit 62 bits (the query counts them)."""
     n = rows.num_rows
-    key = np.zeros(n, dtype=np.int64)
-    distinct: list[list[str | None]] = []
-    space = 1
-    for col in sensitive:
-        encoded = pc.dictionary_encode(rows.column(col).combine_chunks())
-        values = [*encoded.dictionary.to_pylist(), None]  # the last index stands for NULL
-        space *= len(values)
-        if space >= 1 << 62:
-            return None
-        key *= len(values)
-        key += pc.fill_null(encoded.indices, len(values) - 1).to_numpy().astype(np.int64)
-        distinct.append(values)
+    joint = joint_keys(rows, sensitive, limit=1 << 62)
+    if joint is None:
+        return None
+    key, distinct = joint
     combos, counts = np.unique(key, return_counts=True)
-    tuples = []
-    for combo in combos.tolist():
-        parts = []
-        for values in reversed(distinct):
-            combo, i = divmod(combo, len(values))
-            parts.append(values[i])
-        tuples.append(tuple(reversed(parts)))
+    tuples = joint_values(combos, distinct)
     data = [pl.Series(c, [t[i] for t in tuples], dtype=pl.String) for i, c in enumerate(sensitive)]
     data.append(pl.Series("sa_key", [H.tuple_key(t) for t in tuples], dtype=pl.String))
     data.append(pl.Series("q", [k / n for k in counts.tolist()], dtype=pl.Float64))

@@ -85,6 +85,40 @@ def _sift_down(key, order, slot, n):
 
 
 @nb.njit(cache=True)
+def _pop(key, order, slot, counters):
+    """The slot of the heap's first box, taken off the heap (its size in ``counters[0]``)."""
+    s = slot[0]
+    last = counters[0] - 1
+    key[0], order[0], slot[0] = key[last], order[last], slot[last]
+    counters[0] = last
+    _sift_down(key, order, slot, last)
+    return s
+
+
+@nb.njit(cache=True)
+def _push(key, order, slot, counters, value, push_order, s):
+    """Box slot ``s`` onto the heap with bound ``value`` and FIFO rank ``push_order``."""
+    pos = counters[0]
+    key[pos] = -value
+    order[pos] = push_order
+    slot[pos] = s
+    counters[0] += 1
+    _sift_up(key, order, slot, pos)
+
+
+@nb.njit(cache=True)
+def _widest(L, U):
+    """(the first QID with the widest range in [L, U], that width): the QID a box splits."""
+    q = 0
+    widest = U[0] - L[0]
+    for j in range(1, L.shape[0]):
+        if U[j] - L[j] > widest:
+            widest = U[j] - L[j]
+            q = j
+    return q, widest
+
+
+@nb.njit(cache=True)
 def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, best_td, batch, remaining,
                max_boxes, leaves, n_tables, codes, weight, counts, shifts, guard_bits,
                start0, meet0, mult0, need0, packed0, wm0, woff0, bits0, start1, meet1, mult1, need1, packed1, wm1, woff1, bits1):
@@ -113,19 +147,10 @@ def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, be
         popped = np.empty(batch, dtype=np.int64)
         n_popped = 0
         while counters[0] > 0 and -key[0] > best_td and n_leaves < limit and n_low < 2 * batch:
-            s = slot[0]
-            last = counters[0] - 1
-            key[0], order[0], slot[0] = key[last], order[last], slot[last]
-            counters[0] = last
-            _sift_down(key, order, slot, last)
+            s = _pop(key, order, slot, counters)
             L = slot_L[s]
             U = slot_U[s]
-            q = 0
-            widest = U[0] - L[0]
-            for j in range(1, nq):
-                if U[j] - L[j] > widest:
-                    widest = U[j] - L[j]
-                    q = j
+            q, widest = _widest(L, U)
             if widest == 0:  # one node
                 leaves[n_leaves] = L
                 n_leaves += 1
@@ -161,13 +186,8 @@ def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, be
                     slot_U[s] = highs[i]
                     for t in range(n_tables):
                         slot_states[s, t] = states[t, i]
-                    pos = counters[0]
-                    key[pos] = -values[i]
-                    order[pos] = counters[3]
-                    slot[pos] = s
-                    counters[0] += 1
+                    _push(key, order, slot, counters, values[i], counters[3], s)
                     counters[3] += 1
-                    _sift_up(key, order, slot, pos)
         if n_leaves > 0:
             return LEAVES, n_leaves
 
@@ -183,22 +203,12 @@ def tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, best_td, ba
     (``row_free[:row_count[0]]``), rolled up from the parent's (``act``), both new and
     classified over every row at the root (parent row -1). Returns the boxes popped, whose
     slots go to ``popped``."""
-    nq = slot_L.shape[1]
     n_pop = 0
     while counters[0] > 0 and -key[0] > best_td and n_pop < batch:
-        s = slot[0]
-        last = counters[0] - 1
-        key[0], order[0], slot[0] = key[last], order[last], slot[last]
-        counters[0] = last
-        _sift_down(key, order, slot, last)
+        s = _pop(key, order, slot, counters)
         L = slot_L[s]
         U = slot_U[s]
-        q = 0
-        widest = U[0] - L[0]
-        for j in range(1, nq):
-            if U[j] - L[j] > widest:
-                widest = U[j] - L[j]
-                q = j
+        q, _ = _widest(L, U)
         mid = (L[q] + U[q]) // 2
         i = 2 * n_pop
         lows[i] = L
@@ -249,13 +259,8 @@ def tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, 
         slot_L[s] = lows[i]
         slot_U[s] = highs[i]
         slot_row[s] = src[i]
-        pos = counters[0]
-        key[pos] = -values[i]
-        order[pos] = counters[2]
-        slot[pos] = s
-        counters[0] += 1
+        _push(key, order, slot, counters, values[i], counters[2], s)
         counters[2] += 1
-        _sift_up(key, order, slot, pos)
         held[i] = True
     for i in range(n_halves):
         if not held[i]:

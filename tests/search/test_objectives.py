@@ -99,9 +99,10 @@ def test_a_budget_that_ends_flash_first_is_not_certified(small_adult):
 def _random_classes_case(seed: int):
     rng = np.random.default_rng(seed)
     H, D = 60, 3
-    codes = rng.integers(0, 6, size=(H, D)).astype(np.int64)
+    # int32 codes and generalization tables, as an EncodedTable holds them (the kernels' compiled form)
+    codes = rng.integers(0, 6, size=(H, D)).astype(np.int32)
     # level 0: the leaf, level 1: pairs, level 2: one value
-    gen = np.stack([np.stack([np.arange(6), np.arange(6) // 2, np.zeros(6, dtype=np.int64)]) for _ in range(D)])
+    gen = np.stack([np.stack([np.arange(6), np.arange(6) // 2, np.zeros(6, dtype=np.int64)]) for _ in range(D)]).astype(np.int32)
     n_gen = np.array([[6, 3, 1]] * D, dtype=np.int64)
     counts = rng.integers(1, 5, size=H).astype(np.int64)
     G = np.array(list(itertools.product(range(3), repeat=D)), dtype=np.int64)

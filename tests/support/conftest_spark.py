@@ -35,6 +35,9 @@ def spark_url(tmp_path_factory) -> str:
     folder = tmp_path_factory.mktemp("spark") / "warehouse"
     # The tests' tables are small, so what a query costs is mostly its planning: no whole-stage
     # code generation (a Java compile per new plan) and no adaptive re-planning. Spark's
-    # interpreted operators compute the same rows.
+    # interpreted operators compute the same rows. The driver JVM's JIT stops at its first tier
+    # (C1): a test session's code is run a few times, not long enough for C2's optimizing
+    # compiles to pay back the CPU they take (half the JVM's CPU time on the release tests).
     return (f"spark://local[2]?warehouse={folder}&catalog=in-memory&conf.spark.sql.shuffle.partitions=1"
-            "&conf.spark.sql.codegen.wholeStage=false&conf.spark.sql.adaptive.enabled=false")
+            "&conf.spark.sql.codegen.wholeStage=false&conf.spark.sql.adaptive.enabled=false"
+            "&conf.spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1")

@@ -34,6 +34,7 @@ the layout as it is.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -54,13 +55,14 @@ ISSUE_NUMBER = re.compile(r"\b[Ii]ssue\s+#?\d+|(?<![\w&])#\d{1,3}\b|\b[Ff]inding
 REPO_PATH = re.compile(r"(?<![\w./-])(?:src|tests|benchmarks|examples)/[\w./*-]*[\w*/]")
 
 
-def scanned_files() -> list[Path]:
+@functools.cache
+def scanned_files() -> tuple[Path, ...]:
     files = []
     for top in SCANNED:
         for p in sorted((ROOT / top).rglob("*")):
             if p.is_file() and p.suffix in TEXT_SUFFIXES and not SKIPPED_PARTS & set(p.relative_to(ROOT).parts):
                 files.append(p)
-    return files
+    return tuple(files)
 
 
 def python_prose(source: str) -> list[tuple[int, str]]:
@@ -78,6 +80,7 @@ def python_prose(source: str) -> list[tuple[int, str]]:
     return out
 
 
+@functools.cache  # four tests read the same files' prose: tokenized and parsed once
 def prose(path: Path) -> list[tuple[int, str]]:
     text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix == ".py":

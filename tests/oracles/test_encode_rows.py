@@ -398,3 +398,65 @@ def test_distribution_of_rows_is_the_distribution_query(seed):
         got = distribution_of_rows(rows, sensitive).sort(order, nulls_last=True)
         assert got.schema == want.schema and got.rows() == want.rows()
         assert got["q"].to_numpy().tobytes() == want["q"].to_numpy().tobytes()
+
+
+def _short_texts(rng, n: int, alphabet: list[str]) -> list[str]:
+    return ["".join(alphabet[int(i)] for i in rng.integers(0, len(alphabet), size=int(rng.integers(0, 7))))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_leaf_kernel_is_the_dict_lookup(seed):
+    """kernels/leaves.py (a table of signatures, no byte comparison) gives each text the code the
+    dict of the leaves gives, and stops at the first text that is no leaf: texts of 0 to 6 bytes
+    (the longest a signature covers is 5), multi-byte UTF-8, texts equal but for one inner byte,
+    sliced arrays and the offsets of large strings."""
+    from ppdp.engine.core.encoding import _string_buffers
+    from ppdp.engine.kernels import leaves as LV
+    from tests.support.reference import leaf_codes
+
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "b", "ab", "\u00fc", "0", "1"] if seed % 2 else ["a", "b"]
+    leaves = sorted({t for t in _short_texts(rng, int(rng.integers(1, 60)), alphabet) if len(t.encode()) <= LV.SHORT})
+    leaves = leaves or [""]
+    values = [leaves[int(i)] for i in rng.integers(0, len(leaves), size=int(rng.integers(1, 500)))]
+    if seed % 3 == 0:  # a text that is no leaf: one byte changed inside a leaf, or a longer one
+        at = int(rng.integers(len(values)))
+        values[at] = "aXb" if seed % 2 else "abcdefg"
+    want = leaf_codes(values, leaves)
+    offsets, data = _string_buffers(pa.array(leaves, type=pa.string()))
+    sigs, codes = LV.leaf_table(offsets, data.copy())
+    arr = pa.array(["pad"] + values, type=pa.large_string() if seed % 4 == 1 else pa.string()).slice(1)
+    offsets, data = _string_buffers(arr)
+    radix = len(leaves) + int(rng.integers(0, 3))
+    key = np.arange(len(values), dtype=np.int64)
+    stop = LV.add_leaf_codes(offsets, data, sigs, codes, radix, key)
+    first_missing = next((i for i, c in enumerate(want) if c is None), -1)
+    assert stop == first_missing
+    upto = len(values) if stop < 0 else stop
+    assert key[:upto].tolist() == [i * radix + c for i, c in enumerate(want[:upto])]
+
+
+@pytest.mark.parametrize("rows", [None, 1000])
+def test_read_encoded_on_adult_is_the_histogram_path(adult_db_template, rows):
+    """adult (its age a BIGINT, read as text; short leaves by the kernel, long ones by index_in)
+    and a 1,000-row subset, with salary-class: the rows read and grouped in process give the
+    table of the GROUP BY query and encode_histogram, field by field."""
+    from ppdp.engine.core.hierarchy import read_arx_csv
+    from tests.conftest import ADULT, ADULT_QIDS
+
+    con = DuckDBConnector.over(duckdb.connect(str(adult_db_template), read_only=True))
+    try:
+        hs = [read_arx_csv(ADULT / f"adult_hierarchy_{q}.csv", q) for q in ADULT_QIDS]
+        source = Q.Source(None, "adult", None, DUCKDB, research=None if rows is None else f"id <= {rows}")
+        types = dict(con.relation_columns("main", "adult") or [])
+        sensitive = ["salary-class"]
+        fast = read_encoded(con, source, ADULT_QIDS, sensitive, hs, n_rows=rows or 30162, types=types)
+        from ppdp.engine.core.encoding import GroupTexts
+
+        assert isinstance(fast.values_source, GroupTexts)  # grouped in process, not by the query
+        histogram = con.query(Q.histogram_query(source, ADULT_QIDS, sensitive, types))
+        assert_same_table(fast, encode_histogram(histogram, ADULT_QIDS, sensitive, hs))
+        assert fast.n_records == (rows or 30162)
+    finally:
+        con.close()

@@ -460,3 +460,31 @@ def test_read_encoded_on_adult_is_the_histogram_path(adult_db_template, rows):
         assert fast.n_records == (rows or 30162)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_grouping_kernels_are_np_unique(seed):
+    """kernels/grouping.py: the radix sort is np.sort (0 to 62 used bits: no pass, odd and even
+    numbers of passes), and one pass over the sorted keys gives np.unique's groups, counts and
+    each field decoded."""
+    from ppdp.engine.kernels import grouping as GR
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    field_bits = rng.integers(0, max(1, 62 // k) + 1, size=k).astype(np.int64)
+    if seed == 0:
+        field_bits[:] = 0
+    n = int(rng.integers(1, 5000))
+    fields = np.stack([rng.integers(0, 1 << int(b), size=n) for b in field_bits.tolist()])
+    if seed % 3 == 1:  # many repeats
+        fields = fields[:, rng.integers(0, max(n // 20, 1), size=n)]
+    key = np.zeros(n, dtype=np.int64)
+    for f, b in zip(fields, field_bits.tolist(), strict=True):
+        key = (key << b) | f
+    want = np.sort(key)
+    got = GR.sort_keys(key.copy(), int(field_bits.sum()))
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    distinct, first, counts = np.unique(key, return_index=True, return_counts=True)
+    codes, last, got_counts = GR.group_sorted(got, field_bits)
+    assert np.array_equal(got_counts, counts) and codes.flags.c_contiguous
+    assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.engine.kernels import grouping as GR
 from ppdp.engine.kernels import leaves as LV
 from ppdp.errors import DataError, HierarchyError
 from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
@@ -283,19 +284,24 @@ def encode_rows(
     if sa_rows is not None:
         key *= radices[-1]
         key += sa_rows
-    counts, group_columns = _group_keys(key, radices)
+    if radices is powers:  # whole-bit fields: one radix sort and one pass (kernels/grouping.py)
+        field_bits = np.array([int(r).bit_length() - 1 for r in radices.tolist()], dtype=np.int64)
+        codes, sa, counts = GR.group_sorted(GR.sort_keys(key, int(field_bits.sum())), field_bits)
+    else:
+        counts, group_columns = _group_keys(key, radices)
+        codes, sa = np.ascontiguousarray(group_columns[:-1].T), group_columns[-1].copy()
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
                         tuple(_leaf_array(h) for h in hierarchies)
                         + tuple(pa.array([t[j] for t in sa_tuples], type=pa.string()) for j in range(len(sensitive))),
-                        tuple(group_columns[:-1]) + (group_columns[-1],) * len(sensitive))
+                        tuple(codes[:, j] for j in range(len(qids))) + (sa,) * len(sensitive))
     return EncodedTable(
         qids=tuple(qids),
         sensitive=tuple(sensitive),
         hierarchies=tuple(hierarchies),
-        codes=np.ascontiguousarray(group_columns[:-1].T),
-        sa=group_columns[-1].copy(),
+        codes=codes,
+        sa=sa,
         sa_values=tuple(sa_tuples),
         counts=counts,
         values_source=values,

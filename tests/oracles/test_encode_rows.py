@@ -266,52 +266,6 @@ def test_read_encoded_reads_rows_through_a_connector_declaring_in_process_rows(t
     assert len(queries) == 1 and "GROUP BY" in queries[0]
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_group_rows_is_np_unique_of_the_keys(seed):
-    """encoding._group_rows (one sort of the keys, codes decoded from the distinct keys) gives
-    what np.unique of the mixed-radix keys gives with each column gathered at a group's first
-    row: the same groups in the same order, sizes and codes; with radices whose product nears 2**62."""
-    from ppdp.engine.core.encoding import _group_rows
-
-    rng = np.random.default_rng(seed)
-    k = int(rng.integers(1, 9))
-    wide = seed % 3 == 0
-    radices = rng.integers(1, int((2**62) ** (1 / k)) if wide else 6, size=k).astype(np.int64)
-    radices = np.maximum(radices, 1)
-    n = int(rng.integers(1, 3000))
-    columns = np.stack([rng.integers(0, r, size=n) for r in radices.tolist()]).astype(np.int32)
-    if seed % 4 == 1:  # many repeats
-        columns = columns[:, rng.integers(0, max(n // 10, 1), size=n)]
-    key = np.zeros(n, dtype=np.int64)
-    for column, radix in zip(columns, radices.tolist(), strict=True):
-        key = key * radix + column
-    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
-    counts, group_columns = _group_rows(columns, radices)
-    assert counts.dtype == np.int64 and np.array_equal(counts, want_counts)
-    assert group_columns.dtype == np.int32 and np.array_equal(group_columns, columns[:, first])
-
-
-@pytest.mark.parametrize("radices", [[65536, 65536], [65536, 65537], [2, 2**31], [3, 5, 7, 40_904_450]])
-def test_group_rows_at_the_uint32_boundary(radices):
-    """Keys of radices whose product is 2**32 (the largest key fits 32 bits: the uint32 sort) and
-    just above it (int64): the largest codes included, the groups np.unique gives either way."""
-    from ppdp.engine.core.encoding import _group_rows
-
-    rng = np.random.default_rng(len(radices))
-    r = np.array(radices, dtype=np.int64)
-    n = 2000
-    columns = np.stack([rng.integers(max(x - 3, 0), x, size=n) if i % 2 else rng.integers(0, min(x, 4), size=n)
-                        for i, x in enumerate(radices)])
-    columns[:, :2] = np.array([[x - 1 for x in radices], [0] * len(radices)]).T  # the largest and the smallest key
-    columns = columns.astype(np.int32)
-    key = np.zeros(n, dtype=np.int64)
-    for column, radix in zip(columns, radices, strict=True):
-        key = key * radix + column
-    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
-    counts, group_columns = _group_rows(columns, r)
-    assert np.array_equal(counts, want_counts) and np.array_equal(group_columns, columns[:, first])
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_struct_order_is_polars_sort_of_a_string_struct(seed):
     """_struct_order sorts tuples of texts (NULL, empty, prefixes, non-ASCII) as Polars sorts the
@@ -487,4 +441,27 @@ def test_grouping_kernels_are_np_unique(seed):
     distinct, first, counts = np.unique(key, return_index=True, return_counts=True)
     codes, last, got_counts = GR.group_sorted(got, field_bits)
     assert np.array_equal(got_counts, counts) and codes.flags.c_contiguous
+    assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mixed_radix_grouping_kernel_is_np_unique(seed):
+    """group_sorted_mixed (keys in mixed radix, products near 2**62) gives np.unique's groups,
+    counts and each code decoded."""
+    from ppdp.engine.kernels import grouping as GR
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    radices = np.maximum(rng.integers(1, int((2**62) ** (1 / k)), size=k), 1).astype(np.int64)
+    n = int(rng.integers(1, 3000))
+    fields = np.stack([rng.integers(0, r, size=n) for r in radices.tolist()])
+    key = np.zeros(n, dtype=np.int64)
+    for f, r in zip(fields, radices.tolist(), strict=True):
+        key = key * r + f
+    used = (int(np.prod(radices.astype(object))) - 1).bit_length()
+    got = GR.sort_keys(key.copy(), used)
+    assert np.array_equal(got, np.sort(key))
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    codes, last, got_counts = GR.group_sorted_mixed(got, radices)
+    assert np.array_equal(got_counts, counts)
     assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])

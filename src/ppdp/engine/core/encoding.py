@@ -240,12 +240,13 @@ def encode_rows(
 ) -> EncodedTable | None:
     """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
     QID and SA columns of every source row, not grouped: sql.queries.text_rows_query, as Arrow),
-    grouped here by leaf codes: one Arrow lookup of each QID in its hierarchy's leaves and one
-    ``np.unique`` of a mixed-radix key, instead of the database's GROUP BY over text and a second
-    pass over the grouped text.
+    grouped here by leaf codes: each QID's texts looked up among its hierarchy's leaves (a
+    signature table for short leaves, kernels/leaves.py, else Arrow's ``index_in``), folded into
+    one key per row, and the keys sorted and counted (kernels/grouping.py), instead of the
+    database's GROUP BY over text and a second pass over the grouped text.
 
     The same table, field by field: rows are grouped by exact text (a leaf code stands for one
-    text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
+    text), the keys sort as the key ``_canonical_order`` sorts by, SA codes follow the same
     sort of the distinct SA tuples, and ``values`` are the text of one row of each group; rows
     with a NULL quasi-identifier are refused or withheld by ``null_policy`` with the same error
     and count. None where encode_histogram's general path is needed: no rows (its error), a value
@@ -284,12 +285,13 @@ def encode_rows(
     if sa_rows is not None:
         key *= radices[-1]
         key += sa_rows
-    if radices is powers:  # whole-bit fields: one radix sort and one pass (kernels/grouping.py)
+    # one radix sort over the key's used bits and one pass over the sorted keys (kernels/grouping.py)
+    if radices is powers:
         field_bits = np.array([int(r).bit_length() - 1 for r in radices.tolist()], dtype=np.int64)
         codes, sa, counts = GR.group_sorted(GR.sort_keys(key, int(field_bits.sum())), field_bits)
     else:
-        counts, group_columns = _group_keys(key, radices)
-        codes, sa = np.ascontiguousarray(group_columns[:-1].T), group_columns[-1].copy()
+        used = (math.prod(radices.tolist()) - 1).bit_length()
+        codes, sa, counts = GR.group_sorted_mixed(GR.sort_keys(key, used), radices)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
@@ -308,55 +310,6 @@ def encode_rows(
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
-
-
-def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by their codes: ``columns`` (k, n) holds each row's code per column (0 <= code
-    < radices[j], the product of the radices below 2**62); a row's key is their mixed-radix
-    number, first column most significant (``_group_keys``)."""
-    key = np.zeros(columns.shape[1], dtype=np.int64)
-    for column, radix in zip(columns, radices.tolist(), strict=True):
-        key *= radix
-        key += column
-    return _group_keys(key, radices)
-
-
-def _group_keys(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by their mixed-radix keys (int64, each column's code below its radix, the
-    product of the radices below 2**62; ``key`` is consumed). Returns (rows of each group as
-    int64, the group's codes as (k, groups) int32), groups by ascending key: what ``np.unique(key,
-    return_counts=True)`` gives, its keys decoded back into codes.
-
-    One unstable sort of the keys and a run-length pass, and the codes read back from the
-    distinct keys (no gather from the rows). The keys are sorted as uint32 when every key fits
-    (the product of the radices at most 2**32: adult, mach2019 and creditcard's 8 QIDs), which
-    halves the sort's and the decoding's bytes; the order of the keys, so of the groups, is the
-    same in either width."""
-    k, n = radices.shape[0], key.shape[0]
-    narrow = math.prod(radices.tolist()) <= 1 << 32
-    width: Any = np.dtype(np.uint32 if narrow else np.int64).type
-    if narrow:
-        key = key.astype(np.uint32)
-    key.sort()
-    edge = np.empty(n, dtype=np.bool_)
-    edge[:1] = True
-    np.not_equal(key[1:], key[:-1], out=edge[1:])
-    starts = np.flatnonzero(edge)
-    distinct: Any = key[starts]
-    counts = np.diff(starts, append=n).astype(np.int64)
-    group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
-    bits = [int(r).bit_length() - 1 for r in radices.tolist()]
-    if all(1 << b == r for b, r in zip(bits, radices.tolist(), strict=True)):  # fields of whole bits
-        for j in range(k - 1, -1, -1):
-            group_columns[j] = distinct & width((1 << bits[j]) - 1)
-            distinct = distinct >> width(bits[j])
-        return counts, group_columns
-    for j in range(k - 1, -1, -1):
-        radix = width(radices[j])
-        higher = distinct // radix
-        group_columns[j] = distinct - higher * radix  # distinct % radix, without a second division
-        distinct = higher
-    return counts, group_columns
 
 
 def _add_leaf_codes(column: pa.ChunkedArray, h: Hierarchy, radix: int, key: np.ndarray) -> bool:

@@ -5,8 +5,9 @@ pass (engine/core/encoding.py ``encode_rows``), for keys whose codes sit in fiel
 digits: three passes for adult's and mach2019's 8 QIDs), stable, so the sorted keys are what
 ``np.sort`` gives. ``group_sorted`` then makes the histogram in one pass: each distinct key's
 codes (decoded by shifts and masks, row-major as EncodedTable.codes holds them), its joint SA
-code and its count. The plain twin is encoding._group_keys (np.sort, np.diff and one division
-pass per column), which tests/oracles/test_encode_rows.py compares them with.
+code and its count. Their plain twin is ``np.sort`` and ``np.unique(key, return_index=True,
+return_counts=True)`` with the fields read at each group's first row, which
+tests/oracles/test_encode_rows.py compares them with.
 """
 
 from __future__ import annotations
@@ -80,5 +81,36 @@ def group_sorted(key: np.ndarray, field_bits: np.ndarray) -> tuple[np.ndarray, n
                 b = field_bits[j]
                 codes[g, j] = v & ((1 << b) - 1)
                 v >>= b
+        counts[g] += 1
+    return codes, last, counts
+
+
+@njit(cache=True, nogil=True)
+def group_sorted_mixed(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``group_sorted`` for keys in mixed radix (``radices``, first field most significant), where
+    whole-bit fields would not fit 62 bits: each distinct key decoded by division."""
+    n = key.shape[0]
+    k = radices.shape[0]
+    groups = 0
+    for i in range(n):
+        if i == 0 or key[i] != key[i - 1]:
+            groups += 1
+    codes = np.empty((groups, k - 1), dtype=np.int32)
+    last = np.empty(groups, dtype=np.int32)
+    counts = np.zeros(groups, dtype=np.int64)
+    g = -1
+    for i in range(n):
+        if i == 0 or key[i] != key[i - 1]:
+            g += 1
+            v = key[i]
+            r = radices[k - 1]
+            higher = v // r
+            last[g] = v - higher * r
+            v = higher
+            for j in range(k - 2, -1, -1):
+                r = radices[j]
+                higher = v // r
+                codes[g, j] = v - higher * r
+                v = higher
         counts[g] += 1
     return codes, last, counts

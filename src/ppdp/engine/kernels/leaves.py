@@ -12,7 +12,7 @@ than Arrow's ``index_in``. A longer value is no leaf of such a hierarchy. Longer
 ``index_in`` (encoding.py).
 
 ``add_leaf_codes`` folds each row's leaf code into its mixed-radix key (key = key * radix +
-code), the key that encoding._group_keys groups by. The plain-Python twin is
+code), the key that kernels/grouping.py groups by. The plain-Python twin is
 ``tests/support/reference.py::leaf_codes``.
 """
 

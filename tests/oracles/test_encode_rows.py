@@ -63,7 +63,8 @@ def grouped(rows: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
 @pytest.mark.parametrize("seed", range(25))
 @pytest.mark.parametrize("sensitive", [[], ["s1"], ["s2", "s1"]])
 @pytest.mark.parametrize("with_reference", [False, True])
-def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, with_reference):
+@pytest.mark.parametrize("use_kernels", [True, False])
+def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, with_reference, use_kernels):
     rows, names, hs = random_rows(seed, sensitive, nulls=seed % 3 == 0)
     reference = None
     if with_reference and sensitive:
@@ -77,25 +78,27 @@ def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, wi
     n_null = rows.filter(pl.any_horizontal([pl.col(c).is_null() for c in names])).height
     if n_null:
         with pytest.raises(DataError) as fast_error:
-            encode_rows(arrow, names, sensitive, hs, reference=reference)
+            encode_rows(arrow, names, sensitive, hs, reference=reference, use_kernels=use_kernels)
         with pytest.raises(DataError) as general_error:
             encode_histogram(histogram, names, sensitive, hs, reference=reference)
         assert str(fast_error.value) == str(general_error.value) and f"{n_null} source rows" in str(fast_error.value)
     if n_null == rows.height:  # nothing left: the general path says so
-        assert encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference) is None
+        assert encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference,
+                           use_kernels=use_kernels) is None
         return
-    fast = encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference)
+    fast = encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference, use_kernels=use_kernels)
     assert fast is not None
     assert_same_table(fast, encode_histogram(histogram, names, sensitive, hs, null_policy="suppress", reference=reference))
     assert fast.n_records + fast.excluded_null_rows == rows.height and fast.excluded_null_rows == n_null
 
 
-def test_encode_rows_leaves_non_leaves_and_empty_tables_to_the_general_path():
+@pytest.mark.parametrize("use_kernels", [True, False])
+def test_encode_rows_leaves_non_leaves_and_empty_tables_to_the_general_path(use_kernels):
     rows, names, hs = random_rows(3, [])
     not_leaf = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nope")).otherwise(pl.col(names[0]))
                                  .alias(names[0]))
-    assert encode_rows(not_leaf.to_arrow(), names, [], hs) is None
-    assert encode_rows(rows.head(0).to_arrow(), names, [], hs) is None
+    assert encode_rows(not_leaf.to_arrow(), names, [], hs, use_kernels=use_kernels) is None
+    assert encode_rows(rows.head(0).to_arrow(), names, [], hs, use_kernels=use_kernels) is None
 
 
 # One column per DuckDB type the typed text covers, and values where text is delicate: integral
@@ -410,8 +413,12 @@ def test_read_encoded_on_adult_is_the_histogram_path(adult_db_template, rows):
 
         assert isinstance(fast.values_source, GroupTexts)  # grouped in process, not by the query
         histogram = con.query(Q.histogram_query(source, ADULT_QIDS, sensitive, types))
-        assert_same_table(fast, encode_histogram(histogram, ADULT_QIDS, sensitive, hs))
+        general = encode_histogram(histogram, ADULT_QIDS, sensitive, hs)
+        assert_same_table(fast, general)
         assert fast.n_records == (rows or 30162)
+        text = con.query_arrow(Q.text_rows_query(source, ADULT_QIDS + sensitive, types))
+        for use_kernels in (True, False):  # the kernels and their plain twins
+            assert_same_table(encode_rows(text, ADULT_QIDS, sensitive, hs, use_kernels=use_kernels), general)
     finally:
         con.close()
 
@@ -465,3 +472,33 @@ def test_mixed_radix_grouping_kernel_is_np_unique(seed):
     codes, last, got_counts = GR.group_sorted_mixed(got, radices)
     assert np.array_equal(got_counts, counts)
     assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])
+
+
+def test_a_fresh_process_encodes_without_starting_the_jit():
+    """encode_rows in a process that has loaded no kernel uses the plain twins (a skipped run
+    never waits for Numba's JIT to start), and the kernels once one is loaded: the same table."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np, pyarrow as pa
+from numba.core.dispatcher import Dispatcher
+import ppdp.engine.release.stages.validate
+from ppdp.engine.core.encoding import encode_rows
+from ppdp.engine.core.hierarchy import from_rows
+from ppdp.engine.kernels import grouping as GR
+h = from_rows("q", [["a", "*"], ["b", "*"]])
+rows = pa.table({"q": ["a", "b", "a"]})
+plain = encode_rows(rows, ["q"], [], [h])
+import sys
+loaded = [n for n, m in list(sys.modules.items()) if n.startswith("ppdp.engine.kernels.") and m is not None
+          and any(isinstance(v, Dispatcher) and v.signatures for v in vars(m).values())]
+assert not loaded and not GR.jit_started(), loaded
+GR.sort_keys(np.zeros(1, dtype=np.int64), 1)
+assert GR.jit_started()
+fast = encode_rows(rows, ["q"], [], [h])
+assert np.array_equal(fast.codes, plain.codes) and np.array_equal(fast.counts, plain.counts)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

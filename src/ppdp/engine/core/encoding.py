@@ -237,6 +237,7 @@ def encode_rows(
     *,
     null_policy: str = "error",
     reference: dict[tuple, float] | None = None,
+    use_kernels: bool | None = None,
 ) -> EncodedTable | None:
     """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
     QID and SA columns of every source row, not grouped: sql.queries.text_rows_query, as Arrow),
@@ -250,7 +251,9 @@ def encode_rows(
     sort of the distinct SA tuples, and ``values`` are the text of one row of each group; rows
     with a NULL quasi-identifier are refused or withheld by ``null_policy`` with the same error
     and count. None where encode_histogram's general path is needed: no rows (its error), a value
-    that is not a leaf (its error names the values) or a key wider than 62 bits."""
+    that is not a leaf (its error names the values) or a key wider than 62 bits. ``use_kernels``:
+    the Numba kernels (True) or their plain twins (False); None: the kernels once Numba's JIT is
+    started in this process (kernels/grouping.py ``jit_started``). The same table either way."""
     excluded = 0
     null_columns = [c for c in qids if rows.column(c).null_count]
     if null_columns:  # withheld (null_policy "suppress") or refused, as encode_histogram does
@@ -278,15 +281,21 @@ def encode_rows(
         radices = powers
     elif math.prod(radices.tolist()) >= 1 << 62:
         return None
+    # The Numba kernels once this process has started Numba's JIT (a search loaded its kernels:
+    # a long-lived process, a job's second run); before that their plain twins, so that a run's
+    # prepare never waits for the JIT's start (a run that is skipped needs no kernel at all).
+    jit = GR.jit_started() if use_kernels is None else use_kernels
     key = np.zeros(rows.num_rows, dtype=np.int64)
     for col, h, radix in zip(qids, hierarchies, radices.tolist()[:-1], strict=True):
-        if not _add_leaf_codes(rows.column(col), h, radix, key):
+        if not _add_leaf_codes(rows.column(col), h, radix, key, jit):
             return None  # a value that is not a leaf, or not a string column
     if sa_rows is not None:
         key *= radices[-1]
         key += sa_rows
-    # one radix sort over the key's used bits and one pass over the sorted keys (kernels/grouping.py)
-    if radices is powers:
+    if not jit:
+        counts, group_columns = _group_keys(key, radices)
+        codes, sa = np.ascontiguousarray(group_columns[:-1].T), group_columns[-1].copy()
+    elif radices is powers:  # one radix sort over the key's used bits and one pass (kernels/grouping.py)
         field_bits = np.array([int(r).bit_length() - 1 for r in radices.tolist()], dtype=np.int64)
         codes, sa, counts = GR.group_sorted(GR.sort_keys(key, int(field_bits.sum())), field_bits)
     else:
@@ -312,14 +321,48 @@ def encode_rows(
     )
 
 
-def _add_leaf_codes(column: pa.ChunkedArray, h: Hierarchy, radix: int, key: np.ndarray) -> bool:
-    """key = key * radix (at least the leaves of ``h``) + the leaf code of each row's text; False when a value is not
-    a leaf, or the column is not of Arrow strings without NULLs (the caller then takes the general
-    path). Leaves of at most kernels.leaves.SHORT bytes: that kernel, chunk by chunk; longer
-    ones: Arrow's ``index_in``."""
+def _group_keys(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plain twin of kernels/grouping.py: rows grouped by their keys (int64, mixed radix
+    ``radices`` or, when every radix is a power of two, fields of whole bits; ``key`` is
+    consumed). Returns (rows of each group as int64, the group's codes as (k, groups) int32),
+    groups by ascending key: what ``np.unique(key, return_counts=True)`` gives, its keys decoded
+    back into codes. One unstable sort (of uint32 keys when they fit 32 bits: half the bytes,
+    the same order), a run-length pass, and the codes read back from the distinct keys."""
+    k, n = radices.shape[0], key.shape[0]
+    narrow = math.prod(radices.tolist()) <= 1 << 32
+    width: Any = np.dtype(np.uint32 if narrow else np.int64).type
+    if narrow:
+        key = key.astype(np.uint32)
+    key.sort()
+    edge = np.empty(n, dtype=np.bool_)
+    edge[:1] = True
+    np.not_equal(key[1:], key[:-1], out=edge[1:])
+    starts = np.flatnonzero(edge)
+    distinct: Any = key[starts]
+    counts = np.diff(starts, append=n).astype(np.int64)
+    group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
+    bits = [int(r).bit_length() - 1 for r in radices.tolist()]
+    if all(1 << b == r for b, r in zip(bits, radices.tolist(), strict=True)):  # fields of whole bits
+        for j in range(k - 1, -1, -1):
+            group_columns[j] = distinct & width((1 << bits[j]) - 1)
+            distinct = distinct >> width(bits[j])
+        return counts, group_columns
+    for j in range(k - 1, -1, -1):
+        radix = width(radices[j])
+        higher = distinct // radix
+        group_columns[j] = distinct - higher * radix  # distinct % radix, without a second division
+        distinct = higher
+    return counts, group_columns
+
+
+def _add_leaf_codes(column: pa.ChunkedArray, h: Hierarchy, radix: int, key: np.ndarray, jit: bool = True) -> bool:
+    """key = key * radix (at least the leaves of ``h``) + the leaf code of each row's text; False
+    when a value is not a leaf, or the column is not of Arrow strings without NULLs (the caller
+    then takes the general path). Leaves of at most kernels.leaves.SHORT bytes, ``jit``: that
+    kernel, chunk by chunk; else Arrow's ``index_in``."""
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) or column.null_count:
         return False
-    table = _short_leaf_table(h)
+    table = _short_leaf_table(h) if jit else None
     if table is None:
         codes = pc.index_in(column, value_set=_leaf_array(h))
         if codes.null_count:

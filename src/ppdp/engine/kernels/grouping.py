@@ -12,6 +12,8 @@ tests/oracles/test_encode_rows.py compares them with.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
@@ -20,6 +22,23 @@ from ppdp.engine.kernels.cache import guard
 guard(__file__)
 
 DIGIT_BITS = 11
+_JIT_STARTED = [False]
+
+
+def jit_started() -> bool:
+    """Whether a kernel of ppdp.engine.kernels is loaded in this process (compiled or read from
+    Numba's cache), so Numba's JIT has started: the first kernel a process loads pays that start
+    (the set-up of its code generator); later ones only their own cache read."""
+    if _JIT_STARTED[0]:
+        return True
+    from numba.core.dispatcher import Dispatcher
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ppdp.engine.kernels.") and module is not None:
+            if any(isinstance(v, Dispatcher) and v.signatures for v in vars(module).values()):
+                _JIT_STARTED[0] = True
+                return True
+    return False
 
 
 @njit(cache=True, nogil=True)

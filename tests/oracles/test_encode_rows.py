@@ -63,7 +63,8 @@ def grouped(rows: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
 @pytest.mark.parametrize("seed", range(25))
 @pytest.mark.parametrize("sensitive", [[], ["s1"], ["s2", "s1"]])
 @pytest.mark.parametrize("with_reference", [False, True])
-def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, with_reference):
+@pytest.mark.parametrize("use_kernels", [True, False])
+def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, with_reference, use_kernels):
     rows, names, hs = random_rows(seed, sensitive, nulls=seed % 3 == 0)
     reference = None
     if with_reference and sensitive:
@@ -77,25 +78,27 @@ def test_encode_rows_is_encode_histogram_of_the_grouped_rows(seed, sensitive, wi
     n_null = rows.filter(pl.any_horizontal([pl.col(c).is_null() for c in names])).height
     if n_null:
         with pytest.raises(DataError) as fast_error:
-            encode_rows(arrow, names, sensitive, hs, reference=reference)
+            encode_rows(arrow, names, sensitive, hs, reference=reference, use_kernels=use_kernels)
         with pytest.raises(DataError) as general_error:
             encode_histogram(histogram, names, sensitive, hs, reference=reference)
         assert str(fast_error.value) == str(general_error.value) and f"{n_null} source rows" in str(fast_error.value)
     if n_null == rows.height:  # nothing left: the general path says so
-        assert encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference) is None
+        assert encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference,
+                           use_kernels=use_kernels) is None
         return
-    fast = encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference)
+    fast = encode_rows(arrow, names, sensitive, hs, null_policy="suppress", reference=reference, use_kernels=use_kernels)
     assert fast is not None
     assert_same_table(fast, encode_histogram(histogram, names, sensitive, hs, null_policy="suppress", reference=reference))
     assert fast.n_records + fast.excluded_null_rows == rows.height and fast.excluded_null_rows == n_null
 
 
-def test_encode_rows_leaves_non_leaves_and_empty_tables_to_the_general_path():
+@pytest.mark.parametrize("use_kernels", [True, False])
+def test_encode_rows_leaves_non_leaves_and_empty_tables_to_the_general_path(use_kernels):
     rows, names, hs = random_rows(3, [])
     not_leaf = rows.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit("nope")).otherwise(pl.col(names[0]))
                                  .alias(names[0]))
-    assert encode_rows(not_leaf.to_arrow(), names, [], hs) is None
-    assert encode_rows(rows.head(0).to_arrow(), names, [], hs) is None
+    assert encode_rows(not_leaf.to_arrow(), names, [], hs, use_kernels=use_kernels) is None
+    assert encode_rows(rows.head(0).to_arrow(), names, [], hs, use_kernels=use_kernels) is None
 
 
 # One column per DuckDB type the typed text covers, and values where text is delicate: integral
@@ -266,52 +269,6 @@ def test_read_encoded_reads_rows_through_a_connector_declaring_in_process_rows(t
     assert len(queries) == 1 and "GROUP BY" in queries[0]
 
 
-@pytest.mark.parametrize("seed", range(20))
-def test_group_rows_is_np_unique_of_the_keys(seed):
-    """encoding._group_rows (one sort of the keys, codes decoded from the distinct keys) gives
-    what np.unique of the mixed-radix keys gives with each column gathered at a group's first
-    row: the same groups in the same order, sizes and codes; with radices whose product nears 2**62."""
-    from ppdp.engine.core.encoding import _group_rows
-
-    rng = np.random.default_rng(seed)
-    k = int(rng.integers(1, 9))
-    wide = seed % 3 == 0
-    radices = rng.integers(1, int((2**62) ** (1 / k)) if wide else 6, size=k).astype(np.int64)
-    radices = np.maximum(radices, 1)
-    n = int(rng.integers(1, 3000))
-    columns = np.stack([rng.integers(0, r, size=n) for r in radices.tolist()]).astype(np.int32)
-    if seed % 4 == 1:  # many repeats
-        columns = columns[:, rng.integers(0, max(n // 10, 1), size=n)]
-    key = np.zeros(n, dtype=np.int64)
-    for column, radix in zip(columns, radices.tolist(), strict=True):
-        key = key * radix + column
-    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
-    counts, group_columns = _group_rows(columns, radices)
-    assert counts.dtype == np.int64 and np.array_equal(counts, want_counts)
-    assert group_columns.dtype == np.int32 and np.array_equal(group_columns, columns[:, first])
-
-
-@pytest.mark.parametrize("radices", [[65536, 65536], [65536, 65537], [2, 2**31], [3, 5, 7, 40_904_450]])
-def test_group_rows_at_the_uint32_boundary(radices):
-    """Keys of radices whose product is 2**32 (the largest key fits 32 bits: the uint32 sort) and
-    just above it (int64): the largest codes included, the groups np.unique gives either way."""
-    from ppdp.engine.core.encoding import _group_rows
-
-    rng = np.random.default_rng(len(radices))
-    r = np.array(radices, dtype=np.int64)
-    n = 2000
-    columns = np.stack([rng.integers(max(x - 3, 0), x, size=n) if i % 2 else rng.integers(0, min(x, 4), size=n)
-                        for i, x in enumerate(radices)])
-    columns[:, :2] = np.array([[x - 1 for x in radices], [0] * len(radices)]).T  # the largest and the smallest key
-    columns = columns.astype(np.int32)
-    key = np.zeros(n, dtype=np.int64)
-    for column, radix in zip(columns, radices, strict=True):
-        key = key * radix + column
-    _, first, want_counts = np.unique(key, return_index=True, return_counts=True)
-    counts, group_columns = _group_rows(columns, r)
-    assert np.array_equal(counts, want_counts) and np.array_equal(group_columns, columns[:, first])
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_struct_order_is_polars_sort_of_a_string_struct(seed):
     """_struct_order sorts tuples of texts (NULL, empty, prefixes, non-ASCII) as Polars sorts the
@@ -398,3 +355,150 @@ def test_distribution_of_rows_is_the_distribution_query(seed):
         got = distribution_of_rows(rows, sensitive).sort(order, nulls_last=True)
         assert got.schema == want.schema and got.rows() == want.rows()
         assert got["q"].to_numpy().tobytes() == want["q"].to_numpy().tobytes()
+
+
+def _short_texts(rng, n: int, alphabet: list[str]) -> list[str]:
+    return ["".join(alphabet[int(i)] for i in rng.integers(0, len(alphabet), size=int(rng.integers(0, 7))))
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_leaf_kernel_is_the_dict_lookup(seed):
+    """kernels/leaves.py (a table of signatures, no byte comparison) gives each text the code the
+    dict of the leaves gives, and stops at the first text that is no leaf: texts of 0 to 6 bytes
+    (the longest a signature covers is 5), multi-byte UTF-8, texts equal but for one inner byte,
+    sliced arrays and the offsets of large strings."""
+    from ppdp.engine.core.encoding import _string_buffers
+    from ppdp.engine.kernels import leaves as LV
+    from tests.support.reference import leaf_codes
+
+    rng = np.random.default_rng(seed)
+    alphabet = ["a", "b", "ab", "\u00fc", "0", "1"] if seed % 2 else ["a", "b"]
+    leaves = sorted({t for t in _short_texts(rng, int(rng.integers(1, 60)), alphabet) if len(t.encode()) <= LV.SHORT})
+    leaves = leaves or [""]
+    values = [leaves[int(i)] for i in rng.integers(0, len(leaves), size=int(rng.integers(1, 500)))]
+    if seed % 3 == 0:  # a text that is no leaf: one byte changed inside a leaf, or a longer one
+        at = int(rng.integers(len(values)))
+        values[at] = "aXb" if seed % 2 else "abcdefg"
+    want = leaf_codes(values, leaves)
+    offsets, data = _string_buffers(pa.array(leaves, type=pa.string()))
+    sigs, codes = LV.leaf_table(offsets, data.copy())
+    arr = pa.array(["pad"] + values, type=pa.large_string() if seed % 4 == 1 else pa.string()).slice(1)
+    offsets, data = _string_buffers(arr)
+    radix = len(leaves) + int(rng.integers(0, 3))
+    key = np.arange(len(values), dtype=np.int64)
+    stop = LV.add_leaf_codes(offsets, data, sigs, codes, radix, key)
+    first_missing = next((i for i, c in enumerate(want) if c is None), -1)
+    assert stop == first_missing
+    upto = len(values) if stop < 0 else stop
+    assert key[:upto].tolist() == [i * radix + c for i, c in enumerate(want[:upto])]
+
+
+@pytest.mark.parametrize("rows", [None, 1000])
+def test_read_encoded_on_adult_is_the_histogram_path(adult_db_template, rows):
+    """adult (its age a BIGINT, read as text; short leaves by the kernel, long ones by index_in)
+    and a 1,000-row subset, with salary-class: the rows read and grouped in process give the
+    table of the GROUP BY query and encode_histogram, field by field."""
+    from ppdp.engine.core.hierarchy import read_arx_csv
+    from tests.conftest import ADULT, ADULT_QIDS
+
+    con = DuckDBConnector.over(duckdb.connect(str(adult_db_template), read_only=True))
+    try:
+        hs = [read_arx_csv(ADULT / f"adult_hierarchy_{q}.csv", q) for q in ADULT_QIDS]
+        source = Q.Source(None, "adult", None, DUCKDB, research=None if rows is None else f"id <= {rows}")
+        types = dict(con.relation_columns("main", "adult") or [])
+        sensitive = ["salary-class"]
+        fast = read_encoded(con, source, ADULT_QIDS, sensitive, hs, n_rows=rows or 30162, types=types)
+        from ppdp.engine.core.encoding import GroupTexts
+
+        assert isinstance(fast.values_source, GroupTexts)  # grouped in process, not by the query
+        histogram = con.query(Q.histogram_query(source, ADULT_QIDS, sensitive, types))
+        general = encode_histogram(histogram, ADULT_QIDS, sensitive, hs)
+        assert_same_table(fast, general)
+        assert fast.n_records == (rows or 30162)
+        text = con.query_arrow(Q.text_rows_query(source, ADULT_QIDS + sensitive, types))
+        for use_kernels in (True, False):  # the kernels and their plain twins
+            assert_same_table(encode_rows(text, ADULT_QIDS, sensitive, hs, use_kernels=use_kernels), general)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_grouping_kernels_are_np_unique(seed):
+    """kernels/grouping.py: the radix sort is np.sort (0 to 62 used bits: no pass, odd and even
+    numbers of passes), and one pass over the sorted keys gives np.unique's groups, counts and
+    each field decoded."""
+    from ppdp.engine.kernels import grouping as GR
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    field_bits = rng.integers(0, max(1, 62 // k) + 1, size=k).astype(np.int64)
+    if seed == 0:
+        field_bits[:] = 0
+    n = int(rng.integers(1, 5000))
+    fields = np.stack([rng.integers(0, 1 << int(b), size=n) for b in field_bits.tolist()])
+    if seed % 3 == 1:  # many repeats
+        fields = fields[:, rng.integers(0, max(n // 20, 1), size=n)]
+    key = np.zeros(n, dtype=np.int64)
+    for f, b in zip(fields, field_bits.tolist(), strict=True):
+        key = (key << b) | f
+    want = np.sort(key)
+    got = GR.sort_keys(key.copy(), int(field_bits.sum()))
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    distinct, first, counts = np.unique(key, return_index=True, return_counts=True)
+    codes, last, got_counts = GR.group_sorted(got, field_bits)
+    assert np.array_equal(got_counts, counts) and codes.flags.c_contiguous
+    assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_mixed_radix_grouping_kernel_is_np_unique(seed):
+    """group_sorted_mixed (keys in mixed radix, products near 2**62) gives np.unique's groups,
+    counts and each code decoded."""
+    from ppdp.engine.kernels import grouping as GR
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 9))
+    radices = np.maximum(rng.integers(1, int((2**62) ** (1 / k)), size=k), 1).astype(np.int64)
+    n = int(rng.integers(1, 3000))
+    fields = np.stack([rng.integers(0, r, size=n) for r in radices.tolist()])
+    key = np.zeros(n, dtype=np.int64)
+    for f, r in zip(fields, radices.tolist(), strict=True):
+        key = key * r + f
+    used = (int(np.prod(radices.astype(object))) - 1).bit_length()
+    got = GR.sort_keys(key.copy(), used)
+    assert np.array_equal(got, np.sort(key))
+    _, first, counts = np.unique(key, return_index=True, return_counts=True)
+    codes, last, got_counts = GR.group_sorted_mixed(got, radices)
+    assert np.array_equal(got_counts, counts)
+    assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])
+
+
+def test_a_fresh_process_encodes_without_starting_the_jit():
+    """encode_rows in a process that has loaded no kernel uses the plain twins (a skipped run
+    never waits for Numba's JIT to start), and the kernels once one is loaded: the same table."""
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np, pyarrow as pa
+from numba.core.dispatcher import Dispatcher
+import ppdp.engine.release.stages.validate
+from ppdp.engine.core.encoding import encode_rows
+from ppdp.engine.core.hierarchy import from_rows
+from ppdp.engine.kernels import grouping as GR
+h = from_rows("q", [["a", "*"], ["b", "*"]])
+rows = pa.table({"q": ["a", "b", "a"]})
+plain = encode_rows(rows, ["q"], [], [h])
+import sys
+loaded = [n for n, m in list(sys.modules.items()) if n.startswith("ppdp.engine.kernels.") and m is not None
+          and any(isinstance(v, Dispatcher) and v.signatures for v in vars(m).values())]
+assert not loaded and not GR.jit_started(), loaded
+GR.sort_keys(np.zeros(1, dtype=np.int64), 1)
+assert GR.jit_started()
+fast = encode_rows(rows, ["q"], [], [h])
+assert np.array_equal(fast.codes, plain.codes) and np.array_equal(fast.counts, plain.counts)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -267,3 +267,16 @@ def test_order_prefix_is_the_start_of_the_stable_order():
         full = np.argsort(bounds, kind="stable")
         assert np.array_equal(prefix, full[: len(prefix)]) and len(prefix) >= min(16, len(bounds))
         assert rest == (len(prefix) < len(bounds))
+
+
+@pytest.mark.parametrize("objective", ["nu-entropy", "precision", "height"])
+def test_lattice_bounds_are_the_bounds_of_every_node(small_adult, objective):
+    """The level-only objectives' bounds of the whole lattice, laid out by broadcasting, are
+    their per-node bounds of np.indices' nodes bit for bit (the search's order, ties included)."""
+    from ppdp.engine.methods.generalization.objectives import _objective
+
+    table = small_adult.table
+    obj = _objective(objective, table)
+    shape = tuple(int(h) + 1 for h in table.heights)
+    nodes = np.indices(shape, dtype=np.int64).reshape(len(shape), -1).T.copy()
+    assert obj.lattice_bounds(shape).tobytes() == obj.bounds(nodes).tobytes()

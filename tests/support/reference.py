@@ -208,3 +208,10 @@ def presence_retention(size, persons, k, dmin, dmax):
         keep.append(max(good) if good else 0)
         ok.append(any(dmin <= r / p for r in good) if p > 0 else False)
     return keep, ok
+
+
+def leaf_codes(texts, leaves):
+    """Each text's leaf code (its index in ``leaves``), None for a text that is no leaf: the plain
+    twin of engine/kernels/leaves.py (a dict of the leaves, looked up per text)."""
+    index = {leaf: code for code, leaf in enumerate(leaves)}
+    return [index.get(t) for t in texts]

@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ppdp.engine.core.hierarchy import Hierarchy
+from ppdp.engine.kernels import grouping as GR
+from ppdp.engine.kernels import leaves as LV
 from ppdp.errors import DataError, HierarchyError
 from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
 
@@ -235,19 +237,23 @@ def encode_rows(
     *,
     null_policy: str = "error",
     reference: dict[tuple, float] | None = None,
+    use_kernels: bool | None = None,
 ) -> EncodedTable | None:
     """The EncodedTable that ``encode_histogram`` makes of the histogram of ``rows`` (the text
     QID and SA columns of every source row, not grouped: sql.queries.text_rows_query, as Arrow),
-    grouped here by leaf codes: one Arrow lookup of each QID in its hierarchy's leaves and one
-    ``np.unique`` of a mixed-radix key, instead of the database's GROUP BY over text and a second
-    pass over the grouped text.
+    grouped here by leaf codes: each QID's texts looked up among its hierarchy's leaves (a
+    signature table for short leaves, kernels/leaves.py, else Arrow's ``index_in``), folded into
+    one key per row, and the keys sorted and counted (kernels/grouping.py), instead of the
+    database's GROUP BY over text and a second pass over the grouped text.
 
     The same table, field by field: rows are grouped by exact text (a leaf code stands for one
-    text), ``np.unique`` sorts by the key ``_canonical_order`` sorts by, SA codes follow the same
+    text), the keys sort as the key ``_canonical_order`` sorts by, SA codes follow the same
     sort of the distinct SA tuples, and ``values`` are the text of one row of each group; rows
     with a NULL quasi-identifier are refused or withheld by ``null_policy`` with the same error
     and count. None where encode_histogram's general path is needed: no rows (its error), a value
-    that is not a leaf (its error names the values) or a key wider than 62 bits."""
+    that is not a leaf (its error names the values) or a key wider than 62 bits. ``use_kernels``:
+    the Numba kernels (True) or their plain twins (False); None: the kernels once Numba's JIT is
+    started in this process (kernels/grouping.py ``jit_started``). The same table either way."""
     excluded = 0
     null_columns = [c for c in qids if rows.column(c).null_count]
     if null_columns:  # withheld (null_policy "suppress") or refused, as encode_histogram does
@@ -260,38 +266,53 @@ def encode_rows(
         rows = rows.filter(pc.invert(is_null))
     if rows.num_rows == 0:
         return None
-    # each row's code per column (the QIDs' leaf codes, then its joint SA code), one row each
-    columns = np.empty((len(qids) + 1, rows.num_rows), dtype=np.int32)
-    for j, (col, h) in enumerate(zip(qids, hierarchies, strict=True)):
-        column = rows.column(col)
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            return None
-        codes = pc.index_in(column, value_set=_leaf_array(h))
-        if codes.null_count:  # a value that is not a leaf
-            return None
-        columns[j] = codes.to_numpy()
+    # each row's mixed-radix key: its QIDs' leaf codes, then its joint SA code (most significant first)
+    radices = np.array([*(len(h.rows) for h in hierarchies), 1], dtype=np.int64)
     if sensitive:
         sa_rows, sa_tuples = _joint_sa_codes(rows, sensitive, reference)
-        columns[-1] = sa_rows
+        radices[-1] = max(len(sa_tuples), 1)
     else:
-        columns[-1] = 0
-        sa_tuples = [()]
-    radices = np.array([*(len(h.rows) for h in hierarchies), max(len(sa_tuples), 1)], dtype=np.int64)
-    if math.prod(radices.tolist()) >= 1 << 62:
+        sa_rows, sa_tuples = None, [()]
+    # Each code in a field of whole bits when they fit 62 (decoded by shifts; the keys sort as the
+    # mixed-radix ones do: both order the rows by their codes, first column first), else in
+    # mixed radix.
+    powers = np.array([1 << (int(r) - 1).bit_length() for r in radices.tolist()], dtype=np.int64)
+    if math.prod(powers.tolist()) < 1 << 62:
+        radices = powers
+    elif math.prod(radices.tolist()) >= 1 << 62:
         return None
-    counts, group_columns = _group_rows(columns, radices)
+    # The Numba kernels once this process has started Numba's JIT (a search loaded its kernels:
+    # a long-lived process, a job's second run); before that their plain twins, so that a run's
+    # prepare never waits for the JIT's start (a run that is skipped needs no kernel at all).
+    jit = GR.jit_started() if use_kernels is None else use_kernels
+    key = np.zeros(rows.num_rows, dtype=np.int64)
+    for col, h, radix in zip(qids, hierarchies, radices.tolist()[:-1], strict=True):
+        if not _add_leaf_codes(rows.column(col), h, radix, key, jit):
+            return None  # a value that is not a leaf, or not a string column
+    if sa_rows is not None:
+        key *= radices[-1]
+        key += sa_rows
+    if not jit:
+        counts, group_columns = _group_keys(key, radices)
+        codes, sa = np.ascontiguousarray(group_columns[:-1].T), group_columns[-1].copy()
+    elif radices is powers:  # one radix sort over the key's used bits and one pass (kernels/grouping.py)
+        field_bits = np.array([int(r).bit_length() - 1 for r in radices.tolist()], dtype=np.int64)
+        codes, sa, counts = GR.group_sorted(GR.sort_keys(key, int(field_bits.sum())), field_bits)
+    else:
+        used = (math.prod(radices.tolist()) - 1).bit_length()
+        codes, sa, counts = GR.group_sorted_mixed(GR.sort_keys(key, used), radices)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),
                         tuple(_leaf_array(h) for h in hierarchies)
                         + tuple(pa.array([t[j] for t in sa_tuples], type=pa.string()) for j in range(len(sensitive))),
-                        tuple(group_columns[:-1]) + (group_columns[-1],) * len(sensitive))
+                        tuple(codes[:, j] for j in range(len(qids))) + (sa,) * len(sensitive))
     return EncodedTable(
         qids=tuple(qids),
         sensitive=tuple(sensitive),
         hierarchies=tuple(hierarchies),
-        codes=np.ascontiguousarray(group_columns[:-1].T),
-        sa=group_columns[-1].copy(),
+        codes=codes,
+        sa=sa,
         sa_values=tuple(sa_tuples),
         counts=counts,
         values_source=values,
@@ -300,26 +321,18 @@ def encode_rows(
     )
 
 
-def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by their codes: ``columns`` (k, n) holds each row's code per column (0 <= code
-    < radices[j], the product of the radices below 2**62); a row's key is their mixed-radix
-    number, first column most significant. Returns (rows of each group as int64, the group's
-    codes as (k, groups) int32), groups by ascending key: what ``np.unique(key,
-    return_counts=True)`` gives, its keys decoded back into codes.
-
-    One unstable sort of the keys and a run-length pass, and the codes read back from the
-    distinct keys (no gather from the rows): plain NumPy, so that a run's prepare never waits for
-    Numba's first load in a fresh process (a run that is skipped needs no kernel at all). The
-    keys are uint32 when every key fits (the product of the radices at most 2**32: adult, mach2019
-    and creditcard's 8 QIDs), which halves the sort's and the decoding's bytes; the order of the
-    keys, so of the groups, is the same in either width."""
-    k, n = columns.shape
+def _group_keys(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plain twin of kernels/grouping.py: rows grouped by their keys (int64, mixed radix
+    ``radices`` or, when every radix is a power of two, fields of whole bits; ``key`` is
+    consumed). Returns (rows of each group as int64, the group's codes as (k, groups) int32),
+    groups by ascending key: what ``np.unique(key, return_counts=True)`` gives, its keys decoded
+    back into codes. One unstable sort (of uint32 keys when they fit 32 bits: half the bytes,
+    the same order), a run-length pass, and the codes read back from the distinct keys."""
+    k, n = radices.shape[0], key.shape[0]
     narrow = math.prod(radices.tolist()) <= 1 << 32
     width: Any = np.dtype(np.uint32 if narrow else np.int64).type
-    key: Any = np.zeros(n, dtype=width)
-    for column, radix in zip(columns, radices.tolist(), strict=True):
-        key *= width(radix)
-        key += column.view(np.uint32) if narrow else column  # codes are >= 0: the same bits
+    if narrow:
+        key = key.astype(np.uint32)
     key.sort()
     edge = np.empty(n, dtype=np.bool_)
     edge[:1] = True
@@ -328,12 +341,66 @@ def _group_rows(columns: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, n
     distinct: Any = key[starts]
     counts = np.diff(starts, append=n).astype(np.int64)
     group_columns = np.empty((k, distinct.shape[0]), dtype=np.int32)
+    bits = [int(r).bit_length() - 1 for r in radices.tolist()]
+    if all(1 << b == r for b, r in zip(bits, radices.tolist(), strict=True)):  # fields of whole bits
+        for j in range(k - 1, -1, -1):
+            group_columns[j] = distinct & width((1 << bits[j]) - 1)
+            distinct = distinct >> width(bits[j])
+        return counts, group_columns
     for j in range(k - 1, -1, -1):
         radix = width(radices[j])
         higher = distinct // radix
         group_columns[j] = distinct - higher * radix  # distinct % radix, without a second division
         distinct = higher
     return counts, group_columns
+
+
+def _add_leaf_codes(column: pa.ChunkedArray, h: Hierarchy, radix: int, key: np.ndarray, jit: bool = True) -> bool:
+    """key = key * radix (at least the leaves of ``h``) + the leaf code of each row's text; False
+    when a value is not a leaf, or the column is not of Arrow strings without NULLs (the caller
+    then takes the general path). Leaves of at most kernels.leaves.SHORT bytes, ``jit``: that
+    kernel, chunk by chunk; else Arrow's ``index_in``."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) or column.null_count:
+        return False
+    table = _short_leaf_table(h) if jit else None
+    if table is None:
+        codes = pc.index_in(column, value_set=_leaf_array(h))
+        if codes.null_count:
+            return False
+        key *= radix
+        key += codes.to_numpy()
+        return True
+    sigs, slots = table
+    start = 0
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        offsets, data = _string_buffers(chunk)
+        if LV.add_leaf_codes(offsets, data, sigs, slots, radix, key[start:start + n]) >= 0:
+            return False
+        start += n
+    return True
+
+
+def _string_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets (n + 1,) int64, absolute into data; data uint8) of an Arrow string array, sliced
+    or not: its own buffers, no copy of the text."""
+    _, offsets_buffer, data_buffer = array.buffers()
+    wide = pa.types.is_large_string(array.type)
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)[array.offset:array.offset + len(array) + 1]
+    data = np.zeros(1, dtype=np.uint8) if data_buffer is None or data_buffer.size == 0 else np.frombuffer(data_buffer, dtype=np.uint8)
+    return offsets.astype(np.int64), data
+
+
+def _short_leaf_table(h: Hierarchy) -> tuple[np.ndarray, np.ndarray] | None:
+    """kernels/leaves.py's table of the leaves of ``h`` when every leaf is at most SHORT bytes
+    long, else None; made once per hierarchy."""
+    if "short_leaf_table" not in h._cache:
+        offsets, data = _string_buffers(_leaf_array(h))
+        short = bool(np.all(np.diff(offsets) <= LV.SHORT))
+        h._cache["short_leaf_table"] = LV.leaf_table(offsets, data.copy()) if short else None
+    return h._cache["short_leaf_table"]
 
 
 def joint_keys(rows: pa.Table, columns: list[str], limit: int | None = None) -> tuple[np.ndarray, list[list[Any]]] | None:

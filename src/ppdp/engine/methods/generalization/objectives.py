@@ -114,6 +114,16 @@ class _NodeOnly:
         cols = np.arange(nodes.shape[1])
         return self.combine(self.table[nodes, cols[None, :]])
 
+    def lattice_bounds(self, shape: tuple[int, ...]) -> np.ndarray:
+        """``bounds`` of every node of the lattice of ``shape`` (levels + 1 per QID) in its order
+        (np.indices, last QID fastest): the same terms laid out by broadcasting each QID's column
+        instead of gathered per node, then the same ``combine``, so the same values bit for bit."""
+        k = len(shape)
+        terms = np.empty((*shape, k), dtype=self.table.dtype)
+        for q in range(k):
+            terms[..., q] = self.table[: shape[q], q].reshape([shape[q] if d == q else 1 for d in range(k)])
+        return self.combine(terms.reshape(-1, k))
+
     def scores(self, G: np.ndarray, retained: np.ndarray) -> np.ndarray:
         return self.bounds(np.asarray(G, dtype=np.int64))
 
@@ -442,7 +452,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     anonymous = _zero_limit_anonymous(problem, budget, nodes) if max_suppressed == 0 else None
     rest_pending = False
     if anonymous is None or anonymous[0] is None:  # every node a candidate (no copies)
-        bounds = obj.bounds(nodes)
+        bounds = obj.lattice_bounds(tuple(h + 1 for h in heights)) if isinstance(obj, _NodeOnly) else obj.bounds(nodes)
         order, rest_pending = _order_prefix(bounds)
         levels = nodes.sum(axis=1) if isinstance(obj, _ClassBased) else None
         cand = None

@@ -8,6 +8,7 @@ database is left as it was.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import cast
@@ -348,7 +349,13 @@ def distribution_of_rows(rows: pa.Table, sensitive: list[str]) -> pl.DataFrame |
     if joint is None:
         return None
     key, distinct = joint
-    combos, counts = np.unique(key, return_counts=True)
+    space = math.prod(len(values) for values in distinct)
+    if space <= 4 * n + 1024:  # counted over the key space: np.unique's result without a sort of every key
+        per_key = np.bincount(key, minlength=space)
+        combos = np.flatnonzero(per_key)
+        counts = per_key[combos]
+    else:
+        combos, counts = np.unique(key, return_counts=True)
     tuples = joint_values(combos, distinct)
     data = [pl.Series(c, [t[i] for t in tuples], dtype=pl.String) for i, c in enumerate(sensitive)]
     data.append(pl.Series("sa_key", [H.tuple_key(t) for t in tuples], dtype=pl.String))

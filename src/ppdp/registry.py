@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, EntryPoints, entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from ppdp.errors import PpdpError, UnknownNameError, did_you_mean, known_names
@@ -126,10 +126,11 @@ def public_modules(package: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4)
-def _entry_points(path: tuple[str, ...]) -> EntryPoints:
-    """Every installed distribution's entry points, read once for all groups (one pass over the
-    environment's metadata per ``sys.path``, rather than one per kind)."""
-    return entry_points()
+def _entry_points(path: tuple[str, ...]) -> dict[str, list[EntryPoint]]:
+    """Every installed distribution's entry points by group, read once for all groups (one pass
+    over the environment's metadata per ``sys.path``, rather than one per kind)."""
+    found = entry_points()
+    return {group: list(found.select(group=group)) for group in found.groups}
 
 
 class UnavailableError(PpdpError):
@@ -170,7 +171,7 @@ class Registry(Generic[T]):
     def _discovered(self) -> dict[str, EntryPoint]:
         if self._entry_points is None:
             found: dict[str, EntryPoint] = {}
-            for ep in (_entry_points(tuple(sys.path)).select(group=self._group) if self._group is not None else ()):
+            for ep in (_entry_points(tuple(sys.path)).get(self._group, []) if self._group is not None else ()):
                 if ep.name in found and found[ep.name].value != ep.value:
                     self._clashes.setdefault(ep.name, [found[ep.name]]).append(ep)
                 found[ep.name] = ep

@@ -189,9 +189,14 @@ def main() -> int:
                 out = subprocess.run([py, "-X", "importtime", *ppdp_args], capture_output=True, text=True, env=env_of(src))
                 groups, n = import_groups(out.stderr)
                 imports[name] = {"modules": n, "ms": {g: round(v, 1) for g, v in sorted(groups.items(), key=lambda x: -x[1])}}
+    base_packages = None
+    if args.base_python:  # what the base install holds, for the record
+        listed = subprocess.run([str(args.base_python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
+                                capture_output=True, text=True)
+        base_packages = sorted(x for x in listed.stdout.split() if not x.lower().startswith(("pip==", "setuptools==")))
     meta = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "commit": V.git_commit(), "reps": args.reps,
             "baseline": str(args.baseline) if args.baseline else None,
-            "base_python": str(args.base_python) if args.base_python else None,
+            "base_python": str(args.base_python) if args.base_python else None, "base_packages": base_packages,
             "load_average": [round(x, 2) for x in os.getloadavg()]}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "process_vs_arx.json").write_text(json.dumps({"meta": meta, "rows": rows, "imports": imports}, indent=1) + "\n")
@@ -206,9 +211,18 @@ def main() -> int:
           "hierarchies. Ratio = ppdp / ARX.", "",
           "| case | " + " | ".join(f"{n} ms | ratio" for n in names) + " | ARX process ms |",
           "|---|" + "---:|---:|" * len(names) + "---:|"]
+    if base_packages:
+        md[2] += f" The base install's packages: {', '.join(base_packages)}."
     for r in rows:
         md.append(f"| {r['label']} | " + " | ".join(f"{r['sides'][n]['ms']:,.0f} | {r['sides'][n]['ratio']:.2f}" for n in names)
                   + f" | {r['arx_ms']:,.0f} |")
+    if args.baseline:
+        md += ["", "This tree against the baseline, same rounds (median / median):", "",
+               "| case | " + " | ".join(f"{py_label.strip() or 'development environment'}" for py_label in pythons) + " |",
+               "|---|" + "---:|" * len(pythons)]
+        md += [f"| {r['label']} | " + " | ".join(
+            f"{r['sides'][f'ppdp this{py_label}']['ms'] / r['sides'][f'ppdp baseline{py_label}']['ms']:.2f}" for py_label in pythons)
+            + " |" for r in rows]
     if imports:
         groups = sorted({g for v in imports.values() for g in v["ms"]}, key=lambda g: -max(v["ms"].get(g, 0.0) for v in imports.values()))
         md += ["", "Import time of the 1,000-record run (`-X importtime`, self ms summed by package; one run each, "

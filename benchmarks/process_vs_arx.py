@@ -19,9 +19,9 @@ rounds, its place in the order rotating with the others. With ``--base-python PY
 a virtual environment holding only ppdp's required dependencies, no extras: what ``pip install
 ppdp`` gives) this tree, and the baseline, are also timed under it, as extra columns: the figure
 of record stays the development environment's, whose extras (scikit-learn, hence SciPy) Numba
-imports when it first compiles or loads a kernel (its BLAS check). The import-time table is one
-``-X importtime`` run per tree on the 1,000-record case (self times summed by package; the
-instrumentation inflates them).
+imports when it first compiles or loads a kernel (its BLAS check). The import-time table is the
+median of 3 interleaved ``-X importtime`` runs per side on the 1,000-record case (self times summed
+by package; the instrumentation inflates them).
 Outputs: process_vs_arx.json and .md.
 """
 
@@ -85,6 +85,9 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str
     if out.returncode != 0:
         raise RuntimeError(f"{cmd[0]} exited {out.returncode}: {[x for x in (out.stderr or out.stdout).splitlines() if not x.startswith(chr(9))][:3]}")
     return ms, out.stdout
+
+
+IMPORT_RUNS = 3  # -X importtime runs per side for the import table
 
 
 def import_groups(stderr: str) -> tuple[dict[str, float], int]:
@@ -184,11 +187,16 @@ def main() -> int:
         row |= {"ppdp_ms": this["ms"], "ratio": this["ratio"], "ppdp_ms_all": this["ms_all"]}
         rows.append(row)
         if key == "creditcard-q10-1000":
-            for name, py, src in sides:
-                shutil.copyfile(db, fresh)
-                out = subprocess.run([py, "-X", "importtime", *ppdp_args], capture_output=True, text=True, env=env_of(src))
-                groups, n = import_groups(out.stderr)
-                imports[name] = {"modules": n, "ms": {g: round(v, 1) for g, v in sorted(groups.items(), key=lambda x: -x[1])}}
+            runs: dict[str, list[tuple[dict[str, float], int]]] = {name: [] for name, _, _ in sides}
+            for _ in range(IMPORT_RUNS):  # the sides interleaved; per package the median of the runs
+                for name, py, src in sides:
+                    shutil.copyfile(db, fresh)
+                    out = subprocess.run([py, "-X", "importtime", *ppdp_args], capture_output=True, text=True, env=env_of(src))
+                    runs[name].append(import_groups(out.stderr))
+            for name, got in runs.items():
+                groups = {g: statistics.median(ms.get(g, 0.0) for ms, _ in got) for g in {g for ms, _ in got for g in ms}}
+                imports[name] = {"modules": got[0][1], "runs": len(got),
+                                 "ms": {g: round(v, 1) for g, v in sorted(groups.items(), key=lambda x: -x[1])}}
     base_packages = None
     if args.base_python:  # what the base install holds, for the record
         listed = subprocess.run([str(args.base_python), "-m", "pip", "list", "--format=freeze", "--disable-pip-version-check"],
@@ -225,8 +233,8 @@ def main() -> int:
             + " |" for r in rows]
     if imports:
         groups = sorted({g for v in imports.values() for g in v["ms"]}, key=lambda g: -max(v["ms"].get(g, 0.0) for v in imports.values()))
-        md += ["", "Import time of the 1,000-record run (`-X importtime`, self ms summed by package; one run each, "
-               "inflated by the instrumentation):", "",
+        md += ["", f"Import time of the 1,000-record run (`-X importtime`, self ms summed by package, median of "
+               f"{IMPORT_RUNS} interleaved runs per side; inflated by the instrumentation):", "",
                "| package | " + " | ".join(imports) + " |", "|---|" + "---:|" * len(imports)]
         md += [f"| {g} | " + " | ".join(f"{v['ms'].get(g, 0.0):,.1f}" for v in imports.values()) + " |"
                for g in groups if max(v["ms"].get(g, 0.0) for v in imports.values()) >= 2.0]

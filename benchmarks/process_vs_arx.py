@@ -1,7 +1,7 @@
 """A whole ``ppdp run`` process against a fresh ARX JVM process, on the same data and model.
 
     .venv/bin/python benchmarks/process_vs_arx.py [--reps 3] [--data DIR] [--baseline SRC] [--base-python PY]
-                                                  [--out benchmarks/results/process_vs_arx]
+                                                  [--case KEY] [--out benchmarks/results/process_vs_arx]
 
 What a user waits for from the command line, start to end: ppdp's side is ``python -m
 ppdp.engine.app.cli run spec.toml --no-progress`` in a fresh process (Python's start and imports,
@@ -121,6 +121,8 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path, help="another checkout's src folder, timed in the same rounds")
     ap.add_argument("--base-python", type=Path, help="a Python whose environment has ppdp's required dependencies only "
                     "(no extras): also time the run(s) under it, as extra columns")
+    ap.add_argument("--case", action="append", choices=("adult", "creditcard-q10-1000"),
+                    help="time only this case (repeatable; default: both)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/ppdp-process-vs-arx"))
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "process_vs_arx")
@@ -148,6 +150,8 @@ def main() -> int:
     rows = []
     imports: dict[str, dict] = {}
     for key, label, optimizer, limit, arx_tokens in cases:
+        if args.case and key not in args.case:
+            continue
         ds = V.dataset(root, key, args.work)
         assert ds is not None, f"no data for {key} under {root}"
         db = make_db(ds, args.work)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -78,13 +79,18 @@ def write_spec(ds: V.Dataset, db: Path, columns: list[str], optimizer: str, limi
     return path
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str, float]:
+    """(wall ms, stdout, CPU ms: the user + system time of the process and every thread of it,
+    from the children's resource usage before and after; one child at a time)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     ms = (time.perf_counter() - t0) * 1000.0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise RuntimeError(f"{cmd[0]} exited {out.returncode}: {[x for x in (out.stderr or out.stdout).splitlines() if not x.startswith(chr(9))][:3]}")
-    return ms, out.stdout
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000.0
+    return ms, out.stdout, cpu
 
 
 IMPORT_RUNS = 3  # -X importtime runs per side for the import table
@@ -169,23 +175,29 @@ def main() -> int:
                    *arx_tokens.split(), "warmup=0", "reps=1"]
         ppdp_args = ["-m", "ppdp.engine.app.cli", "run", str(spec), "--no-progress"]
         times: dict[str, list[float]] = {name: [] for name, _, _ in sides} | {"ARX": []}
+        cpu: dict[str, list[float]] = {name: [] for name in times}
         order = [*(name for name, _, _ in sides), "ARX"]
         for i in range(args.reps + 1):  # round 0 warms the OS file cache and Numba's cache: not kept
             shift = i % len(order)  # each side takes each place in the order in turn
             for name in order[shift:] + order[:shift]:
                 if name == "ARX":
-                    ms, _ = timed(arx_cmd)
+                    ms, _, cpu_ms = timed(arx_cmd)
                 else:
                     _, py, src = next(x for x in sides if x[0] == name)
                     shutil.copyfile(db, fresh)
-                    ms, _ = timed([py, *ppdp_args], env_of(src))
+                    ms, _, cpu_ms = timed([py, *ppdp_args], env_of(src))
                 if i:
                     times[name].append(ms)
+                    cpu[name].append(cpu_ms)
         a = statistics.median(times["ARX"])
-        row = {"key": key, "label": label, "arx_ms": round(a, 1), "arx_ms_all": [round(x, 1) for x in times["ARX"]], "sides": {}}
+        a_cpu = statistics.median(cpu["ARX"])
+        row = {"key": key, "label": label, "arx_ms": round(a, 1), "arx_ms_all": [round(x, 1) for x in times["ARX"]],
+               "arx_cpu_ms": round(a_cpu, 1), "sides": {}}
         for name, _, _ in sides:
             p = statistics.median(times[name])
-            row["sides"][name] = {"ms": round(p, 1), "ratio": round(p / a, 3), "ms_all": [round(x, 1) for x in times[name]]}
+            p_cpu = statistics.median(cpu[name])
+            row["sides"][name] = {"ms": round(p, 1), "ratio": round(p / a, 3), "ms_all": [round(x, 1) for x in times[name]],
+                                  "cpu_ms": round(p_cpu, 1), "cpu_ratio": round(p_cpu / a_cpu, 3)}
             print(f"{label}: {name} {p:,.0f} ms, ARX process {a:,.0f} ms, ratio {p / a:.2f}", flush=True)
         this = row["sides"]["ppdp this"]
         row |= {"ppdp_ms": this["ms"], "ratio": this["ratio"], "ppdp_ms_all": this["ms_all"]}
@@ -228,6 +240,13 @@ def main() -> int:
     for r in rows:
         md.append(f"| {r['label']} | " + " | ".join(f"{r['sides'][n]['ms']:,.0f} | {r['sides'][n]['ratio']:.2f}" for n in names)
                   + f" | {r['arx_ms']:,.0f} |")
+    md += ["", "CPU time (user + system, every thread; median ms, and ratio to ARX's): less moved by the machine's "
+           "load than wall time, but not what a user waits for; ARX's JVM compiles and collects on both cores.", "",
+           "| case | " + " | ".join(f"{n} CPU ms | ratio" for n in names) + " | ARX CPU ms |",
+           "|---|" + "---:|---:|" * len(names) + "---:|"]
+    for r in rows:
+        md.append(f"| {r['label']} | " + " | ".join(f"{r['sides'][n]['cpu_ms']:,.0f} | {r['sides'][n]['cpu_ratio']:.2f}"
+                                                  for n in names) + f" | {r['arx_cpu_ms']:,.0f} |")
     if args.baseline:
         md += ["", "This tree against the baseline, same rounds (median / median):", "",
                "| case | " + " | ".join(f"{py_label.strip() or 'development environment'}" for py_label in pythons) + " |",

@@ -55,3 +55,25 @@ def test_a_warning_goes_to_stderr_as_in_a_fresh_interpreter(monkeypatch, tmp_pat
     monkeypatch.setitem(cli.COMMANDS, "runs", warn_then_refuse)
     out = run_cli(["runs", "--db", "duckdb://x.duckdb"], cwd=PATHS.REPO)
     assert out.returncode == 2 and "UserWarning: a library warns" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_only_the_process_entry_tunes_the_collector(tmp_path):
+    """``entry`` (the ``ppdp`` command, ``python -m``) makes collections rarer and freezes what
+    is left once the command has returned; ``main``, which the tests call in their own process,
+    leaves the collector as it was. Either way the command's exit code and output are the same
+    (test_in_process_run_equals_the_entry_point)."""
+    import gc
+
+    probe = ("import atexit, gc, sys\n"
+             "from ppdp.engine.app import cli\n"
+             "atexit.register(lambda: print('gc', list(gc.get_threshold()), gc.get_freeze_count() > 0))\n"
+             "sys.argv = ['ppdp', 'runs', '--db', 'notaurl']\n"
+             "cli.entry()\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    from ppdp.engine.app.cli import PROCESS_GC_THRESHOLDS
+
+    assert done.returncode == real(["runs", "--db", "notaurl"], tmp_path).returncode != 0
+    assert done.stdout.strip() == f"gc {list(PROCESS_GC_THRESHOLDS)} True"
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    run_cli(["runs", "--db", "notaurl"], cwd=tmp_path)
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before

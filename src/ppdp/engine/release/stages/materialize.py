@@ -32,8 +32,8 @@ from ppdp.sql import queries as Q
 
 def reserve_version(ctx: RunContext) -> int:
     """The version this run writes (inside the run's transaction): one past the last one numbered,
-    with whatever a failed run left under that number removed."""
-    catalog.ensure_schema(ctx.con)
+    with whatever a failed run left under that number removed. The private schema is there:
+    ``record.record_running`` made it and committed the run's row in it before the search."""
     version = catalog.next_version(ctx.con, ctx.release)
     # without transactions (Spark) a failed run's private rows of this version number remain
     discard_unpublished_versions(ctx.con, ctx.release, version)

@@ -1,11 +1,10 @@
 """Name -> object registries with "did you mean" errors (after sqlglot's Dialect registry).
 
-Every kind of extension is found the same way (``KINDS``): the built-in ones, listed below by
-name and the dotted name of the module that registers them when imported, and the entry points
-of the kind's group, which another distribution declares in its ``pyproject.toml``. Each is
-loaded when its name is first asked for, and listing the names loads none, so ``ppdp --help``
-imports none of them, a run imports only the model, method, optimizer.. it names, and an
-optional dependency is imported only when its object is asked for. ``registry(kind)`` is the one registry of a kind: the module that
+Every kind of extension is found the same way (``KINDS``): the built-in ones, listed below by the
+dotted name of the module that registers them when imported, and the entry points of the kind's
+group, which another distribution declares in its ``pyproject.toml``. Both are loaded on first
+use, so ``ppdp --help`` imports none of them and an optional dependency is imported only when
+its object is asked for. ``registry(kind)`` is the one registry of a kind: the module that
 defines the kind's interface calls it, and the spec reader looks names up through it without
 importing that module (docs/extending.md).
 """
@@ -17,7 +16,7 @@ import importlib
 import pkgutil
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
@@ -27,101 +26,44 @@ from ppdp.errors import PpdpError, UnknownNameError, did_you_mean, known_names
 T = TypeVar("T")
 
 _GEN = "ppdp.engine.methods.generalization"
-_OPT = f"{_GEN}.optimizers"
-_PRIV = "ppdp.engine.privacy"
-_RISK = "ppdp.engine.risk"
-_UTIL = "ppdp.engine.utility.measures"
 
 
 @dataclass(frozen=True)
 class Kind:
-    """One kind of extension: its noun in messages, its entry-point group and its built-in
-    objects, by the module that registers them when imported."""
+    """One kind of extension: its noun in messages, its entry-point group and the modules that
+    register its built-in objects when imported."""
 
     noun: str
     group: str
-    modules: dict[str, tuple[str, ...]]
-
-    @property
-    def builtins(self) -> dict[str, str]:
-        """Built-in name -> the module that registers it."""
-        return {name: module for module, names in self.modules.items() for name in names}
+    builtins: tuple[str, ...]
 
 
-# The one list of built-in extensions: each module and the names it registers
-# (``registry(kind).register(name)``) when imported. A lookup imports only the module of the
-# name it asks for; a listing (``names()``, ``in``) imports none. A new built-in is one module
-# plus its line here; tests/architecture/test_registry.py imports every module of these packages
-# and checks that each registers exactly the names listed for it.
+# The one list of built-in extensions. A built-in module registers its objects itself
+# (``registry(kind).register(name)``); the privacy models' package imports each model module.
 KINDS: dict[str, Kind] = {
-    "model": Kind("privacy model", "ppdp.models", {
-        f"{_PRIV}.average_risk": ("average-risk",),
-        f"{_PRIV}.beta_likeness": ("beta-likeness",),
-        f"{_PRIV}.delta_disclosure": ("delta-disclosure",),
-        f"{_PRIV}.delta_presence": ("delta-presence",),
-        f"{_PRIV}.k_anonymity": ("k-anonymity",),
-        f"{_PRIV}.k_map": ("k-map",),
-        f"{_PRIV}.l_diversity": ("distinct-l-diversity", "entropy-l-diversity"),
-        f"{_PRIV}.population_uniqueness": ("population-uniqueness",),
-        f"{_PRIV}.recursive_cl_diversity": ("recursive-cl-diversity",),
-        f"{_PRIV}.sample_uniqueness": ("sample-uniqueness",),
-        f"{_PRIV}.t_closeness": ("t-closeness",),
-    }),
-    "method": Kind("release method", "ppdp.methods", {
-        f"{_GEN}.method": ("generalization",),
-        "ppdp.engine.methods.heterogeneous.method": ("heterogeneous",),
-        "ppdp.engine.methods.microaggregation.method": ("microaggregation",),
-    }),
-    "optimizer": Kind("optimizer", "ppdp.optimizers", {
-        f"{_OPT}.de": ("de",),
-        f"{_OPT}.descent": ("descent",),
-        f"{_OPT}.flash": ("dfs", "flash"),
-        f"{_OPT}.ga": ("ga",),
-        f"{_OPT}.haef": ("haef", "haef+oracle", "haef-without-de-adaptation", "haef-without-ga-de-adaptation",
-                         "haef-without-priority", "tlef"),
-        f"{_OPT}.id_dga": ("id-dga", "id-dga+oracle", "id-dga-without-framework", "id-dga-without-improvement",
-                           "id-dga-without-mutation", "id-ga"),
-        f"{_OPT}.lattice": ("lattice",),
-    }),
-    "evaluator": Kind("evaluator backend", "ppdp.evaluators", {
-        f"{_GEN}.evaluators.duckdb_backend": ("duckdb",),
-        f"{_GEN}.evaluators.numba_backend": ("numba",),
-    }),
-    "metric": Kind("utility metric", "ppdp.metrics", {
-        f"{_GEN}.metrics": ("query_precision", "suppressed", "td", "workload_error"),
-    }),
-    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", {
-        f"{_RISK}.attributes": ("attributes",),
-        f"{_RISK}.bands": ("bands",),
-        f"{_RISK}.individual": ("individual",),
-        f"{_RISK}.journalist": ("journalist",),
-        f"{_RISK}.population": ("population-uniques",),
-        f"{_RISK}.prosecutor": ("prosecutor",),
-        f"{_RISK}.uniqueness": ("sample-uniques",),
-    }),
-    "utility measure": Kind("utility measure", "ppdp.utility_measures", {
-        f"{_UTIL}.aecs": ("aecs",),
-        f"{_UTIL}.ambiguity": ("ambiguity",),
-        f"{_UTIL}.discernibility": ("discernibility",),
-        f"{_UTIL}.granularity": ("granularity",),
-        f"{_UTIL}.intensity": ("intensity",),
-        f"{_UTIL}.nu_entropy": ("nu-entropy",),
-        f"{_UTIL}.record_squared_error": ("record-squared-error",),
-        f"{_UTIL}.squared_error": ("squared-error",),
-        f"{_UTIL}.sse_sst": ("sse-sst",),
-        f"{_UTIL}.td": ("query-precision", "td"),
-        f"{_UTIL}.workload_error": ("workload-error",),
-    }),
+    "model": Kind("privacy model", "ppdp.models", ("ppdp.engine.privacy",)),
+    "method": Kind("release method", "ppdp.methods", (f"{_GEN}.method", "ppdp.engine.methods.heterogeneous.method",
+                                                      "ppdp.engine.methods.microaggregation.method")),
+    "optimizer": Kind("optimizer", "ppdp.optimizers", tuple(f"{_GEN}.optimizers.{m}" for m in (
+        "lattice", "flash", "ga", "de", "descent", "haef", "id_dga"))),
+    "evaluator": Kind("evaluator backend", "ppdp.evaluators", (f"{_GEN}.evaluators.numba_backend",
+                                                                f"{_GEN}.evaluators.duckdb_backend")),
+    "metric": Kind("utility metric", "ppdp.metrics", (f"{_GEN}.metrics",)),
+    # every public module of engine/risk/ (a new built-in estimator is one module there)
+    "risk estimator": Kind("risk estimator", "ppdp.risk_estimators", ("ppdp.engine.risk.*",)),
+    # every public module of engine/utility/measures/ (a new built-in measure is one module there)
+    "utility measure": Kind("utility measure", "ppdp.utility_measures", ("ppdp.engine.utility.measures.*",)),
     # the built-in connectors are entry points of ppdp's own pyproject.toml (one per URL scheme)
-    "connector": Kind("database connector", "ppdp.connectors", {}),
+    "connector": Kind("database connector", "ppdp.connectors", ()),
 }
 
 
-def public_modules(package: str) -> list[str]:
-    """Every public module of ``package``, by dotted name (the built-ins' packages, for the
-    test that holds ``KINDS`` to them)."""
-    pkg = importlib.import_module(package)
-    return [f"{pkg.__name__}.{m.name}" for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)
+def _modules(name: str) -> list[str]:
+    """``name``, or for ``package.*`` every public module of that package, by name."""
+    if not name.endswith(".*"):
+        return [name]
+    package = importlib.import_module(name[:-2])
+    return [f"{package.__name__}.{m.name}" for m in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name)
             if not m.name.startswith("_")]
 
 
@@ -139,34 +81,36 @@ class UnavailableError(PpdpError):
 
 class Registry(Generic[T]):
     """Named objects of one kind, e.g. ``Registry("privacy model")``; with ``entry_point_group``
-    also the entry points of that group, and with ``builtins`` (name -> module) the built-in
-    objects, each imported when its name is first asked for."""
+    also the entry points of that group, and with ``builtins`` the modules that register the
+    built-in objects, all loaded when first asked for."""
 
-    def __init__(self, kind: str, *, entry_point_group: str | None = None, builtins: Mapping[str, str] | None = None) -> None:
+    def __init__(self, kind: str, *, entry_point_group: str | None = None, builtins: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
         self._group = entry_point_group
-        self._builtins: dict[str, str] = dict(builtins or {})
-        # A re-entrant lock: the importing thread may look a name up again while a built-in module
-        # is imported (and must not import it twice); another thread waits until it is registered.
+        self._builtins = builtins
+        self._builtins_loaded = not builtins
+        self._loading = False
         self._lock = threading.RLock()
         self._entry_points: dict[str, EntryPoint] | None = None
         self._clashes: dict[str, list[EntryPoint]] = {}
 
-    def _load_builtin(self, name: str) -> T:
-        """The built-in ``name``, its module imported now if need be."""
-        module = self._builtins[name]
+    def _load_builtins(self) -> None:
+        if self._builtins_loaded:
+            return
+        # A re-entrant lock: the importing thread may look a name up again while a built-in module
+        # is imported (and must not import it twice); another thread waits until all are registered.
         with self._lock:
-            if name not in self._items:
-                importlib.import_module(module)
-            if name not in self._items:
-                raise RuntimeError(f"{module} does not register the {self.kind} {name!r} that ppdp/registry.py KINDS lists for it")
-            return self._items[name]
-
-    def load_builtins(self) -> None:
-        """Import every built-in module, for a listing that reads what the modules declare."""
-        for name in self._builtins:
-            self._load_builtin(name)
+            if self._builtins_loaded or self._loading:
+                return
+            self._loading = True
+            try:
+                for module in self._builtins:
+                    for name in _modules(module):
+                        importlib.import_module(name)
+                self._builtins_loaded = True
+            finally:
+                self._loading = False
 
     def _discovered(self) -> dict[str, EntryPoint]:
         if self._entry_points is None:
@@ -209,19 +153,21 @@ class Registry(Generic[T]):
         """The object registered as ``name``; UnknownNameError with a suggestion otherwise."""
         if name in self._items:
             return self._items[name]
-        if name in self._builtins:
-            return self._load_builtin(name)
+        self._load_builtins()
+        if name in self._items:
+            return self._items[name]
         loaded = self._load(name)
         if loaded is not None:
             return loaded
         raise UnknownNameError(f"Unknown {self.kind} {name!r}.{did_you_mean(name, self.names())}{known_names(self.names())}") from None
 
     def names(self) -> list[str]:
-        """Every name, built-in, registered or offered by an entry point, importing none of them."""
-        return sorted(set(self._items) | set(self._builtins) | set(self._discovered()))
+        self._load_builtins()
+        return sorted(set(self._items) | set(self._discovered()))
 
     def __contains__(self, name: object) -> bool:
-        return name in self._items or name in self._builtins or name in self._discovered()
+        self._load_builtins()
+        return name in self._items or name in self._discovered()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())

@@ -18,11 +18,7 @@ from tests.support import paths as PATHS
 MODEL_PACKAGE = PATHS.PACKAGE / "engine" / "privacy"
 # Not a privacy model: the DRASL paper's t-closeness microaggregation baseline, registered under
 # its own name in another registry (microaggregation algorithms).
-# The registries' manifests (``KINDS``, the microaggregation algorithms) list each built-in name
-# with the module that registers it, so that a lookup imports that module alone: lists of names,
-# not comparisons with one.
-OTHER_REGISTRIES = {PATHS.PACKAGE / "engine" / "methods" / "microaggregation" / "t_closeness.py", PATHS.PACKAGE / "registry.py",
-                    PATHS.PACKAGE / "engine" / "methods" / "microaggregation" / "algorithms.py"}
+OTHER_REGISTRIES = {PATHS.PACKAGE / "engine" / "methods" / "microaggregation" / "t_closeness.py"}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

@@ -1,19 +1,15 @@
-"""ppdp/registry.py: a built-in's module imported when its name is first looked up (a listing
-imports none), ``KINDS`` held to what the built-in modules register, entry points discovered
-through ``importlib.metadata``, a name offered by two distributions refused, one "did you mean"."""
+"""ppdp/registry.py: built-ins imported on the first lookup, entry points discovered through
+``importlib.metadata``, a name offered by two distributions refused, one "did you mean"."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from ppdp.errors import UnknownNameError, did_you_mean
-from ppdp.registry import KINDS, Registry, public_modules, registry
+from ppdp.registry import KINDS, Registry, registry
 
 
 def _distribution(site: Path, name: str, entry_points: str) -> None:
@@ -26,38 +22,19 @@ def _distribution(site: Path, name: str, entry_points: str) -> None:
 def test_built_ins_are_imported_on_the_first_lookup_only(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "ppdp_probe_builtin.py").write_text(
         "from ppdp_probe_registry import REG\nREG.register('alpha')(1)\n")
-    (tmp_path / "ppdp_probe_other.py").write_text("raise RuntimeError('only the module of the name asked for is imported')\n")
     (tmp_path / "ppdp_probe_registry.py").write_text(
-        "from ppdp.registry import Registry\n"
-        "REG = Registry('probe', builtins={'alpha': 'ppdp_probe_builtin', 'beta': 'ppdp_probe_other'})\n")
+        "from ppdp.registry import Registry\nREG = Registry('probe', builtins=('ppdp_probe_builtin',))\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     from ppdp_probe_registry import REG  # type: ignore[import-not-found]  # (written just above)
 
     try:
-        assert REG.names() == ["alpha", "beta"] and "beta" in REG and list(REG) == ["alpha", "beta"]
-        assert "ppdp_probe_builtin" not in sys.modules and "ppdp_probe_other" not in sys.modules
-        assert REG.get("alpha") == 1 and "ppdp_probe_builtin" in sys.modules and "ppdp_probe_other" not in sys.modules
-        with pytest.raises(UnknownNameError, match=r"^Unknown probe 'alpah'\. Did you mean 'alpha'\? Known: alpha, beta\.$"):
+        assert "ppdp_probe_builtin" not in sys.modules
+        assert REG.get("alpha") == 1 and "ppdp_probe_builtin" in sys.modules
+        with pytest.raises(UnknownNameError, match=r"^Unknown probe 'alpah'\. Did you mean 'alpha'\? Known: alpha\.$"):
             REG.get("alpah")
-        assert "ppdp_probe_other" not in sys.modules
     finally:
         sys.modules.pop("ppdp_probe_builtin", None)
         sys.modules.pop("ppdp_probe_registry", None)
-
-
-def test_a_module_that_does_not_register_its_listed_name_is_an_error(tmp_path: Path, monkeypatch) -> None:
-    (tmp_path / "ppdp_probe_silent.py").write_text("from ppdp_probe_registry2 import REG\nREG.register('other')(1)\n")
-    (tmp_path / "ppdp_probe_registry2.py").write_text(
-        "from ppdp.registry import Registry\nREG = Registry('probe', builtins={'alpha': 'ppdp_probe_silent'})\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    from ppdp_probe_registry2 import REG  # type: ignore[import-not-found]  # (written just above)
-
-    try:
-        with pytest.raises(RuntimeError, match=r"ppdp_probe_silent does not register the probe 'alpha'"):
-            REG.get("alpha")
-    finally:
-        sys.modules.pop("ppdp_probe_silent", None)
-        sys.modules.pop("ppdp_probe_registry2", None)
 
 
 def test_a_name_two_distributions_offer_is_refused(tmp_path: Path, monkeypatch) -> None:
@@ -81,80 +58,27 @@ def test_every_kind_has_its_group_and_one_registry() -> None:
     assert did_you_mean("numbaa", ["duckdb", "numba"]) == " Did you mean 'numba'?" and did_you_mean("zzz", ["numba"]) == ""
 
 
-# The packages whose public modules are the built-ins of a kind (with the modules there that
-# register nothing: interfaces, helpers, subpackages).
-_PACKAGES = {
-    "model": ("ppdp.engine.privacy", {"base", "distributions", "oracle"}),
-    "optimizer": ("ppdp.engine.methods.generalization.optimizers",
-                  {"bounds", "evolutionary", "lattice_nodes", "operators", "ray_executor", "remote"}),
-    "evaluator": ("ppdp.engine.methods.generalization.evaluators", {"base", "class_memo"}),
-    "risk estimator": ("ppdp.engine.risk", {"base"}),
-    "utility measure": ("ppdp.engine.utility.measures", set()),
-}
+def test_a_package_of_built_ins_is_every_public_module_in_it(tmp_path: Path, monkeypatch) -> None:
+    """``package.*`` (the risk estimators): a new built-in is one new module, no list to edit."""
+    pkg = tmp_path / "ppdp_probe_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from ppdp.registry import Registry\nREG = Registry('probe', builtins=('ppdp_probe_pkg.*',))\n")
+    (pkg / "one.py").write_text("from ppdp_probe_pkg import REG\nREG.register('one')(1)\n")
+    (pkg / "two.py").write_text("from ppdp_probe_pkg import REG\nREG.register('two')(2)\n")
+    (pkg / "_private.py").write_text("raise RuntimeError('a private module is not a built-in')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from ppdp_probe_pkg import REG  # type: ignore[import-not-found]  # (written just above)
 
-# In a fresh interpreter: each module of KINDS imported in turn, the names its kind's registry
-# holds right after; then every public module of the packages above, and every name registered.
-_PROBE = """
-import importlib, json, sys
-from ppdp.registry import KINDS, registry
-kinds, packages = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-per_module = {}
-for kind in kinds:
-    for module in KINDS[kind].modules:
-        importlib.import_module(module)
-        per_module[module] = sorted(registry(kind)._items)
-for module in packages:
-    importlib.import_module(module)
-print(json.dumps({"per_module": per_module, "all": {k: sorted(registry(k)._items) for k in kinds}}))
-"""
-
-
-def test_kinds_lists_every_built_in_by_the_module_that_registers_it() -> None:
-    """The registry imports a built-in's module only when its name is asked for, so ``KINDS``
-    must name, for each module, exactly what it registers: every public module of the
-    built-ins' packages imported, the registered names are the listed ones, and a listed module
-    imported alone (before the others) registers its listed names."""
-    kinds = [k for k in KINDS if KINDS[k].modules]
-    packages = [m for kind, (pkg, helpers) in _PACKAGES.items() for m in public_modules(pkg)
-                if m.rsplit(".", 1)[1] not in helpers]
-    packages += [m for k in kinds for m in KINDS[k].modules]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(kinds), json.dumps(packages)],
-                         capture_output=True, text=True, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout)
-    for kind in kinds:
-        listed = KINDS[kind].builtins
-        assert got["all"][kind] == sorted(listed), f"{kind}: registered names differ from ppdp/registry.py KINDS"
-        for module, names in KINDS[kind].modules.items():
-            assert set(names) <= set(got["all"][kind])
-            assert all(listed[n] == module for n in names)
-    for module, registered in got["per_module"].items():
-        kind = next(k for k in kinds if module in KINDS[k].modules)
-        missing = set(KINDS[kind].modules[module]) - set(registered)
-        assert not missing, f"importing {module} does not register {sorted(missing)}"
-    for kind, (pkg, helpers) in _PACKAGES.items():
-        modules = {m for m in public_modules(pkg) if m.rsplit(".", 1)[1] not in helpers}
-        assert modules <= set(KINDS[kind].modules), f"{kind}: {sorted(modules - set(KINDS[kind].modules))} not in KINDS"
-
-
-def test_a_run_imports_only_the_built_ins_it_names() -> None:
-    """Reading a spec and resolving its names imports the named optimizer's module, not the others."""
-    probe = ("import sys\nfrom ppdp.registry import check_name, registry\n"
-             "check_name('optimizer', 'flash'); check_name('model', 'k-anonymity')\n"
-             "registry('optimizer').get('flash'); registry('model').get('k-anonymity')\n"
-             "print(sorted(m for m in sys.modules if m.startswith('ppdp.engine.methods.generalization.optimizers.')"
-             " or m.startswith('ppdp.engine.privacy.')))\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
-    loaded = set(eval(out.stdout))
-    assert "ppdp.engine.methods.generalization.optimizers.flash" in loaded and "ppdp.engine.privacy.k_anonymity" in loaded
-    assert not loaded & {"ppdp.engine.methods.generalization.optimizers.haef", "ppdp.engine.methods.generalization.optimizers.id_dga",
-                         "ppdp.engine.privacy.t_closeness", "ppdp.engine.privacy.delta_presence"}
+    try:
+        assert REG.names() == ["one", "two"] and REG.get("two") == 2
+    finally:
+        for name in ("ppdp_probe_pkg", "ppdp_probe_pkg.one", "ppdp_probe_pkg.two"):
+            sys.modules.pop(name, None)
 
 
 def test_the_risk_estimators_are_the_modules_of_engine_risk() -> None:
     from ppdp.engine.risk.base import estimators
+    from ppdp.registry import _modules
 
     modules = {type(e).__module__ for e in estimators()}
-    assert modules == set(public_modules("ppdp.engine.risk")) - {"ppdp.engine.risk.base"}
+    assert modules == set(_modules("ppdp.engine.risk.*")) - {"ppdp.engine.risk.base"}

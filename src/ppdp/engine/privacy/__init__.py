@@ -2,8 +2,7 @@
 
 ``base.py`` defines ``PrivacyModel``, the unit of extension, with its safe defaults;
 ``oracle.py`` combines the models' terms of the exact suppression oracle; each other module is
-one model that registers itself in ``MODELS`` and is imported when its name is first asked for
-(ppdp/registry.py ``KINDS``). The checks below run for every model before the
+one model that registers itself in ``MODELS``. The checks below run for every model before the
 search.
 """
 
@@ -67,3 +66,16 @@ def check_feasible(plan: Any, models: Sequence[PrivacyModel]) -> None:
         names = ", ".join(m.name for m in models)  # not the parameters: a research predicate is not for sharing
         raise ModelRefusal(f"No release the search evaluated meets {names}, so nothing was published. "
                            "Hint: relax the model parameters, or raise optimizer.budget.")
+
+
+def _import_every_model_module() -> None:
+    """Import every module of this package. A model registers itself (``@MODELS.register``) when
+    its module is imported, so a new model is one new module: there is no list here to edit."""
+    import importlib
+    import pkgutil
+
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_every_model_module()

@@ -27,7 +27,6 @@ from ppdp.engine.methods.generalization.objectives import evolve
 from ppdp.engine.methods.generalization.objectives import search as objective_search
 from ppdp.engine.methods.generalization.optimizers import (
     OBJECTIVE_SEARCH,
-    OPTIMIZERS,
     OptimizerResult,
     Tracker,
     check_optimizer_models,
@@ -57,7 +56,6 @@ def _objective_search(spec: ReleaseSpec) -> str | None:
         return None
     how = objective_search_of(spec.optimizer)
     if how is None:
-        OPTIMIZERS.load_builtins()  # the message lists every built-in that takes an objective
         bounds = ", ".join(sorted(n for n, h in OBJECTIVE_SEARCH.items() if h == "bounds"))
         fitness = ", ".join(sorted(n for n, h in OBJECTIVE_SEARCH.items() if h == "fitness"))
         raise SpecError(f"utility.objective {spec.objective!r} runs with optimizer {bounds} (certified) or an "

@@ -60,12 +60,10 @@ class MicroAlgorithm(Protocol):
         ...
 
 
-# The baselines register themselves in their own modules (name -> module), each imported when its
-# name is first looked up (the package imports none of them: no import cycle through it).
-ALGORITHMS: Registry[MicroAlgorithm] = Registry("microaggregation algorithm", builtins={
-    name: f"ppdp.engine.methods.microaggregation.{m}" for name, m in (
-        ("dpp", "dpp"), ("entropy-l", "entropy_l"), ("ika", "ika"), ("m-invariance", "m_invariance"), ("mdav", "mdav"),
-        ("oka", "oka"), ("t-closeness", "t_closeness"))})
+# The baselines register themselves in their own modules, imported on the first lookup (the
+# package imports none of them: no import cycle through it).
+ALGORITHMS: Registry[MicroAlgorithm] = Registry("microaggregation algorithm", builtins=tuple(
+    f"ppdp.engine.methods.microaggregation.{m}" for m in ("dpp", "entropy_l", "ika", "m_invariance", "mdav", "oka", "t_closeness")))
 
 
 class Drasl:

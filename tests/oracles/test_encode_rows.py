@@ -446,14 +446,14 @@ def test_grouping_kernels_are_np_unique(seed):
     got = GR.sort_keys(key.copy(), int(field_bits.sum()))
     assert got.dtype == np.int64 and np.array_equal(got, want)
     distinct, first, counts = np.unique(key, return_index=True, return_counts=True)
-    codes, last, got_counts = GR.group_sorted(got, field_bits)
+    codes, last, got_counts = GR.group_sorted(got, np.left_shift(1, field_bits), field_bits)
     assert np.array_equal(got_counts, counts) and codes.flags.c_contiguous
     assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])
 
 
 @pytest.mark.parametrize("seed", range(12))
 def test_mixed_radix_grouping_kernel_is_np_unique(seed):
-    """group_sorted_mixed (keys in mixed radix, products near 2**62) gives np.unique's groups,
+    """group_sorted on keys in mixed radix (products near 2**62) gives np.unique's groups,
     counts and each code decoded."""
     from ppdp.engine.kernels import grouping as GR
 
@@ -469,7 +469,7 @@ def test_mixed_radix_grouping_kernel_is_np_unique(seed):
     got = GR.sort_keys(key.copy(), used)
     assert np.array_equal(got, np.sort(key))
     _, first, counts = np.unique(key, return_index=True, return_counts=True)
-    codes, last, got_counts = GR.group_sorted_mixed(got, radices)
+    codes, last, got_counts = GR.group_sorted(got, radices, np.full(k, -1, dtype=np.int64))
     assert np.array_equal(got_counts, counts)
     assert np.array_equal(codes, fields[:-1, first].T.astype(np.int32)) and np.array_equal(last, fields[-1, first])
 

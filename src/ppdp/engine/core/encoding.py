@@ -295,12 +295,11 @@ def encode_rows(
     if not jit:
         counts, group_columns = _group_keys(key, radices)
         codes, sa = np.ascontiguousarray(group_columns[:-1].T), group_columns[-1].copy()
-    elif radices is powers:  # one radix sort over the key's used bits and one pass (kernels/grouping.py)
-        field_bits = np.array([int(r).bit_length() - 1 for r in radices.tolist()], dtype=np.int64)
-        codes, sa, counts = GR.group_sorted(GR.sort_keys(key, int(field_bits.sum())), field_bits)
-    else:
-        used = (math.prod(radices.tolist()) - 1).bit_length()
-        codes, sa, counts = GR.group_sorted_mixed(GR.sort_keys(key, used), radices)
+    else:  # one radix sort over the key's used bits and one pass (kernels/grouping.py)
+        whole = radices is powers
+        field_bits = np.array([int(r).bit_length() - 1 if whole else -1 for r in radices.tolist()], dtype=np.int64)
+        used = int(field_bits.sum()) if whole else (math.prod(radices.tolist()) - 1).bit_length()
+        codes, sa, counts = GR.group_sorted(GR.sort_keys(key, used), radices, field_bits)
     # The text of each group, from its codes when first read (converting the rows' Arrow text to
     # Polars cost twice as much as these codes).
     values = GroupTexts(tuple(qids) + tuple(sensitive),

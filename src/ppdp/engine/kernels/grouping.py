@@ -4,7 +4,8 @@ pass (engine/core/encoding.py ``encode_rows``), for keys whose codes sit in fiel
 ``sort_keys`` is a least-significant-digit radix sort over the key's used bits only (11-bit
 digits: three passes for adult's and mach2019's 8 QIDs), stable, so the sorted keys are what
 ``np.sort`` gives. ``group_sorted`` then makes the histogram in one pass: each distinct key's
-codes (decoded by shifts and masks, row-major as EncodedTable.codes holds them), its joint SA
+codes (decoded by shifts and masks, or by division for mixed-radix keys; row-major as
+EncodedTable.codes holds them), its joint SA
 code and its count. Their plain twin is ``np.sort`` and ``np.unique(key, return_index=True,
 return_counts=True)`` with the fields read at each group's first row, which
 tests/oracles/test_encode_rows.py compares them with.
@@ -75,39 +76,21 @@ def sort_keys(key: np.ndarray, bits: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def group_sorted(key: np.ndarray, field_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(codes (groups, k - 1) int32, last field (groups,) int32, rows per group int64) of sorted
-    ``key``: one group per distinct key, in key order; a key's fields are ``field_bits`` wide,
-    first field most significant, the last one the joint SA code."""
-    n = key.shape[0]
-    k = field_bits.shape[0]
-    groups = 0
-    for i in range(n):
-        if i == 0 or key[i] != key[i - 1]:
-            groups += 1
-    codes = np.empty((groups, k - 1), dtype=np.int32)
-    last = np.empty(groups, dtype=np.int32)
-    counts = np.zeros(groups, dtype=np.int64)
-    g = -1
-    for i in range(n):
-        if i == 0 or key[i] != key[i - 1]:
-            g += 1
-            v = key[i]
-            b = field_bits[k - 1]
-            last[g] = v & ((1 << b) - 1)
-            v >>= b
-            for j in range(k - 2, -1, -1):
-                b = field_bits[j]
-                codes[g, j] = v & ((1 << b) - 1)
-                v >>= b
-        counts[g] += 1
-    return codes, last, counts
+def _split(v: int, radix: int, bits: int) -> tuple[int, int]:
+    """(v's higher fields, its lowest field) for a field of ``bits`` whole bits (shift and mask),
+    or, when ``bits`` is -1, of mixed radix ``radix`` (division)."""
+    if bits >= 0:
+        return v >> bits, v & ((1 << bits) - 1)
+    higher = v // radix
+    return higher, v - higher * radix
 
 
 @njit(cache=True, nogil=True)
-def group_sorted_mixed(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``group_sorted`` for keys in mixed radix (``radices``, first field most significant), where
-    whole-bit fields would not fit 62 bits: each distinct key decoded by division."""
+def group_sorted(key: np.ndarray, radices: np.ndarray, field_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes (groups, k - 1) int32, last field (groups,) int32, rows per group int64) of sorted
+    ``key``: one group per distinct key, in key order; a key's fields, first most significant,
+    the last one the joint SA code, are ``field_bits`` whole bits wide, or in mixed radix
+    ``radices`` where ``field_bits`` is -1 (whole-bit fields would not fit 62 bits)."""
     n = key.shape[0]
     k = radices.shape[0]
     groups = 0
@@ -121,15 +104,10 @@ def group_sorted_mixed(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray
     for i in range(n):
         if i == 0 or key[i] != key[i - 1]:
             g += 1
-            v = key[i]
-            r = radices[k - 1]
-            higher = v // r
-            last[g] = v - higher * r
-            v = higher
+            v, field = _split(key[i], radices[k - 1], field_bits[k - 1])
+            last[g] = field
             for j in range(k - 2, -1, -1):
-                r = radices[j]
-                higher = v // r
-                codes[g, j] = v - higher * r
-                v = higher
+                v, field = _split(v, radices[j], field_bits[j])
+                codes[g, j] = field
         counts[g] += 1
     return codes, last, counts

@@ -205,7 +205,11 @@ def _signal_worker(db: Path) -> subprocess.CompletedProcess:
     proc = subprocess.Popen([sys.executable, "-m", _src_module(OLD_SRC) if OLD_SRC else "ppdp.engine.app.cli", "worker",
                              "--db", f"duckdb://{db}", "--poll", "60"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(6)
+    if OLD_SRC:  # an older ppdp says nothing when it starts polling
+        time.sleep(6)
+    else:  # its first line: polling, its SIGTERM handler installed
+        assert proc.stderr is not None
+        assert "waiting for requests" in proc.stderr.readline()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -110,6 +110,8 @@ def serve(db: str, *, once: bool = False, poll: float = 10.0, lease: float = 60.
     given_back: set[str] = set()
     try:
         _ensure_once(con)
+        if not once:  # serving until interrupted: say so, once its signal handling is in place
+            log(f"worker {name}: waiting for requests (polling every {poll:g} s)")
         while True:
             claimed = _claim(con, name, lease)
             if claimed is None or claimed[0] in given_back:

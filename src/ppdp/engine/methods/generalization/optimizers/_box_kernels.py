@@ -119,6 +119,19 @@ def _widest(L, U):
 
 
 @nb.njit(cache=True)
+def _halves_into(L, U, q, lows, highs, i):
+    """Box [L, U] split at the middle of QID ``q``'s range into rows ``i`` (lower half) and
+    ``i + 1`` (upper half) of ``lows`` / ``highs``."""
+    mid = (L[q] + U[q]) // 2
+    lows[i] = L
+    highs[i] = U
+    highs[i, q] = mid
+    lows[i + 1] = L
+    lows[i + 1, q] = mid + 1
+    highs[i + 1] = U
+
+
+@nb.njit(cache=True)
 def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, best_td, batch, remaining,
                max_boxes, leaves, n_tables, codes, weight, counts, shifts, guard_bits,
                start0, meet0, mult0, need0, packed0, wm0, woff0, bits0, start1, meet1, mult1, need1, packed1, wm1, woff1, bits1):
@@ -157,13 +170,7 @@ def box_rounds(key, order, slot, slot_L, slot_U, slot_states, free, counters, be
                 free[counters[1]] = s
                 counters[1] += 1
                 continue
-            mid = (L[q] + U[q]) // 2
-            lows[n_low] = L
-            highs[n_low] = U
-            highs[n_low, q] = mid
-            lows[n_low + 1] = L
-            lows[n_low + 1, q] = mid + 1
-            highs[n_low + 1] = U
+            _halves_into(L, U, q, lows, highs, n_low)
             for t in range(n_tables):
                 parent[t, n_low] = slot_states[s, t]
                 parent[t, n_low + 1] = slot_states[s, t]
@@ -209,14 +216,8 @@ def tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, best_td, ba
         L = slot_L[s]
         U = slot_U[s]
         q, _ = _widest(L, U)
-        mid = (L[q] + U[q]) // 2
         i = 2 * n_pop
-        lows[i] = L
-        highs[i] = U
-        highs[i, q] = mid
-        lows[i + 1] = L
-        lows[i + 1, q] = mid + 1
-        highs[i + 1] = U
+        _halves_into(L, U, q, lows, highs, i)
         r = slot_row[s]
         row_count[0] -= 1
         src[i] = row_free[row_count[0]]

@@ -52,6 +52,43 @@ def test_unsuppressed_equals_the_evaluator_in_any_order(seed: int) -> None:
         assert rolled > 0  # the roll-up ran
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_remembered_classes_are_those_of_the_evaluation(seed: int) -> None:
+    """``Problem.remember_classes`` (the classes alone, for a scorer of them) leaves in the memo
+    the class ids ``evaluate_unsuppressed`` leaves, batch after batch in any order, rolled up or
+    classified, and counts one evaluation per node; ids that are ``classify``'s (reference:
+    rows of one class share their generalized values, rows of two classes do not)."""
+    rng = np.random.default_rng(92_000 + seed)
+    table = random_table(rng, n_qids=int(rng.integers(1, 5)), max_records=80)
+    models = [build_model("k-anonymity", {"k": 2})]
+    nodes = all_nodes(table.heights)
+    nodes = nodes[rng.permutation(len(nodes))][:60]
+    capacity = int(rng.integers(1, 6))
+    measured, remembered = Problem(table, models), Problem(table, models)
+    for problem in (measured, remembered):
+        problem._class_memo = ClassMemo(table.n_rows, table.n_qids, capacity)
+    gen = np.asarray(table.lookup[0])
+    checked = 0
+    for i in range(0, len(nodes), 3):
+        G = nodes[i : i + 3]
+        measured.evaluate_unsuppressed(G)
+        remembered.remember_classes(G)
+        for g in G:
+            slot = remembered.class_memo.slot(g)
+            assert slot == measured.class_memo.slot(g)
+            if slot < 0:  # a small memo: an earlier node of the batch gave its slot to a later one
+                continue
+            checked += 1
+            ids = remembered.class_memo.ids[slot]
+            assert np.array_equal(ids, measured.class_memo.ids[slot])
+            values = [tuple(int(gen[q, g[q], table.codes[h, q]]) for q in range(table.n_qids)) for h in range(table.n_rows)]
+            first = {v: int(ids[h]) for h, v in reversed(list(enumerate(values)))}
+            assert [first[v] for v in values] == ids.tolist()  # one id per generalized row, first seen first
+            assert sorted(set(first.values())) == list(range(len(first)))
+    assert remembered.evaluations == measured.evaluations == len(nodes)
+    assert checked >= len(nodes) // 3
+
+
 def test_unsuppressed_falls_back_for_other_models() -> None:
     rng = np.random.default_rng(5)
     table = random_table(rng, n_qids=3, max_records=60)

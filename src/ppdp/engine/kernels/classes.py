@@ -456,15 +456,35 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
     td = np.zeros(P)
     for p in range(P):
         g = G[p]
-        if parent_slot[p] >= 0:
-            m = _rollup_into(g, codes, gen, n_gen, ids[parent_slot[p]], keys, cls, rep, ones, slot_key, slot_id)
-        else:
-            m = _classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
-        ids[out_slot[p], :] = cls
+        m = _remember_classes(g, codes, gen, n_gen, ids, parent_slot[p], out_slot[p], keys, cls, rep, ones, slot_key,
+                              slot_id)
         _class_sizes_into(cls, m, counts, size)
         td[p], _ = _td_by_class(g, codes, weight, cls, counts, m, seen, class_w)
         smallest[p] = ad_k_anonymity(size[:m])
     return smallest, td
+
+
+@njit(cache=True)
+def classes_batch(G, codes, gen, n_gen, ids, parent_slot, out_slot, keys, cls, rep, ones, slot_key, slot_id):
+    """The classes of each G[p] into ``ids[out_slot[p]]``, as ``unsuppressed_batch`` leaves
+    them, without its measures (class sizes, TD, smallest class): for a caller that scores the
+    classes itself (engine/methods/generalization/objectives.py's scorers of k-anonymity,
+    ``k_anonymous_terms``). Arguments as ``unsuppressed_batch``'s."""
+    for p in range(G.shape[0]):
+        _remember_classes(G[p], codes, gen, n_gen, ids, parent_slot[p], out_slot[p], keys, cls, rep, ones, slot_key,
+                          slot_id)
+
+
+@njit(cache=True, inline="always")
+def _remember_classes(g, codes, gen, n_gen, ids, parent, out, keys, cls, rep, ones, slot_key, slot_id):
+    """The classes of ``g`` into ``cls`` and ``ids[out]``: rolled up from ``ids[parent]``, the
+    classes of a node below g, or classified when ``parent`` is -1; returns their number."""
+    if parent >= 0:
+        m = _rollup_into(g, codes, gen, n_gen, ids[parent], keys, cls, rep, ones, slot_key, slot_id)
+    else:
+        m = _classify_into(g, codes, gen, n_gen, ones, keys, cls, slot_key, slot_id)
+    ids[out, :] = cls
+    return m
 
 
 @njit(cache=True)

@@ -354,7 +354,7 @@ class _KOnly:
     def run(self, G: np.ndarray, *, rollup: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(within the limit, score (inf outside it), records suppressed) of each row of G;
         one evaluation each. ``rollup``: the classes rolled up from a remembered node below
-        (``Problem.evaluate_unsuppressed``, which fills the class memo), for Flash's probes, whose
+        (``Problem.remember_classes``, which fills the class memo), for Flash's probes, whose
         nodes climb a path one level at a time."""
         t = self.problem.table
         G = np.ascontiguousarray(G, dtype=np.int64)
@@ -364,7 +364,7 @@ class _KOnly:
             # unknown until the chosen node's S*(G) is built)
             return np.ones(G.shape[0], dtype=np.bool_), self.obj.bounds(G), np.full(G.shape[0], -1.0)
         if rollup:
-            self.problem.evaluate_unsuppressed(G)
+            self.problem.remember_classes(G)
             memo = self.problem.class_memo
             ids, slots = memo.ids, np.array([memo.slot(g) for g in G], dtype=np.int64)
         else:
@@ -401,18 +401,22 @@ class _Tags:
         the top (each step raises the QID with the smallest relative level, the first on ties),
         tag its down-set, and return the checks made (``check``: a node is anonymous within
         the limit, one evaluation)."""
-        path = [g.copy()]
-        cur = g.copy()
+        nq = len(heights)
         rel = [(h if h else 1) for h in heights]
-        while any(int(cur[d]) < heights[d] for d in range(len(heights))):
-            d = min((d for d in range(len(heights)) if int(cur[d]) < heights[d]), key=lambda d: cur[d] / rel[d])
-            cur = cur.copy()
-            cur[d] += 1
-            path.append(cur)
-        lo, hi, checks = 0, len(path), 0  # path[lo] is not anonymous; path[hi:] is (or beyond the end)
+        # The path's steps: QID d's step from level j to j + 1 is taken when j / rel[d] is the
+        # smallest relative level left (the first QID on ties), so the steps are those of every
+        # QID ordered by (j / rel[d], d), each QID's in order; node i of the path is g raised by
+        # the first i steps (only the nodes the search reads are made).
+        steps = np.array([d for _, d in sorted((j / rel[d], d) for d in range(nq) for j in range(int(g[d]), heights[d]))],
+                         dtype=np.int64)
+
+        def path(i: int) -> np.ndarray:
+            return g + np.bincount(steps[:i], minlength=nq)
+
+        lo, hi, checks = 0, len(steps) + 1, 0  # path(lo) is not anonymous; path(hi..) is (or beyond the end)
         while hi - lo > 1 and checks < budget:
             mid = (lo + hi) // 2
-            node = path[mid]
+            node = path(mid)
             st = int(self.state[tuple(int(c) for c in node)])
             if st == 0:
                 checks += 1
@@ -422,7 +426,7 @@ class _Tags:
                 hi = mid
             else:
                 lo = mid
-        self.tag(path[lo], False)
+        self.tag(path(lo), False)
         return checks
 
 

@@ -290,19 +290,40 @@ class Problem:
         G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
         memo = self.class_memo
         parent_slot, out_slot = memo.plan(G)
+        smallest, td = K.unsuppressed_batch(G, t.codes, ev.gen, ev.n_gen, ev.weight, t.counts, memo.ids,
+                                            parent_slot, out_slot, *self._class_scratch())
+        if count:
+            self.evaluations += G.shape[0]
+        ad = np.repeat(smallest[:, None], len(self.models), axis=1)
+        return finish(self.models, ad, td, np.zeros(G.shape[0], dtype=np.int64))
+
+    def remember_classes(self, G: np.ndarray) -> None:
+        """The classes of each row of G (nothing suppressed) into the class memo, rolled up from a
+        remembered node below it as ``evaluate_unsuppressed`` leaves them, without its measures
+        (``_kernels.classes_batch``): for a scorer that reads the classes (objectives.py's
+        ``k_anonymous_terms``). One evaluation per row. Outside the numba backend's k-anonymity
+        path nothing is remembered (the scorer classifies the node itself)."""
+        self.evaluations += int(np.atleast_2d(G).shape[0])
+        ev = self._numba
+        if self.evaluator is not ev or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
+            return
+        G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
+        parent_slot, out_slot = self.class_memo.plan(G)
+        scratch = self._class_scratch()
+        K.classes_batch(G, self.table.codes, ev.gen, ev.n_gen, self.class_memo.ids, parent_slot, out_slot,
+                        *scratch[:6])
+
+    def _class_scratch(self) -> tuple[np.ndarray, ...]:
+        """The scratch buffers of ``unsuppressed_batch`` (``classes_batch`` takes the first six),
+        allocated once."""
         if self._scratch is None:
-            n = max(t.n_rows, 1)
+            n = max(self.table.n_rows, 1)
             size_t = K._table_size(n)
             self._scratch = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int32), np.empty(2 * n, dtype=np.int32),
                              np.ones(n, dtype=np.bool_), np.empty(size_t, dtype=np.int64),
                              np.empty(size_t, dtype=np.int32), np.empty(n, dtype=np.int64), np.empty(n),
                              np.empty(n, dtype=np.bool_))
-        smallest, td = K.unsuppressed_batch(G, t.codes, ev.gen, ev.n_gen, ev.weight, t.counts, memo.ids,
-                                            parent_slot, out_slot, *self._scratch)
-        if count:
-            self.evaluations += G.shape[0]
-        ad = np.repeat(smallest[:, None], len(self.models), axis=1)
-        return finish(self.models, ad, td, np.zeros(G.shape[0], dtype=np.int64))
+        return self._scratch
 
     def td_upper_bound(self, g: np.ndarray) -> float:
         """TD of G with nothing suppressed: bounds TD of G and every node above it."""

@@ -63,7 +63,12 @@ from tests.attack.scenarios import (
 )
 
 BASE_ROWS = 2000
-RANDOM_SEQUENCES = 20
+# Seeded random sequences per engine, each engine its own seeds: 24 different sequences, where
+# the same 20 on both engines ran 40 (an engine's SQL is checked against the other's by the
+# adapters' tests; here what counts is how many different histories are attacked).
+RANDOM_SEQUENCES = 12
+DUCKDB_SEEDS = range(RANDOM_SEQUENCES)
+POSTGRES_SEEDS = range(RANDOM_SEQUENCES, 2 * RANDOM_SEQUENCES)
 
 
 # --- the harness on a hand-made history (no engine) ------------------------------------------
@@ -375,7 +380,7 @@ def test_scenario_report_measures_the_changed_person_and_the_unchanged_sample(tm
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))
+@pytest.mark.parametrize("seed", DUCKDB_SEEDS)
 def test_random_sequence_duckdb(seed, tmp_path):
     scenario, models = random_sequence(seed)
     report = _run(scenario, duckdb_backend(tmp_path / "attack.duckdb"), models, tmp_path)
@@ -384,7 +389,7 @@ def test_random_sequence_duckdb(seed, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.postgres
-@pytest.mark.parametrize("seed", range(RANDOM_SEQUENCES))
+@pytest.mark.parametrize("seed", POSTGRES_SEEDS)
 def test_random_sequence_postgres(seed, tmp_path, postgres_database):
     scenario, models = random_sequence(seed)
     report = _run(scenario, postgres_backend(postgres_database), models, tmp_path)

@@ -64,6 +64,35 @@ def test_each_objective_equals_brute_force(small_adult, objective, limit):
     assert scores[tuple(int(x) for x in result.g)] == best
 
 
+@pytest.mark.parametrize("limit", [0.0, 0.05, 1.0])
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_k_map_with_an_estimator_is_searched_as_k_prime_anonymity(small_adult, objective, limit):
+    """k-map with an estimator is k'-anonymity (its AD the smallest class, feasible from k'):
+    the search takes the classes-only path for it, as for k-anonymity, and chooses the node
+    and score that k-anonymity with k = k' gets, also the minimum over every node."""
+    from ppdp.engine.methods.generalization.objectives import smallest_class_k
+    from ppdp.engine.privacy import build_model
+    from ppdp.engine.privacy.base import ModelContext
+
+    table = small_adult.table
+    context = ModelContext(table.sensitive, table.sa_values, ".", None, int(table.n_records))
+    k_map = build_model("k-map", {"k": 5, "estimator": "zero-truncated-poisson", "population_size": 800,
+                                  "significance": 0.2}).bind(context)
+    k_prime = k_map.min_class_size()
+    assert smallest_class_k([k_map]) == k_prime and 1 < k_prime
+    params = {"suppression_limit": limit}
+    got = search(Problem(table, [k_map]), objective, budget=10**6, optimizer="flash", params=params)
+    want = search(Problem(table, [build_model("k-anonymity", {"k": k_prime})]), objective, budget=10**6,
+                  optimizer="flash", params=params)
+    assert got.certified and want.certified
+    assert np.array_equal(got.g, want.g) and got.info["objective_value"] == want.info["objective_value"]
+    cap = int(np.floor(limit * table.n_records))
+    score, problem = scorer(objective, table), Problem(table, [k_map])
+    scores = [score(np.array(g), r[0]) for g in itertools.product(*(range(int(h) + 1) for h in problem.heights))
+              for r, ev in [problem.evaluate_optimal(np.array([g]))] if ev.feasible[0] and int(ev.suppressed[0]) <= cap]
+    assert got.info["objective_value"] == min(scores)
+
+
 def test_bounds_never_exceed_the_score_and_never_decrease_upward(small_adult):
     table, models = small_adult.table, small_adult.models
     heights = [int(h) for h in Problem(table, models).heights]

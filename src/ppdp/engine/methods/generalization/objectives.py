@@ -297,6 +297,16 @@ def evolve(problem: Problem, objective: str, *, optimizer: str, budget: int, see
                    not_certified_because=tuple(result.not_certified_because) + why)
 
 
+def smallest_class_k(models: list) -> int | None:
+    """k when the models ask only that every class have at least k records (each one's AD is
+    the smallest class, feasible from ``min_class_size()``: k-anonymity, k-map with an
+    estimator, which is k'-anonymity), the largest of theirs; else None. Such models are
+    monotone (classes only merge upward) and S*(G) keeps exactly the classes of >= k records."""
+    if not models or not all(m.ad_is_smallest_class and m.monotone for m in models):
+        return None
+    return max(int(m.min_class_size()) for m in models)
+
+
 def _zero_limit_anonymous(problem: Problem, budget: int, nodes: np.ndarray) -> tuple[np.ndarray | None, int] | None:
     """With a zero limit and k-anonymity alone: every node's verdict from Flash's predictive
     tagging (optimizers/flash.py ``zero_limit_checks``: a checked anonymous node makes every
@@ -312,7 +322,7 @@ def _zero_limit_anonymous(problem: Problem, budget: int, nodes: np.ndarray) -> t
     if not complete:  # the budget ended the traversal: no tags, and no budget left to score
         return None, int(idx.shape[0])
     shape = tuple(int(h) + 1 for h in problem.heights)
-    k = max(int(m.k) for m in problem.models)  # type: ignore[attr-defined]
+    k = max(m.min_class_size() for m in problem.models)
     seed = np.zeros(lattice, dtype=np.bool_)
     seed[idx[smallest >= k]] = True
     strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
@@ -438,15 +448,15 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     t0 = time.perf_counter()
     limit = float((params or {}).get("suppression_limit", 1.0))
     max_suppressed = math.floor(limit * problem.table.n_records)
-    k_alone = all(type(m).__name__ == "KAnonymity" for m in problem.models)
+    class_k = smallest_class_k(problem.models)
     if objective in ("aecs", "discernibility"):
         # the classes the evaluations leave in the roll-up memo; k's bound where k is alone
-        k = max(int(m.k) for m in problem.models) if k_alone else 1  # type: ignore[attr-defined]
+        k = class_k or 1
         obj: _Loss | _NodeOnly | _ClassBased = _ClassBased(problem.table, objective, problem.class_memo, k)
     else:
         obj = _objective(objective, problem.table)
     # k-anonymity alone: scored from the classes (``_KOnly``)
-    konly = _KOnly(problem, obj, max(int(m.k) for m in problem.models), max_suppressed) if k_alone else None  # type: ignore[attr-defined]
+    konly = _KOnly(problem, obj, class_k, max_suppressed) if class_k else None
     heights = [int(h) for h in problem.heights]
     lattice = math.prod(h + 1 for h in heights)
     # every node, in the lattice's order (last QID fastest)
@@ -474,7 +484,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         assert levels is not None  # set above for class-based objectives
         order = np.argsort(levels, kind="stable") if cand is None else cand[np.argsort(levels, kind="stable")]
         rest_pending = False
-        if k_alone:
+        if class_k:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
     best: tuple[float, np.ndarray, np.ndarray | None, int] | None = None  # score, G, retained, suppressed
@@ -495,7 +505,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         mode = "flash-tags"
         order = order if flags is not None else order[:0]
         cut_short = flags is None
-    elif 0 < max_suppressed < problem.table.n_records and all(type(m).__name__ == "KAnonymity" for m in problem.models):
+    elif 0 < max_suppressed < problem.table.n_records and class_k:
         # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so
         # the records of small classes, which S*(G) suppresses, never grow): a node that is not
         # anonymous within the limit has no specialization that is, so a binary search up a

@@ -1,6 +1,6 @@
 """ppdp against ARX 3.9.2, both run here in one session, interleaved (issues #18 and #25).
 
-    .venv/bin/python benchmarks/vs_arx.py [--quick] [--reps 5] [--warmups 3] [--data DIR]
+    .venv/bin/python benchmarks/vs_arx.py [--quick] [--reps 6] [--warmups 3] [--data DIR]
                                           [--only KEY] [--family issue,small,models]
                                           [--out benchmarks/results/vs_arx] [--compare OLD.json]
                                           [--no-arx] [--arx-classpath CP]

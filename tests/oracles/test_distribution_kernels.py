@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
-from ppdp.engine.kernels import classes as K
+from ppdp.engine.kernels import batch as B
 from ppdp.engine.methods.generalization.evaluators.numba_backend import NumbaEvaluator
 from ppdp.engine.methods.generalization.optimizers import run_optimizer
 from ppdp.engine.methods.generalization.problem import Problem
@@ -83,7 +83,7 @@ def test_fused_evaluator_equals_per_solution_and_the_twins(name, params, tmp_pat
         ev = NumbaEvaluator(table, models)
         assert ev.kinds is not None  # the fused path is the one under test
         G, keep = random_population(rng, table, 6)
-        retained = np.stack([K.retained_from_records(s, table.offsets) for s in keep])
+        retained = B.retained_batch(np.ascontiguousarray(keep, dtype=np.bool_), table.offsets)
         fused = ev.evaluate(G, retained)
         _assert_same(fused, ev.evaluate_per_solution(G, retained))
         for p in range(len(G)):

@@ -15,7 +15,7 @@ import pytest
 
 from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
 from ppdp.engine.core.hierarchy import from_rows
-from ppdp.engine.kernels import classes as K
+from ppdp.engine.kernels import batch as B
 from ppdp.engine.methods.generalization.evaluators import make_evaluator
 from ppdp.engine.privacy import build_model
 from tests.support import reference as ref
@@ -95,7 +95,7 @@ def close(a: float, b: float) -> bool:
 
 
 def check_agreement(table, models, G, keep) -> None:
-    retained = np.stack([K.retained_from_records(s, table.offsets) for s in keep])
+    retained = B.retained_batch(np.ascontiguousarray(keep, dtype=np.bool_), table.offsets)
     backends = {name: make_evaluator(name, table, models) for name in ("numba", "duckdb")}
     results = {name: ev.evaluate(G, retained) for name, ev in backends.items()}
     for p in range(G.shape[0]):

@@ -1,6 +1,6 @@
 """S*(G) and its evaluation in one pass: ``Problem.evaluate_optimal`` through
 ``_kernels.evaluate_optimal_batch`` gives bit for bit what the two steps give (the oracle
-``optimal_pair_retention`` + ``rows_from_pairs``, then the fused evaluator), with a cold, a warm
+``optimal_pair_retention_t`` + ``rows_from_pairs``, then the fused evaluator), with a cold, a warm
 and an overflowing memo, and agrees with the plain-Python reference (tests/support/reference.py) on the
 evaluation of the retained records."""
 

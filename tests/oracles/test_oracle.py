@@ -1,6 +1,6 @@
 """The exact suppression oracle S*(G) (docs/design/paper_notes.md §3) against brute force.
 
-(a) ``optimal_pair_retention`` keeps, in every class, the largest number of records over all
+(a) ``optimal_pair_retention_t`` (the Euclidean distance) keeps, in every class, the largest number of records over all
     allocations, and what it keeps is feasible.
 (b) On tiny tables, the certified lattice search finds the maximum TD over every (G, S), also
     under ARX's suppression limit (and so does Flash for k-anonymity).
@@ -17,6 +17,7 @@ import pytest
 from ppdp.engine.core.encoding import COUNT_COLUMN, encode_histogram
 from ppdp.engine.core.hierarchy import from_rows
 from ppdp.engine.kernels import classes as K
+from ppdp.engine.kernels import kinds
 from ppdp.engine.methods.generalization.optimizers import run_optimizer
 from ppdp.engine.methods.generalization.optimizers.lattice import all_nodes, lattice_size
 from ppdp.engine.methods.generalization.problem import Problem
@@ -24,6 +25,16 @@ from ppdp.engine.privacy import build_model
 from tests.support import reference as ref
 
 OFF = {"k": 1, "t": -1.0, "l_distinct": 1, "l_entropy": 1.0}
+
+
+def euclidean_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy) -> np.ndarray:
+    """``optimal_pair_retention_t`` under the Euclidean distance, called with the argument
+    types a release passes it (engine/methods/generalization/problem.py), so the kernel is the
+    one ``ppdp warm-up`` compiled."""
+    return K.optimal_pair_retention_t(np.asarray(size, dtype=np.int64), np.asarray(pair_class, dtype=np.int32),
+                                      np.asarray(pair_sa, dtype=np.int32), np.asarray(pair_n, dtype=np.int64),
+                                      np.asarray(q, dtype=np.float64), int(k), float(t), int(l_distinct),
+                                      float(l_entropy), int(kinds.LARGEST_EUCLIDEAN_DISTANCE), np.zeros(0))
 
 
 def random_classes(rng: np.random.Generator, n_classes: int):
@@ -65,8 +76,8 @@ def oracle_vs_brute_force(rng, active, *, exact: bool) -> int:
     for _ in range(40):
         size, pair_class, pair_sa, pair_n, q = random_classes(rng, int(rng.integers(1, 6)))
         c = random_constraints(rng, active)
-        keep = K.optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, c["k"], c["t"],
-                                        c["l_distinct"], c["l_entropy"])
+        keep = euclidean_pair_retention(size, pair_class, pair_sa, pair_n, q, c["k"], c["t"], c["l_distinct"],
+                                        c["l_entropy"])
         assert np.all((keep >= 0) & (keep <= pair_n))
         for cls in range(size.shape[0]):
             idx = np.flatnonzero(pair_class == cls)
@@ -111,7 +122,7 @@ def test_t_closeness_closed_form_for_a_binary_sa() -> None:
         present = [v for v, n in ((0, a), (1, b)) if n > 0]
         pair_sa = np.array(present, dtype=np.int32)
         pair_n = np.array([(a, b)[v] for v in present], dtype=np.int64)
-        keep = K.optimal_pair_retention(np.array([a + b]), np.zeros(len(present), dtype=np.int32),
+        keep = euclidean_pair_retention(np.array([a + b]), np.zeros(len(present), dtype=np.int32),
                                         pair_sa, pair_n, q, 1, 0.2, 1, 1.0)
         best = max((x + y for x in range(a + 1) for y in range(b + 1)
                     if x + y > 0 and abs(x / (x + y) - 0.3) <= 0.2 / np.sqrt(2)), default=0)

@@ -388,7 +388,11 @@ def _string_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     _, offsets_buffer, data_buffer = array.buffers()
     wide = pa.types.is_large_string(array.type)
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)[array.offset:array.offset + len(array) + 1]
-    data = np.zeros(1, dtype=np.uint8) if data_buffer is None or data_buffer.size == 0 else np.frombuffer(data_buffer, dtype=np.uint8)
+    if data_buffer is None or data_buffer.size == 0:  # only empty texts: one byte, read-only as Arrow's are
+        data = np.zeros(1, dtype=np.uint8)
+        data.flags.writeable = False  # the one type the kernels are compiled for
+    else:
+        data = np.frombuffer(data_buffer, dtype=np.uint8)
     return offsets.astype(np.int64), data
 
 

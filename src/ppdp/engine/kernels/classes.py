@@ -500,14 +500,6 @@ def _retained_into(s, offsets, ret):
 
 
 @njit(cache=True)
-def retained_from_records(s, offsets):
-    """Retained records per histogram row from a per-record keep vector (records sorted by row)."""
-    ret = np.empty(offsets.shape[0] - 1, dtype=np.int64)
-    _retained_into(s, offsets, ret)
-    return ret
-
-
-@njit(cache=True)
 def transparency(g, codes, ret, weight):
     """TD = sum over retained records of sum over QIDs of 1/|v_g| (docs/design/paper_notes.md §1)."""
     n, nq = codes.shape
@@ -1232,24 +1224,17 @@ def _q_terms(q):
 
 
 @njit(cache=True)
-def optimal_pair_retention(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy):
+def optimal_pair_retention_t(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy, t_kind, t_params):
     """Per (class, SA) pair, how many records to keep so that TD is maximal (§3).
 
-    Active constraints: k>=1 minimum class size; t>=0 Euclidean t-closeness (t<0: off);
-    l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off). Within a
-    class every retained record adds the same TD, so per class the largest feasible N wins.
-    Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model together,
-    the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
-    """
-    return optimal_pair_retention_t(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy,
-                                    1, np.zeros(0))
-
-
-@njit(cache=True)
-def optimal_pair_retention_t(size, pair_class, pair_sa, pair_n, q, k, t, l_distinct, l_entropy, t_kind, t_params):
-    """``optimal_pair_retention`` with t-closeness under the distance ``t_kind`` (a code of
-    kinds.py: 1 Euclidean, 5 equal EMD, 6 ordered EMD; ``t_params`` its kernel row). Under an
-    EMD the allocation follows t and k alone (``_emd_class_keep``); l is left to the evaluator."""
+    Active constraints: k>=1 minimum class size; t>=0 t-closeness (t<0: off) under the distance
+    ``t_kind`` (a code of kinds.py: 1 Euclidean, 5 equal EMD, 6 ordered EMD; ``t_params`` its
+    kernel row); l_distinct>=1 distinct l-diversity; l_entropy>=1 entropy l-diversity (<=1: off).
+    Within a class every retained record adds the same TD, so per class the largest feasible N
+    wins. Exact for k, distinct-l, and one of {t, entropy-l} with k; with t and an l-model
+    together, the allocation follows t and l is checked (``optimal_pair_retention_is_exact``).
+    Under an EMD the allocation follows t and k alone (``_emd_class_keep``); l is left to the
+    evaluator."""
     m = size.shape[0]
     emd = t >= 0.0 and t_kind != 1
     rank_of, by_rank, qcum = emd_terms(q, t_params, t_kind)
@@ -1366,7 +1351,7 @@ def _memo_slot(memo, sig_sa, cap, nv):
 def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, kinds, kind_params, n_records,
                            k, t, l_distinct, l_entropy, t_kind, t_params, memo, memo_fill,
                            ids, parent_slot, out_slot):
-    """S*(G) (``optimal_pair_retention`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
+    """S*(G) (``optimal_pair_retention_t`` + ``rows_from_pairs``) and the evaluation of (G, S*(G))
     for each row of G, classifying each G once: (retained (P, H), AD (P, len(kinds)), TD, suppressed).
 
     The evaluation is read off the class statistics of the oracle instead of classifying the

@@ -388,11 +388,11 @@ def _string_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     _, offsets_buffer, data_buffer = array.buffers()
     wide = pa.types.is_large_string(array.type)
     offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)[array.offset:array.offset + len(array) + 1]
-    if data_buffer is None or data_buffer.size == 0:  # only empty texts: one byte, read-only as Arrow's are
-        data = np.zeros(1, dtype=np.uint8)
-        data.flags.writeable = False  # the one type the kernels are compiled for
-    else:
-        data = np.frombuffer(data_buffer, dtype=np.uint8)
+    empty = data_buffer is None or data_buffer.size == 0  # only empty texts: one byte
+    data = np.zeros(1, dtype=np.uint8) if empty else np.frombuffer(data_buffer, dtype=np.uint8)
+    # read-only whatever the buffer (DuckDB's are, an array built in Python is not): the one
+    # type the kernels are compiled for
+    data.flags.writeable = False
     return offsets.astype(np.int64), data
 
 

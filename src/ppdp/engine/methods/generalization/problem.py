@@ -283,7 +283,7 @@ class Problem:
         (``_kernels.unsuppressed_batch``): the same numbers, bit for bit.
         """
         ev = self._numba
-        if self.evaluator is not ev or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
+        if not self._classes_alone:
             G = np.atleast_2d(np.asarray(G, dtype=np.int64))
             return self.evaluate(G) if count else self.evaluator.evaluate(G, np.tile(self.table.counts, (G.shape[0], 1)))
         t = self.table
@@ -304,14 +304,22 @@ class Problem:
         ``k_anonymous_terms``). One evaluation per row. Outside the numba backend's k-anonymity
         path nothing is remembered (the scorer classifies the node itself)."""
         self.evaluations += int(np.atleast_2d(G).shape[0])
-        ev = self._numba
-        if self.evaluator is not ev or ev.kinds is None or np.any(ev.kinds != kinds.SMALLEST_CLASS):
+        if not self._classes_alone:
             return
+        ev = self._numba
         G = np.ascontiguousarray(np.atleast_2d(G), dtype=np.int64)
         parent_slot, out_slot = self.class_memo.plan(G)
         scratch = self._class_scratch()
         K.classes_batch(G, self.table.codes, ev.gen, ev.n_gen, self.class_memo.ids, parent_slot, out_slot,
                         *scratch[:6])
+
+    @property
+    def _classes_alone(self) -> bool:
+        """The numba backend evaluates and every model's AD is the smallest class: a node's
+        classes (nothing suppressed) are all ``evaluate_unsuppressed`` and ``remember_classes``
+        need."""
+        ev = self._numba
+        return self.evaluator is ev and ev.kinds is not None and not np.any(ev.kinds != kinds.SMALLEST_CLASS)
 
     def _class_scratch(self) -> tuple[np.ndarray, ...]:
         """The scratch buffers of ``unsuppressed_batch`` (``classes_batch`` takes the first six),

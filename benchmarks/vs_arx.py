@@ -525,7 +525,7 @@ def prepare(loaded: Loaded, sa: list[str], models: list | None = None, source_ta
 class Arx:
     """ArxBench in serve mode: one warm JVM, one JSON line per command."""
 
-    def __init__(self, classpath: str, work: Path) -> None:
+    def __init__(self, classpath: str, work: Path, jvm_options: tuple[str, ...] = ()) -> None:
         classes = work / "arx-classes"
         classes.mkdir(parents=True, exist_ok=True)
         srcs = [REPO / "benchmarks" / "arx" / f for f in ("ArxSetup.java", "ArxBench.java")]
@@ -533,7 +533,7 @@ class Arx:
         if not target.exists() or target.stat().st_mtime < max(f.stat().st_mtime for f in srcs):
             subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", str(classes), *map(str, srcs)], check=True,
                            capture_output=True)
-        self.proc = subprocess.Popen(["java", "-cp", f"{classes}{os.pathsep}{classpath}", "ArxBench", "serve"],
+        self.proc = subprocess.Popen(["java", *jvm_options, "-cp", f"{classes}{os.pathsep}{classpath}", "ArxBench", "serve"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         ready = json.loads(self._line())
         self.java = ready.get("java")
@@ -807,6 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--objective", default="td",
                     choices=["td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height"],
                     help="what ppdp minimizes (default td, ARX then runs its Loss); an ARX metric: both minimize it")
+    ap.add_argument("--jvm-option", action="append", default=[], help="an option of ARX's JVM (repeatable)")
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt", help="file holding ARX's classpath")
     args = ap.parse_args(argv)
     global OBJECTIVE
@@ -831,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
     cp_file = Path(args.arx_classpath)
     if not args.no_arx:
         if cp_file.exists():
-            arx = Arx(cp_file.read_text().strip(), args.work)
+            arx = Arx(cp_file.read_text().strip(), args.work, tuple(args.jvm_option))
             arx_note = f"3.9.2 (java {arx.java})"
         else:
             arx_note = f"not run: {cp_file} missing (build ARX: docs/design/arx.md)"
@@ -839,7 +840,8 @@ def main(argv: list[str] | None = None) -> int:
             "label": args.label, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                        f"numpy {np.__version__}",
-            "load_average": [round(x, 2) for x in os.getloadavg()], "objective": OBJECTIVE, "data": str(root), "arx": arx_note}
+            "load_average": [round(x, 2) for x in os.getloadavg()], "objective": OBJECTIVE, "data": str(root), "arx": arx_note,
+            "jvm_options": list(args.jvm_option)}
     loaded: dict[str, Loaded | None] = {}
     rows: list[dict[str, Any]] = []
     try:

@@ -188,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             _emit(args, _error_result(args, result_of_error(exc, job=getattr(args, "name", None) if args.command == "job" else None)))
         return int(code)
     finally:
+        if _SIGNALLED:  # a retry still armed for a signal that waited for an import
+            signal.setitimer(signal.ITIMER_REAL, 0)
         for signum, handler in previous_term:
             # once interrupted, the process is ending with INTERRUPTED: a signal DuckDB raises
             # again after it stopped its query must not kill it on the way out
@@ -217,6 +219,26 @@ def _on_sigterm():
     global _SIGNALLED
     _SIGNALLED = False
 
+    pending: list[str] = []  # the signal's name while its raise waits for an import to end
+
+    # A signal that lands while a module is being imported is raised once no import is under
+    # way: an exception out of a C extension's initialisation (DuckDB's, while its module
+    # imports what it needs) aborts the process (SIGABRT) instead of unwinding it. SIGALRM
+    # looks again every IMPORT_RETRY_S until then.
+    def interrupt(name: str, frame) -> None:
+        if _importing(frame):
+            if not pending:
+                pending.append(name)
+                signal.signal(signal.SIGALRM, on_retry)
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_S)
+            return
+        pending.clear()
+        raise Interrupted(name)
+
+    def on_retry(signum, frame):
+        if pending:
+            interrupt(pending[0], frame)
+
     # A second signal is ignored: the first one is already unwinding the run, and DuckDB raises
     # the signal again once it has stopped its query; raised again, it would escape the handler
     # that reports the first and kill the process by the signal instead of exiting INTERRUPTED.
@@ -225,7 +247,7 @@ def _on_sigterm():
         if _SIGNALLED:
             return
         _SIGNALLED = True
-        raise Interrupted("SIGTERM")
+        interrupt("SIGTERM", frame)
 
     # SIGINT raises the subclass too, never KeyboardInterrupt itself: CPython marks the process
     # to die by SIGINT at exit when exactly KeyboardInterrupt leaves code run by exec() of a
@@ -236,12 +258,29 @@ def _on_sigterm():
         if _SIGNALLED:
             return
         _SIGNALLED = True
-        raise Interrupted("SIGINT")
+        interrupt("SIGINT", frame)
 
     out = [(signal.SIGTERM, signal.signal(signal.SIGTERM, on_term))]
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when the caller handles SIGINT itself
         out.append((signal.SIGINT, signal.signal(signal.SIGINT, on_int)))
+    out.append((signal.SIGALRM, signal.getsignal(signal.SIGALRM)))  # on_retry's, once a raise waits
     return out
+
+
+IMPORT_RETRY_S = 0.01  # how soon a signal that landed during an import looks again
+
+
+def _importing(frame) -> bool:
+    """An import is under way in ``frame``'s stack (importlib's own frames are in it)."""
+    while frame is not None:
+        name = frame.f_code.co_filename  # frozen (the default) or read from its file
+        if name.startswith("<frozen importlib._bootstrap") or name.endswith(_IMPORTLIB_FILES):
+            return True
+        frame = frame.f_back
+    return False
+
+
+_IMPORTLIB_FILES = (os.path.join("importlib", "_bootstrap.py"), os.path.join("importlib", "_bootstrap_external.py"))
 
 
 def _error_result(args: argparse.Namespace, failed):

@@ -1,0 +1,62 @@
+"""A SIGINT or SIGTERM that lands while a module is being imported interrupts the command once the
+import has ended, not inside it: raised out of a C extension's initialisation (DuckDB's module
+imports what it needs while it starts) the exception aborted the process with SIGABRT (exit -6)
+instead of ending it with INTERRUPTED (130), which tests/releases/test_bad_input.py's probe of
+six signalled runs met when a signal landed in ``import duckdb``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from ppdp.engine.app import cli
+from ppdp.engine.app.outcome import Interrupted
+
+SLOW_MODULE = """
+import os, signal, time
+os.kill(os.getpid(), signal.SIGTERM)  # lands here, inside this module's import
+for _ in range(20):
+    time.sleep(0.005)
+IMPORTED_WHOLE = True
+"""
+
+
+@pytest.fixture
+def cli_handlers():
+    """The CLI's signal handlers, as a command runs under them; restored afterwards."""
+    previous = cli._on_sigterm()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for signum, handler in previous:
+            signal.signal(signum, handler)
+        cli._SIGNALLED = False
+
+
+def test_a_signal_during_an_import_is_raised_once_the_import_has_ended(tmp_path, monkeypatch, cli_handlers):
+    (tmp_path / "ppdp_test_slow_import.py").write_text(SLOW_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ppdp_test_slow_import", raising=False)
+    waited = None
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        import ppdp_test_slow_import  # noqa: F401
+
+        start = time.monotonic()
+        try:
+            time.sleep(2)  # the interruption lands here, a retry after the import ended
+        finally:
+            waited = time.monotonic() - start
+    assert sys.modules["ppdp_test_slow_import"].IMPORTED_WHOLE  # the import ran to its end
+    assert waited is not None and waited < 1.0
+
+
+def test_a_signal_outside_an_import_is_raised_where_it_lands(cli_handlers):
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(2)  # not reached: the handler raises at once
+    assert not cli._importing(sys._getframe())

@@ -22,6 +22,8 @@ import duckdb
 import polars as pl
 import pytest
 
+from tests.support.dbt_in_process import SUBPROCESS as DBT_SUBPROCESS
+from tests.support.dbt_in_process import run_dbt
 from tests.support.paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -93,7 +95,14 @@ def built(first_build) -> tuple[Path, subprocess.CompletedProcess[str]]:
 
 
 def dbt(project: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([dbt_executable(), *args, "--profiles-dir", "."], cwd=project, capture_output=True,
+    """``dbt ARGS --profiles-dir .`` in ``project``, ``env`` added to the environment: in this
+    process (tests/support/dbt_in_process.py), or in a ``dbt`` subprocess to run another
+    checkout's ppdp (its src/ on PYTHONPATH) or with PPDP_TEST_DBT_SUBPROCESS=1."""
+    executable = dbt_executable()  # skips, or fails under PPDP_REQUIRE_DBT=1, when dbt is not installed
+    argv = [*args, "--profiles-dir", "."]
+    if CHECKOUT == REPO and not DBT_SUBPROCESS:
+        return run_dbt(argv, cwd=project, env={"DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **(env or {})})
+    return subprocess.run([executable, *argv], cwd=project, capture_output=True,
                           text=True, timeout=900, env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
                                                        **({"PYTHONPATH": str(CHECKOUT / "src")} if CHECKOUT != REPO else {}),
                                                        **(env or {})})

@@ -31,7 +31,8 @@ SUBPROCESS = os.environ.get("PPDP_TEST_CLI_SUBPROCESS") == "1"
 
 
 @contextlib.contextmanager
-def _environment(extra: Mapping[str, str]) -> Iterator[None]:
+def environment_added(extra: Mapping[str, str]) -> Iterator[None]:
+    """The process environment with ``extra`` added, the previous one put back afterwards."""
     saved = dict(os.environ)
     os.environ.update(extra)
     try:
@@ -42,7 +43,7 @@ def _environment(extra: Mapping[str, str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _python_default_warnings() -> Iterator[None]:
+def python_default_warnings() -> Iterator[None]:
     """The warning filters of a fresh interpreter started without -W (see ``warnings`` docs)."""
     with warnings.catch_warnings():
         warnings.resetwarnings()
@@ -58,7 +59,7 @@ def _print_warning(message, category, filename, lineno, file=None, line=None) ->
     sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
-class _Text(io.StringIO):
+class CapturedText(io.StringIO):
     """A captured stream that says it is no terminal and has no file descriptor, like a pipe
     read by ``capture_output`` as far as ppdp can tell (progress.py asks ``isatty``)."""
 
@@ -71,12 +72,12 @@ def run_cli(args: list[str], *, cwd: Path | str | None = None,
     """``ppdp ARGS`` in this process; ``env`` adds to the environment for the call only."""
     from ppdp.engine.app import cli
 
-    out, err = _Text(), _Text()
+    out, err = CapturedText(), CapturedText()
     env = dict(env or {})
     default_db = os.environ.get("PPDP_DB", "duckdb://demo.duckdb") if "PPDP_DB" not in env else env["PPDP_DB"]
     previous_cwd, previous_default_db = os.getcwd(), cli.DEFAULT_DB
     try:
-        with _environment(env), _python_default_warnings(), \
+        with environment_added(env), python_default_warnings(), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             if cwd is not None:
                 os.chdir(cwd)

@@ -6,7 +6,9 @@ takes far longer than the release itself (a first ``id-dga`` run, dozens of time
 after installing, so users and CI meet warm kernels. It runs real releases of a 400-row sample
 of the bundled adult through every release method, optimizer and privacy model on a temporary
 DuckDB file: the kernels are compiled for exactly the argument types the releases use (a
-hand-written call could compile another specialization and leave the real one cold).
+hand-written call could compile another specialization and leave the real one cold). A command
+other than a release that calls a kernel of its own runs once too, on one of those releases
+(``ppdp utility --classify``).
 """
 
 from __future__ import annotations
@@ -22,17 +24,23 @@ if TYPE_CHECKING:
 
 DATA = Path(__file__).parents[1] / "data"
 QIDS = ["age", "education", "marital-status", "native-country", "occupation", "race", "sex", "workclass"]
+EVERY_MODEL = "every model"  # the label of the set of every model with a warm-up example
 
 
 def model_sets() -> dict[str, list[dict[str, Any]]]:
-    """k-anonymity alone, and every other registered model with a warm-up example beside k = 2."""
+    """k-anonymity alone; every other registered model with a warm-up example beside k = 2; and
+    all of them together (``EVERY_MODEL``): a set holding a model without a fused kernel kind is
+    evaluated one solution at a time through each model's own ``ad``, a kernel per model
+    (evaluators/numba_backend.py ``evaluate_per_solution``)."""
     from ppdp.engine.privacy import MODELS
     from ppdp.engine.privacy.k_anonymity import KAnonymity
 
+    k2 = {"name": KAnonymity.name, "k": 2}
+    examples = [{"name": model.name, **model.warm_up_example} for model in map(MODELS.get, MODELS)
+                if model is not KAnonymity and model.warm_up_example is not None]
     out = {KAnonymity.name: [{"name": KAnonymity.name, "k": 3}]}
-    for model in map(MODELS.get, MODELS):
-        if model is not KAnonymity and model.warm_up_example is not None:
-            out[model.name] = [{"name": KAnonymity.name, "k": 2}, {"name": model.name, **model.warm_up_example}]
+    out |= {example["name"]: [k2, example] for example in examples}
+    out[EVERY_MODEL] = [k2, *examples]
     return out
 
 
@@ -73,11 +81,30 @@ def releases(db: Path) -> list[tuple[str, Any]]:
     return out
 
 
+def classification(db: Path, release: str) -> None:
+    """``ppdp utility --classify``'s classification of ``release`` (published on the sample in
+    ``db``, its QIDs as columns): ARX's folds are drawn by a kernel (engine/kernels/shuffle.py),
+    whose arguments are the same for any number of folds, so two folds do. Needs scikit-learn
+    (``ppdp[utility]``), as the command does."""
+    from ppdp.connectors import connect
+    from ppdp.engine.utility.classify import classify
+
+    con = connect(f"duckdb://{db}", read_only=True)
+    try:
+        classify(con, release, "salary-class", folds=2)
+    finally:
+        con.close()
+
+
 def warm_up(progress: Callable[[str], None] = print) -> int:
-    """Run every warm-up release; returns how many ran. Failures propagate (a kernel that does
-    not compile here would fail the user's release too)."""
+    """Run every warm-up release, then ``classification`` of the first one published whose method
+    generalizes by levels (its QIDs published as columns); returns how many releases ran.
+    Failures propagate (a kernel that does not compile here would fail the user's release too)."""
+    import importlib.util
+
     import duckdb
 
+    from ppdp.engine.methods import method_of
     from ppdp.engine.release.run import run_release
     from ppdp.errors import PrivacyRefusal, VerificationError
     from ppdp.sql import demo as demo_sql
@@ -92,12 +119,21 @@ def warm_up(progress: Callable[[str], None] = print) -> int:
         con.execute(fill, [diseases, diseases])
         con.close()
         todo = releases(db)
+        classified: tuple[str, Any] | None = None  # (label, spec) of the release to classify
         for i, (label, spec) in enumerate(todo, start=1):
             t0 = time.perf_counter()
             try:
                 run_release(spec, progress=False)
                 note = ""
+                if classified is None and method_of(spec).generalizes_by_levels:
+                    classified = (label, spec)
             except (VerificationError, PrivacyRefusal):  # an ablation's tiny budget may end infeasible: refused, as it must be
                 note = " (no k-anonymous solution within the warm-up budget: refused, kernels compiled)"
             progress(f"[{i}/{len(todo)}] {label}: {time.perf_counter() - t0:.1f} s{note}")
+        if classified is not None and importlib.util.find_spec("sklearn") is None:
+            progress("utility --classify: skipped, it needs scikit-learn (ppdp[utility])")
+        elif classified is not None:
+            t0 = time.perf_counter()
+            classification(db, classified[1].output_name)
+            progress(f"utility --classify of {classified[0]}: {time.perf_counter() - t0:.1f} s")
     return len(todo)

@@ -39,8 +39,9 @@ class ReleasePlan:
 @dataclass(frozen=True)
 class WarmUpModels:
     """The model sets ``ppdp warm-up`` offers each method: k-anonymity alone (``base``), and
-    each other registered model that has a warm-up example beside k = 2 (``others``, by model
-    name). Each set is a list of ``[[privacy.models]]`` tables."""
+    each other registered model that has a warm-up example beside k = 2 and all of them in one
+    set (``others``, by model name, then engine/app/warmup.py ``EVERY_MODEL``). Each set is a
+    list of ``[[privacy.models]]`` tables."""
 
     base_name: str
     base: tuple[dict[str, Any], ...]

@@ -38,7 +38,7 @@ from ppdp.engine.methods.generalization.optimizers import (
 from ppdp.engine.methods.generalization.problem import Problem
 from ppdp.engine.methods.generalization.progress import ProgressBar
 from ppdp.engine.methods.results import Prepared
-from ppdp.engine.privacy import PrivacyModel, plan_oracle
+from ppdp.engine.privacy import PrivacyModel, build_model, plan_oracle
 from ppdp.errors import ModelRefusal, SpecError
 from ppdp.sql import catalog as C
 from ppdp.sql import person as SP
@@ -137,6 +137,17 @@ def choose(prep: Prepared, previous: RunRecord | None, *, progress: bool) -> tup
     return tracker.result(certified=False, info={"policy": spec.dynamic_policy, "levels_from_version": previous.version}), notices
 
 
+def _accepts(optimizer: str, tables: tuple[dict[str, Any], ...]) -> bool:
+    """Whether ``optimizer`` accepts the models of these ``[[privacy.models]]`` tables (what
+    ``Generalization.check_input`` asks of a release's models)."""
+    try:
+        check_optimizer_models(optimizer, [build_model(t["name"], {k: v for k, v in t.items() if k != "name"})
+                                           for t in tables])
+    except SpecError:
+        return False
+    return True
+
+
 class Generalization:
     name = "generalization"
     publishes_classes = True
@@ -147,22 +158,32 @@ class Generalization:
     def warm_ups(self, models: WarmUpModels) -> list[WarmUp]:
         """Every optimizer under the base model, and Flash with a suppression limit too (its
         traversal is another kernel than the zero-limit one); each other model set with the
-        lattice and the GA with the exact oracle (their kernels differ per model kind)."""
+        lattice and the GA with the exact oracle (their kernels differ per model kind), and with
+        Flash where it accepts the set: beside k-anonymity alone Flash takes its plain traversal,
+        which rolls a node's classes up (``Problem.evaluate_unsuppressed``) where every AD is the
+        smallest class."""
         out = [WarmUp(f"{self.name}, {name}, {models.base_name}", models.base, name) for name in optimizer_names()]
         out.append(WarmUp(f"{self.name}, flash with a suppression limit, {models.base_name}", models.base, "flash",
                           optimizer_params=(("suppression_limit", 0.1),)))
+        # the lattice at k = 10: on the sample some rows then have more partners than
+        # optimizers/bounds.py BITSET_MIN_PARTNERS, and the box bounds read those from bitsets
+        out.append(WarmUp(f"{self.name}, lattice with partner bitsets, {models.base_name} with k = 10",
+                          tuple({**m, "k": 10} for m in models.base), "lattice"))
         # the lattice under a limit (its class bound and infeasible tops), and ARX's metrics as
         # objectives: by Flash's tags at a zero limit, scored in the bound's order under a limit,
-        # and from the classes on the lattice
+        # from the classes on the lattice, and as the GA's fitness (objectives.py ``evolve``,
+        # which scores a class-based metric by ``_objective_kernel.class_scores``)
         out.append(WarmUp(f"{self.name}, lattice with a suppression limit, {models.base_name}", models.base, "lattice",
                           optimizer_params=(("suppression_limit", 0.1),)))
         out += [WarmUp(f"{self.name}, {optimizer}, objective {objective}, {models.base_name}", models.base, optimizer,
                        optimizer_params=params, objective=objective, budget=5_000)
                 for optimizer, objective, params in (("flash", "loss", (("suppression_limit", 0.0),)),
                                                      ("flash", "discernibility", (("suppression_limit", 0.05),)),
-                                                     ("lattice", "aecs", ()))]
+                                                     ("lattice", "aecs", ()),
+                                                     ("ga", "aecs", ()))]
         for label, sets in models.others:
-            out += [WarmUp(f"{self.name}, {name}, {label}", sets, name) for name in ("lattice", "id-dga+oracle")]
+            names = ("lattice", "id-dga+oracle", *(("flash",) if _accepts("flash", sets) else ()))
+            out += [WarmUp(f"{self.name}, {name}, {label}", sets, name) for name in names]
         return out
 
     def check_database(self, spec: ReleaseSpec, con: Connector) -> None:

@@ -34,12 +34,13 @@ def check_fused(table, models, G, keep) -> None:
     for f in ("ad", "td", "feasible", "violation", "suppressed"):
         a, b = getattr(fused, f), getattr(slow, f)
         assert a.dtype == b.dtype and np.array_equal(a, b), f  # exact, inf included
-    # The class size per histogram row that evaluate_batch_into writes for the fused ID-DGA
+    # The class size per histogram row that evaluate_prepared_into writes for the fused ID-DGA
     # kernel's improvement step: the same AD and TD, and each row's record_class_sizes.
     row_size = np.full(retained.shape, -1, dtype=np.int64)
-    ad_i, td_i, sup_i = B.evaluate_batch_into(np.ascontiguousarray(G, dtype=np.int64), retained, table.codes, ev.gen,
-                                              ev.n_gen, ev.weight, table.sa, table.n_sa, ev.q, ev.kinds,
-                                              table.n_records, row_size)
+    cols, n_leaves, rows_sorted, slot = B.prepare_rows(table.codes, ev.gen)
+    ad_i, td_i, sup_i = B.evaluate_prepared_into(np.ascontiguousarray(G, dtype=np.int64), retained, table.codes, cols,
+                                                 n_leaves, rows_sorted, slot, ev.gen, ev.n_gen, ev.weight, table.sa,
+                                                 table.n_sa, ev.q, ev.kinds, ev.kind_params, table.n_records, row_size)
     assert np.array_equal(td_i, fused.td) and np.array_equal(sup_i, fused.suppressed)
     nonempty = np.diff(table.offsets) > 0  # histogram rows holding records, and their first record
     first = table.offsets[:-1][nonempty]
@@ -137,7 +138,7 @@ def test_one_key_classification_matches_the_kernels(seed: int) -> None:
 
 def test_one_key_classification_hashes_wide_keys() -> None:
     """Keys of many fine QIDs exceed every segment's table: the open-addressing branch, and
-    the compression fallback of ``evaluate_batch_into`` when the key passes 2^62."""
+    the compression fallback of ``evaluate_prepared_into`` when the key passes 2^62."""
     rng = np.random.default_rng(71_000)
     table = random_table(rng, n_qids=22, max_records=300, min_leaves=8)
     gen, weight, n_gen = table.lookup

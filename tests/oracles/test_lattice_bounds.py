@@ -26,7 +26,6 @@ from ppdp.engine.methods.generalization.optimizers import run_optimizer
 from ppdp.engine.methods.generalization.optimizers.bounds import (
     BoxBound,
     PartnerTable,
-    _meet_levels,
     _pack,
     meet_packing,
     min_class_size,
@@ -40,6 +39,7 @@ from tests.oracles.test_oracle import tiny_table
 from tests.support import reference as ref
 from tests.support.bounds_reference import (
     class_bounds_python,
+    meet_levels,
     row_bounds_python,
     row_partners_python,
 )
@@ -163,7 +163,7 @@ def full_tables(problem: Problem) -> list[PartnerTable]:
     for need, candidates in kinds:
         start, meets = [0], []
         for h in range(t.n_rows):
-            rows = np.repeat(_meet_levels(h, codes, t.lookup[0], heights), candidates(h), axis=0)
+            rows = np.repeat(meet_levels(h, codes, t.lookup[0], heights), candidates(h), axis=0)
             meets.append(rows)
             start.append(start[-1] + len(rows))
         meet = np.ascontiguousarray(np.concatenate(meets), dtype=np.int64)

@@ -11,6 +11,19 @@ from ppdp.engine.methods.generalization.optimizers.bounds import PartnerTable, m
 from ppdp.engine.methods.generalization.problem import Problem
 
 
+def meet_levels(h: int, codes: np.ndarray, gen: np.ndarray, heights: np.ndarray) -> np.ndarray:
+    """m[p, q]: the lowest level at which rows h and p agree on QID q (at most heights[q]: every
+    hierarchy has one root; heights[q] + 1, outside every box, otherwise), QID by QID over all
+    rows at once."""
+    n, nq = codes.shape
+    m = np.empty((n, nq), dtype=np.int64)
+    for q in range(nq):
+        levels = gen[q, : heights[q] + 1]  # (levels, leaves): each leaf's value at each level
+        agree = levels[:, codes[h, q]][:, None] == levels[:, codes[:, q]]  # (levels, n)
+        m[:, q] = np.where(agree.any(axis=0), agree.argmax(axis=0), heights[q] + 1)
+    return m
+
+
 def row_partners_python(h: int, codes: np.ndarray, gen: np.ndarray, heights: np.ndarray, mult: np.ndarray,
                         need: int) -> tuple[np.ndarray, np.ndarray]:
     """Plain-Python twin of ``_row_partners`` for the tests: meet vectors by walking the

@@ -45,27 +45,6 @@ def retained_batch(S, offsets):
 
 
 @njit(cache=True)
-def evaluate_batch(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records):
-    """AD per model (P, len(kinds)), TD (P,) and suppressed records (P,) of each (G[p], retained[p]).
-
-    ``kinds``: codes of engine/kernels/kinds.py without parameters (0 k-anonymity: smallest
-    class, inf when empty; 1 Euclidean t-closeness: largest class distance to ``q``, 0 when
-    empty; 2 distinct l: fewest distinct SA values in a class; 3 entropy l: smallest
-    exp(entropy) of a class); ``evaluate_batch_params`` takes the others.
-    """
-    return evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds,
-                                 np.zeros((kinds.shape[0], 0)), n_records)
-
-
-@njit(cache=True)
-def evaluate_batch_params(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, kind_params, n_records):
-    """``evaluate_batch`` for any kinds, with their parameter rows ``kind_params``
-    (``PrivacyModel.kernel_params``, padded to one width)."""
-    return evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records,
-                               np.empty((0, 0), dtype=np.int64), kind_params)
-
-
-@njit(cache=True)
 def prepare_rows(codes, gen):
     """What ``evaluate_prepared_into`` reads of the table besides its arrays, made once per table:
     (``K.qid_major(codes)``, or an empty (nq, 0) array when a hierarchy has more than 65,536
@@ -83,25 +62,20 @@ def prepare_rows(codes, gen):
 
 
 @njit(cache=True)
-def evaluate_batch_into(G, retained, codes, gen, n_gen, weight, sa, n_sa, q, kinds, n_records, row_size,
-                        kind_params=None):
-    """``evaluate_batch``, and, when ``row_size`` has P rows, the class size of every histogram
-    row into ``row_size[p]`` (0 where nothing is retained). That is what ID-DGA's improvement
-    (§4.5) needs of an infeasible child (``record_class_sizes`` at each row's first record); the
-    fused ID-DGA kernel takes it from the evaluation instead of classifying the child again.
-    ``kind_params``: as ``evaluate_batch_params``; None (ID-DGA's k-anonymity) for kinds 0 to 3.
-    """
-    cols, n_leaves, rows_sorted, slot = prepare_rows(codes, gen)
-    params = np.zeros((kinds.shape[0], 0)) if kind_params is None else kind_params
-    return evaluate_prepared_into(G, retained, codes, cols, n_leaves, rows_sorted, slot, gen, n_gen, weight, sa, n_sa,
-                                  q, kinds, params, n_records, row_size)
-
-
-@njit(cache=True)
 def evaluate_prepared_into(G, retained, codes, cols, n_leaves, rows_sorted, slot, gen, n_gen, weight, sa, n_sa, q,
                            kinds, kind_params, n_records, row_size):
-    """``evaluate_batch_into`` with ``prepare_rows(codes, gen)`` made by the caller, once per
-    table (``slot`` is left all -1 for the next call)."""
+    """AD per model (P, len(kinds)), TD (P,) and suppressed records (P,) of each (G[p], retained[p]),
+    with ``prepare_rows(codes, gen)`` made by the caller, once per table (``slot`` is left all -1
+    for the next call).
+
+    ``kinds``: codes of engine/kernels/kinds.py (0 k-anonymity: smallest class, inf when empty;
+    1 Euclidean t-closeness: largest class distance to ``q``, 0 when empty; 2 distinct l: fewest
+    distinct SA values in a class; 3 entropy l: smallest exp(entropy) of a class; the others read
+    their parameter row of ``kind_params``: ``PrivacyModel.kernel_params``, padded to one width).
+    When ``row_size`` has P rows, the class size of every histogram row goes into ``row_size[p]``
+    (0 where nothing is retained): what ID-DGA's improvement (§4.5) needs of an infeasible child
+    (``record_class_sizes`` at each row's first record), which the fused ID-DGA kernel takes from
+    the evaluation instead of classifying the child again."""
     P = G.shape[0]
     n, nq = codes.shape
     nm = kinds.shape[0]

@@ -5,12 +5,12 @@ the tests check that both agree. ``evaluate_optimal_batch`` (S*(G) and its evalu
 pass, for the lattice search) is checked bit for bit against the oracle kernels followed by the
 evaluator, and through them against the twins (tests/oracles/test_fused_oracle.py).
 
-The batch kernels (``_batch.evaluate_batch`` and ``evaluate_optimal_batch`` / ``unsuppressed_batch``
+The batch kernels (``batch.evaluate_prepared_into`` and ``evaluate_optimal_batch`` / ``unsuppressed_batch``
 here) are compositions of the pieces below, each written once: ``_classify_into`` (mixed-radix
 keys, dense ids by ``_rank_into``), ``_class_sizes_into``, ``_class_sa_pairs_into``, the
 per-model ``_ad_*_into`` (``_ad_into`` by code of engine/kernels/kinds.py) and ``transparency`` /
 ``_td_by_class``; the public per-solution kernels are the same pieces with their own buffers.
-``_batch.evaluate_batch`` classifies through ``_classify_td_into`` instead (one summed key per
+``batch.evaluate_prepared_into`` classifies through ``_classify_td_into`` instead (one summed key per
 row, classes by sorted segments, sizes and TD in the same call: docs/design/evaluator.md), with
 ``_classify_into``'s ids, ``_class_sizes_into``'s sizes and ``transparency``'s TD, bit for bit.
 The ``*_into`` pieces take scratch buffers from the caller, so a batch allocates them once.
@@ -438,7 +438,7 @@ def _td_by_class(g, codes, weight, cls, ret, m, seen, class_w):
 def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, out_slot, keys, cls, rep, ones,
                        slot_key, slot_id, size, class_w, seen):
     """Smallest class size (inf for an empty table) and TD of each (G[p], nothing suppressed):
-    the k-anonymity AD and the TD ``_batch.evaluate_batch`` gives with ``retained = counts``,
+    the k-anonymity AD and the TD ``batch.evaluate_prepared_into`` gives with ``retained = counts``,
     bit for bit, at the cost of the classes alone (Flash with a zero suppression limit needs
     nothing else).
 
@@ -447,7 +447,7 @@ def unsuppressed_batch(G, codes, gen, n_gen, weight, counts, ids, parent_slot, o
     a node below G[p], or classified from scratch when it is -1; they go to ``ids[out_slot[p]]``
     (the parent is read before that write). TD: one weight per class
     (its rows share every generalized value, hence every weight), summed over rows in order as
-    ``evaluate_batch`` sums them. The other arguments are scratch buffers (``keys``: n; ``cls``:
+    ``evaluate_prepared_into`` sums them. The other arguments are scratch buffers (``keys``: n; ``cls``:
     n; ``rep``: 2n; ``ones``: n, all True; the hash table: ``_table_size(n)``; ``size``,
     ``class_w``, ``seen``: n), allocated once by the caller.
     """
@@ -1358,7 +1358,7 @@ def evaluate_optimal_batch(G, codes, gen, n_gen, weight, sa, n_sa, counts, q, ki
     retained rows again: S*(G) keeps the first rows of each pair, so a surviving pair's first
     row, and thus the pair order within a class, is unchanged, and pairs with nothing kept are
     dropped (as absent values, the way the evaluator sees them). All rows of a class share one
-    TD weight, summed in row order as ``_batch.evaluate_batch`` does: the same bits.
+    TD weight, summed in row order as ``batch.evaluate_prepared_into`` does: the same bits.
     ``kinds``: codes of engine/kernels/kinds.py, ``kind_params`` their parameter rows
     (``PrivacyModel.kernel_params``, padded). The allocation of a class whose whole-class test
     fails is remembered across calls in the memo (``new_retention_memo``; one per constraints):

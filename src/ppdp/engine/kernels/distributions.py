@@ -5,7 +5,7 @@ EqualDistanceTCloseness, OrderedDistanceTCloseness, HierarchicalDistanceTClosene
 beta-likeness's largest excess of a relative gain over its bound (Cao and Karras 2012).
 
 Written once: the models' ``class_ad`` (engine/privacy/distributions.py) calls ``class_values``
-and the fused kernels (``_kernels._ad_into``, so ``_batch.evaluate_batch`` and
+and the fused kernels (``_kernels._ad_into``, so ``batch.evaluate_prepared_into`` and
 ``_kernels.evaluate_optimal_batch``) call ``largest_class_value``, so the per-solution and the
 fused paths give the same bits. Their plain-Python twins are the ``*_ref`` functions of
 engine/privacy/distributions.py (tests/oracles/test_distribution_kernels.py compares them).

@@ -1,5 +1,5 @@
 """Codes of the AD computations built into the fused Numba kernels (``kinds`` arrays of
-``_batch.evaluate_batch`` and ``_kernels.evaluate_optimal_batch``).
+``batch.evaluate_prepared_into`` and ``_kernels.evaluate_optimal_batch``).
 
 A model that one of these computes names its code in ``kernel_kind``; the kernels know
 computations, not models. Empty-release conventions follow docs/design/paper_notes.md §2.

@@ -120,21 +120,6 @@ def min_class_size(problem: Problem) -> int:
     return max(int(o.k), int(o.l_distinct), 1)
 
 
-@nb.njit(cache=True)
-def _meet_levels(h, codes, gen, heights):
-    """m[p, q]: lowest level at which rows h and p agree on QID q (at most heights[q]: every
-    hierarchy has one root, engine/core/hierarchy.py; heights[q] + 1, outside every box, otherwise)."""
-    n, nq = codes.shape
-    m = np.empty((n, nq), dtype=np.int64)
-    for p in range(n):
-        for q in range(nq):
-            j = 0
-            while j <= heights[q] and gen[q, j, codes[h, q]] != gen[q, j, codes[p, q]]:
-                j += 1
-            m[p, q] = j
-    return m
-
-
 # Leaves per QID up to which ``_table`` precomputes every pair's meet level (an int8 table of
 # nQID x leaves^2 bytes, 2 MiB at most), so a row's meet vectors are lookups instead of walks
 # up the hierarchies: on a 5,000-record adult sample the walks were 40 % of building the
@@ -144,7 +129,9 @@ MEET_TABLE_MAX_LEAVES = 512
 
 @nb.njit(cache=True)
 def _meet_table(gen, heights):
-    """tab[q, a, b]: ``_meet_levels``'s level for leaf codes a and b of QID q."""
+    """tab[q, a, b]: the lowest level at which leaf codes a and b of QID q agree (at most
+    heights[q]: every hierarchy has one root, engine/core/hierarchy.py; heights[q] + 1, outside
+    every box, otherwise)."""
     nq = gen.shape[0]
     n_leaves = gen.shape[2]
     tab = np.empty((nq, n_leaves, n_leaves), dtype=np.int8)

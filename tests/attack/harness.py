@@ -86,6 +86,7 @@ import re
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -273,7 +274,9 @@ class Observations:
 def candidate_mask(obs: Observations, sources: dict[int, SourceState], key: str, row_matches: RowMatches,
                    cache: dict | None = None) -> np.ndarray:
     """Boolean mask over ``obs.row_ids``: the rows whose observable history is consistent with
-    person ``key`` (see the module docstring). ``cache`` memoizes row_matches per class."""
+    person ``key`` (see the module docstring). ``cache`` memoizes row_matches per class of each
+    version position of ``obs``; the Observations of prefixes of one list of published versions
+    have the same classes there and may share it."""
     cache = {} if cache is None else cache
     mask = obs.any_present.copy()
     parts: tuple[QidPart, ...] | None = getattr(row_matches, "parts", None)
@@ -365,12 +368,13 @@ def violates(model: ModelCheck, value: float) -> bool:
 
 def attack(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str, str], targets: Sequence[str],
            models: Sequence[ModelCheck], row_matches: RowMatches, *, scenario: str = "", step: int = 0,
-           k_only: Sequence[str] = (), masks: dict[str, np.ndarray] | None = None) -> list[Violation]:
+           k_only: Sequence[str] = (), masks: dict[str, np.ndarray] | None = None,
+           cache: dict | None = None) -> list[Violation]:
     """Attack every target in every version where its own row is published. ``k_only`` targets
     are checked for k-anonymity (and own-row consistency) only. ``masks`` memoizes candidate
-    masks per person for this ``obs`` (shared with ``sa_exposure``)."""
+    masks per person for this ``obs`` (shared with ``sa_exposure``); ``cache``: candidate_mask's."""
     out: list[Violation] = []
-    cache: dict = {}
+    cache = {} if cache is None else cache
     masks = {} if masks is None else masks
     refs = {v: Counter(sources[v].sensitive.values()) for v in obs.versions}
     full = set(targets)
@@ -397,12 +401,14 @@ def attack(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str
 
 def sa_exposure(obs: Observations, sources: dict[int, SourceState], row_ids: dict[str, str], targets: Mapping[str, str],
                 row_matches: RowMatches, *, category: Mapping[Any, Any] | None = None, scenario: str = "",
-                step: int = 0, masks: dict[str, np.ndarray] | None = None) -> list[SaExposure]:
+                step: int = 0, masks: dict[str, np.ndarray] | None = None,
+                cache: dict | None = None) -> list[SaExposure]:
     """P(exact sensitive value) and P(its category) for each target (key -> change kind), at the
     latest version where the target is in the source and its own row is published (module
     docstring). ``category`` maps a sensitive value to its category (unmapped values and the
-    default: the value itself); a tuple of several sensitive columns is mapped column-wise."""
-    cache: dict = {}
+    default: the value itself); a tuple of several sensitive columns is mapped column-wise.
+    ``masks`` and ``cache``: as for ``attack``."""
+    cache = {} if cache is None else cache
     masks = {} if masks is None else masks
 
     def cat(sens: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -616,21 +622,23 @@ SOURCE_TABLE = "adult"
 KEY = "id"
 
 
-def load_source(backend: Backend, frame: pl.DataFrame) -> None:
-    con = backend.connect()
-    try:
-        con.write_frame(backend.source_schema, SOURCE_TABLE, frame)
-    finally:
-        con.close()
+# The harness's own reads and writes (load_source .. read_row_ids) run on a connection the caller
+# opens once per scenario (``closing(backend.connect())``), never on the release's: each release
+# run opens and closes its own connection, as it does in production (on DuckDB it attaches to the
+# database this one holds open: one DuckDB instance per file and process).
 
 
-def apply_change(backend: Backend, frame_schema: dict[str, pl.DataType], change: SourceChange) -> None:
-    """Run the change as DML on the source (bound values, quoted names)."""
-    con = backend.connect()
+def load_source(con: Connector, backend: Backend, frame: pl.DataFrame) -> None:
+    con.write_frame(backend.source_schema, SOURCE_TABLE, frame)
+
+
+def apply_change(con: Connector, backend: Backend, frame_schema: dict[str, pl.DataType], change: SourceChange) -> None:
+    """Run the change as DML on the source (bound values, quoted names), in one transaction:
+    the step's change is committed at once, not once per statement."""
     d = con.dialect
     table = quote_table(backend.source_schema, SOURCE_TABLE, d)
     key = quote_ident(KEY, d)
-    try:
+    with con.transaction():
         if change.deletes:
             marks = ", ".join("?" for _ in change.deletes)
             con.execute(f"DELETE FROM {table} WHERE {key} IN ({marks})", list(change.deletes))
@@ -644,8 +652,6 @@ def apply_change(backend: Backend, frame_schema: dict[str, pl.DataType], change:
             cols = ", ".join(quote_ident(c, d) for c in frame_schema)
             con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {quote_table(backend.source_schema, stage, d)}")
             con.execute(f"DROP TABLE {quote_table(backend.source_schema, stage, d)}")
-    finally:
-        con.close()
 
 
 def apply_to_state(state: dict[int, dict[str, Any]], change: SourceChange) -> None:
@@ -658,34 +664,26 @@ def apply_to_state(state: dict[int, dict[str, Any]], change: SourceChange) -> No
         state[row["id"]] = dict(row)
 
 
-def snapshot_source(backend: Backend, qids: list[str], sensitive: list[str], version: int) -> SourceState:
+def snapshot_source(con: Connector, backend: Backend, qids: list[str], sensitive: list[str], version: int) -> SourceState:
     """Read the source as text (the form the engine compares with hierarchy leaves)."""
-    con = backend.connect()
     d = con.dialect
-    try:
-        cols = [KEY] + qids + sensitive
-        sel = ", ".join(f"CAST({quote_ident(c, d)} AS VARCHAR) AS {quote_ident(c, d)}" for c in cols)
-        frame = con.query(f"SELECT {sel} FROM {quote_table(backend.source_schema, SOURCE_TABLE, d)}")
-    finally:
-        con.close()
+    cols = [KEY] + qids + sensitive
+    sel = ", ".join(f"CAST({quote_ident(c, d)} AS VARCHAR) AS {quote_ident(c, d)}" for c in cols)
+    frame = con.query(f"SELECT {sel} FROM {quote_table(backend.source_schema, SOURCE_TABLE, d)}")
     q = frame.select(qids).rows()
     s = frame.select(sensitive).rows()
     keys = frame[KEY].to_list()
     return SourceState(version, dict(zip(keys, q, strict=True)), dict(zip(keys, s, strict=True)))
 
 
-def read_published(backend: Backend, method: ReleaseMethod, versions: Sequence[int]) -> tuple[dict[int, pl.DataFrame], pl.DataFrame | None]:
+def read_published(con: Connector, method: ReleaseMethod, versions: Sequence[int]) -> tuple[dict[int, pl.DataFrame], pl.DataFrame | None]:
     """Every published version table and the delta table, as an analyst reads them."""
-    con = backend.connect()
     d = con.dialect
-    try:
-        tables = {v: con.query(f"SELECT * FROM {quote_table(method.output_schema, f'{method.output_name}__v{v}', d)}")
-                  for v in versions}
-        delta = None
-        if con.relation_columns(method.output_schema, f"{method.output_name}__delta") is not None:
-            delta = con.query(f"SELECT * FROM {quote_table(method.output_schema, f'{method.output_name}__delta', d)}")
-    finally:
-        con.close()
+    tables = {v: con.query(f"SELECT * FROM {quote_table(method.output_schema, f'{method.output_name}__v{v}', d)}")
+              for v in versions}
+    delta = None
+    if con.relation_columns(method.output_schema, f"{method.output_name}__delta") is not None:
+        delta = con.query(f"SELECT * FROM {quote_table(method.output_schema, f'{method.output_name}__delta', d)}")
     return tables, delta
 
 
@@ -696,13 +694,9 @@ def published_version(version: int, table: pl.DataFrame, qids: list[str], sensit
     return PublishedVersion(version, rows)
 
 
-def read_row_ids(backend: Backend, release: str) -> dict[str, str]:
+def read_row_ids(con: Connector, release: str) -> dict[str, str]:
     """Private knowledge of the harness (not the attacker's): source key -> release row id."""
-    con = backend.connect()
-    try:
-        frame = con.query("SELECT key, row_id FROM _ppdp.row_ids WHERE release = ?", [release])
-    finally:
-        con.close()
+    frame = con.query("SELECT key, row_id FROM _ppdp.row_ids WHERE release = ?", [release])
     return dict(frame.rows())
 
 
@@ -714,57 +708,56 @@ def run_scenario(scenario: Scenario, backend: Backend, method: ReleaseMethod, ba
     changed since the previous published version and of the unchanged sample, per step."""
     rng = random.Random(scenario.seed)
     report = ScenarioReport(scenario.name, backend.name)
-    load_source(backend, base)
     schema = dict(base.schema)
     state = {r["id"]: r for r in base.rows(named=True)}
     sources: dict[int, SourceState] = {}
     changed: set[str] = set()
     attack_steps: list[tuple[int, int, dict[str, str]]] = []  # (step, versions published by then, changed: kind)
     pending: dict[str, str] = {}  # persons changed since the last published version: change kind
-    for step in range(len(scenario.steps) + 1):
-        if step > 0:
-            change = scenario.steps[step - 1](state, rng)
-            apply_to_state(state, change)
-            apply_change(backend, schema, change)
-            changed |= {str(k) for k in change.changed_keys()}
-            merge_kinds(pending, change_kinds(change, method.qids, method.sensitive))
-        snap = snapshot_source(backend, method.qids, method.sensitive, version=-1)
-        try:
-            version = method.publish(backend)
-        except PpdpError as exc:
-            report.refusals.append((step, str(exc).splitlines()[0][:200]))
-            continue
-        if version is None:
-            report.skipped_steps.append(step)
-            continue
-        report.versions.append(version)
-        sources[version] = SourceState(version, snap.qids, snap.sensitive)
-        attack_steps.append((step, len(report.versions), dict(pending)))
-        pending.clear()
-    if not report.versions:
-        return report
-    tables, delta = read_published(backend, method, report.versions)
+    with closing(backend.connect()) as con:
+        load_source(con, backend, base)
+        for step in range(len(scenario.steps) + 1):
+            if step > 0:
+                change = scenario.steps[step - 1](state, rng)
+                apply_to_state(state, change)
+                apply_change(con, backend, schema, change)
+                changed |= {str(k) for k in change.changed_keys()}
+                merge_kinds(pending, change_kinds(change, method.qids, method.sensitive))
+            snap = snapshot_source(con, backend, method.qids, method.sensitive, version=-1)
+            try:
+                version = method.publish(backend)
+            except PpdpError as exc:
+                report.refusals.append((step, str(exc).splitlines()[0][:200]))
+                continue
+            if version is None:
+                report.skipped_steps.append(step)
+                continue
+            report.versions.append(version)
+            sources[version] = SourceState(version, snap.qids, snap.sensitive)
+            attack_steps.append((step, len(report.versions), dict(pending)))
+            pending.clear()
+        if not report.versions:
+            return report
+        tables, delta = read_published(con, method, report.versions)
+        row_ids = read_row_ids(con, method.release_id)
+        matches = method.row_matches(con, report.versions)
     report.delta_problems = check_deltas(tables, delta)
     published = [published_version(v, tables[v], method.published_qids, method.sensitive) for v in report.versions]
-    row_ids = read_row_ids(backend, method.release_id)
-    con = backend.connect()
-    try:
-        matches = method.row_matches(con, report.versions)
-    finally:
-        con.close()
     everyone = sorted({k for s in sources.values() for k in s.qids})
     unchanged = [k for k in everyone if k not in changed]
     sample = random.Random(scenario.seed + 1).sample(unchanged, min(scenario.unchanged_sample, len(unchanged)))
     targets = sorted(changed)
     report.targets = len(targets) + len(sample)
+    cache: dict = {}  # every step attacks a prefix of ``published``: one memo of row_matches per class
     for step, n_versions, kinds in attack_steps:
         obs = Observations(published[:n_versions], widen=method.rows_widen)
         known = {v: sources[v] for v in report.versions[:n_versions]}
         masks: dict[str, np.ndarray] = {}
         report.violations += attack(obs, known, row_ids, targets, method.models, matches,
-                                    scenario=scenario.name, step=step, k_only=sample, masks=masks)
+                                    scenario=scenario.name, step=step, k_only=sample, masks=masks, cache=cache)
         report.exposures += sa_exposure(obs, known, row_ids, kinds | {k: UNCHANGED for k in sample}, matches,
-                                        category=category, scenario=scenario.name, step=step, masks=masks)
+                                        category=category, scenario=scenario.name, step=step, masks=masks,
+                                        cache=cache)
     return report
 
 
@@ -809,17 +802,14 @@ def run_share_file_scenario(backend: Backend, method: ReleaseMethod, base: pl.Da
     read, the caller looks at the process)."""
     from tests.support.cli_under_test import ppdp
 
-    load_source(backend, base)
-    versions = [method.publish(backend)]
     newcomers = base.head(5).with_columns(pl.col(KEY) + 10_000_000)
-    apply_change(backend, dict(base.schema), SourceChange(inserts=tuple(newcomers.rows(named=True))))
-    versions.append(method.publish(backend))
-    con = backend.connect()
-    try:
+    with closing(backend.connect()) as con:  # closed before the export, which may be another process
+        load_source(con, backend, base)
+        versions = [method.publish(backend)]
+        apply_change(con, backend, dict(base.schema), SourceChange(inserts=tuple(newcomers.rows(named=True))))
+        versions.append(method.publish(backend))
         for sql in plant:
             con.execute(sql)
-    finally:
-        con.close()
     proc = ppdp("export", str(share), "--db", backend.url, "--schema", method.output_schema)
     current = pl.concat([base, newcomers])
     return versions, proc, share_file_findings(share, current, method.output_name) if share.exists() else []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,8 @@ class GeneralizationRelease:
     output_schema: str = "published"
     output_name: str = "attacked"
     rows_widen: bool = False  # a published class label never changes for a row that stands unchanged
+    # backend URL -> the spec ``spec_for`` wrote and loaded for it: the same at every publication
+    specs: dict[str, ReleaseSpec] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def published_qids(self) -> list[str]:
@@ -90,7 +92,10 @@ class GeneralizationRelease:
         return load_spec(path)
 
     def publish(self, backend: Backend) -> int | None:
-        out = run_release(self.spec_for(backend), progress=False)
+        spec = self.specs.get(backend.url)
+        if spec is None:
+            spec = self.specs[backend.url] = self.spec_for(backend)
+        out = run_release(spec, progress=False)
         return out.run.version if out.run.status == "succeeded" else None
 
     def row_matches(self, con: Connector, versions: Sequence[int]) -> RowMatches:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -345,26 +346,27 @@ def _crafted(base: pl.DataFrame, name: str) -> Scenario:
     return crafted_scenarios(base)[name]
 
 
-def _run(scenario: Scenario, backend, models, tmp_path: Path) -> ScenarioReport:
+def _run(scenario: Scenario, backend, models, tmp_path: Path, base: pl.DataFrame) -> ScenarioReport:
+    """``base``: the module's first BASE_ROWS rows of adult (the ``base`` fixture)."""
     method = GeneralizationRelease(tmp_path, list(models), QIDS, SENSITIVE)
-    return run_scenario(scenario, backend, method, adult_base(BASE_ROWS))
+    return run_scenario(scenario, backend, method, base)
 
 
 @pytest.mark.parametrize("name", CRAFTED)
 def test_crafted_finding1_duckdb(name, tmp_path, base):
-    report = _run(_crafted(base, name), duckdb_backend(tmp_path / "attack.duckdb"), K5, tmp_path)
+    report = _run(_crafted(base, name), duckdb_backend(tmp_path / "attack.duckdb"), K5, tmp_path, base)
     assert_no_leak(report)
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("name", CRAFTED)
 def test_crafted_finding1_postgres(name, tmp_path, base, postgres_database):
-    report = _run(_crafted(base, name), postgres_backend(postgres_database), K5, tmp_path)
+    report = _run(_crafted(base, name), postgres_backend(postgres_database), K5, tmp_path, base)
     assert_no_leak(report)
 
 
 def test_scenario_report_measures_the_changed_person_and_the_unchanged_sample(tmp_path, base):
-    report = _run(_crafted(base, "d-update-sa-only"), duckdb_backend(tmp_path / "attack.duckdb"), K5, tmp_path)
+    report = _run(_crafted(base, "d-update-sa-only"), duckdb_backend(tmp_path / "attack.duckdb"), K5, tmp_path, base)
     assert_no_leak(report)
     per_step = Counter((e.step, e.kind) for e in report.exposures)
     assert per_step == {(0, UNCHANGED): 200, (1, UNCHANGED): 200, (1, MODIFY_SA): 1}
@@ -381,18 +383,18 @@ def test_scenario_report_measures_the_changed_person_and_the_unchanged_sample(tm
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", DUCKDB_SEEDS)
-def test_random_sequence_duckdb(seed, tmp_path):
+def test_random_sequence_duckdb(seed, tmp_path, base):
     scenario, models = random_sequence(seed)
-    report = _run(scenario, duckdb_backend(tmp_path / "attack.duckdb"), models, tmp_path)
+    report = _run(scenario, duckdb_backend(tmp_path / "attack.duckdb"), models, tmp_path, base)
     assert_no_leak(report, seed)
 
 
 @pytest.mark.slow
 @pytest.mark.postgres
 @pytest.mark.parametrize("seed", POSTGRES_SEEDS)
-def test_random_sequence_postgres(seed, tmp_path, postgres_database):
+def test_random_sequence_postgres(seed, tmp_path, postgres_database, base):
     scenario, models = random_sequence(seed)
-    report = _run(scenario, postgres_backend(postgres_database), models, tmp_path)
+    report = _run(scenario, postgres_backend(postgres_database), models, tmp_path, base)
     assert_no_leak(report, seed)
 
 
@@ -417,23 +419,21 @@ def _item21(name: str, backend, tmp_path: Path) -> None:
     breaks the alternative (following the step in place) is shown on the same v1."""
     method = HeterogeneousRelease(tmp_path, list(K5), QIDS, SENSITIVE)
     base = adult_base(HET_ROWS)
+    departure = name == "h21-lone-departure"
+    target = "2" if departure else "3"
     report = run_scenario(item21_scenarios()[name], backend, method, base)
     assert_no_leak(report)
     assert report.versions == [1, 2, 3]
-    con = backend.connect()
-    try:
+    with closing(backend.connect()) as con:
         runs = {r.version: r for r in list_runs(con, method.release_id) if r.status == "succeeded"}
-    finally:
-        con.close()
-    departure = name == "h21-lone-departure"
-    target = "2" if departure else "3"
+        tables, _ = read_published(con, method, [1, 2])
+        rid = read_row_ids(con, method.release_id)[target]
+        matches = method.row_matches(con, [1, 2])
     held = runs[2].metrics["held_back"]
     # the step is followed: the departed person's row is carried as a ghost (the row count does
     # not drop), or the changed person's row keeps its sensitive value (the change is held back)
     assert (held["deletes_delayed"], held["changes_delayed"]) == ((1, 0) if departure else (0, 1))
     assert runs[2].metrics["released_records"] == HET_ROWS and runs[2].verification["passed"]
-    tables, _ = read_published(backend, method, [1, 2])
-    rid = read_row_ids(backend, method.release_id)[target]
     own = [c for c in tables[1].columns if c not in method.published_qids and c != "ppdp_row_id"]
     before = tables[1].filter(pl.col("ppdp_row_id").cast(pl.String) == rid).select(own)
     after = tables[2].filter(pl.col("ppdp_row_id").cast(pl.String) == rid).select(own)
@@ -447,11 +447,6 @@ def _item21(name: str, backend, tmp_path: Path) -> None:
              tables[1].with_columns(pl.when(pl.col("ppdp_row_id").cast(pl.String) == rid)
                                     .then(pl.col("salary-class").replace_strict(flip)).otherwise(pl.col("salary-class"))
                                     .alias("salary-class")))
-    con = backend.connect()
-    try:
-        matches = method.row_matches(con, [1, 2])
-    finally:
-        con.close()
     obs = Observations([published_version(1, tables[1], method.published_qids, method.sensitive),
                         published_version(2, naive, method.published_qids, method.sensitive)], widen=True)
     raw = _text_state(1, base).qids[target]

@@ -100,12 +100,11 @@ def warm_up(progress: Callable[[str], None] = print) -> int:
     """Run every warm-up release, then ``classification`` of the first one published whose method
     generalizes by levels (its QIDs published as columns); returns how many releases ran.
     Failures propagate (a kernel that does not compile here would fail the user's release too)."""
-    import importlib.util
-
     import duckdb
 
     from ppdp.engine.methods import method_of
     from ppdp.engine.release.run import run_release
+    from ppdp.engine.utility import classify as classify_module
     from ppdp.errors import PrivacyRefusal, VerificationError
     from ppdp.sql import demo as demo_sql
 
@@ -130,7 +129,7 @@ def warm_up(progress: Callable[[str], None] = print) -> int:
             except (VerificationError, PrivacyRefusal):  # an ablation's tiny budget may end infeasible: refused, as it must be
                 note = " (no k-anonymous solution within the warm-up budget: refused, kernels compiled)"
             progress(f"[{i}/{len(todo)}] {label}: {time.perf_counter() - t0:.1f} s{note}")
-        if classified is not None and importlib.util.find_spec("sklearn") is None:
+        if classified is not None and not classify_module.available():
             progress("utility --classify: skipped, it needs scikit-learn (ppdp[utility])")
         elif classified is not None:
             t0 = time.perf_counter()

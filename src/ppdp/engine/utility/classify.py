@@ -105,6 +105,13 @@ class Classification:
         return out
 
 
+def available() -> bool:
+    """Whether classification can run here: scikit-learn, the ``ppdp[utility]`` extra, is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("sklearn") is not None
+
+
 def _sklearn() -> Any:
     try:
         import sklearn  # noqa: F401

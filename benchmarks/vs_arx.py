@@ -465,7 +465,8 @@ def load(ds: Dataset, sa: str | None) -> Loaded:
     con.unregister("src_frame")
     # ARX keeps the last row of a leaf given twice (cup's AGE hierarchy does that): do the same.
     hierarchies = [read_arx_csv(f, q, duplicates="keep-last") for f, q in zip(ds.hierarchy_files, ds.qids, strict=True)]
-    return Loaded(ds, con, hierarchies, frame, connector=DuckDBConnector.over(con))
+    # the harness owns ``con`` and holds no transaction open: reads may use cursors, as a run's own connection does
+    return Loaded(ds, con, hierarchies, frame, connector=DuckDBConnector.over(con, idle_between_calls=True))
 
 
 def subset(loaded: Loaded, predicate: str, work: Path) -> Subset:

@@ -27,8 +27,12 @@ DEFINER_FUNCTIONS = "definer_functions"
 # hop (``ArrowRowsConnector.query_arrow``): reading a small source's rows then costs less than
 # grouping them in the database (engine.release.stages.validate.read_encoded).
 IN_PROCESS_ROWS = "in_process_rows"
+# An IN_PROCESS_ROWS connector that can run several reads at once on connections of its own
+# (``ParallelReadsConnector``): DuckDB turns one query's result into Arrow on one thread, so the
+# columns of a large source read in two halves, one per core, arrive in about half the time.
+PARALLEL_READS = "parallel_reads"
 CAPABILITIES = frozenset({ROLES, ADVISORY_LOCKS, TRANSACTIONAL_DDL, STATEMENT_TIMEOUT, SKIP_LOCKED, DEFINER_FUNCTIONS,
-                          IN_PROCESS_ROWS})
+                          IN_PROCESS_ROWS, PARALLEL_READS})
 
 
 class Connector(Protocol):
@@ -84,6 +88,21 @@ class ArrowRowsConnector(Connector, Protocol):
     def query_arrow_upto(self, sql: str, limit: int) -> Any:
         """A query's result as a pyarrow Table when it has at most ``limit`` rows, else None
         (read no further than the batch that passes ``limit``)."""
+        ...
+
+
+class ParallelReadsConnector(ArrowRowsConnector, Protocol):
+    """A connector that declares PARALLEL_READS."""
+
+    def query_arrow_parallel(self, sqls: list[str]) -> list[Any] | None:
+        """Each query's result as a pyarrow Table, the queries run at the same time, each on a
+        connection of its own; None when they cannot be now (inside a transaction, whose
+        uncommitted rows another connection would not see). Each query reads its own snapshot:
+        the caller checks that the results fit together."""
+        ...
+
+    def is_table(self, schema: str, name: str) -> bool:
+        """Whether ``schema.name`` is a base table (not a view): its rows have row ids."""
         ...
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from ppdp.connectors.base import IN_PROCESS_ROWS, TRANSACTIONAL_DDL
+from ppdp.connectors.base import IN_PROCESS_ROWS, PARALLEL_READS, TRANSACTIONAL_DDL
 from ppdp.errors import ConnectorError
 from ppdp.sql import connectors as S
 from ppdp.sql.dialect import DUCKDB
@@ -30,7 +32,7 @@ class DuckDBConnector:
     dialect = DUCKDB
     default_schema = "main"
     # No roles (share with ppdp export); one writing process per file instead of advisory locks.
-    capabilities = frozenset({TRANSACTIONAL_DDL, IN_PROCESS_ROWS})
+    capabilities = frozenset({TRANSACTIONAL_DDL, IN_PROCESS_ROWS, PARALLEL_READS})
     max_identifier_length = 1 << 20  # DuckDB does not truncate names
 
     def __init__(self, url: str, *, read_only: bool = False, create: bool = True) -> None:
@@ -63,11 +65,16 @@ class DuckDBConnector:
             raise ConnectorError(f"Cannot open DuckDB database {self.path!r}: {exc}") from None
         self._in_tx = False
         self._borrowed = False
+        self._parallel = True  # reads may run on cursors when no transaction is open
+        self._readers: list[duckdb.DuckDBPyConnection] = []
 
     @classmethod
-    def over(cls, con: duckdb.DuckDBPyConnection) -> DuckDBConnector:
+    def over(cls, con: duckdb.DuckDBPyConnection, *, idle_between_calls: bool = False) -> DuckDBConnector:
         """A connector on a connection someone else opened and will close (dbt-duckdb's
-        session): ppdp runs on it in-process, and ``close()`` leaves it open."""
+        session): ppdp runs on it in-process, and ``close()`` leaves it open.
+        ``idle_between_calls``: the owner never holds a transaction open across ppdp's calls,
+        so reads may also run on cursors of their own (``query_arrow_parallel``); by default
+        they do not (a dbt session may hold one, whose rows a cursor would not see)."""
         self = cls.__new__(cls)
         # fetchall, not fetchone: DuckDB 2 keeps a partly fetched result open, and the owner's next
         # register() on its connection is then refused ("unfinished result from execute()")
@@ -78,6 +85,8 @@ class DuckDBConnector:
         self.con = con
         self._in_tx = False
         self._borrowed = True
+        self._parallel = idle_between_calls
+        self._readers = []
         return self
 
     def query(self, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
@@ -114,6 +123,31 @@ class DuckDBConnector:
                 reader.close()
         except duckdb.Error as exc:
             raise ConnectorError(f"DuckDB refused a query: {exc}") from exc
+
+    def query_arrow_parallel(self, sqls: list[str]) -> list[pa.Table] | None:
+        """``query_arrow`` of each query, the first on this connection and each other on a
+        cursor of its own (a connection to the same database, kept for the next call) in a
+        thread of the shared reader pool, all at once: DuckDB releases the GIL while it runs a
+        query and turns its result into Arrow. None inside a transaction (a cursor would not
+        see its uncommitted rows) and on a connection someone else owns (dbt-duckdb's, whose
+        session may hold one) unless its owner said it holds none (``over``)."""
+        if self._in_tx or not self._parallel:
+            return None
+        while len(self._readers) < len(sqls) - 1:
+            self._readers.append(self.con.cursor())
+        pool = _reader_pool(len(sqls) - 1)
+        futures = [pool.submit(_arrow_of, cursor, sql) for cursor, sql in zip(self._readers, sqls[1:], strict=False)]
+        try:
+            first = _arrow_of(self.con, sqls[0])
+        finally:
+            others = [f.exception() or f.result() for f in futures]  # every read ends before a raise
+        for other in others:
+            if isinstance(other, BaseException):
+                raise other
+        return [first, *others]
+
+    def is_table(self, schema: str, name: str) -> bool:
+        return bool(self.con.execute(S.DUCKDB_IS_TABLE, [schema, name]).fetchall()[0][0])
 
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
         try:
@@ -173,5 +207,27 @@ class DuckDBConnector:
         return "duckdb:" + (":memory:" if self.path == ":memory:" else str(Path(self.path).resolve()))
 
     def close(self) -> None:
+        for reader in self._readers:
+            reader.close()
+        self._readers = []
         if not self._borrowed:
             self.con.close()
+
+
+def _arrow_of(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    try:
+        return con.sql(sql).to_arrow_table()
+    except duckdb.Error as exc:
+        raise ConnectorError(f"DuckDB refused a query: {exc}") from exc
+
+
+_POOL_LOCK = threading.Lock()
+_POOL: list[tuple[int, ThreadPoolExecutor]] = []  # (threads, the pool): made on first use, lives with the process
+
+
+def _reader_pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of reader threads, at least ``workers`` of them."""
+    with _POOL_LOCK:
+        if not _POOL or _POOL[0][0] < workers:
+            _POOL[:] = [(max(workers, 1), ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="ppdp-read"))]
+        return _POOL[0][1]

@@ -40,6 +40,9 @@ class Dialect:
     new_request_id: str = "CAST(uuid() AS VARCHAR)"
     # LOCALTIMESTAMP plus a lease of ``?`` microseconds (a bound BIGINT).
     lease_until: str = "LOCALTIMESTAMP + to_microseconds(CAST(? AS BIGINT))"
+    # The pseudo-column naming a base table's row where it is stored (DuckDB's ``rowid``), None
+    # where there is none ppdp reads: two reads of a table's columns line up by it.
+    storage_row_id: str | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -48,7 +51,7 @@ class Dialect:
         return dialect_named, (self.name,)
 
 
-DUCKDB = Dialect("duckdb", strips_float_zero=True)
+DUCKDB = Dialect("duckdb", strips_float_zero=True, storage_row_id="rowid")
 POSTGRES = Dialect("postgres", double_type="DOUBLE PRECISION",
                    hex_bigint="CAST(CAST(('x' || SUBSTR({}, 1, 12)) AS BIT(48)) AS BIGINT)",
                    new_request_id="md5(random()::text || clock_timestamp()::text)",

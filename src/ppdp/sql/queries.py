@@ -33,6 +33,7 @@ from ppdp.sql.relations import joint_column
 PRIVATE_SCHEMA = "_ppdp"
 COUNT_COLUMN = "__ppdp_n"  # the row count column of the histogram (engine.core.encoding reads it)
 ROW_ID = "ppdp_row_id"  # the release row id column of every published version
+STORAGE_ROW_ID = "__ppdp_storage_row"  # a source row's storage row id (text_rows_query)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class Source:
     # columns, parsed and checked by sql/predicate.py (never pasted); the release reads only the
     # rows it holds, while the population (the same source without it) is read separately.
     research: str | None = None
+
+    def is_plain_table(self) -> bool:
+        """A table read as it stands: no query, research subset or withheld keys around it."""
+        return self.table is not None and self.withheld is None and self.research is None
 
     def sql(self) -> str:
         """FROM-clause text of the relation, aliased ``src``."""
@@ -178,13 +183,20 @@ def histogram_query(source: Source, qids: list[str], sensitive: list[str], types
     return f"SELECT {', '.join(cols)}, COUNT(*) AS {quote_ident(COUNT_COLUMN, d)} FROM {source.sql()} GROUP BY {keys}"
 
 
-def text_rows_query(source: Source, columns: list[str], types: Mapping[str, str] | None = None, limit: int | None = None) -> str:
+def text_rows_query(source: Source, columns: list[str], types: Mapping[str, str] | None = None, limit: int | None = None,
+                    *, storage_row_id: bool = False) -> str:
     """Every source row's ``columns`` as the canonical text of histogram_query, not grouped: a
     small in-process table is grouped faster by its encoding than by the database.
-    ``limit``: at most that many rows."""
+    ``limit``: at most that many rows. ``storage_row_id``: then each row's storage row id
+    (``Dialect.storage_row_id``) as a last column, STORAGE_ROW_ID; only for a source that is a
+    base table as it stands (no query, research subset or withheld keys)."""
     d = source.dialect
     types = types or {}
     cols = [f"{text(c, 'src', dialect=d, sql_type=types.get(c))} AS {quote_ident(c, d)}" for c in columns]
+    if storage_row_id:
+        if d.storage_row_id is None or not source.is_plain_table():
+            raise ValueError(f"no storage row id for {source.describe()} in {d}")
+        cols.append(f"src.{d.storage_row_id} AS {quote_ident(STORAGE_ROW_ID, d)}")
     tail = "" if limit is None else f" LIMIT {int(limit)}"
     return f"SELECT {', '.join(cols)} FROM {source.sql()}{tail}"
 

@@ -502,3 +502,32 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("use_kernels", [True, False])
+def test_leaf_keys_in_two_threads_are_the_one_thread_keys(adult_db_template, monkeypatch, use_kernels):
+    """From PARALLEL_LEAF_ROWS rows the second half of the QIDs is keyed in a helper thread: the
+    same table as one thread, and a value that is no leaf in either half still sends the rows
+    to the general path (None)."""
+    from ppdp.engine.core import encoding as E
+    from ppdp.engine.core.hierarchy import read_arx_csv
+    from tests.conftest import ADULT, ADULT_QIDS
+
+    con = DuckDBConnector.over(duckdb.connect(str(adult_db_template), read_only=True))
+    try:
+        hs = [read_arx_csv(ADULT / f"adult_hierarchy_{q}.csv", q) for q in ADULT_QIDS]
+        rows = con.query_arrow(Q.text_rows_query(Q.Source(None, "adult", None, DUCKDB), ADULT_QIDS + ["salary-class"]))
+    finally:
+        con.close()
+    assert rows.num_rows >= E.PARALLEL_LEAF_ROWS
+    monkeypatch.setattr(E, "PARALLEL_LEAF_ROWS", 10**9)
+    one = encode_rows(rows, ADULT_QIDS, ["salary-class"], hs, use_kernels=use_kernels)
+    monkeypatch.setattr(E, "PARALLEL_LEAF_ROWS", 1)
+    two = encode_rows(rows, ADULT_QIDS, ["salary-class"], hs, use_kernels=use_kernels)
+    assert one is not None and two is not None
+    assert_same_table(one, two)
+    for spoiled in (ADULT_QIDS[0], ADULT_QIDS[-1]):  # the first half, the helper's half
+        column = rows.column(spoiled).to_pylist()
+        column[-1] = "no such leaf"
+        bad = rows.set_column(rows.schema.get_field_index(spoiled), spoiled, pa.array(column, type=pa.string()))
+        assert encode_rows(bad, ADULT_QIDS, ["salary-class"], hs, use_kernels=use_kernels) is None

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import pyarrow as pa
 
 from ppdp.connectors.base import IN_PROCESS_ROWS, PARALLEL_READS, TRANSACTIONAL_DDL
 from ppdp.errors import ConnectorError
+from ppdp.helper_threads import helper_pool
 from ppdp.sql import connectors as S
 from ppdp.sql.dialect import DUCKDB
 
@@ -127,7 +126,7 @@ class DuckDBConnector:
     def query_arrow_parallel(self, sqls: list[str]) -> list[pa.Table] | None:
         """``query_arrow`` of each query, the first on this connection and each other on a
         cursor of its own (a connection to the same database, kept for the next call) in a
-        thread of the shared reader pool, all at once: DuckDB releases the GIL while it runs a
+        helper thread (ppdp.helper_threads), all at once: DuckDB releases the GIL while it runs a
         query and turns its result into Arrow. None inside a transaction (a cursor would not
         see its uncommitted rows) and on a connection someone else owns (dbt-duckdb's, whose
         session may hold one) unless its owner said it holds none (``over``)."""
@@ -135,7 +134,7 @@ class DuckDBConnector:
             return None
         while len(self._readers) < len(sqls) - 1:
             self._readers.append(self.con.cursor())
-        pool = _reader_pool(len(sqls) - 1)
+        pool = helper_pool(len(sqls) - 1)
         futures = [pool.submit(_arrow_of, cursor, sql) for cursor, sql in zip(self._readers, sqls[1:], strict=False)]
         try:
             first = _arrow_of(self.con, sqls[0])
@@ -219,15 +218,3 @@ def _arrow_of(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
         return con.sql(sql).to_arrow_table()
     except duckdb.Error as exc:
         raise ConnectorError(f"DuckDB refused a query: {exc}") from exc
-
-
-_POOL_LOCK = threading.Lock()
-_POOL: list[tuple[int, ThreadPoolExecutor]] = []  # (threads, the pool): made on first use, lives with the process
-
-
-def _reader_pool(workers: int) -> ThreadPoolExecutor:
-    """The process's pool of reader threads, at least ``workers`` of them."""
-    with _POOL_LOCK:
-        if not _POOL or _POOL[0][0] < workers:
-            _POOL[:] = [(max(workers, 1), ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="ppdp-read"))]
-        return _POOL[0][1]

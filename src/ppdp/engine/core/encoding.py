@@ -24,6 +24,7 @@ from ppdp.engine.core.hierarchy import Hierarchy
 from ppdp.engine.kernels import grouping as GR
 from ppdp.engine.kernels import leaves as LV
 from ppdp.errors import DataError, HierarchyError
+from ppdp.helper_threads import helper_pool
 from ppdp.sql.queries import COUNT_COLUMN  # noqa: E402,F401  (defined with the SQL that names it)
 
 
@@ -285,10 +286,9 @@ def encode_rows(
     # a long-lived process, a job's second run); before that their plain twins, so that a run's
     # prepare never waits for the JIT's start (a run that is skipped needs no kernel at all).
     jit = GR.jit_started() if use_kernels is None else use_kernels
-    key = np.zeros(rows.num_rows, dtype=np.int64)
-    for col, h, radix in zip(qids, hierarchies, radices.tolist()[:-1], strict=True):
-        if not _add_leaf_codes(rows.column(col), h, radix, key, jit):
-            return None  # a value that is not a leaf, or not a string column
+    key = _leaf_key(rows, qids, hierarchies, radices.tolist()[:-1], jit)
+    if key is None:
+        return None  # a value that is not a leaf, or not a string column
     if sa_rows is not None:
         key *= radices[-1]
         key += sa_rows
@@ -318,6 +318,42 @@ def encode_rows(
         excluded_null_rows=excluded,
         reference_q=None if not reference else np.array([reference.get(t, 0.0) for t in sa_tuples], dtype=np.float64),
     )
+
+
+# The fewest rows whose QIDs' leaf codes are looked up in two halves of the QIDs at once (a
+# helper thread takes the second): below it handing the work over costs more than half the
+# lookups save.
+PARALLEL_LEAF_ROWS = 10_000
+
+
+def _leaf_key(rows: pa.Table, qids: list[str], hierarchies: list[Hierarchy], radices: list[int],
+              jit: bool) -> np.ndarray | None:
+    """Each row's key of its QIDs' leaf codes, in the mixed radix ``radices`` (the first QID
+    most significant: key = (...(c1 * r2 + c2) * r3 + ...) + cn), or None where ``_add_leaf_codes``
+    refuses a column. From PARALLEL_LEAF_ROWS rows, the QIDs after the first half are keyed in a
+    helper thread (the lookups release the GIL) and the halves joined as keyA * (rB1 * ... * rBm)
+    + keyB: the same integers."""
+    n = rows.num_rows
+    columns = list(zip(qids, hierarchies, radices, strict=True))
+
+    def key_of(part: list[tuple[str, Hierarchy, int]]) -> np.ndarray | None:
+        key = np.zeros(n, dtype=np.int64)
+        for col, h, radix in part:
+            if not _add_leaf_codes(rows.column(col), h, radix, key, jit):
+                return None
+        return key
+
+    if n < PARALLEL_LEAF_ROWS or len(columns) < 2:
+        return key_of(columns)
+    half = (len(columns) + 1) // 2
+    second = helper_pool().submit(key_of, columns[half:])
+    first_key = key_of(columns[:half])
+    second_key = second.result()
+    if first_key is None or second_key is None:
+        return None
+    first_key *= math.prod(radix for _, _, radix in columns[half:])
+    first_key += second_key
+    return first_key
 
 
 def _group_keys(key: np.ndarray, radices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -105,3 +105,28 @@ def test_a_failed_half_raises_after_both_reads_end(adult):
     with pytest.raises(ConnectorError, match="DuckDB refused a query"):
         adult.query_arrow_parallel(['SELECT src.nope FROM main.adult AS src', good])
     assert adult.query_arrow_parallel([good, good])[0].num_rows == 30_162  # the connection is still usable
+
+
+def test_another_owners_connection_reads_in_parallel_only_when_it_says_it_may(adult_db: Path):
+    """dbt-duckdb's session may hold a transaction whose rows a cursor would not see: a borrowed
+    connection reads once unless its owner declares it idle between ppdp's calls."""
+    import duckdb
+
+    raw = duckdb.connect(str(adult_db))
+    try:
+        query = Q.text_rows_query(Q.Source(None, "adult", None, DUCKDB), COLUMNS[:2])
+        assert DuckDBConnector.over(raw).query_arrow_parallel([query, query]) is None
+        idle = DuckDBConnector.over(raw, idle_between_calls=True)
+        first, second = idle.query_arrow_parallel([query, query])
+        assert first.equals(second) and first.num_rows == 30_162
+        idle.close()  # closes its cursors, not the owner's connection
+        assert raw.execute("SELECT count(*) FROM main.adult").fetchall() == [(30_162,)]
+        # the owner's uncommitted rows: its own reads see them, a cursor would not
+        raw.execute("BEGIN TRANSACTION")
+        raw.execute("DELETE FROM main.adult WHERE id <= 10")
+        assert DuckDBConnector.over(raw).query_arrow_parallel([query, query]) is None
+        assert len(VA.read_rows(DuckDBConnector.over(raw), Q.Source(None, "adult", None, DUCKDB), COLUMNS, 30_152,
+                                None)) == 30_152
+        raw.execute("ROLLBACK")
+    finally:
+        raw.close()

@@ -200,8 +200,8 @@ def test_round_bounds_over_a_limit_are_minus_infinity(seed: int) -> None:
 @pytest.mark.parametrize("batch", [1, 64])
 @pytest.mark.parametrize("seed", range(10))
 def test_tops_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, batch: int, seed: int) -> None:
-    """``lattice._tops_loop`` (``_box_kernels.tops_split`` / ``tops_push``) against its twin,
-    ``_tops_round``'s Python loop: the same tops evaluated in the same batches (so the same boxes
+    """``lattice._tops_loop`` (``_box_kernels.tops_split`` / ``tops_push``; the fused kernel off)
+    against its twin, ``_tops_round``'s Python loop: the same tops evaluated in the same batches (so the same boxes
     popped in the same order), the same boxes bounded, the same answer and bound left, also when
     stopped early by ``max_boxes``; the slots start small so that they grow."""
     from ppdp.engine.methods.generalization.optimizers import lattice as lattice_module
@@ -214,6 +214,7 @@ def test_tops_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, ba
               build_model("k-anonymity", {"k": int(rng.integers(2, 6))})]
     size = lattice_size(table.heights)
     monkeypatch.setattr(lattice_module, "SPARE_SLOTS", 0)
+    monkeypatch.setattr(lattice_module, "FUSED_TOPS", False)  # its own twin test: below
     limit = float(rng.choice([0.0, 0.01, 0.05, 0.2]))
     runs = [{"batch": batch, "suppression_limit": limit}]
     runs += [{"batch": batch, "suppression_limit": limit, "max_boxes": int(m)} for m in rng.integers(1, 40, 2)]
@@ -253,3 +254,108 @@ def test_tops_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, ba
         if k_res.info.get("boxes_bounded", 0) > 1:
             assert k_res.info["search"] == "boxes by class, infeasible tops pruned"
             assert split_calls  # the kernel loop ran
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+@pytest.mark.parametrize("seed", range(10))
+def test_fused_tops_kernel_is_the_tops_loop(monkeypatch: pytest.MonkeyPatch, batch: int, seed: int) -> None:
+    """``lattice._tops_fused`` (``_box_kernels.tops_rounds``: the rounds and their tops'
+    evaluations in one kernel) against its twin, ``_tops_loop`` with Python evaluating the
+    tops: under a zero limit, the same nodes offered to the tracker in the same order with the
+    same evaluations, the same runs counted, the same answer, boxes and bound left, also when
+    stopped early by ``max_boxes`` or the budget; small slots and log, so both grow and replay."""
+    from ppdp.engine.methods.generalization.optimizers import Tracker
+    from ppdp.engine.methods.generalization.optimizers import lattice as lattice_module
+
+    rng = np.random.default_rng([99_800, seed, batch])
+    table = _table_with_sa(rng, 200)
+    ctx = ModelContext(tuple(table.sensitive), table.sa_values)
+    distance = ("equal", "ordered", "k")[seed % 3]
+    models = [build_model("k-anonymity", {"k": int(rng.integers(2, 6))})]
+    if distance != "k":
+        models.insert(0, build_model("t-closeness", {"t": float(rng.uniform(0.1, 0.4)),
+                                                      "distance": distance}).bind(ctx))
+    size = lattice_size(table.heights)
+    monkeypatch.setattr(lattice_module, "SPARE_SLOTS", 0)
+    monkeypatch.setattr(lattice_module, "FUSED_LOG", 1)
+    runs = [({"batch": batch, "suppression_limit": 0.0}, size)]
+    runs += [({"batch": batch, "suppression_limit": 0.0, "max_boxes": int(m)}, size) for m in rng.integers(1, 40, 2)]
+    runs += [({"batch": batch, "suppression_limit": 0.0}, int(b)) for b in rng.integers(1, 6, 2)]
+    kernel_calls = []
+    rounds = lattice_module.tops_rounds
+
+    def counted_rounds(*a):
+        kernel_calls.append(1)
+        return rounds(*a)
+
+    monkeypatch.setattr(lattice_module, "tops_rounds", counted_rounds)
+    for params, budget in runs:
+        traces = []
+        for fused in (True, False):
+            monkeypatch.setattr(lattice_module, "FUSED_TOPS", fused)
+            log: list[tuple] = []
+            offer, count = Tracker.offer, Tracker.count
+
+            def traced_offer(self, G, retained, ev, _f=offer, _log=log):
+                _log.append(("offer", np.atleast_2d(G).tolist(), np.atleast_2d(retained).tolist(), ev.ad.tolist(),
+                             ev.td.tolist(), ev.feasible.tolist(), ev.violation.tolist(), ev.suppressed.tolist()))
+                return _f(self, G, retained, ev)
+
+            def traced_count(self, n, _f=count, _log=log):
+                _log.append(("count", n))
+                return _f(self, n)
+
+            monkeypatch.setattr(Tracker, "offer", traced_offer)
+            monkeypatch.setattr(Tracker, "count", traced_count)
+            problem = Problem(table, models)
+            assert problem.fused_evaluation() is not None
+            result = run_optimizer("lattice", problem, budget=budget, params=dict(params))
+            monkeypatch.setattr(Tracker, "offer", offer)
+            monkeypatch.setattr(Tracker, "count", count)
+            traces.append((result, _per_node(log), problem.evaluations))
+        (f_res, f_log, f_n), (p_res, p_log, p_n) = traces
+        assert f_log == p_log, params
+        assert f_n == p_n, params
+        assert f_res.td == p_res.td and f_res.certified == p_res.certified and f_res.feasible == p_res.feasible
+        assert np.array_equal(f_res.g, p_res.g) and f_res.evaluations == p_res.evaluations
+        assert f_res.history.tolist() == p_res.history.tolist()
+        assert f_res.info == p_res.info, params  # boxes bounded, bound left, search
+    if any(r.info.get("boxes_bounded", 0) > 1 for r, *_ in traces):
+        assert kernel_calls  # the fused kernel ran
+
+
+def _per_node(log: list[tuple]) -> list[tuple]:
+    """A tracker trace node by node: offers split into one row each, counts into ones (the
+    tracker's state after each node does not depend on how the nodes were batched)."""
+    out: list[tuple] = []
+    for entry in log:
+        if entry[0] == "count":
+            out += [("count",)] * entry[1]
+        else:
+            out += [("offer", *(field[i] for field in entry[1:])) for i in range(len(entry[1]))]
+    return out
+
+
+@pytest.mark.parametrize("name,params", [("k-anonymity", {"k": 3}), ("t-closeness", {"t": 0.2}),
+                                         ("t-closeness", {"t": 0.15, "distance": "equal"}),
+                                         ("t-closeness", {"t": 0.3, "distance": "ordered"})])
+def test_kernel_feasibility_is_feasible(name: str, params: dict) -> None:
+    """A model's ``kernel_feasibility`` decides as its ``feasible`` on the threshold, the floats
+    next to it, the infinities and NaN (the fused lattice kernel tests feasibility with it)."""
+    from ppdp.engine.kernels import kinds
+    from ppdp.engine.methods.generalization.optimizers._box_kernels import _feasible
+
+    rng = np.random.default_rng(7)
+    table = _table_with_sa(rng, 60)
+    model = build_model(name, params)
+    if model.requirements.sensitive_counts:
+        model = model.bind(ModelContext(tuple(table.sensitive), table.sa_values))
+    test = model.kernel_feasibility()
+    assert test is not None and test[0] in (kinds.AT_LEAST, kinds.AT_MOST)
+    at = test[1]
+    values = [at, np.nextafter(at, -np.inf), np.nextafter(at, np.inf), 0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 2.0,
+              3.0, at * 2, at / 2]
+    ops, ats = np.array([test[0]], dtype=np.int64), np.array([at])
+    got = [bool(_feasible(np.array([v]), ops, ats)) for v in values]
+    assert got == [bool(model.feasible(float(v))) for v in values]
+    assert any(got) and not all(got)

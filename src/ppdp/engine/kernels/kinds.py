@@ -16,3 +16,8 @@ EQUAL_EMD = 5  # largest equal-distance EMD of a class to Q
 ORDERED_EMD = 6  # largest ordered-distance EMD of a class to Q
 HIERARCHICAL_EMD = 7  # largest hierarchical-distance EMD of a class to Q
 LIKENESS_EXCESS = 8  # largest relative gain over its bound of a class's value (beta-likeness)
+
+# How a fused kernel tests a model's feasibility from its AD (``PrivacyModel.kernel_feasibility``:
+# a code and a threshold), where it decides within a kernel what ``feasible`` decides in Python.
+AT_LEAST = 0  # feasible when AD >= threshold
+AT_MOST = 1  # feasible when AD <= threshold

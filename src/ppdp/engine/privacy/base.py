@@ -182,6 +182,14 @@ class PrivacyModel:
     def feasible(self, ad: float) -> bool:
         raise NotImplementedError
 
+    def kernel_feasibility(self) -> tuple[int, float] | None:
+        """``feasible`` as a fused kernel tests it: (comparison code of engine/kernels/kinds.py,
+        threshold), where ``feasible(ad)`` is ``ad >= threshold`` (AT_LEAST) or ``ad <=
+        threshold`` (AT_MOST) for every float, NaN and infinities included. None (the default):
+        only ``feasible`` decides, and a search that tests feasibility inside a kernel leaves
+        this model's nodes to Python."""
+        return None
+
     def violation(self, ad: float) -> float:
         """Normalized distance to feasibility (0 when feasible); ranks like AD does."""
         raise NotImplementedError

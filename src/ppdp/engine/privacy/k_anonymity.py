@@ -60,6 +60,9 @@ class KAnonymity(PrivacyModel):
         # An empty release (AD = inf) is feasible with TD 0 (docs/design/paper_notes.md §2).
         return ad >= self.k
 
+    def kernel_feasibility(self) -> tuple[int, float] | None:
+        return kinds.AT_LEAST, float(self.k)  # k is an int below 2**53: exact as a float
+
     def violation(self, ad: float) -> float:
         """Normalized distance to feasibility; monotone in AD, so it ranks like AD does."""
         return 0.0 if ad >= self.k else (self.k - ad) / self.k

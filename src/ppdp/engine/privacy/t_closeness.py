@@ -114,6 +114,9 @@ class TCloseness(PrivacyModel):
     def feasible(self, ad: float) -> bool:
         return ad <= self.t + TOLERANCE
 
+    def kernel_feasibility(self) -> tuple[int, float] | None:
+        return kinds.AT_MOST, self.t + TOLERANCE  # the same float ``feasible`` compares with
+
     def violation(self, ad: float) -> float:
         return 0.0 if self.feasible(ad) else (ad - self.t) / self.t
 

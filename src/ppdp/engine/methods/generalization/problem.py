@@ -118,6 +118,20 @@ class Problem:
         self.evaluations += G.shape[0]
         return self.evaluator.evaluate(G, retained if retained.ndim == 2 else np.atleast_2d(retained))
 
+    def fused_evaluation(self) -> tuple[tuple, np.ndarray, np.ndarray] | None:
+        """What a kernel needs to evaluate nodes with nothing suppressed exactly as ``evaluate``
+        does and to decide their feasibility as ``finish`` does: (``B.evaluate_prepared_into``'s
+        arguments after (G, retained), each model's comparison code, its threshold); None where
+        ``evaluate`` runs another path (another backend, a model without a kind code) or a
+        model has no ``kernel_feasibility``. The caller counts the evaluations."""
+        args = self._numba.fused_args() if self.evaluator is self._numba else None
+        tests = [m.kernel_feasibility() for m in self.models]
+        if args is None or any(t is None for t in tests):
+            return None
+        ops = np.array([t[0] for t in tests if t is not None], dtype=np.int64)
+        at = np.array([t[1] for t in tests if t is not None], dtype=np.float64)
+        return args, ops, at
+
     @property
     def needs_population(self) -> bool:
         """A model counts the population's persons per class (delta-presence, k-map)."""

@@ -52,6 +52,17 @@ class NumbaEvaluator:
             self._prepared = B.prepare_rows(self.table.codes, self.gen)
         return self._prepared
 
+    def fused_args(self) -> tuple | None:
+        """The arguments of ``B.evaluate_prepared_into`` after (G, retained), as ``evaluate``
+        passes them, for a kernel that evaluates nodes itself; None where ``evaluate`` does not
+        run that kernel (a model without a kind code)."""
+        if self.kinds is None:
+            return None
+        t = self.table
+        cols, n_leaves, rows_sorted, slot = self.prepared
+        return (t.codes, cols, n_leaves, rows_sorted, slot, self.gen, self.n_gen, self.weight, t.sa, t.n_sa, self.q,
+                self.kinds, self.kind_params, t.n_records, _NO_ROW_SIZE)
+
     def class_stats(self, g: np.ndarray, retained: np.ndarray) -> tuple[np.ndarray, ClassStats, np.ndarray]:
         """Class id per histogram row, the class statistics, and the pair id per row."""
         t = self.table

@@ -15,11 +15,17 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from ppdp.engine.kernels import batch, kinds
 from ppdp.engine.kernels.cache import guard
 from ppdp.engine.methods.generalization.optimizers import bounds
-from ppdp.engine.methods.generalization.optimizers.bounds import _row_bounds, weighted_sums
+from ppdp.engine.methods.generalization.optimizers.bounds import (
+    _row_bounds,
+    class_round,
+    weighted_sums,
+)
 
-guard(__file__, depends_on=[bounds])  # box_rounds compiles in bounds._row_bounds
+# box_rounds compiles in bounds._row_bounds, tops_rounds bounds.class_round and the batch evaluator
+guard(__file__, depends_on=[bounds, batch])
 
 # box_rounds' answers
 HEAP_EMPTY = 0  # no box left: certified, no bound left
@@ -27,6 +33,7 @@ TOP_AT_BEST = 1  # the largest bound left is at most the best TD: certified
 CAPPED = 2  # out of budget or boxes: not certified
 GROW = 3  # fewer free slots than a round may need: grow them and call again
 LEAVES = 4  # a round popped one-node boxes: evaluate them and call again
+LOG_FULL = 5  # (tops_rounds) its log of evaluated tops may not hold another round: replay it, call again
 
 @nb.njit(cache=True)
 def _bound_batch(L, U, parent, n_tables, codes, weight, counts, shifts, guard_bits,
@@ -270,3 +277,100 @@ def tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, 
     for x in range(n_pop):
         free[counters[1]] = popped[x]
         counters[1] += 1
+
+
+@nb.njit(cache=True)
+def _feasible(ad, ops, at):
+    """Every model's ``feasible(ad[j])``, from its ``kernel_feasibility`` (ops[j], at[j])."""
+    for j in range(ad.shape[0]):
+        if ops[j] == kinds.AT_LEAST:
+            if not ad[j] >= at[j]:
+                return False
+        elif not ad[j] <= at[j]:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def tops_rounds(key, order, slot, slot_L, slot_U, slot_row, free, counters, ids, n_ids, small, row_free, row_count,
+                lows, highs, src, act, axis, popped, batch_size, max_boxes, budget, state_f, state_i, bound_args, work,
+                eval_args, ops, at, log_G, log_ad, log_td, log_sup, log_ok):
+    """``lattice._tops_loop``'s rounds under a zero suppression limit with the tops evaluated
+    here too (``batch.evaluate_prepared_into`` with nothing suppressed, feasibility by
+    ``_feasible``): pop and split (``tops_split``), bound the halves (``bounds.class_round``,
+    ``max_small`` 0), evaluate the new tops of the halves left, push the halves kept
+    (``tops_push``). The same boxes in the same order as ``_tops_loop`` (its twin), so the same
+    tops in the same order: each goes to the log (levels, AD per model, TD, suppressed,
+    feasible), which Python replays to the tracker when this returns.
+
+    Which tops are new: a half [L2, U] has its parent's top, evaluated and within the limit (a
+    box is pushed only so; the root's top, the lattice's, is checked before the loop); a half
+    [L, U1] has a top no box held before, because the boxes ever pushed are nested or disjoint:
+    an ancestor's top is above U1 in the QID split, a disjoint box does not contain U1.
+
+    ``state_f`` = [best TD, best TD among the tops], ``state_i`` = [boxes bounded, evaluations
+    so far (the tracker's), tops logged], both updated in place. ``bound_args``, ``work``:
+    class_round's arguments after ``small`` (``BoxBound.round_args``) and its scratch; ``eval_args``: evaluate_prepared_into's after (G, retained).
+    Returns HEAP_EMPTY, TOP_AT_BEST or CAPPED as ``_tops_loop`` ends, GROW when the slots or
+    the rows of ``ids`` may not hold a round (grow them, call again) or LOG_FULL."""
+    codes, codes_t, gen, n_gen, records, kmin, weight, counts, row_w, w_off = bound_args
+    nq = slot_L.shape[1]
+    n_rows = records.shape[0]
+    alive = np.empty(2 * batch_size, dtype=np.int64)
+    keep = np.empty(2 * batch_size, dtype=np.bool_)
+    new = np.empty(batch_size, dtype=np.int64)
+    while True:
+        best_td = state_f[0]
+        if counters[0] == 0:
+            return HEAP_EMPTY
+        if -key[0] <= best_td:
+            return TOP_AT_BEST
+        if state_i[1] >= budget or state_i[0] >= max_boxes:
+            return CAPPED
+        if counters[1] < 2 * batch_size or row_count[0] < 2 * min(batch_size, counters[0]):
+            return GROW
+        if state_i[2] + batch_size > log_G.shape[0]:
+            return LOG_FULL
+        n_pop = tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, best_td, batch_size, row_free,
+                           row_count, lows, highs, src, act, axis, popped)
+        m = 2 * n_pop
+        b = class_round(lows[:m], highs[:m], src[:m], act[:m], axis[:m], ids, n_ids, small, codes, codes_t, gen,
+                        n_gen, records, kmin, weight, counts, row_w, w_off, 0, work)
+        state_i[0] += m
+        n_alive = 0
+        n_new = 0
+        for i in range(m):
+            if b[i] > best_td and small[src[i]] <= 0:
+                alive[n_alive] = i
+                keep[n_alive] = True  # a half [L2, U]: its parent's top
+                if i % 2 == 0:
+                    new[n_new] = n_alive
+                    n_new += 1
+                n_alive += 1
+        if n_new > 0:
+            G = np.empty((n_new, nq), dtype=np.int64)
+            retained = np.empty((n_new, n_rows), dtype=np.int64)
+            for p in range(n_new):
+                G[p] = highs[alive[new[p]]]
+                retained[p] = records
+            ad, td, sup = batch.evaluate_prepared_into(G, retained, *eval_args)
+            tops_best = state_f[1]
+            base = state_i[2]
+            for p in range(n_new):
+                ok = _feasible(ad[p], ops, at)
+                keep[new[p]] = ok
+                log_G[base + p] = G[p]
+                log_ad[base + p] = ad[p]
+                log_td[base + p] = td[p]
+                log_sup[base + p] = sup[p]
+                log_ok[base + p] = ok
+                if ok and td[p] > tops_best:
+                    tops_best = td[p]
+            state_f[1] = tops_best
+            state_i[1] += n_new
+            state_i[2] += n_new
+            if tops_best > best_td:
+                best_td = tops_best
+                state_f[0] = best_td
+        tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, highs, src, b, m, alive[:n_alive],
+                  keep[:n_alive], best_td, popped, n_pop, row_free, row_count)

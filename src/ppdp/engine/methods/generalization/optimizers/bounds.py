@@ -1148,6 +1148,13 @@ class BoxBound:
         -1: over every row (-1), or rolled up from row ``act[i]``, a classification at U[i] with
         QID ``axis[i]`` higher (``class_round``); a box whose small exceeds ``max_small`` (a
         suppression limit in records) bounds -inf. The class bound only."""
+        rest = (*self.round_args(), np.int64(NO_LIMIT if max_small is None else max_small), self.round_work)
+        b = class_round(L, U, src, act, axis, masks.ids, masks.n_ids, masks.small, *rest)
+        return b, masks.small[src]
+
+    def round_args(self) -> tuple[Any, ...]:
+        """``class_round``'s arguments after ``small``, its ``max_small`` left out: the table's
+        arrays and weights per row (made on first use, with its scratch, ``round_work``)."""
         if self._round_work is None:
             n = len(self._codes)
             size = _table_size(n)
@@ -1160,10 +1167,15 @@ class BoxBound:
             self._w_off = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
             self._row_w = _row_weights(self._weight, self._codes_t, levels, self._w_off,
                                        n_w if n_w * n <= ROW_WEIGHTS_MAX else 0)
-        b = class_round(L, U, src, act, axis, masks.ids, masks.n_ids, masks.small, self._codes, self._codes_t, self._gen,
-                        self._n_gen, self._records, self.kmin, self._weight, self._counts, self._row_w, self._w_off,
-                        np.int64(NO_LIMIT if max_small is None else max_small), self._round_work)
-        return b, masks.small[src]
+        return (self._codes, self._codes_t, self._gen, self._n_gen, self._records, self.kmin, self._weight, self._counts,
+                self._row_w, self._w_off)
+
+    @property
+    def round_work(self) -> tuple[np.ndarray, ...]:
+        """``class_round``'s scratch (``round_args`` makes it)."""
+        self.round_args()
+        assert self._round_work is not None
+        return self._round_work
 
     def __call__(self, L: np.ndarray, U: np.ndarray) -> np.ndarray:
         """(n,) bounds of the boxes [L[i], U[i]]: per row the smallest of the tables' bounds."""

@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 
 from ppdp.engine.kernels import kinds
-from ppdp.engine.methods.generalization.evaluators import Evaluation
+from ppdp.engine.methods.generalization.evaluators import Evaluation, finish
 from ppdp.engine.methods.generalization.optimizers import (
     OPTIMIZERS,
     OptimizerResult,
@@ -103,9 +103,11 @@ from ppdp.engine.methods.generalization.optimizers._box_kernels import (
     GROW,
     HEAP_EMPTY,
     LEAVES,
+    LOG_FULL,
     TOP_AT_BEST,
     box_rounds,
     tops_push,
+    tops_rounds,
     tops_split,
 )
 from ppdp.engine.methods.generalization.optimizers.bounds import (
@@ -240,6 +242,8 @@ def lattice_search(problem: Problem, *, budget: int, seed: int = 0, params: dict
 MODES = ("bound", "nodes", "exhaustive")
 BOX_LOOP_KERNEL = True  # False: the Python loop (the kernel's twin) everywhere
 TOPS_LOOP_KERNEL = True  # False: the pruned-tops rounds in Python (_tops_round, the twin of _tops_loop)
+FUSED_TOPS = True  # False: _tops_loop, Python evaluating the tops, also under a zero limit (_tops_fused's twin)
+FUSED_LOG = 256  # tops _tops_fused's kernel evaluates before Python replays them (at least a round's)
 SPARE_SLOTS = 1024  # box slots of the kernel loop beyond one round's (they double when short)
 CLASS_BOUND_MIN_LATTICE = 1_000_000  # smaller lattices without partner tables: the node search
 
@@ -331,6 +335,10 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
     if prune_tops and not heights.any():  # a one-node lattice, its top evaluated
         heap = []
     if heap and rows is not None and TOPS_LOOP_KERNEL:
+        fused = problem.fused_evaluation() if FUSED_TOPS and local and max_suppressed == 0 else None
+        if fused is not None:  # the in-process evaluate_nodes, nothing suppressed: one kernel
+            return _tops_fused(-root, heights, bound, rows, problem, tracker, fused, tops_best, batch, best_td, boxes,
+                               max_boxes)
         return _tops_loop(-root, heights, bound, rows, tracker, check_tops, lambda: tops_best, batch, best_td, boxes,
                           max_boxes, max_suppressed)
     while heap:
@@ -455,18 +463,7 @@ def _tops_loop(root_key: float, heights: np.ndarray, bound: BoxBound, rows: Clas
     ``_tops_round`` (its twin) does, so the same tops evaluated in the same batches. Python
     bounds the halves (one ``round_bounds`` call) and evaluates their tops between the two."""
     nq = len(heights)
-    capacity = 2 * batch + 1 + SPARE_SLOTS
-    key = np.empty(capacity)
-    order = np.empty(capacity, dtype=np.int64)
-    slot = np.empty(capacity, dtype=np.int64)
-    slot_L = np.empty((capacity, nq), dtype=np.int64)
-    slot_U = np.empty((capacity, nq), dtype=np.int64)
-    slot_row = np.empty(capacity, dtype=np.int64)
-    free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
-    root = int(free[capacity - 1])  # the root box, classified nowhere yet (row -1)
-    slot_L[root], slot_U[root], slot_row[root] = 0, heights, -1
-    key[0], order[0], slot[0] = root_key, 0, root
-    counters = np.array([1, capacity - 1, 1], dtype=np.int64)  # heap size, free slots, next push order
+    key, order, slot, slot_L, slot_U, slot_row, free, counters = _tops_slots(root_key, heights, batch)
     lows = np.empty((2 * batch, nq), dtype=np.int64)
     highs = np.empty((2 * batch, nq), dtype=np.int64)
     src, act, axis = (np.empty(2 * batch, dtype=np.int64) for _ in range(3))
@@ -479,13 +476,8 @@ def _tops_loop(root_key: float, heights: np.ndarray, bound: BoxBound, rows: Clas
         if tracker.exhausted or boxes >= max_boxes:  # (the lattice's top is evaluated: never used == 0)
             return False, -float(key[0]), boxes
         if counters[1] < 2 * batch:  # double the slots; the new ones are free
-            n_free = int(counters[1])
-            key, order, slot, slot_row = (np.concatenate([a, np.empty_like(a)]) for a in (key, order, slot, slot_row))
-            slot_L, slot_U = (np.concatenate([a, np.empty_like(a)]) for a in (slot_L, slot_U))
-            free = np.concatenate([free[:n_free], np.arange(2 * capacity - 1, capacity - 1, -1, dtype=np.int64),
-                                   np.empty(capacity - n_free, dtype=np.int64)])
-            counters[1] = n_free + capacity
-            capacity *= 2
+            key, order, slot, slot_L, slot_U, slot_row, free = _grown_slots(key, order, slot, slot_L, slot_U,
+                                                                            slot_row, free, counters)
         rows.reserve(2 * min(batch, int(counters[0])))  # a row for each half at most
         n_pop = tops_split(key, order, slot, slot_L, slot_U, slot_row, counters, float(best_td), batch, rows.free,
                            rows.count, lows, highs, src, act, axis, popped)
@@ -497,6 +489,105 @@ def _tops_loop(root_key: float, heights: np.ndarray, bound: BoxBound, rows: Clas
         best_td = max(best_td, tops_best())
         tops_push(key, order, slot, slot_L, slot_U, slot_row, free, counters, lows, highs, src, b, m, alive,
                   np.array(keep, dtype=np.bool_), float(best_td), popped, n_pop, rows.free, rows.count)
+
+
+def _tops_slots(root_key: float, heights: np.ndarray, batch: int) -> tuple[np.ndarray, ...]:
+    """The array heap of ``_tops_loop`` and ``_tops_fused`` holding the root box alone: (key,
+    order, slot, slot_L, slot_U, slot_row, free, counters = [heap size, free slots, next push
+    order])."""
+    nq = len(heights)
+    capacity = 2 * batch + 1 + SPARE_SLOTS
+    key = np.empty(capacity)
+    order = np.empty(capacity, dtype=np.int64)
+    slot = np.empty(capacity, dtype=np.int64)
+    slot_L = np.empty((capacity, nq), dtype=np.int64)
+    slot_U = np.empty((capacity, nq), dtype=np.int64)
+    slot_row = np.empty(capacity, dtype=np.int64)
+    free = np.arange(capacity - 1, -1, -1, dtype=np.int64)
+    root = int(free[capacity - 1])  # the root box, classified nowhere yet (row -1)
+    slot_L[root], slot_U[root], slot_row[root] = 0, heights, -1
+    key[0], order[0], slot[0] = root_key, 0, root
+    counters = np.array([1, capacity - 1, 1], dtype=np.int64)
+    return key, order, slot, slot_L, slot_U, slot_row, free, counters
+
+
+def _grown_slots(key: np.ndarray, order: np.ndarray, slot: np.ndarray, slot_L: np.ndarray, slot_U: np.ndarray,
+                 slot_row: np.ndarray, free: np.ndarray, counters: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The heap's arrays with twice the slots, the new ones free (``counters[1]`` updated)."""
+    capacity = len(key)
+    n_free = int(counters[1])
+    key, order, slot, slot_row = (np.concatenate([a, np.empty_like(a)]) for a in (key, order, slot, slot_row))
+    slot_L, slot_U = (np.concatenate([a, np.empty_like(a)]) for a in (slot_L, slot_U))
+    free = np.concatenate([free[:n_free], np.arange(2 * capacity - 1, capacity - 1, -1, dtype=np.int64),
+                           np.empty(capacity - n_free, dtype=np.int64)])
+    counters[1] = n_free + capacity
+    return key, order, slot, slot_L, slot_U, slot_row, free
+
+
+def _tops_fused(root_key: float, heights: np.ndarray, bound: BoxBound, rows: ClassMasks, problem: Problem,
+                tracker: Tracker, fused: tuple, tops_best: float, batch: int, best_td: float, boxes: int,
+                max_boxes: int) -> tuple[bool, float | None, int]:
+    """``_tops_loop`` under a zero suppression limit with the in-process evaluator, its rounds
+    and their tops' evaluations in one kernel (``_box_kernels.tops_rounds``); ``fused`` is
+    ``Problem.fused_evaluation()``. Python grows the arrays and replays the kernel's log of
+    evaluated tops to the tracker as ``_box_search``'s ``check_tops`` offers them (each run of
+    nodes within the limit offered, each run of others counted), with the evaluation
+    ``Problem.evaluate`` gives (``finish``); a feasibility that differs from the kernel's raises."""
+    eval_args, ops, at = fused
+    key, order, slot, slot_L, slot_U, slot_row, free, counters = _tops_slots(root_key, heights, batch)
+    nq = len(heights)
+    lows = np.empty((2 * batch, nq), dtype=np.int64)
+    highs = np.empty((2 * batch, nq), dtype=np.int64)
+    src, act, axis = (np.empty(2 * batch, dtype=np.int64) for _ in range(3))
+    popped = np.empty(batch, dtype=np.int64)
+    n_log = max(2 * batch, FUSED_LOG)
+    log_G = np.empty((n_log, nq), dtype=np.int64)
+    log_ad = np.empty((n_log, len(ops)))
+    log_td = np.empty(n_log)
+    log_sup = np.empty(n_log, dtype=np.int64)
+    log_ok = np.empty(n_log, dtype=np.bool_)
+    state_f = np.array([best_td, tops_best])
+    bound_args = bound.round_args()
+    counts = problem.table.counts
+    while True:
+        state_i = np.array([boxes, tracker.used, 0], dtype=np.int64)
+        status = tops_rounds(key, order, slot, slot_L, slot_U, slot_row, free, counters, rows.ids, rows.n_ids,
+                             rows.small, rows.free, rows.count, lows, highs, src, act, axis, popped, batch, max_boxes,
+                             tracker.budget, state_f, state_i, bound_args, bound.round_work, eval_args, ops, at, log_G,
+                             log_ad, log_td, log_sup, log_ok)
+        boxes = int(state_i[0])
+        n = int(state_i[2])
+        if n:
+            # copies: the tracker keeps rows of these, and the kernel reuses its log
+            ev = finish(problem.models, log_ad[:n].copy(), log_td[:n].copy(), log_sup[:n].copy())
+            if not np.array_equal(ev.feasible, log_ok[:n]):
+                raise RuntimeError("the fused lattice search and the models disagree on a node's feasibility")
+            problem.evaluations += n
+            G = log_G[:n].copy()
+            retained = np.broadcast_to(counts, (n, len(counts)))
+            start = 0
+            for good, run in itertools.groupby(log_ok[:n].tolist()):
+                end = start + len(list(run))
+                if good:
+                    part = slice(start, end)
+                    tracker.offer(G[part], retained[part], Evaluation(ev.ad[part], ev.td[part], ev.feasible[part],
+                                                                      ev.violation[part], ev.suppressed[part]))
+                else:
+                    tracker.count(end - start)
+                start = end
+        if status == HEAP_EMPTY:
+            return True, None, boxes
+        if status == TOP_AT_BEST:
+            return True, -float(key[0]), boxes
+        if status == CAPPED:
+            return False, -float(key[0]), boxes
+        if status == GROW:
+            if counters[1] < 2 * batch:
+                key, order, slot, slot_L, slot_U, slot_row, free = _grown_slots(key, order, slot, slot_L, slot_U,
+                                                                                slot_row, free, counters)
+            rows.reserve(2 * min(batch, int(counters[0])))
+        else:
+            assert status == LOG_FULL, status
 
 
 def _box_search_kernel(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, batch: int,

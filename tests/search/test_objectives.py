@@ -62,6 +62,11 @@ def test_each_objective_equals_brute_force(small_adult, objective, limit):
     best = min(scores.values())
     assert result.info["objective_value"] == best
     assert scores[tuple(int(x) for x in result.g)] == best
+    # the reported TD is the chosen (G, S) evaluated again, bit for bit (the search takes it from
+    # the evaluation that scored the node instead of evaluating it once more)
+    again = Problem(table, models).evaluate(result.g[None, :], retained=result.retained[None, :])
+    assert result.td == float(again.td[0]) and result.suppressed == int(again.suppressed[0])
+    assert np.array_equal(result.ad, again.ad[0])
 
 
 @pytest.mark.parametrize("limit", [0.0, 0.05, 1.0])

@@ -488,6 +488,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
     best: tuple[float, np.ndarray, np.ndarray | None, int] | None = None  # score, G, retained, suppressed
+    best_td: float | None = None  # TD(G, retained) of best, from the evaluation that scored it
     best_ad = best_sup = None
     evaluated = 0
     history = []
@@ -553,6 +554,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                 i = int(np.argmin(sc))  # the first of equal scores
                 if best is None or sc[i] < best[0]:
                     best = (float(sc[i]), G[i].copy(), None, int(sup[i]))
+                    best_td = None
         elif anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
             retained = np.repeat(problem.table.counts[None, :], len(picked), axis=0)
             ev = problem.evaluate(G, retained=retained)
@@ -569,6 +571,7 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                 i = int(np.argmin(sc))  # the first of equal scores
                 if best is None or sc[i] < best[0]:
                     best = (float(sc[i]), G[i].copy(), retained[i].copy(), int(ev.suppressed[i]))
+                    best_td = float(ev.td[i])
                     best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
         evaluated += len(picked)
         if up_flat is not None and isinstance(obj, _ClassBased):  # monotone: the node's own bound is its specializations' too
@@ -603,9 +606,12 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
         retained, ev = problem.evaluate_optimal(g[None, :])
         kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
+        best_td = float(ev.td[0])
         assert (counted < 0 or best_sup == counted) and ev.feasible[0], "S*(G) disagrees with the classes' count"
-    assert best_ad is not None and best_sup is not None  # set with best
-    td = float(problem.evaluate(g[None, :], retained=kept[None, :]).td[0])
+    assert best_ad is not None and best_sup is not None and best_td is not None  # set with best
+    # TD(G, kept) as the evaluation that gave kept computed it (evaluate_optimal's equals
+    # evaluate's bit for bit: tests/oracles/test_fused_oracle.py), not evaluated again
+    td = best_td
     info["objective_value"] = s
     return OptimizerResult(optimizer, g, kept, td, True, best_ad, best_sup, evaluated, time.perf_counter() - t0,
                            np.array(history), complete and not why, info, tuple(why))

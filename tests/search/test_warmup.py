@@ -27,10 +27,12 @@ def test_the_warm_up_covers_every_optimizer_algorithm_and_initial_heuristic(tmp_
 
 def test_the_warm_up_reaches_the_kernels_of_other_paths(tmp_path: Path):
     """Releases whose paths call kernels the ones above do not: the lattice's partner bitsets
-    (rows with many partners), a class-based metric as the GA's fitness, Flash's plain traversal
+    (rows with many partners) and its fused rounds at a zero limit, a class-based metric as the GA's fitness, Flash's plain traversal
     (every model set it accepts), and every model's own ``ad`` per solution."""
     labels = [label for label, _ in warmup.releases(tmp_path / "unused.duckdb")]
     assert "generalization, lattice with partner bitsets, k-anonymity with k = 10" in labels
+    # at a zero limit the lattice's rounds run in one kernel (lattice._tops_fused)
+    assert "generalization, lattice at a zero suppression limit, k-anonymity" in labels
     assert "generalization, ga, objective aecs, k-anonymity" in labels
     assert "generalization, flash, k-map" in labels  # k-map with an estimator: every AD the smallest class
     assert f"generalization, lattice, {warmup.EVERY_MODEL}" in labels

@@ -175,6 +175,9 @@ class Generalization:
         # which scores a class-based metric by ``_objective_kernel.class_scores``)
         out.append(WarmUp(f"{self.name}, lattice with a suppression limit, {models.base_name}", models.base, "lattice",
                           optimizer_params=(("suppression_limit", 0.1),)))
+        # at a zero limit its rounds and their tops' evaluations run in one kernel (lattice._tops_fused)
+        out.append(WarmUp(f"{self.name}, lattice at a zero suppression limit, {models.base_name}", models.base,
+                          "lattice", optimizer_params=(("suppression_limit", 0.0),)))
         out += [WarmUp(f"{self.name}, {optimizer}, objective {objective}, {models.base_name}", models.base, optimizer,
                        optimizer_params=params, objective=objective, budget=5_000)
                 for optimizer, objective, params in (("flash", "loss", (("suppression_limit", 0.0),)),

@@ -23,6 +23,7 @@ from ppdp.engine.privacy import ModelContext, build_model
 from tests.oracles.test_evaluator_agreement import random_models, random_table
 from tests.oracles.test_oracle import brute_force_best_td, tiny_table
 from tests.support import reference as ref
+from tests.support.spies import count_calls
 
 LIMITS = (0.0, 0.01, 0.05, 0.2, 1.0)
 
@@ -218,14 +219,7 @@ def test_tops_loop_kernel_is_the_python_loop(monkeypatch: pytest.MonkeyPatch, ba
     limit = float(rng.choice([0.0, 0.01, 0.05, 0.2]))
     runs = [{"batch": batch, "suppression_limit": limit}]
     runs += [{"batch": batch, "suppression_limit": limit, "max_boxes": int(m)} for m in rng.integers(1, 40, 2)]
-    split_calls = []
-    split = lattice_module.tops_split
-
-    def counted_split(*a):
-        split_calls.append(1)
-        return split(*a)
-
-    monkeypatch.setattr(lattice_module, "tops_split", counted_split)
+    split_calls = count_calls(monkeypatch, lattice_module, "tops_split")
     for params in runs:
         traces = []
         for kernel in (True, False):
@@ -281,14 +275,7 @@ def test_fused_tops_kernel_is_the_tops_loop(monkeypatch: pytest.MonkeyPatch, bat
     runs = [({"batch": batch, "suppression_limit": 0.0}, size)]
     runs += [({"batch": batch, "suppression_limit": 0.0, "max_boxes": int(m)}, size) for m in rng.integers(1, 40, 2)]
     runs += [({"batch": batch, "suppression_limit": 0.0}, int(b)) for b in rng.integers(1, 6, 2)]
-    kernel_calls = []
-    rounds = lattice_module.tops_rounds
-
-    def counted_rounds(*a):
-        kernel_calls.append(1)
-        return rounds(*a)
-
-    monkeypatch.setattr(lattice_module, "tops_rounds", counted_rounds)
+    kernel_calls = count_calls(monkeypatch, lattice_module, "tops_rounds")
     for params, budget in runs:
         traces = []
         for fused in (True, False):

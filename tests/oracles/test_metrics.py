@@ -21,6 +21,7 @@ from ppdp.engine.methods.generalization.metrics import (
     workload_errors,
 )
 from tests.support import paths as PATHS
+from tests.support.spies import count_calls
 
 ADULT = PATHS.ADULT
 QIDS = ["age", "education", "marital-status", "race", "sex"]
@@ -95,14 +96,7 @@ def test_report_metrics_compute_td_once(table, monkeypatch):
     g, retained = release(table)
     names = ("td", "query_precision", "suppressed", "workload_error")
     separately = {n: METRICS.get(n)(table, g, retained) for n in names}
-    calls = []
-    real = K.transparency
-
-    def counting(*args):
-        calls.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(K, "transparency", counting)
+    calls = count_calls(monkeypatch, K, "transparency")
     got = report_metrics(table, g, retained, names)
     assert len(calls) == 1  # query precision reuses TD
     assert list(got) == list(names)

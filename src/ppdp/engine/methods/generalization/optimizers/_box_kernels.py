@@ -319,6 +319,8 @@ def tops_rounds(key, order, slot, slot_L, slot_U, slot_row, free, counters, ids,
     alive = np.empty(2 * batch_size, dtype=np.int64)
     keep = np.empty(2 * batch_size, dtype=np.bool_)
     new = np.empty(batch_size, dtype=np.int64)
+    # a round's tops keep every record: rows of ``records``, as many as a round has needed so far
+    retained_all = np.empty((0, n_rows), dtype=np.int64)
     while True:
         best_td = state_f[0]
         if counters[0] == 0:
@@ -348,12 +350,14 @@ def tops_rounds(key, order, slot, slot_L, slot_U, slot_row, free, counters, ids,
                     n_new += 1
                 n_alive += 1
         if n_new > 0:
+            if retained_all.shape[0] < n_new:
+                retained_all = np.empty((n_new, n_rows), dtype=np.int64)
+                for p in range(n_new):
+                    retained_all[p] = records
             G = np.empty((n_new, nq), dtype=np.int64)
-            retained = np.empty((n_new, n_rows), dtype=np.int64)
             for p in range(n_new):
                 G[p] = highs[alive[new[p]]]
-                retained[p] = records
-            ad, td, sup = batch.evaluate_prepared_into(G, retained, *eval_args)
+            ad, td, sup = batch.evaluate_prepared_into(G, retained_all[:n_new], *eval_args)
             tops_best = state_f[1]
             base = state_i[2]
             for p in range(n_new):

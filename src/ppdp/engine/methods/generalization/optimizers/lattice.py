@@ -283,19 +283,7 @@ def _box_search(problem: Problem, bound: BoxBound, tracker: Tracker, evaluate, b
                 else:
                     retained, ev = problem.evaluate_optimal(G)
                     ok = (problem.n_records - retained.sum(axis=1) <= max_suppressed) & np.asarray(ev.feasible, dtype=bool)
-                # in order, as the Ray path offers them: each run of nodes within the limit in
-                # one offer, each run of others counted
-                start = 0
-                for good, run in itertools.groupby(ok.tolist()):
-                    n = len(list(run))
-                    if good:
-                        part = slice(start, start + n)
-                        tracker.offer(G[part], retained[part], Evaluation(ev.ad[part], ev.td[part], ev.feasible[part],
-                                                                          ev.violation[part], ev.suppressed[part]))
-                        tops_best = max(tops_best, float(ev.td[part].max()))
-                    else:
-                        tracker.count(n)
-                    start += n
+                tops_best = max(tops_best, _offer_runs(tracker, G, retained, ev, ok))
             else:
                 retained, ev = evaluate(G)
                 tracker.offer(G, retained, ev)
@@ -491,6 +479,25 @@ def _tops_loop(root_key: float, heights: np.ndarray, bound: BoxBound, rows: Clas
                   np.array(keep, dtype=np.bool_), float(best_td), popped, n_pop, rows.free, rows.count)
 
 
+def _offer_runs(tracker: Tracker, G: np.ndarray, retained: np.ndarray, ev: Evaluation, ok: np.ndarray) -> float:
+    """Offer evaluated nodes in order, as the Ray path offers them: each run of nodes within the
+    limit (``ok``) in one offer, each run of others counted (the lattice's top, feasible and
+    offered first, is better than any of them). Returns the largest TD offered (-inf: none)."""
+    best = -np.inf
+    start = 0
+    for good, run in itertools.groupby(np.asarray(ok, dtype=bool).tolist()):
+        end = start + len(list(run))
+        if good:
+            part = slice(start, end)
+            tracker.offer(G[part], retained[part], Evaluation(ev.ad[part], ev.td[part], ev.feasible[part],
+                                                              ev.violation[part], ev.suppressed[part]))
+            best = max(best, float(ev.td[part].max()))
+        else:
+            tracker.count(end - start)
+        start = end
+    return best
+
+
 def _tops_slots(root_key: float, heights: np.ndarray, batch: int) -> tuple[np.ndarray, ...]:
     """The array heap of ``_tops_loop`` and ``_tops_fused`` holding the root box alone: (key,
     order, slot, slot_L, slot_U, slot_row, free, counters = [heap size, free slots, next push
@@ -564,17 +571,7 @@ def _tops_fused(root_key: float, heights: np.ndarray, bound: BoxBound, rows: Cla
                 raise RuntimeError("the fused lattice search and the models disagree on a node's feasibility")
             problem.evaluations += n
             G = log_G[:n].copy()
-            retained = np.broadcast_to(counts, (n, len(counts)))
-            start = 0
-            for good, run in itertools.groupby(log_ok[:n].tolist()):
-                end = start + len(list(run))
-                if good:
-                    part = slice(start, end)
-                    tracker.offer(G[part], retained[part], Evaluation(ev.ad[part], ev.td[part], ev.feasible[part],
-                                                                      ev.violation[part], ev.suppressed[part]))
-                else:
-                    tracker.count(end - start)
-                start = end
+            _offer_runs(tracker, G, np.broadcast_to(counts, (n, len(counts))), ev, log_ok[:n])
         if status == HEAP_EMPTY:
             return True, None, boxes
         if status == TOP_AT_BEST:

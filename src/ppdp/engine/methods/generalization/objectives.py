@@ -47,6 +47,9 @@ from ppdp.engine.methods.generalization.problem import Problem
 # ARX's Metric.round: information loss floored to 10 decimal digits (Metric.DIGITS).
 _ARX_FACTOR = 10.0**10
 _BATCH = 256
+# a level-only objective scores the bottom node before laying out the lattice (``search``);
+# False: the lattice's scan alone, which scores it first (the twin of the tests)
+BOTTOM_FIRST = True
 
 
 def _shares(table: EncodedTable) -> list[np.ndarray]:
@@ -151,13 +154,18 @@ def _nu_entropy(table: EncodedTable) -> _NodeOnly:
     for q, h in enumerate(table.hierarchies):
         a = np.bincount(table.codes[:, q], weights=counts, minlength=len(h.rows)).astype(np.float64)
         leaves = np.flatnonzero(a > 0)
-        vals = []
-        for lv in range(h.height + 1):
-            gen = h.level_codes[lv]
-            b = np.bincount(gen, weights=a, minlength=int(gen.max()) + 1)
-            v = float(np.sum(a[leaves] * np.log2(a[leaves] / b[gen[leaves]])))  # <= 0, ARX's raw value
-            vals.append(math.floor((-v if v != 0.0 else 0.0) * _ARX_FACTOR) / _ARX_FACTOR)
-        terms.append(np.array(vals))
+        present = a[leaves]
+        # every level at once: level lv's generalized codes offset by lv x width, so that one
+        # bincount gives each level's b (the present leaves' counts summed in leaf order, as a
+        # bincount over all leaves sums them: the absent ones add 0.0)
+        gen = np.ascontiguousarray(h.level_code_matrix[:, leaves], dtype=np.int64)  # C order: see the sum below
+        width = int(gen.max()) + 1 if gen.size else 1
+        gen += (np.arange(gen.shape[0], dtype=np.int64) * width)[:, None]
+        b = np.bincount(gen.ravel(), weights=np.tile(present, gen.shape[0]), minlength=gen.shape[0] * width)
+        # each row summed as np.sum sums one level's 1-D array: pairwise, which NumPy does along
+        # a contiguous axis only (an F-ordered gen made the product F-ordered and the sums differ)
+        raw = np.sum(present * np.log2(present / b[gen]), axis=1)  # <= 0, ARX's raw value per level
+        terms.append(np.floor(np.where(raw != 0.0, -raw, 0.0) * _ARX_FACTOR) / _ARX_FACTOR)
     return _NodeOnly(terms, lambda t: t.sum(axis=1))
 
 
@@ -440,6 +448,42 @@ class _Tags:
         return checks
 
 
+# (score, G, retained or None, records suppressed, TD or None, AD or None): the best node so far;
+# retained, TD and AD are None where k-anonymity alone scored it from its classes (``_KOnly``)
+_Best = tuple[float, np.ndarray, np.ndarray | None, int, float | None, np.ndarray | None]
+
+
+def _score_batch(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly | None, G: np.ndarray,
+                 best: _Best | None, max_suppressed: int, *, zero_limit: bool, rollup: bool
+                 ) -> tuple[np.ndarray, _Best | None]:
+    """Score the nodes ``G`` (one evaluation each) and return (which are feasible within the
+    limit, the best node: ``best`` or the first of G's smallest scores where it is smaller)."""
+    if konly is not None:
+        ok, sc, sup = konly.run(G, rollup=rollup)
+        if ok.any():
+            i = int(np.argmin(sc))  # the first of equal scores
+            if best is None or sc[i] < best[0]:
+                best = (float(sc[i]), G[i].copy(), None, int(sup[i]), None, None)
+        return ok, best
+    if zero_limit:  # an anonymous node at a zero limit: S*(G) keeps every record
+        retained = np.repeat(problem.table.counts[None, :], G.shape[0], axis=0)
+        ev = problem.evaluate(G, retained=retained)
+    else:
+        retained, ev = problem.evaluate_optimal(G)
+    ok = ev.feasible & (ev.suppressed <= max_suppressed)
+    if isinstance(obj, _ClassBased):  # every row: its bound for its generalizations too
+        sc = obj.scores(G, retained, ok)
+    elif ok.any():
+        sc = np.full(G.shape[0], np.inf)
+        sc[ok] = obj.scores(G[ok], retained[ok])
+    if ok.any():
+        i = int(np.argmin(sc))  # the first of equal scores
+        if best is None or sc[i] < best[0]:
+            best = (float(sc[i]), G[i].copy(), retained[i].copy(), int(ev.suppressed[i]), float(ev.td[i]),
+                    ev.ad[i].copy())
+    return ok, best
+
+
 def search(problem: Problem, objective: str, *, budget: int, optimizer: str, params: dict | None = None,
            progress: ProgressFn | None = None) -> OptimizerResult:
     """The feasible node with the smallest ``objective`` over the whole lattice (module docstring);
@@ -458,6 +502,67 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # k-anonymity alone: scored from the classes (``_KOnly``)
     konly = _KOnly(problem, obj, class_k, max_suppressed) if class_k else None
     heights = [int(h) for h in problem.heights]
+    lattice = math.prod(h + 1 for h in heights)
+    best: _Best | None = None
+    evaluated = 0
+    history: list[tuple[float, float, float]] = []
+    # A level-only objective's smallest bound is the bottom node's (its terms never decrease
+    # upward) and the bottom node comes first in the lattice's order, so it is the first node
+    # ``_scan`` scores (a batch of 1). Scored here, before the lattice's nodes and bounds are laid
+    # out, it ends the search when it is feasible: no node has a smaller bound. Not at a zero
+    # limit (Flash's tags come first) nor while probing (the probes tag as they score).
+    probing = 0 < max_suppressed < problem.table.n_records and bool(class_k)
+    if BOTTOM_FIRST and isinstance(obj, _NodeOnly) and max_suppressed != 0 and not probing and budget > 1:
+        bottom = np.zeros((1, len(heights)), dtype=np.int64)
+        _ok, best = _score_batch(problem, obj, konly, bottom, None, max_suppressed, zero_limit=False, rollup=False)
+        evaluated = 1
+        history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
+        if progress is not None:
+            progress(evaluated, -best[0] if best else float("nan"), best is not None)
+    if best is not None and evaluated:
+        proved, mode = True, "bound"
+    else:
+        best, evaluated, proved, mode = _scan(problem, obj, konly, class_k, heights, budget, max_suppressed, best,
+                                              evaluated == 1, history, progress)
+    complete = proved
+    why: list[str] = []
+    if not complete:
+        why.append(f"the lattice has {lattice:,} nodes and the budget scored {evaluated:,} before the best score "
+                   f"reached the lower bound of the nodes left: objective {objective!r} is not proved optimal")
+    if not problem.oracle_exact:
+        why.append("the suppression oracle is not exact for these models")
+    info = {"mode": mode if proved else "exhaustive", "objective": objective, "lattice_size": lattice,
+            "nodes_evaluated": evaluated, "suppression_limit": limit}
+    if best is None:
+        top = np.array(heights, dtype=np.int64)
+        none_kept = np.zeros_like(problem.table.counts)
+        ev = problem.evaluate(top[None, :], retained=none_kept[None, :])
+        return OptimizerResult(optimizer, top, none_kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
+                               time.perf_counter() - t0, np.array(history or [(0, np.nan, 0.0)]), False, info, tuple(why))
+    s, g, kept, counted, best_td, best_ad = best
+    best_sup = counted
+    if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
+        retained, ev = problem.evaluate_optimal(g[None, :])
+        kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
+        best_td = float(ev.td[0])
+        assert (counted < 0 or best_sup == counted) and ev.feasible[0], "S*(G) disagrees with the classes' count"
+    assert best_ad is not None and best_sup is not None and best_td is not None  # set with best
+    # TD(G, kept) as the evaluation that gave kept computed it (evaluate_optimal's equals
+    # evaluate's bit for bit: tests/oracles/test_fused_oracle.py), not evaluated again
+    td = best_td
+    info["objective_value"] = s
+    return OptimizerResult(optimizer, g, kept, td, True, best_ad, best_sup, evaluated, time.perf_counter() - t0,
+                           np.array(history), complete and not why, info, tuple(why))
+
+
+def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly | None, class_k: int | None,
+          heights: list[int], budget: int, max_suppressed: int, best: _Best | None, bottom_scored: bool,
+          history: list[tuple[float, float, float]], progress: ProgressFn | None) -> tuple[_Best | None, int, bool, str]:
+    """The nodes of the lattice in ascending order of their bound, scored until the best score is
+    at most the next node's bound (``search``). ``bottom_scored``: ``search`` scored the bottom
+    node, the order's first, already (``best`` its result, one evaluation): the order goes on
+    after it. Returns (best, nodes evaluated, whether the best is proved optimal, the mode)."""
+    evaluated = 1 if bottom_scored else 0
     lattice = math.prod(h + 1 for h in heights)
     # every node, in the lattice's order (last QID fastest)
     nodes = np.indices([h + 1 for h in heights], dtype=np.int64).reshape(len(heights), -1).T.copy()
@@ -487,11 +592,6 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         if class_k:
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
-    best: tuple[float, np.ndarray, np.ndarray | None, int] | None = None  # score, G, retained, suppressed
-    best_td: float | None = None  # TD(G, retained) of best, from the evaluation that scored it
-    best_ad = best_sup = None
-    evaluated = 0
-    history = []
     proved = False
     mode = "bound"
     shape = tuple(h + 1 for h in heights)
@@ -525,10 +625,13 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
     # an objective of the levels alone scores its bound: its first feasible node in the bound's
     # order is the optimum, so batches double from 1 (with no limit, the first node)
     batch = 1 if single or isinstance(obj, _NodeOnly) else (4 if probing else 8)
+    pos = 0
+    if bottom_scored:  # the first batch of 1 (the bottom node) is scored: the next batch is of 2
+        assert order[0] == 0 and anonymous is None and not probing
+        pos, batch = 1, 2
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
     no_tags, no_up = np.zeros(lattice, dtype=np.int8), np.full(1, -np.inf)
     strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
-    pos = 0
     while (pos < len(order) or rest_pending) and evaluated < budget:
         if pos >= len(order):  # past the sorted prefix: the whole order (the prefix is its start)
             order, rest_pending = np.argsort(bounds, kind="stable"), False
@@ -548,31 +651,8 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         if not len(picked):
             continue
         G = nodes[picked]
-        if konly is not None:
-            ok, sc, sup = konly.run(G, rollup=probing)
-            if ok.any():
-                i = int(np.argmin(sc))  # the first of equal scores
-                if best is None or sc[i] < best[0]:
-                    best = (float(sc[i]), G[i].copy(), None, int(sup[i]))
-                    best_td = None
-        elif anonymous is not None:  # an anonymous node at a zero limit: S*(G) keeps every record
-            retained = np.repeat(problem.table.counts[None, :], len(picked), axis=0)
-            ev = problem.evaluate(G, retained=retained)
-        else:
-            retained, ev = problem.evaluate_optimal(G)
-        if konly is None:
-            ok = ev.feasible & (ev.suppressed <= max_suppressed)
-            if isinstance(obj, _ClassBased):  # every row: its bound for its generalizations too
-                sc = obj.scores(G, retained, ok)
-            elif ok.any():
-                sc = np.full(len(picked), np.inf)
-                sc[ok] = obj.scores(G[ok], retained[ok])
-            if ok.any():
-                i = int(np.argmin(sc))  # the first of equal scores
-                if best is None or sc[i] < best[0]:
-                    best = (float(sc[i]), G[i].copy(), retained[i].copy(), int(ev.suppressed[i]))
-                    best_td = float(ev.td[i])
-                    best_ad, best_sup = ev.ad[i].copy(), int(ev.suppressed[i])
+        ok, best = _score_batch(problem, obj, konly, G, best, max_suppressed, zero_limit=anonymous is not None,
+                                rollup=probing)
         evaluated += len(picked)
         if up_flat is not None and isinstance(obj, _ClassBased):  # monotone: the node's own bound is its specializations' too
             up_flat[picked] = np.maximum(up_flat[picked], obj.up_bounds)
@@ -587,31 +667,4 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
             progress(evaluated, -best[0] if best else float("nan"), best is not None)
     if pos >= len(order) and not rest_pending and not cut_short:
         proved = True
-    complete = proved
-    why: list[str] = []
-    if not complete:
-        why.append(f"the lattice has {lattice:,} nodes and the budget scored {evaluated:,} before the best score "
-                   f"reached the lower bound of the nodes left: objective {objective!r} is not proved optimal")
-    if not problem.oracle_exact:
-        why.append("the suppression oracle is not exact for these models")
-    info = {"mode": mode if proved else "exhaustive", "objective": objective, "lattice_size": lattice,
-            "nodes_evaluated": evaluated, "suppression_limit": limit}
-    if best is None:
-        top = np.array(heights, dtype=np.int64)
-        none_kept = np.zeros_like(problem.table.counts)
-        ev = problem.evaluate(top[None, :], retained=none_kept[None, :])
-        return OptimizerResult(optimizer, top, none_kept, float(ev.td[0]), False, ev.ad[0], int(problem.table.n_records), evaluated,
-                               time.perf_counter() - t0, np.array(history or [(0, np.nan, 0.0)]), False, info, tuple(why))
-    s, g, kept, counted = best
-    if kept is None:  # k-anonymity alone: S*(G) of the chosen node (one evaluation more)
-        retained, ev = problem.evaluate_optimal(g[None, :])
-        kept, best_ad, best_sup = retained[0], ev.ad[0].copy(), int(ev.suppressed[0])
-        best_td = float(ev.td[0])
-        assert (counted < 0 or best_sup == counted) and ev.feasible[0], "S*(G) disagrees with the classes' count"
-    assert best_ad is not None and best_sup is not None and best_td is not None  # set with best
-    # TD(G, kept) as the evaluation that gave kept computed it (evaluate_optimal's equals
-    # evaluate's bit for bit: tests/oracles/test_fused_oracle.py), not evaluated again
-    td = best_td
-    info["objective_value"] = s
-    return OptimizerResult(optimizer, g, kept, td, True, best_ad, best_sup, evaluated, time.perf_counter() - t0,
-                           np.array(history), complete and not why, info, tuple(why))
+    return best, evaluated, proved, mode

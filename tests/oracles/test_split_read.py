@@ -130,3 +130,25 @@ def test_another_owners_connection_reads_in_parallel_only_when_it_says_it_may(ad
         raw.execute("ROLLBACK")
     finally:
         raw.close()
+
+
+def test_a_column_named_like_the_row_ids_is_read_once(adult, monkeypatch):
+    """A table with a column named rowid: DuckDB resolves the name to that column, not to the
+    row ids, so the halves could not be lined up by it (here every row has the same value); no
+    split, one read. Without the relation's columns (``types`` None) there is no split either."""
+    adult.execute('CREATE TABLE main.adult_rowid AS SELECT 7 AS "ROWID", * FROM main.adult')
+    types = dict(adult.relation_columns("main", "adult_rowid") or [])
+    source = Q.Source(None, "adult_rowid", None, DUCKDB)
+    parallel: list[list[str]] = []
+    real = DuckDBConnector.query_arrow_parallel
+    monkeypatch.setattr(DuckDBConnector, "query_arrow_parallel", lambda self, sqls: parallel.append(sqls) or real(self, sqls))
+    assert VA.read_split(adult, source, COLUMNS, types) is None
+    assert VA.read_rows(adult, source, COLUMNS, 30_162, types).equals(one_read(adult, source, types))
+    assert VA.read_split(adult, Q.Source(None, "adult", None, DUCKDB), COLUMNS, None) is None
+    assert parallel == []  # refused before any read
+    # the view of the test above is refused by the database itself (no row ids), with no
+    # catalog query first: the failed pair of reads, then one read by read_rows
+    adult.execute('CREATE VIEW main.adult_view2 AS SELECT * FROM main.adult')
+    view = Q.Source(None, "adult_view2", None, DUCKDB)
+    assert VA.read_split(adult, view, COLUMNS, dict(adult.relation_columns("main", "adult") or [])) is None
+    assert len(parallel) == 1

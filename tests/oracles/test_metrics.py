@@ -105,3 +105,17 @@ def test_report_metrics_compute_td_once(table, monkeypatch):
     n_all = table.n_records + table.excluded_null_rows
     assert got["query_precision"] == pytest.approx(100.0 * got["td"] / (n_all * table.n_qids))
     assert got["suppressed"] == int(table.counts[::5].sum())
+
+
+@pytest.mark.parametrize("rows", [200, 30_162])
+def test_level_td_is_the_per_level_sum_bit_for_bit(rows):
+    """Every level's TD at once (one product per QID, summed along its rows) is each level's own
+    1-D product summed, bit for bit: the bound Flash's kernel prunes with is unchanged."""
+    fresh = adult_table(rows)
+    gen, weight, _ = fresh.lookup
+    want = np.zeros(gen.shape[:2])
+    for q in range(fresh.n_qids):
+        per_leaf = np.bincount(fresh.codes[:, q], weights=fresh.counts.astype(np.float64), minlength=weight.shape[2])
+        for j in range(int(fresh.heights[q]) + 1):
+            want[q, j] = float(np.multiply(weight[q, j], per_leaf).sum())
+    assert fresh.level_td.tobytes() == want.tobytes()

@@ -161,8 +161,10 @@ class EncodedTable:
             # histogram: multi-threaded BLAS for a vector this small only contends for cores).
             per_leaf = np.bincount(self.codes[:, q], weights=self.counts.astype(np.float64),
                                    minlength=weight.shape[2])
-            for j in range(int(self.heights[q]) + 1):
-                out[q, j] = float(np.multiply(weight[q, j], per_leaf).sum())
+            # every level's products at once, each row summed as one level's 1-D array is
+            # (pairwise along the contiguous axis: weight[q, :levels] is C-ordered)
+            levels = int(self.heights[q]) + 1
+            out[q, :levels] = np.multiply(weight[q, :levels], per_leaf).sum(axis=1)
         return out
 
     def td_upper_bound(self, g: np.ndarray) -> float:

@@ -382,3 +382,16 @@ def test_bottom_node_first_is_the_scan_unchanged(small_adult, objective, limit, 
     assert np.array_equal(a.g, b.g) and np.array_equal(a.retained, b.retained) and np.array_equal(a.ad, b.ad)
     assert a.td == b.td and a.suppressed == b.suppressed and a.info == b.info
     assert np.array_equal(a.history, b.history, equal_nan=True)
+
+
+def test_loss_shares_are_each_rows_domain_share_bit_for_bit(small_adult):
+    """Loss's shares gathered from each hierarchy's (levels, leaves) domain shares are each row's
+    generalized value's leaves / the hierarchy's leaves, level by level, bit for bit."""
+    from ppdp.engine.methods.generalization.objectives import _shares
+
+    table = small_adult.table
+    for q, (got, h) in enumerate(zip(_shares(table), table.hierarchies, strict=True)):
+        codes = table.codes[:, q]
+        want = np.stack([h.leaf_counts[lv][h.level_codes[lv][codes]] / float(len(h.rows)) for lv in range(h.height + 1)])
+        assert got.tobytes() == want.tobytes()
+        assert not h.domain_share_matrix.flags.writeable

@@ -114,6 +114,16 @@ class Hierarchy:
         return out
 
     @cached_property
+    def domain_share_matrix(self) -> np.ndarray:
+        """(levels, leaves) read-only float64: the share of the domain under each leaf's value at
+        each level, leaves below it / leaves of the hierarchy (ARX's DomainShareMaterialized, the
+        term of its Loss metric)."""
+        n = float(len(self.rows))
+        out = np.stack([self.leaf_counts[j][self.level_codes[j]] / n for j in range(self.height + 1)])
+        out.setflags(write=False)
+        return out
+
+    @cached_property
     def generalized_counts(self) -> np.ndarray:
         """Per level, the number of generalized values (read-only int64)."""
         out = np.array([len(c) for c in self.leaf_counts], dtype=np.int64)

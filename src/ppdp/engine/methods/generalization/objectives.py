@@ -54,12 +54,7 @@ BOTTOM_FIRST = True
 
 def _shares(table: EncodedTable) -> list[np.ndarray]:
     """Per QID a (levels, histogram rows) array: the domain share of each row's value per level."""
-    out = []
-    for q, h in enumerate(table.hierarchies):
-        n = float(len(h.rows))
-        codes = table.codes[:, q]
-        out.append(np.stack([h.leaf_counts[lv][h.level_codes[lv][codes]] / n for lv in range(h.height + 1)]))
-    return out
+    return [h.domain_share_matrix[:, table.codes[:, q]] for q, h in enumerate(table.hierarchies)]
 
 
 class _Loss:

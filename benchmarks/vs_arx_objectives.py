@@ -1,10 +1,13 @@
 """One table of ``vs_arx.py --objective NAME`` runs for ARX's six metrics (issue #38).
 
-    .venv/bin/python benchmarks/vs_arx_objectives.py [--results benchmarks/results/vs_arx]
+    .venv/bin/python benchmarks/vs_arx_objectives.py [--results benchmarks/results/vs_arx] [--run NAME]
 
 Reads ``objective_<name>/vs_arx.json`` (one round per row), ``objective_<name>/large/`` (the
 issue family's large data sets) and ``objective_<name>/recheck/`` (rows timed again with more
-rounds; their median replaces the one-round figure). Prints a markdown table: per row and
+rounds; their median replaces the one-round figure); with ``--run NAME``, only the runs
+``objective_<name>/NAME/`` (all six metrics' rows from one commit, e.g. ``--out
+objective_<name>/<commit>`` of vs_arx.py), and the summary is written as
+``objective_summary_NAME.{md,json}``. Prints a markdown table: per row and
 objective the ratio ppdp / ARX and whether ppdp's node is ARX's (``=``), another node with ARX's
 node's score (``tie``) or neither (``≠``); writes ``objective_summary.json`` and
 ``objective_summary.md`` beside them.
@@ -20,12 +23,12 @@ OBJECTIVES = ["loss", "nu-entropy", "aecs", "discernibility", "precision", "heig
 REPO = Path(__file__).resolve().parents[1]
 
 
-def collect(root: Path) -> tuple[list[str], dict[tuple[str, str], dict], list[dict]]:
+def collect(root: Path, run: str | None = None) -> tuple[list[str], dict[tuple[str, str], dict], list[dict]]:
     keys: list[str] = []
     cells: dict[tuple[str, str], dict] = {}
     runs: list[dict] = []
     for o in OBJECTIVES:
-        for sub in ("", "large", "recheck"):
+        for sub in ((run,) if run else ("", "large", "recheck")):
             f = root / f"objective_{o}" / sub / "vs_arx.json"
             if not f.exists():
                 continue
@@ -57,8 +60,9 @@ def cell(c: dict | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results" / "vs_arx")
+    ap.add_argument("--run", help="only the runs in objective_<metric>/RUN/ (one commit's)")
     args = ap.parse_args(argv)
-    keys, cells, runs = collect(args.results)
+    keys, cells, runs = collect(args.results, args.run)
     lines = ["| row | " + " | ".join(OBJECTIVES) + " |", "|---|" + "---:|" * len(OBJECTIVES)]
     lines += [f"| {k} | " + " | ".join(cell(cells.get((k, o))) for o in OBJECTIVES) + " |" for k in keys]
     timed = [c for c in cells.values()]
@@ -77,8 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"ratio > 1 on {sum(1 for x in measured if x > 1)}, maximum {max(measured):.2f}."]
     text = "\n".join(lines) + "\n"
     print(text)
-    (args.results / "objective_summary.md").write_text(text)
-    (args.results / "objective_summary.json").write_text(json.dumps(
+    stem = f"objective_summary_{args.run}" if args.run else "objective_summary"
+    (args.results / f"{stem}.md").write_text(text)
+    (args.results / f"{stem}.json").write_text(json.dumps(
         {"runs": runs, "cells": [{"key": k, "objective": o, **c} for (k, o), c in cells.items()]}, indent=1) + "\n")
     return 0
 

@@ -146,9 +146,3 @@ def test_a_column_named_like_the_row_ids_is_read_once(adult, monkeypatch):
     assert VA.read_rows(adult, source, COLUMNS, 30_162, types).equals(one_read(adult, source, types))
     assert VA.read_split(adult, Q.Source(None, "adult", None, DUCKDB), COLUMNS, None) is None
     assert parallel == []  # refused before any read
-    # the view of the test above is refused by the database itself (no row ids), with no
-    # catalog query first: the failed pair of reads, then one read by read_rows
-    adult.execute('CREATE VIEW main.adult_view2 AS SELECT * FROM main.adult')
-    view = Q.Source(None, "adult_view2", None, DUCKDB)
-    assert VA.read_split(adult, view, COLUMNS, dict(adult.relation_columns("main", "adult") or [])) is None
-    assert len(parallel) == 1

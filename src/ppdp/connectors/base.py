@@ -101,6 +101,10 @@ class ParallelReadsConnector(ArrowRowsConnector, Protocol):
         the caller checks that the results fit together."""
         ...
 
+    def is_table(self, schema: str, name: str) -> bool:
+        """Whether ``schema.name`` is a base table (not a view): its rows have row ids."""
+        ...
+
 
 # Connectors are entry points of the group ``ppdp.connectors`` (pyproject.toml), one per URL
 # scheme, so a database driver is imported only when a URL of its scheme is opened and another

@@ -142,6 +142,9 @@ class DuckDBConnector:
                 raise other
         return [first, *others]
 
+    def is_table(self, schema: str, name: str) -> bool:
+        return bool(self.con.execute(S.DUCKDB_IS_TABLE, [schema, name]).fetchall()[0][0])
+
     def execute(self, sql: str, params: list[Any] | None = None) -> None:
         try:
             self.con.execute(sql, params or [])

@@ -15,6 +15,7 @@ DUCKDB_DATABASE_PATH = "SELECT path FROM duckdb_databases() WHERE database_name 
 # without that view's thirty computed columns: a fraction of the time of each lookup
 DUCKDB_RELATION_COLUMNS = ("SELECT column_name, data_type FROM duckdb_columns() "
                            "WHERE schema_name = ? AND table_name = ? ORDER BY column_index")
+DUCKDB_IS_TABLE = "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?"
 DUCKDB_BEGIN, DUCKDB_COMMIT, DUCKDB_ROLLBACK = "BEGIN TRANSACTION", "COMMIT", "ROLLBACK"
 
 

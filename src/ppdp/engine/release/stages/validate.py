@@ -51,7 +51,7 @@ from ppdp.engine.release.access import missing_roles
 from ppdp.engine.release.columns import check_declared
 from ppdp.engine.release.placement import check_output_apart_from_source
 from ppdp.engine.release.stages.population import population_source
-from ppdp.errors import ConnectorError, DataError, SpecError, did_you_mean
+from ppdp.errors import DataError, SpecError, did_you_mean
 from ppdp.sql import history as H
 from ppdp.sql import inspect
 from ppdp.sql import predicate as SP
@@ -240,21 +240,22 @@ def read_split(con: ParallelReadsConnector, source: Q.Source, columns: list[str]
     with each row's storage row id, and put side by side: the text_rows_query table. The two
     reads are two snapshots, so they are used only when they list the same row ids in the same
     order (a table changed between them, or a plan that reorders rows: None, and the caller
-    reads once). None too where the source is not a table read as it stands, the database
-    refuses the row ids (a view has none: no catalog query asks first), a column of the
-    relation has the row id's name (``types``, every column of the relation: the column would
-    stand for the row ids), or the connector cannot read in parallel now."""
+    reads once). None too where the source is not a base table as it stands, a column of the
+    relation has the row id's name (``types``, every column of the relation: the database
+    would read that column for the row ids), or the connector cannot read in parallel now.
+    Whether the source is a base table is asked of the catalog: a refused pair of reads would
+    also be what an interrupted one raises, and an interruption must end the run."""
     row_id = source.dialect.storage_row_id
     if not source.is_plain_table() or row_id is None or types is None:
         return None
     if any(c.lower() == row_id.lower() for c in types):
         return None  # the database resolves the name to this column, not to the row ids
+    assert source.table is not None
+    if not con.is_table(source.schema or con.default_schema, source.table):
+        return None  # a view: no row ids
     half = (len(columns) + 1) // 2
-    try:
-        parts = con.query_arrow_parallel([Q.text_rows_query(source, part, types, storage_row_id=True)
-                                          for part in (columns[:half], columns[half:])])
-    except ConnectorError:
-        return None  # no row ids (a view); the caller's one read reports any other refusal
+    parts = con.query_arrow_parallel([Q.text_rows_query(source, part, types, storage_row_id=True)
+                                      for part in (columns[:half], columns[half:])])
     if parts is None:
         return None
     first, second = parts

@@ -60,3 +60,31 @@ def test_a_signal_outside_an_import_is_raised_where_it_lands(cli_handlers):
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(2)  # not reached: the handler raises at once
     assert not cli._importing(sys._getframe())
+
+
+LLVMLITE_CALLBACK = """
+import os, signal, time
+os.kill(os.getpid(), signal.SIGTERM)  # lands here, as in a callback LLVM makes into llvmlite
+for _ in range(20):
+    time.sleep(0.005)
+RAN_WHOLE = True
+"""
+
+
+def test_a_signal_inside_llvmlite_is_raised_once_it_has_returned(cli_handlers):
+    """Numba reading a kernel from its cache runs llvmlite's ctypes callbacks; an exception raised
+    in one is ignored by ctypes and LLVM then segfaults (a probe run ended with -11). The signal
+    waits until no llvmlite code is in the stack."""
+    code = compile(LLVMLITE_CALLBACK, os.path.join(os.sep, "site-packages", "llvmlite", "binding", "callback.py"), "exec")
+    scope: dict = {}
+    waited = None
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        exec(code, scope)
+        start = time.monotonic()
+        try:
+            time.sleep(2)  # the interruption lands here, a retry after the callback returned
+        finally:
+            waited = time.monotonic() - start
+    assert scope["RAN_WHOLE"]
+    assert waited is not None and waited < 1.0
+    assert not cli._in_llvmlite(sys._getframe())

@@ -223,10 +223,12 @@ def _on_sigterm():
 
     # A signal that lands while a module is being imported is raised once no import is under
     # way: an exception out of a C extension's initialisation (DuckDB's, while its module
-    # imports what it needs) aborts the process (SIGABRT) instead of unwinding it. SIGALRM
-    # looks again every IMPORT_RETRY_S until then.
+    # imports what it needs) aborts the process (SIGABRT) instead of unwinding it. The same
+    # inside llvmlite (Numba reading a kernel from its cache calls back into Python from LLVM):
+    # ctypes ignores an exception out of the callback, and LLVM then reads the buffer it did not
+    # get (SIGSEGV). SIGALRM looks again every IMPORT_RETRY_S until then.
     def interrupt(name: str, frame) -> None:
-        if _importing(frame):
+        if _importing(frame) or _in_llvmlite(frame):
             if not pending:
                 pending.append(name)
                 signal.signal(signal.SIGALRM, on_retry)
@@ -281,6 +283,18 @@ def _importing(frame) -> bool:
 
 
 _IMPORTLIB_FILES = (os.path.join("importlib", "_bootstrap.py"), os.path.join("importlib", "_bootstrap_external.py"))
+
+
+def _in_llvmlite(frame) -> bool:
+    """Code of llvmlite is in ``frame``'s stack (a callback LLVM makes into Python among them)."""
+    while frame is not None:
+        if _LLVMLITE_DIR in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_LLVMLITE_DIR = f"{os.sep}llvmlite{os.sep}"
 
 
 def _error_result(args: argparse.Namespace, failed):

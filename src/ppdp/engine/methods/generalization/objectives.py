@@ -511,13 +511,11 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
         bottom = np.zeros((1, len(heights)), dtype=np.int64)
         _ok, best = _score_batch(problem, obj, konly, bottom, None, max_suppressed, zero_limit=False, rollup=False)
         evaluated = 1
-        history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
-        if progress is not None:
-            progress(evaluated, -best[0] if best else float("nan"), best is not None)
-    if best is not None and evaluated:
+        _note(history, progress, evaluated, best)
+    if best is not None:  # the bottom node, feasible: no node has a smaller bound
         proved, mode = True, "bound"
     else:
-        best, evaluated, proved, mode = _scan(problem, obj, konly, class_k, heights, budget, max_suppressed, best,
+        best, evaluated, proved, mode = _scan(problem, obj, konly, heights, budget, max_suppressed, probing, best,
                                               evaluated == 1, history, progress)
     complete = proved
     why: list[str] = []
@@ -550,11 +548,20 @@ def search(problem: Problem, objective: str, *, budget: int, optimizer: str, par
                            np.array(history), complete and not why, info, tuple(why))
 
 
-def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly | None, class_k: int | None,
-          heights: list[int], budget: int, max_suppressed: int, best: _Best | None, bottom_scored: bool,
+def _note(history: list[tuple[float, float, float]], progress: ProgressFn | None, evaluated: int,
+          best: _Best | None) -> None:
+    """The search's history row and progress call after a batch."""
+    history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
+    if progress is not None:
+        progress(evaluated, -best[0] if best else float("nan"), best is not None)
+
+
+def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly | None, heights: list[int],
+          budget: int, max_suppressed: int, probing: bool, best: _Best | None, bottom_scored: bool,
           history: list[tuple[float, float, float]], progress: ProgressFn | None) -> tuple[_Best | None, int, bool, str]:
     """The nodes of the lattice in ascending order of their bound, scored until the best score is
-    at most the next node's bound (``search``). ``bottom_scored``: ``search`` scored the bottom
+    at most the next node's bound (``search``). ``probing``: k-anonymity alone within a limit
+    (``search``), whose down-sets a binary search tags. ``bottom_scored``: ``search`` scored the bottom
     node, the order's first, already (``best`` its result, one evaluation): the order goes on
     after it. Returns (best, nodes evaluated, whether the best is proved optimal, the mode)."""
     evaluated = 1 if bottom_scored else 0
@@ -584,14 +591,13 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
         assert levels is not None  # set above for class-based objectives
         order = np.argsort(levels, kind="stable") if cand is None else cand[np.argsort(levels, kind="stable")]
         rest_pending = False
-        if class_k:
+        if konly is not None:  # k-anonymity alone
             up = np.full(tuple(h + 1 for h in heights), -np.inf)
     up_flat = up.reshape(-1) if up is not None else None
     proved = False
     mode = "bound"
     shape = tuple(h + 1 for h in heights)
     tags: _Tags | None = None
-    probing = False
     cut_short = False  # Flash's traversal ran out of budget
     if anonymous is not None:
         # Zero limit: Flash tagged every node; only the anonymous ones are scored (an anonymous
@@ -601,13 +607,12 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
         mode = "flash-tags"
         order = order if flags is not None else order[:0]
         cut_short = flags is None
-    elif 0 < max_suppressed < problem.table.n_records and class_k:
+    elif probing:
         # Monotone anonymity within the limit (k-anonymity alone: classes only merge upward, so
         # the records of small classes, which S*(G) suppresses, never grow): a node that is not
         # anonymous within the limit has no specialization that is, so a binary search up a
         # path from it (Flash's, Kohlmayer et al. 2012) tags a whole down-set with a few checks.
         tags = _Tags(shape)
-        probing = True
 
         def check(node: np.ndarray) -> bool:
             if konly is not None:
@@ -657,9 +662,7 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
                     tags.tag(G[i], True)
                 else:
                     evaluated += tags.probe(check, G[i], heights, budget - evaluated)
-        history.append((evaluated, -best[0] if best else np.nan, 1.0 if best else 0.0))
-        if progress is not None:
-            progress(evaluated, -best[0] if best else float("nan"), best is not None)
+        _note(history, progress, evaluated, best)
     if pos >= len(order) and not rest_pending and not cut_short:
         proved = True
     return best, evaluated, proved, mode

@@ -101,6 +101,7 @@ from ppdp.engine.methods.generalization.optimizers import run_optimizer  # noqa:
 from ppdp.engine.methods.generalization.problem import Problem  # noqa: E402
 from ppdp.engine.privacy import build_model  # noqa: E402
 from ppdp.engine.release.stages.validate import read_encoded, read_rows  # noqa: E402
+from ppdp.process_heap import keep_freed_memory  # noqa: E402
 from ppdp.sql import queries as Q  # noqa: E402
 from ppdp.sql.dialect import DUCKDB  # noqa: E402
 from ppdp.sql.predicate import parse_predicate, predicate_sql  # noqa: E402
@@ -842,7 +843,9 @@ def main(argv: list[str] | None = None) -> int:
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                        f"numpy {np.__version__}",
             "load_average": [round(x, 2) for x in os.getloadavg()], "objective": OBJECTIVE, "data": str(root), "arx": arx_note,
-            "jvm_options": list(args.jvm_option)}
+            "jvm_options": list(args.jvm_option),
+            # as a release run sets it (engine/release/run.py): freed memory kept for the next call
+            "heap_kept": keep_freed_memory()}
     loaded: dict[str, Loaded | None] = {}
     rows: list[dict[str, Any]] = []
     try:

@@ -4,7 +4,7 @@ Each module belongs to one layer; a module imports only from its own layer or fr
 it. Top to bottom:
 
     app (front ends) -> release (pipeline) -> methods -> privacy | risk | utility -> core -> kernels
-        -> sql | connectors -> foundation (ppdp.errors, ppdp.registry, ppdp.redact, ppdp.helper_threads)
+        -> sql | connectors -> foundation (ppdp.errors, ppdp.registry, ppdp.redact, ppdp.helper_threads, ppdp.process_heap)
 
 Every import counts, function-level ones included (a lazy import is still a dependency);
 ``if TYPE_CHECKING`` blocks count too, because an annotation that names a higher layer is a
@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("ppdp.engine.core", "ppdp.engine.data")),
     ("kernels", ("ppdp.engine.kernels",)),
     ("sql | connectors", ("ppdp.sql", "ppdp.connectors")),
-    ("foundation", ("ppdp.errors", "ppdp.registry", "ppdp.redact", "ppdp.helper_threads")),
+    ("foundation", ("ppdp.errors", "ppdp.registry", "ppdp.redact", "ppdp.helper_threads", "ppdp.process_heap")),
 ]
 FACADES = {"ppdp", "ppdp.engine"}
 

@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from ppdp.engine.app.outcome import ExitCode, exit_code_of, result_of_error
     from ppdp.errors import PpdpError
+    from ppdp.process_heap import keep_freed_memory
     from ppdp.redact import redact_text
 
     # --json: the one JSON object goes to the real stdout (args.json_out), every other print of
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     json_mode = bool(getattr(args, "json", False))
     args.json_out = sys.stdout
     previous_term = _on_sigterm()
+    keep_freed_memory()
     try:
         with contextlib.redirect_stdout(sys.stderr) if json_mode else contextlib.nullcontext():
             code = COMMANDS[args.command](args)

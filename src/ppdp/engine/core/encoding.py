@@ -127,6 +127,8 @@ class EncodedTable:
         """Q of HAEF eq. 2-4: distribution of the joint SA over the whole source (§2)."""
         if self.reference_q is not None:
             return self.reference_q
+        if not self.sensitive:  # one joint value (code 0) holds every record: what the bincount gives
+            return np.ones(1)
         q = np.bincount(self.sa, weights=self.counts, minlength=self.n_sa)
         return q / q.sum()
 

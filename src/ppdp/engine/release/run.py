@@ -54,6 +54,7 @@ from ppdp.engine.release.stages import (
     verify,
 )
 from ppdp.errors import ConnectorError, PpdpError, RunInProgress, SpecError
+from ppdp.process_heap import keep_freed_memory
 from ppdp.sql import catalog as catalog_sql
 from ppdp.sql import publish as P
 from ppdp.sql import queries as Q
@@ -97,6 +98,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     inject faults there; the product has none). ``connector``: run on this open connection
     (dbt's) instead of opening the spec's database.
     """
+    keep_freed_memory()  # the search's kernels reuse the heap instead of faulting pages in (ppdp/process_heap.py)
     method = method_of(spec)
     con = (connector if connector is not None
            else connect(database_url(spec, database), create=may_create_database(spec)))  # a mistyped path creates no file

@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("ppdp.engine.core", "ppdp.engine.data")),
     ("kernels", ("ppdp.engine.kernels",)),
     ("sql | connectors", ("ppdp.sql", "ppdp.connectors")),
-    ("foundation", ("ppdp.errors", "ppdp.registry", "ppdp.redact", "ppdp.helper_threads", "ppdp.process_heap")),
+    ("foundation", ("ppdp.errors", "ppdp.registry", "ppdp.redact", "ppdp.helper_threads", "ppdp.process_heap", "ppdp.handoff")),
 ]
 FACADES = {"ppdp", "ppdp.engine"}
 

@@ -597,6 +597,36 @@ def test_a_signal_after_the_commit_says_the_version_is_published(tmp_path):
         assert con.execute("SELECT count(*) FROM published.late").fetchone()[0] > 0
 
 
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signal_between_the_commit_and_the_command_says_the_version_is_published(tmp_path, signame):
+    """A signal that lands after the run's transaction committed but before the command holds
+    its outcome (here: while the run builds it) waits until the command does (ppdp/handoff.py),
+    so the message says what is true: the version is published. Before, this window said
+    "nothing was published" beside a published version."""
+    import os
+
+    db = load_adult(tmp_path / "window.duckdb", rows=300)
+    spec = write_spec(tmp_path / "window.toml", db=db, qids=["age", "sex", "race"], output="window")
+    code = ("import os, signal, sys\n"
+            "import ppdp.engine.app.cli as c\n"
+            "import ppdp.engine.release.run as r\n"
+            "real = r.ReleaseOutcome\n"
+            "def outcome(*args, **kwargs):  # made after the commit, before run_release returns\n"
+            f"    os.kill(os.getpid(), signal.{signame})\n"
+            "    for _ in range(10 ** 6):  # a raise would land here, at the next bytecode\n"
+            "        pass\n"
+            "    return real(*args, **kwargs)\n"
+            "r.ReleaseOutcome = outcome\n"
+            f"sys.exit(c.main(['run', {str(spec)!r}, '--no-progress']))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert "nothing was published" not in proc.stderr, proc.stderr[-2000:]
+    assert "is published and verified" in proc.stderr, proc.stderr[-2000:]
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM published.window").fetchone()[0] > 0
+
+
 # --- ppdp report --html: the file is written whole or not at all, and never over what it must not --
 #
 # Driven through tests/support/cli_under_test.py, so that the same cases can be replayed against an

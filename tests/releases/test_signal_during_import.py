@@ -6,6 +6,7 @@ six signalled runs met when a signal landed in ``import duckdb``."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -88,3 +89,53 @@ def test_a_signal_inside_llvmlite_is_raised_once_it_has_returned(cli_handlers):
     assert scope["RAN_WHOLE"]
     assert waited is not None and waited < 1.0
     assert not cli._in_llvmlite(sys._getframe())
+
+
+def test_a_signal_after_the_commit_waits_until_the_command_holds_the_outcome(cli_handlers):
+    """ppdp/handoff.py: from ``committing()`` a signal waits (the timer looks again and finds the
+    hold), and ``_committed`` raises it once ``args.committed`` holds the outcome."""
+    from ppdp import handoff
+
+    args = argparse.Namespace()
+    ran_whole = []
+
+    def run():
+        handoff.committing()
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(20):  # several timer ticks: each finds the hold and waits again
+            time.sleep(0.005)
+        ran_whole.append(True)
+        return "the outcome"
+
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        cli._committed(args, run)
+    assert ran_whole and args.committed == "the outcome"
+    assert not handoff.holding() and not cli._PENDING
+
+
+def test_a_run_failing_after_committing_unwinds_with_its_own_error(cli_handlers):
+    """A commit refused after ``committing()``: the run releases the hold and its error unwinds;
+    the signal is remembered (the command exits INTERRUPTED) and no raise is left pending."""
+    from ppdp import handoff
+
+    def run():
+        handoff.committing()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.02)
+        handoff.release()
+        raise RuntimeError("commit refused")
+
+    with pytest.raises(RuntimeError, match="commit refused"):
+        cli._committed(argparse.Namespace(), run)
+    assert cli._SIGNALLED and not cli._PENDING and not handoff.holding()
+    time.sleep(0.05)  # no timer left to raise it later
+
+
+def test_nothing_is_held_without_a_caller_expecting_the_outcome(cli_handlers):
+    from ppdp import handoff
+
+    handoff.committing()  # the Python API, dbt: no expecting() block
+    assert not handoff.holding()
+    with pytest.raises(Interrupted, match="SIGTERM"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(2)  # not reached: the handler raises at once

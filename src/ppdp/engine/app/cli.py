@@ -14,6 +14,8 @@ import traceback
 from pathlib import Path
 from typing import NoReturn
 
+from ppdp import handoff
+
 DEFAULT_DB = os.environ.get("PPDP_DB", "duckdb://demo.duckdb")
 
 
@@ -221,27 +223,28 @@ def _on_sigterm():
     global _SIGNALLED
     _SIGNALLED = False
 
-    pending: list[str] = []  # the signal's name while its raise waits for an import to end
-
+    _PENDING.clear()
     # A signal that lands while a module is being imported is raised once no import is under
     # way: an exception out of a C extension's initialisation (DuckDB's, while its module
     # imports what it needs) aborts the process (SIGABRT) instead of unwinding it. The same
     # inside llvmlite (Numba reading a kernel from its cache calls back into Python from LLVM):
     # ctypes ignores an exception out of the callback, and LLVM then reads the buffer it did not
     # get (SIGSEGV). SIGALRM looks again every IMPORT_RETRY_S until then.
+    # And while a committed run is on its way to the command (ppdp/handoff.py): it is raised
+    # once the command holds the outcome (_committed), so that its message says what was published.
     def interrupt(name: str, frame) -> None:
-        if _importing(frame) or _in_llvmlite(frame):
-            if not pending:
-                pending.append(name)
+        if _importing(frame) or _in_llvmlite(frame) or handoff.holding():
+            if not _PENDING:
+                _PENDING.append(name)
                 signal.signal(signal.SIGALRM, on_retry)
             signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_S)
             return
-        pending.clear()
+        _PENDING.clear()
         raise Interrupted(name)
 
     def on_retry(signum, frame):
-        if pending:
-            interrupt(pending[0], frame)
+        if _PENDING:
+            interrupt(_PENDING[0], frame)
 
     # A second signal is ignored: the first one is already unwinding the run, and DuckDB raises
     # the signal again once it has stopped its query; raised again, it would escape the handler
@@ -272,6 +275,29 @@ def _on_sigterm():
 
 
 IMPORT_RETRY_S = 0.01  # how soon a signal that landed during an import looks again
+_PENDING: list[str] = []  # the signal's name while its raise waits (an import, llvmlite, a hand-off)
+
+
+def _committed(args: argparse.Namespace, run, *, published: bool = True):
+    """``run()``, a release run, with its outcome stored in ``args.committed`` (``published``:
+    not for a dry run) before an interruption that arrived after its commit is raised: the
+    command then reports the version as published, which it is (ppdp/handoff.py)."""
+    from ppdp.engine.app.outcome import Interrupted
+
+    try:
+        with handoff.expecting():
+            outcome = run()
+            if published:
+                args.committed = outcome
+    finally:
+        # A raise deferred meanwhile is made here, not at the timer's next tick. When the run
+        # itself raised, that error unwinds instead (the signal is remembered: exit INTERRUPTED).
+        deferred = _PENDING.pop() if _PENDING else None
+        if deferred is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    if deferred is not None:
+        raise Interrupted(deferred)
+    return outcome
 
 
 def _importing(frame) -> bool:
@@ -331,7 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ppdp.engine.release.run import run_release
 
     spec = load_spec(args.spec)
-    outcome = args.committed = run_release(spec, database=args.db, progress=not args.no_progress)
+    outcome = _committed(args, lambda: run_release(spec, database=args.db, progress=not args.no_progress))
     _print_run(outcome.run)
     print(f"{'skipped (nothing changed)' if outcome.run.status == 'skipped' else 'published'}: {outcome.view} -> {outcome.table}")
     _print_access(outcome.run)
@@ -356,7 +382,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     finally:
         con.close()
     spec = load_spec(Path(str(data / "adult_k5.toml")))
-    outcome = args.committed = run_release(spec, database=f"duckdb://{db}")
+    outcome = _committed(args, lambda: run_release(spec, database=f"duckdb://{db}"))
     _print_run(outcome.run)
     print(f"published: {outcome.view} -> {outcome.table}\n")
     con = connect(f"duckdb://{db}")
@@ -483,9 +509,9 @@ def cmd_job(args: argparse.Namespace) -> int:
     elif args.job_command == "run":
         from ppdp.engine.app.outcome import result_of_outcome
 
-        outcome = jobs.run_job(args.db, args.name, dry_run=args.dry_run, progress=not args.no_progress)
-        if not args.dry_run:
-            args.committed = outcome
+        outcome = _committed(args, lambda: jobs.run_job(args.db, args.name, dry_run=args.dry_run,
+                                                        progress=not args.no_progress),
+                             published=not args.dry_run)
         result = result_of_outcome(outcome, dry_run=args.dry_run)
         if outcome.run.status == "skipped":
             print(f"skipped: the source and the job are unchanged since run {(outcome.run.cross_version or {}).get('note', '')[-32:]}; "

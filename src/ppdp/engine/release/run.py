@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ppdp import handoff
 from ppdp.connectors import connect
 from ppdp.connectors.base import Connector
 from ppdp.engine.core import catalog
@@ -133,6 +134,7 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
                 return _dry_run(ctx, prep, method, plan) if dry_run else _publish(
                     ctx, prep, method, plan, replaces=previous.version if tampered is not None and previous else None)
             except BaseException as exc:
+                handoff.release()  # nothing committed reaches the caller
                 if not had_catalog and isinstance(exc, ConnectorError):
                     # the database failed this first run (a full disk): leave no _ppdp behind it
                     _drop_new_catalog(con, ctx.release)
@@ -175,6 +177,7 @@ def _publish(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Relea
         view = switch.switch_view(ctx, written.table)
         grants = access.grant(ctx)
         rec = record.record_success(ctx, prep, plan, candidate, held, written, checked, grants)
+        handoff.committing()  # an interruption from here waits until the caller holds the outcome
     ctx.clock.mark("commit")
     return ReleaseOutcome(rec, plan, written.table, view)
 

@@ -573,50 +573,35 @@ def test_a_signal_raised_again_while_the_first_unwinds_still_exits_130(signame):
     assert proc.stderr.strip() == "ppdp: interrupted; nothing was published by the interrupted run."
 
 
-def test_a_signal_after_the_commit_says_the_version_is_published(tmp_path):
-    """A signal that arrives after the run committed, while its summary prints, ends the command
-    with 130 but must not claim that nothing was published: the version is there."""
+# Where a signal lands after the run's transaction committed: while the command prints its
+# summary, or before the command holds the outcome at all (while the run builds it), where it
+# waits until the command does (ppdp/handoff.py; this window said "nothing was published"
+# beside a published version before). Either way the command ends with 130 and says the version
+# is published, which it is.
+AFTER_COMMIT = {
+    "summary-SIGINT": ("c._print_run = lambda run: interrupt()\n", "SIGINT"),
+    "outcome-SIGINT": ("real = r.ReleaseOutcome\n"
+                       "r.ReleaseOutcome = lambda *a, **k: (interrupt(), real(*a, **k))[1]\n", "SIGINT"),
+    "outcome-SIGTERM": ("real = r.ReleaseOutcome\n"
+                        "r.ReleaseOutcome = lambda *a, **k: (interrupt(), real(*a, **k))[1]\n", "SIGTERM"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(AFTER_COMMIT))
+def test_a_signal_after_the_commit_says_the_version_is_published(tmp_path, case):
     import os
 
+    patch, signame = AFTER_COMMIT[case]
     db = load_adult(tmp_path / "late.duckdb", rows=300)
     spec = write_spec(tmp_path / "late.toml", db=db, qids=["age", "sex", "race"], output="late")
     code = ("import os, signal, sys\n"
             "import ppdp.engine.app.cli as c\n"
-            "def summary(run):\n"
-            "    os.kill(os.getpid(), signal.SIGINT)\n"
-            "    for _ in range(10 ** 6):\n"
-            "        pass\n"
-            "c._print_run = summary\n"
-            f"sys.exit(c.main(['run', {str(spec)!r}, '--no-progress']))\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 130, f"exit {proc.returncode}\n{proc.stderr[-2000:]}"
-    assert "nothing was published" not in proc.stderr
-    assert "is published and verified" in proc.stderr, proc.stderr[-2000:]
-    with duckdb.connect(str(db), read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM published.late").fetchone()[0] > 0
-
-
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
-def test_a_signal_between_the_commit_and_the_command_says_the_version_is_published(tmp_path, signame):
-    """A signal that lands after the run's transaction committed but before the command holds
-    its outcome (here: while the run builds it) waits until the command does (ppdp/handoff.py),
-    so the message says what is true: the version is published. Before, this window said
-    "nothing was published" beside a published version."""
-    import os
-
-    db = load_adult(tmp_path / "window.duckdb", rows=300)
-    spec = write_spec(tmp_path / "window.toml", db=db, qids=["age", "sex", "race"], output="window")
-    code = ("import os, signal, sys\n"
-            "import ppdp.engine.app.cli as c\n"
             "import ppdp.engine.release.run as r\n"
-            "real = r.ReleaseOutcome\n"
-            "def outcome(*args, **kwargs):  # made after the commit, before run_release returns\n"
+            "def interrupt():\n"
             f"    os.kill(os.getpid(), signal.{signame})\n"
-            "    for _ in range(10 ** 6):  # a raise would land here, at the next bytecode\n"
+            "    for _ in range(10 ** 6):  # a raise lands here, at the next bytecode, unless it waits\n"
             "        pass\n"
-            "    return real(*args, **kwargs)\n"
-            "r.ReleaseOutcome = outcome\n"
+            + patch +
             f"sys.exit(c.main(['run', {str(spec)!r}, '--no-progress']))\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -624,7 +609,7 @@ def test_a_signal_between_the_commit_and_the_command_says_the_version_is_publish
     assert "nothing was published" not in proc.stderr, proc.stderr[-2000:]
     assert "is published and verified" in proc.stderr, proc.stderr[-2000:]
     with duckdb.connect(str(db), read_only=True) as con:
-        assert con.execute("SELECT count(*) FROM published.window").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM published.late").fetchone()[0] > 0
 
 
 # --- ppdp report --html: the file is written whole or not at all, and never over what it must not --

@@ -462,6 +462,15 @@ class _Tags:
 _Best = tuple[float, np.ndarray, np.ndarray | None, int, float | None, np.ndarray | None]
 
 
+def _best_of_classes(G: np.ndarray, ok: np.ndarray, sc: np.ndarray, sup: np.ndarray, best: _Best | None) -> _Best | None:
+    """``best``, or the first of G's smallest scores where it is smaller (``_KOnly.run``'s rows)."""
+    if ok.any():
+        i = int(np.argmin(sc))  # the first of equal scores
+        if best is None or sc[i] < best[0]:
+            best = (float(sc[i]), G[i].copy(), None, int(sup[i]), None, None)
+    return best
+
+
 def _score_batch(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly | None, G: np.ndarray,
                  best: _Best | None, max_suppressed: int, *, zero_limit: bool, rollup: bool
                  ) -> tuple[np.ndarray, _Best | None]:
@@ -469,11 +478,7 @@ def _score_batch(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: 
     limit, the best node: ``best`` or the first of G's smallest scores where it is smaller)."""
     if konly is not None:
         ok, sc, sup = konly.run(G, rollup=rollup)
-        if ok.any():
-            i = int(np.argmin(sc))  # the first of equal scores
-            if best is None or sc[i] < best[0]:
-                best = (float(sc[i]), G[i].copy(), None, int(sup[i]), None, None)
-        return ok, best
+        return ok, _best_of_classes(G, ok, sc, sup, best)
     if zero_limit:  # an anonymous node at a zero limit: S*(G) keeps every record
         retained = np.repeat(problem.table.counts[None, :], G.shape[0], axis=0)
         ev = problem.evaluate(G, retained=retained)
@@ -630,11 +635,15 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
 
         def check(node: np.ndarray) -> bool:
             if konly is not None:
-                within = bool(konly.run(node[None, :], rollup=True)[0][0])
-                if probe_first and up_flat is not None and isinstance(obj, _ClassBased):  # its bound for its generalizations
+                ok1, sc1, sup1 = konly.run(node[None, :], rollup=True)
+                if probe_first:
                     j = int(node @ strides)
-                    up_flat[j] = max(up_flat[j], float(obj.up_bounds[0]))
-                return within
+                    bound = float(obj.up_bounds[0]) if isinstance(obj, _ClassBased) else -np.inf
+                    if up_flat is not None and isinstance(obj, _ClassBased):  # its bound for its generalizations
+                        up_flat[j] = max(up_flat[j], bound)
+                    if ok1[0]:  # scored when the order reaches it, from these values (not evaluated again)
+                        probed[j] = (float(sc1[0]), float(sup1[0]), bound)
+                return bool(ok1[0])
             _, ev = problem.evaluate_optimal(node[None, :])
             return bool(ev.feasible[0] and int(ev.suppressed[0]) <= max_suppressed)
     # one node at a time where the first anonymous node is the optimum; 4 while probing (a
@@ -649,6 +658,7 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
         pos, batch = 1, 2
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
     probe_first = PROBE_FIRST and probing and problem.table.n_rows >= PROBE_FIRST_ROWS
+    probed: dict[int, tuple[float, float, float]] = {}  # node -> (score, suppressed, bound) of a probe's check
     no_tags, no_up = np.zeros(lattice, dtype=np.int8), np.full(1, -np.inf)
     strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
     while (pos < len(order) or rest_pending) and evaluated < budget:
@@ -683,9 +693,28 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
             cut_short = True
             break
         G = nodes[picked]
-        ok, best = _score_batch(problem, obj, konly, G, best, max_suppressed, zero_limit=anonymous is not None,
-                                rollup=probing)
-        evaluated += len(picked)
+        known = np.array([int(i) in probed for i in picked], dtype=np.bool_) if probed else None
+        if konly is not None and known is not None and known.any():
+            # nodes a probe's check evaluated: its values, the same as an evaluation here gives
+            # (each node's terms are its own); scored in the order's sequence as the others
+            ok, sc, sup = np.ones(len(picked), dtype=np.bool_), np.empty(len(picked)), np.empty(len(picked))
+            bound = np.empty(len(picked))
+            for r in np.flatnonzero(known):
+                sc[r], sup[r], bound[r] = probed.pop(int(picked[r]))
+            fresh = np.flatnonzero(~known)
+            if len(fresh):
+                ok[fresh], sc[fresh], sup[fresh] = konly.run(G[fresh], rollup=probing)
+                if isinstance(obj, _ClassBased):
+                    bound[fresh] = obj.up_bounds
+            sc = np.where(ok, sc, np.inf)
+            best = _best_of_classes(G, ok, sc, sup, best)
+            if isinstance(obj, _ClassBased):
+                obj.up_bounds = bound
+            evaluated += len(fresh)
+        else:
+            ok, best = _score_batch(problem, obj, konly, G, best, max_suppressed, zero_limit=anonymous is not None,
+                                    rollup=probing)
+            evaluated += len(picked)
         if up_flat is not None and isinstance(obj, _ClassBased):  # monotone: the node's own bound is its specializations' too
             up_flat[picked] = np.maximum(up_flat[picked], obj.up_bounds)
         if probing and tags is not None:

@@ -618,6 +618,9 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
     shape = tuple(h + 1 for h in heights)
     tags: _Tags | None = None
     cut_short = False  # Flash's traversal ran out of budget
+    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
+    probe_first = PROBE_FIRST and probing and problem.table.n_rows >= PROBE_FIRST_ROWS
+    probed: dict[int, tuple[float, float, float]] = {}  # node -> (score, suppressed, bound) of a probe's check
     if anonymous is not None:
         # Zero limit: Flash tagged every node; only the anonymous ones are scored (an anonymous
         # node suppresses nothing: Loss and the level-only objectives score their bound, so
@@ -657,10 +660,7 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
         assert order[0] == 0 and anonymous is None and not probing
         pos, batch = 1, 2
     flat = tags.state.reshape(-1) if tags is not None else None  # a view, in the lattice's order
-    probe_first = PROBE_FIRST and probing and problem.table.n_rows >= PROBE_FIRST_ROWS
-    probed: dict[int, tuple[float, float, float]] = {}  # node -> (score, suppressed, bound) of a probe's check
     no_tags, no_up = np.zeros(lattice, dtype=np.int8), np.full(1, -np.inf)
-    strides = np.array([math.prod(shape[d + 1:]) for d in range(len(shape))], dtype=np.int64)
     while (pos < len(order) or rest_pending) and evaluated < budget:
         if pos >= len(order):  # past the sorted prefix: the whole order (the prefix is its start)
             order, rest_pending = np.argsort(bounds, kind="stable"), False
@@ -706,8 +706,7 @@ def _scan(problem: Problem, obj: _Loss | _NodeOnly | _ClassBased, konly: _KOnly 
                 ok[fresh], sc[fresh], sup[fresh] = konly.run(G[fresh], rollup=probing)
                 if isinstance(obj, _ClassBased):
                     bound[fresh] = obj.up_bounds
-            sc = np.where(ok, sc, np.inf)
-            best = _best_of_classes(G, ok, sc, sup, best)
+            best = _best_of_classes(G, ok, sc, sup, best)  # a fresh row not within the limit scores inf
             if isinstance(obj, _ClassBased):
                 obj.up_bounds = bound
             evaluated += len(fresh)

@@ -620,7 +620,8 @@ def ppdp_run(case: Case, loaded: Loaded, sa: list[str], source_table: str = "sou
     return (t2 - t0) * 1000.0, result, (t1 - t0) * 1000.0, timings.get("read", 0.0)
 
 
-def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups: int, work: Path) -> dict[str, Any]:
+def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups: int, work: Path,
+             min_ms: float = 0.0, max_reps: int = 400) -> dict[str, Any]:
     """Warm-ups, then ``reps`` rounds timing ARX and ppdp back to back, the order alternating
     (ARX first in even rounds). A side that runs right after its own previous run finds its
     process and caches warm; right after the other side it does not (a 3-5 ms case runs 20-40 %
@@ -628,7 +629,12 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
     from the second on and ppdp in the odd ones: over an even number of timed rounds each side
     has as many of both, and the medians compare like with like; over an odd number one side
     (ARX after an even number of warm-ups) has one warm round more, which on small cases puts its
-    median on a warm round and the other's on a cold one."""
+    median on a warm round and the other's on a cold one.
+
+    ``min_ms``: rounds are added two at a time (so both orders stay equally many) until each side's
+    timed rounds add up to at least this many ms, at most ``max_reps`` rounds in all. A case of a
+    few ms moves by 20-40 % with what ran before it, so six rounds leave its median to chance;
+    a few hundred ms of rounds settle it, and cost a long case nothing (its ``reps`` pass it)."""
     ds = loaded.ds
     # The SA only where a model reads it, on both sides (a k-anonymity release has no
     # [sensitive] column, and ARX refuses a sensitive attribute no model uses).
@@ -638,8 +644,18 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
     rows = None if case.subset is None else subset(loaded, case.subset, work)
     source_table = rows.table if case.sample and rows is not None else "source"
     tokens = arx_tokens(case, loaded, sa_col, rows)
-    ppdp_ms, prep_ms, read_ms, arx_ms, result, arx_out = [], [], [], [], None, None
-    for i in range(warmups + reps):
+    ppdp_ms: list[float] = []
+    arx_ms: list[float] = []
+    prep_ms, read_ms, result, arx_out = [], [], None, None
+    def another_round(i: int) -> bool:
+        if i < warmups + reps:
+            return True
+        if not min_ms or len(ppdp_ms) >= max_reps:
+            return False
+        return (i - warmups) % 2 == 1 or sum(ppdp_ms) < min_ms or (arx is not None and sum(arx_ms) < min_ms)
+
+    i = 0
+    while another_round(i):
         order = ("arx", "ppdp") if i % 2 == 0 else ("ppdp", "arx")
         for side in order:
             if side == "arx" and arx is not None:
@@ -652,9 +668,11 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
                     ppdp_ms.append(ms)
                     prep_ms.append(prep)
                     read_ms.append(read)
+        i += 1
     assert result is not None
     p, a = statistics.median(ppdp_ms), (statistics.median(arx_ms) if arx_ms else None)
     row: dict[str, Any] = {
+        "rounds": len(ppdp_ms),
         "ppdp_ms": round(p, 1), "ppdp_prepare_ms": round(statistics.median(prep_ms), 1),
         "ppdp_ms_all": [round(t, 1) for t in ppdp_ms],
         "arx_ms": None if a is None else round(a, 1), "arx_ms_all": [round(t, 1) for t in arx_ms],
@@ -735,7 +753,10 @@ def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
     lines = [
         "# ppdp vs ARX 3.9.2, both run in this session (issue #25)",
         "",
-        f"Mode {meta['mode']}; median of {meta['reps']} interleaved rounds after {meta['warmups']} warm-up round(s); "
+        f"Mode {meta['mode']}; median of {meta['reps']} interleaved rounds"
+        + (f" or more, until each side's rounds add up to {meta['min_ms']:g} ms (at most {meta['max_reps']}; rounds per "
+           "case in the JSON)" if meta.get("min_ms") else "")
+        + f" after {meta['warmups']} warm-up round(s); "
         f"commit {meta['commit']}; {meta['machine']}; ARX {meta['arx']}; load average at start {meta['load_average']}.",
         "ARX ms = ARXAnonymizer.anonymize (encoding + search), one warm JVM. ppdp ms = histogram query (DuckDB) + "
         "encoding + optimizer, in process (prepare = the first two). ratio = ppdp / ARX (< 1: ppdp faster); every "
@@ -792,6 +813,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="adult rows of the issue and the 1,000-record adult sample")
     ap.add_argument("--reps", type=int, default=None, help="timed rounds per case (default 4 quick, 6 full; even: "
                     "see run_case)")
+    ap.add_argument("--min-ms", type=float, default=0.0, help="more rounds, two at a time, until each side's timed "
+                    "rounds add up to this many ms (at most --max-reps; default 0: --reps rounds)")
+    ap.add_argument("--max-reps", type=int, default=400, help="the most rounds --min-ms adds up to (default 400)")
     ap.add_argument("--warmups", type=int, default=3, help="untimed rounds per case first (default 3: ARX's JIT)")
     ap.add_argument("--data", help="folder holding arx/ (default: $PPDP_DATA or ../shared/data)")
     ap.add_argument("--out", type=Path, help="output folder (default benchmarks/results/vs_arx, or its quick/)")
@@ -838,7 +862,8 @@ def main(argv: list[str] | None = None) -> int:
             arx_note = f"3.9.2 (java {arx.java})"
         else:
             arx_note = f"not run: {cp_file} missing (build ARX: docs/design/arx.md)"
-    meta = {"mode": "quick" if args.quick else "full", "reps": reps, "warmups": args.warmups, "commit": git_commit(),
+    meta = {"mode": "quick" if args.quick else "full", "reps": reps, "warmups": args.warmups, "min_ms": args.min_ms,
+            "max_reps": args.max_reps, "commit": git_commit(),
             "label": args.label, "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                        f"numpy {np.__version__}",
@@ -862,7 +887,8 @@ def main(argv: list[str] | None = None) -> int:
                     row["skipped"] = f"no data under {root}"
                 else:
                     ppdp_models(case, ld.ds)  # a model this ppdp lacks: one line, the row is skipped
-                    row |= run_case(case, ld, arx, reps=reps, warmups=args.warmups, work=args.work)
+                    row |= run_case(case, ld, arx, reps=reps, warmups=args.warmups, work=args.work,
+                                    min_ms=args.min_ms, max_reps=args.max_reps)
             except Exception as exc:  # one case's failure should not cost the others' figures
                 row["skipped"] = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             rows.append(row)

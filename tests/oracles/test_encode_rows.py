@@ -332,13 +332,13 @@ def test_distinct_integers_is_arrow_count_distinct(values, arrow_type):
 def test_distribution_of_rows_is_the_distribution_query(seed):
     """t-closeness's Q made of the rows read in process (validate.distribution_of_rows) has the
     texts, sa_key (md5 in Python) and q (bit for bit) of the SQL distribution query: values with
-    '|', the text \\N, NULLs, non-ASCII, one to three sensitive columns, a research subset."""
+    '|', '~' and '\\', the text \\N, NULLs, non-ASCII, one to three sensitive columns, a research subset."""
     from ppdp.engine.release.stages.validate import distribution_of_rows
     from ppdp.sql import history as H
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 3000))
-    pool = ["a", "a|b", "|", "||", "\\N", "", "é", "x y", "it's", None, "1", "01"]
+    pool = ["a", "a|b", "|", "||", "\\N", "", "é", "x y", "it's", None, "1", "01", "~", "a~1", "\\"]
     sensitive = ["s1", "s2", "s3"][: 1 + seed % 3]
     con = duckdb.connect()
     con.execute("CREATE TABLE t (id INTEGER, s1 VARCHAR, s2 VARCHAR, s3 VARCHAR, q1 VARCHAR)")
@@ -349,7 +349,7 @@ def test_distribution_of_rows_is_the_distribution_query(seed):
     types = dict(dc.relation_columns("main", "t"))
     for research in (None, "id % 3 <> 0"):
         source = Q.Source("main", "t", None, DUCKDB, research=research)
-        order = ["sa_key", *sensitive]  # the text \\N and NULL share an sa_key (tuple_hash's own choice)
+        order = ["sa_key", *sensitive]
         want = dc.query(H.distribution_query(source.sql(), sensitive, DUCKDB, types)).sort(order, nulls_last=True)
         rows = dc.query_arrow(Q.text_rows_query(source, ["q1", *sensitive], types))
         got = distribution_of_rows(rows, sensitive).sort(order, nulls_last=True)

@@ -78,7 +78,9 @@ def test_finding4_row_hashes_are_salted(tmp_path):
     cols = [c[0] for c in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'adult' ORDER BY ordinal_position").fetchall()]
     rows = con.execute("SELECT * FROM adult").fetchall()
     con.close()
-    unsalted = {str(r[0]): hashlib.md5("|".join("\\N" if v is None else str(v).replace("|", "||") for v in r).encode()).hexdigest()
+    from ppdp.sql.queries import escaped_text
+
+    unsalted = {str(r[0]): hashlib.md5("|".join(escaped_text(None if v is None else str(v)) for v in r).encode()).hexdigest()
                 for r in rows}
     assert len(cols) == 10 and set(stored) == set(unsalted)
     assert not set(stored.values()) & set(unsalted.values())

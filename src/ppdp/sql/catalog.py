@@ -84,6 +84,9 @@ def ddl(d: Dialect) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {p('distributions')} ("
         "release VARCHAR NOT NULL, version INTEGER NOT NULL, sa_key VARCHAR NOT NULL, sa_value VARCHAR NOT NULL, "
         "q DOUBLE PRECISION NOT NULL)",
+        # The format of what the catalog stores computed by ppdp (name -> number): a catalog written
+        # by an older ppdp lacks a row, and engine/core/catalog.py rewrites what it stored then.
+        f"CREATE TABLE IF NOT EXISTS {p('formats')} (name VARCHAR PRIMARY KEY, fmt INTEGER NOT NULL)",
     ]
 
 
@@ -154,6 +157,27 @@ def insert_distribution(stage: str, d: Dialect) -> str:
 
 def select_distribution(d: Dialect) -> str:
     return f"SELECT sa_key, sa_value, q FROM {private('distributions', d)} WHERE release = ? AND version = ?"
+
+
+def select_format(d: Dialect) -> str:
+    return f"SELECT fmt FROM {private('formats', d)} WHERE name = ?"
+
+
+def insert_format(d: Dialect) -> str:
+    return f"INSERT INTO {private('formats', d)} (name, fmt) VALUES (?, ?)"
+
+
+def select_all_distributions(d: Dialect) -> str:
+    """Every stored Q row (release, version, sa_value, q), to rewrite their keys."""
+    return f"SELECT release, version, sa_value, q FROM {private('distributions', d)}"
+
+
+def count_distribution_rows(d: Dialect) -> str:
+    return f"SELECT COUNT(*) AS n FROM {private('distributions', d)}"
+
+
+def delete_all(table: str, d: Dialect) -> str:
+    return f"DELETE FROM {private(table, d)}"
 
 
 def delete_rows_of_release(table: str, d: Dialect) -> str:

@@ -19,7 +19,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 from ppdp.sql.dialect import DUCKDB, Dialect
-from ppdp.sql.queries import text
+from ppdp.sql.queries import escaped_text, escaped_text_expr, text
 from ppdp.sql.quoting import quote_ident, quote_literal
 
 ROW_ID = "ppdp_row_id"
@@ -30,22 +30,28 @@ def _text(col: str, alias: str, d: Dialect) -> str:
     return text(col, alias, d)
 
 
+# The format of the keys below, stored with Q (_ppdp.distributions; engine/core/catalog.py
+# rewrites a catalog's older ones from the stored values). 2: each text escaped as
+# queries.escaped_text_expr says, an injective form; 1 doubled '|' only, and ('a|', 'b') and
+# ('a', '|b') shared a key.
+SA_KEY_FORMAT = 2
+
+
 def tuple_hash(cols: list[str], alias: str, d: Dialect, texts: Mapping[str, str] | None = None) -> str:
-    """md5 of a NULL-safe, unambiguous text form of ``alias``'s ``cols`` (a class or SA key).
-    ``texts``: each column's text expression when already rendered (the same text)."""
+    """md5 of an injective, NULL-safe text form of ``alias``'s ``cols`` (a class or SA key: each
+    text escaped, joined by '|'). ``texts``: each column's text expression when already rendered
+    (the same text)."""
     if not cols:
         return "md5('')"
     texts = texts or {}
-    parts = " || '|' || ".join(f"COALESCE(REPLACE({texts.get(c) or _text(c, alias, d)}, '|', '||'), '\\N')" for c in cols)
+    parts = " || '|' || ".join(escaped_text_expr(texts.get(c) or _text(c, alias, d)) for c in cols)
     return f"md5({parts})"
 
 
 def tuple_key(texts: Sequence[str | None]) -> str:
     """``tuple_hash`` of values already in their text form, computed in Python: the same md5 of
-    the same NULL-safe text (a value's '|' doubled, NULL as the two characters \\N, values
-    joined by '|'), for a distribution read from rows in process."""
-    joined = "|".join("\\N" if t is None else t.replace("|", "||") for t in texts)
-    return hashlib.md5(joined.encode("utf-8")).hexdigest()
+    the same escaped text, for a distribution read from rows in process."""
+    return hashlib.md5("|".join(escaped_text(t) for t in texts).encode("utf-8")).hexdigest()
 
 
 def sa_key(sensitive: list[str], alias: str, d: Dialect) -> str:

@@ -110,7 +110,7 @@ def text_expr(column: exp.Expression, dialect: Dialect) -> exp.Expression:
         return cast
     is_float = exp.In(this=exp.Anonymous(this="typeof", expressions=[column.copy()]),
                       expressions=[exp.Literal.string(t) for t in _FLOAT_TYPES])
-    stripped = exp.Anonymous(this="regexp_replace", expressions=[cast.copy(), exp.Literal.string("\\.0$"), exp.Literal.string("")])
+    stripped = exp.Anonymous(this="regexp_replace", expressions=[cast.copy(), exp.Literal.string("[.]0$"), exp.Literal.string("")])
     return exp.Case(ifs=[exp.If(this=is_float, true=stripped)], default=cast)
 
 
@@ -167,7 +167,7 @@ def _text_template(alias: str, dialect: Dialect, kind: str | None = None) -> tup
     elif kind == "cast":
         tree = cast
     elif kind == "float":
-        tree = exp.Anonymous(this="regexp_replace", expressions=[cast, exp.Literal.string("\\.0$"), exp.Literal.string("")])
+        tree = exp.Anonymous(this="regexp_replace", expressions=[cast, exp.Literal.string("[.]0$"), exp.Literal.string("")])
     else:
         tree = text_expr(column, dialect)
     return tree.sql(dialect=dialect.name), quote_ident(_TEXT_PLACEHOLDER, dialect)
@@ -399,9 +399,26 @@ def verify_l_query(relation: str, qids: list[str], sensitive: list[str], *, entr
 # --- dynamic publishing ----------------------------------------------------------------------
 
 
+# A value's text within a row's or a tuple's text: '~' written '~0' first, then '|' '~1' and '\'
+# '~2', NULL as '\N'; the texts joined by '|'. No escaped text holds a '|' or a '\', or a '~'
+# but an escape's, so the joined text spells exactly one tuple (the hashes of sql/history.py and
+# of a row's change are injective up to md5). A text without '~', '|' and '\' is itself, and
+# NULL '\N', as under the earlier escape that only doubled '|' (not injective: ('a|', 'b') and
+# ('a', '|b') were one text), so only texts holding those characters changed their hash.
+def escaped_text_expr(expr: str) -> str:
+    """SQL of ``expr``'s escaped text (above). The backslash is CHR(92): Spark reads a backslash in
+    a literal as an escape (its '\\N' is 'N', a NULL there was the text 'N')."""
+    return f"COALESCE(REPLACE(REPLACE(REPLACE({expr}, '~', '~0'), '|', '~1'), CHR(92), '~2'), CHR(92) || 'N')"
+
+
+def escaped_text(value: str | None) -> str:
+    """``escaped_text_expr`` in Python, for texts read into the process."""
+    return "\\N" if value is None else value.replace("~", "~0").replace("|", "~1").replace("\\", "~2")
+
+
 def row_text_expr(columns: list[str], d: Dialect) -> str:
-    """A row's text, NULL-safe and unambiguous ('|' separators doubled inside values, NULL as \\N)."""
-    return " || '|' || ".join(f"COALESCE(REPLACE({text(c, 'src', dialect=d)}, '|', '||'), '\\N')" for c in columns)
+    """A row's text, NULL-safe and injective (each value's ``escaped_text_expr``, joined by '|')."""
+    return " || '|' || ".join(escaped_text_expr(text(c, 'src', dialect=d)) for c in columns)
 
 
 def row_hash_expr(columns: list[str], d: Dialect) -> str:

@@ -12,7 +12,7 @@
    that release's current version (`_ppdp.distributions`): the one its SQL verification used,
    which a later version keeps from the version before while the models are unchanged; the
    current source's would fail a correct later version once the source drifts. Values are then
-   matched by ppdp's key of a sensitive value (md5 of its text, as sql/history.py's sa_key). #}
+   matched by ppdp's key of a sensitive value (md5 of its escaped text, as sql/history.py's sa_key). #}
 {% macro default__test_ppdp_t_close(model, quasi_identifiers, sensitive, t, distance, reference,
                                     release=none, release_schema='published', ppdp_schema='_ppdp') %}
 {% if distance not in ['euclidean', 'equal'] %}
@@ -23,7 +23,7 @@
   {{ exceptions.raise_compiler_error("dbt_ppdp: ppdp_t_close takes release (Q stored by ppdp) or reference (Q of a relation), not both") }}
 {% endif %}
 {% if release is not none %}
-{% set s = "md5(coalesce(replace(cast(" ~ dbt_ppdp.ppdp_quote(sensitive) ~ " as varchar), '|', '||'), '\\N'))" %}
+{% set s = "md5(coalesce(replace(replace(replace(cast(" ~ dbt_ppdp.ppdp_quote(sensitive) ~ " as varchar), '~', '~0'), '|', '~1'), chr(92), '~2'), chr(92) || 'N'))" %}
 {% set p = dbt_ppdp.ppdp_quote(ppdp_schema) %}
 with current_version as (
   select runs.release, max(runs.version) as version

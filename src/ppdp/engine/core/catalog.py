@@ -68,8 +68,69 @@ class RunRecord:
 
 
 def ensure_schema(con: Connector) -> None:
+    """The private schema's tables (those missing created), and what an older ppdp stored in
+    them brought to this one's formats (``upgrade_sa_keys``). Call within a transaction."""
     for stmt in C.ddl(con.dialect):
         con.execute(stmt)
+    upgrade_sa_keys(con)
+
+
+def sa_key_format(con: Connector) -> int:
+    """The format of the sensitive-value keys stored with Q (sql/history.py SA_KEY_FORMAT): 1 for a
+    catalog written before the format was recorded, 0 for a catalog without a ``formats`` table
+    that stores no Q (nothing to rewrite)."""
+    if con.relation_columns(PRIVATE_SCHEMA, "formats") is not None:
+        rows = con.query(C.select_format(con.dialect), ["sa_key"])
+        if rows.height:
+            return int(rows["fmt"][0])
+    if con.relation_columns(PRIVATE_SCHEMA, "distributions") is None:
+        return 0
+    return 1 if int(con.query(C.count_distribution_rows(con.dialect))["n"][0]) else 0
+
+
+def upgrade(con: Connector) -> None:
+    """``ensure_schema`` in a transaction of its own when the catalog stores keys of an older
+    format: what a run does first, under its lock, so that a run that publishes nothing (its
+    key unchanged) upgrades the catalog too."""
+    from ppdp.sql.history import SA_KEY_FORMAT
+
+    if sa_key_format(con) not in (0, SA_KEY_FORMAT):
+        with con.transaction():
+            ensure_schema(con)
+
+
+def require_current_sa_keys(con: Connector) -> None:
+    """Raise unless the stored Q's keys are in this ppdp's format (a read-only check of a
+    catalog written by an older ppdp, which would otherwise match no stored value)."""
+    from ppdp.sql.history import SA_KEY_FORMAT
+
+    found = sa_key_format(con)
+    if found not in (0, SA_KEY_FORMAT):
+        raise SpecError(f"The catalog in {con.url} stores the keys of its sensitive values in an older format ({found}; "
+                        f"this ppdp reads {SA_KEY_FORMAT}). Hint: 'ppdp init --db ...' or any run rewrites them from the "
+                        "stored values; no published version changes.")
+
+
+def upgrade_sa_keys(con: Connector) -> None:
+    """Rewrite every stored Q's keys in the current format and record it. The keys are md5s of
+    the values' escaped texts (sql/history.py tuple_key); each row also stores its value (JSON of
+    the joint value's texts), which the new key is computed from, so the rewrite is exact. Versions
+    verified before the rewrite verify the same after it: only the name of each value changes."""
+    from ppdp.sql.history import SA_KEY_FORMAT, tuple_key
+
+    if sa_key_format(con) == SA_KEY_FORMAT:
+        return
+    d = con.dialect
+    stored = con.query(C.select_all_distributions(d))
+    if stored.height:
+        keys = [tuple_key(json.loads(v)) for v in stored["sa_value"].to_list()]
+        stage = f"q_upgrade_{secrets.token_hex(8)}"
+        con.write_frame(PRIVATE_SCHEMA, stage, stored.select(
+            "release", "version", pl.Series("sa_key", keys, dtype=pl.String), "sa_value", "q"))
+        con.execute(C.delete_all("distributions", d))
+        con.execute(C.copy_staged("distributions", stage, d))
+        con.execute(C.drop_private(stage, d))
+    con.execute(C.insert_format(d), ["sa_key", SA_KEY_FORMAT])
 
 
 def has_catalog(con: Connector) -> bool:
@@ -198,8 +259,14 @@ def store_distribution(con: Connector, release: str, version: int, distribution:
 
 
 def stored_distribution(con: Connector, release: str, version: int) -> pl.DataFrame:
-    """The (sa_key, sa_value, q) stored for a version (empty when none)."""
-    return con.query(C.select_distribution(con.dialect), [release, version])
+    """The (sa_key, sa_value, q) stored for a version (empty when none), each key computed from its
+    value: the current format's even where a catalog not yet upgraded stores an older one
+    (``upgrade_sa_keys``), as a run reads Q before it writes anything."""
+    from ppdp.sql.history import tuple_key
+
+    stored = con.query(C.select_distribution(con.dialect), [release, version])
+    keys = [tuple_key(json.loads(v)) for v in stored["sa_value"].to_list()]
+    return stored.with_columns(pl.Series("sa_key", keys, dtype=pl.String))
 
 
 def version_risks(con: Connector, release: str) -> list[dict[str, Any]]:

@@ -108,6 +108,8 @@ def run_release(spec: ReleaseSpec, *, database: str | None = None, progress: boo
     try:
         with _run_lock(con, ctx.release):
             had_catalog = catalog.has_catalog(con)  # under the lock: nothing of the catalog is read before it
+            if had_catalog and not dry_run:
+                catalog.upgrade(con)  # keys an older ppdp stored, in this one's format
             # read once, under the lock: a run that published while this one started is the
             # previous run of every stage (t-closeness's Q in validate, the run key, history)
             previous = identify.previous_run(ctx)
@@ -259,6 +261,8 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
         raise SpecError(f"No published release named {name!r} in {con.url}.")
     spec = spec_from_dict(run.spec)
     version = int(run.version or 0)  # a published run has its version
+    if spec.sensitive:  # the checks join the stored Q by key in SQL, and this read-only check cannot rewrite it
+        catalog.require_current_sa_keys(con)
     # bound to the sensitive values of the Q stored with the version (an ordered distance's order)
     # and to the source's size when it was released (k-map's estimated threshold)
     stored = catalog.stored_distribution(con, release, version)

@@ -44,7 +44,8 @@ def collect(root: Path, run: str | None = None) -> tuple[list[str], dict[tuple[s
                 cells[(r["key"], o)] = {"ratio": r["ratio"], "arx_ms": r["arx_ms"], "ppdp_ms": r["ppdp_ms"],
                                         "ppdp_prepare_ms": r["ppdp_prepare_ms"], "ppdp_read_ms": r.get("ppdp_read_ms"),
                                         "ratio_from_memory": r.get("ratio_from_memory"),
-                                        "reps": m["reps"], "same_node": r.get("same_node"),
+                                        # rounds of this row (vs_arx.py --min-ms adds some), else the run's
+                                        "reps": r.get("rounds", m["reps"]), "same_node": r.get("same_node"),
                                         "same_score": r.get("same_score"), "certified": r["certified"],
                                         "nodes": r["nodes_evaluated"], "arx_checked": r.get("arx_checked")}
     return keys, cells, runs
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
               f"prepare {c['ppdp_prepare_ms']:,.1f} ms"
               + ("" if c.get("ratio_from_memory") is None else
                  f", the source's rows read {c['ppdp_read_ms']:,.1f} ms; from memory {c['ratio_from_memory']:.2f}")
-              + f", median of {c['reps']})" for k, o, c in over]
+              + f", median of {c['reps']} rounds)" for k, o, c in over]
     measured = [c["ratio_from_memory"] for c in cells.values() if c.get("ratio_from_memory") is not None]
     if measured:
         lines += ["", f"From memory (ppdp's time without reading the source's rows out of the database, as ARX's "

@@ -76,12 +76,11 @@ RENAME = ("UPDATE {t} SET occupation = CASE occupation WHEN 'Craft-repair' THEN 
           "WHEN 'Sales' THEN '|Sales' ELSE occupation END")
 
 
-def _upgrade_case(url: str, schema: str, tmp_path: Path, delete_some) -> None:
-    spec_path = _spec_text(tmp_path / "upgrade.toml", url, schema, "occupation", K2 + ORDERED, None, "adult_upgrade")
+def _upgrade_case(url: str, schema: str, tmp_path: Path, delete_some, name: str = "adult_upgrade") -> None:
+    spec_path = _spec_text(tmp_path / "upgrade.toml", url, schema, "occupation", K2 + ORDERED, None, name)
     first = run_release(load_spec(spec_path), progress=False)
     assert first.run.status == "succeeded" and first.run.verification["passed"]
     assert _stored_keys_current(url)
-    name = "adult_upgrade"
     assert _make_old(url, first.run.release) == 2  # the two renamed occupations' keys
     assert not _stored_keys_current(url)
 
@@ -137,6 +136,28 @@ def test_an_old_catalog_is_refused_by_verify_and_upgraded_by_a_run_on_postgres(p
     finally:
         con.close()
     _upgrade_case(adult_postgres, "public", tmp_path, delete_some)
+
+
+@pytest.mark.spark
+def test_an_old_catalog_is_upgraded_on_spark(tmp_path, spark_url) -> None:
+    """Spark has no transactions: the rewrite is its DELETE and INSERT, rewritten by sql/spark.py."""
+    from tests.support.spark_source import adult_in_duckdb_and_spark
+
+    _, schema, name = adult_in_duckdb_and_spark(tmp_path, spark_url, rows=1000)
+    con = connect(spark_url)
+    try:
+        con.execute(RENAME.format(t=f"`{schema}`.adult"))
+    finally:
+        con.close()
+
+    def delete_some() -> None:
+        con = connect(spark_url)
+        try:
+            con.execute(f"DELETE FROM `{schema}`.adult WHERE id % 40 = 0")
+        finally:
+            con.close()
+
+    _upgrade_case(spark_url, schema, tmp_path, delete_some, name)
 
 
 def test_a_new_catalog_records_the_current_format(adult_db, tmp_path) -> None:

@@ -23,6 +23,8 @@ alternates round by round), so both see the same load. Reported: medians, ratio 
 (< 1: ppdp faster), ppdp's nodes evaluated, TD, certification, ARX's transformations checked;
 and ``ratio_from_memory``, the ratio with ppdp's rows read out of DuckDB (``ppdp_read_ms``) taken
 off round by round: ARX's timing starts from its data in memory, ppdp's from the database.
+``--arx-load``: ARX reads its data and hierarchies from their files in every round too, timed apart
+(``arx_load_ms``), and ``ratio_from_storage`` compares both sides from their data at rest.
 Without ARX (not built, ``--no-arx``) the ARX columns stay empty.
 
 Families (``--family``, default all):
@@ -136,6 +138,7 @@ POPULATION_TABLE = "main.source"  # the dataset's own table, k-map's population 
 T_EMD_AS_EUCLIDEAN = 0.2828  # binary SA: ARX's EMD 0.2 (equal distance) is Euclidean 0.2 * sqrt(2)
 ZIP_DIGITS = 5
 OBJECTIVE = "td"  # --objective
+ARX_LOAD = False  # --arx-load
 _LAST: list[Any] = [None]  # the last ppdp run's (encoded table, models): ARX's node scored on it
 
 
@@ -643,7 +646,8 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
     sa = [sa_col] if sa_col else []
     rows = None if case.subset is None else subset(loaded, case.subset, work)
     source_table = rows.table if case.sample and rows is not None else "source"
-    tokens = arx_tokens(case, loaded, sa_col, rows)
+    tokens = arx_tokens(case, loaded, sa_col, rows) + (" load=1" if ARX_LOAD else "")
+    arx_load_ms: list[float] = []
     ppdp_ms: list[float] = []
     arx_ms: list[float] = []
     prep_ms, read_ms, result, arx_out = [], [], None, None
@@ -662,6 +666,8 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
                 arx_out = arx.run(tokens)
                 if i >= warmups:
                     arx_ms.append(float(arx_out["ms"]))
+                    if "load_ms" in arx_out:
+                        arx_load_ms.append(float(arx_out["load_ms"]))
             elif side == "ppdp":
                 ms, result, prep, read = ppdp_run(case, loaded, sa, source_table)
                 if i >= warmups:
@@ -684,6 +690,12 @@ def run_case(case: Case, loaded: Loaded, arx: Arx | None, *, reps: int, warmups:
         "ppdp_read_ms": round(statistics.median(read_ms), 1),
         "ratio_from_memory": None if a is None else round(statistics.median(
             [t - r for t, r in zip(ppdp_ms, read_ms, strict=True)]) / a, 3),
+        # --arx-load: ARX's data and hierarchies read from their files each round too, as ppdp's
+        # rows and hierarchies are read (both sides from their data at rest)
+        **({} if not arx_load_ms else {
+            "arx_load_ms": round(statistics.median(arx_load_ms), 1),
+            "ratio_from_storage": round(statistics.median(ppdp_ms) / statistics.median(
+                [a + ld for a, ld in zip(arx_ms, arx_load_ms, strict=True)]), 3)}),
         "nodes_evaluated": int(result.evaluations), "td": float(result.td), "feasible": bool(result.feasible),
         "suppressed": int(result.suppressed), "certified": bool(result.certified),
         "levels": [int(x) for x in result.g],
@@ -792,6 +804,14 @@ def markdown(doc: dict[str, Any], compare: dict[str, Any] | None) -> str:
             cells += [o.get("skipped", fmt(o.get("ppdp_ms"))) if o else ""]
             cells += ["" if s is None else ("yes" if s[k] else "**NO**") for k in ("td", "nodes", "certified")]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    loads = [r for r in doc["rows"] if r.get("arx_load_ms") is not None]
+    if loads:
+        lines += ["", "Both from their data at rest (--arx-load): ARX's data and hierarchies read from their files "
+                      "in each round (ARX load ms), beside ppdp's rows read out of DuckDB and its hierarchies read "
+                      "(both in ppdp ms); from storage = ppdp ms / (ARX load ms + ARX ms), medians of the rounds' sums.",
+                  "", "| case | ARX load ms | ARX ms | ppdp ms | ratio | from storage |", "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['label']} | {fmt(r['arx_load_ms'], ',.1f')} | {fmt(r['arx_ms'])} | {fmt(r['ppdp_ms'])} | "
+                  f"{fmt(r['ratio'], '.2f')} | {fmt(r['ratio_from_storage'], '.2f')} |" for r in loads]
     dist = doc.get("distribution")
     if dist:
         lines += ["", f"Drawn family: {dist['cases']} cases timed with ARX ({dist['skipped']} skipped); ratio median "
@@ -833,11 +853,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--objective", default="td",
                     choices=["td", "loss", "nu-entropy", "aecs", "discernibility", "precision", "height"],
                     help="what ppdp minimizes (default td, ARX then runs its Loss); an ARX metric: both minimize it")
+    ap.add_argument("--arx-load", action="store_true", help="ARX reads its data and hierarchies from their files in "
+                    "every round, timed apart (arx_load_ms, ratio_from_storage); ARX ms stays anonymize()")
     ap.add_argument("--jvm-option", action="append", default=[], help="an option of ARX's JVM (repeatable)")
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt", help="file holding ARX's classpath")
     args = ap.parse_args(argv)
-    global OBJECTIVE
+    global OBJECTIVE, ARX_LOAD
     OBJECTIVE = args.objective
+    ARX_LOAD = args.arx_load
     reps = args.reps or (4 if args.quick else 6)
     if reps % 2:
         print(f"note: --reps {reps} is odd: {'ARX' if args.warmups % 2 == 0 else 'ppdp'} gets one round more right "
@@ -868,7 +891,7 @@ def main(argv: list[str] | None = None) -> int:
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                        f"numpy {np.__version__}",
             "load_average": [round(x, 2) for x in os.getloadavg()], "objective": OBJECTIVE, "data": str(root), "arx": arx_note,
-            "jvm_options": list(args.jvm_option),
+            "jvm_options": list(args.jvm_option), "arx_load": args.arx_load,
             # as a release run sets it (engine/release/run.py): freed memory kept for the next call
             "heap_kept": keep_freed_memory()}
     loaded: dict[str, Loaded | None] = {}

@@ -17,7 +17,6 @@ in memory, as there. Writes ``<out>/<commit>.json``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -27,15 +26,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CASES = ["adult-1000-k5-flash-0:loss", "adult-5000-k5-lattice:nu-entropy", "adult-k5-lattice:precision",
          "mach2019-k5-lattice:precision"]
-
-
-def _vs_arx():
-    spec = importlib.util.spec_from_file_location("vs_arx", REPO / "benchmarks" / "vs_arx.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["vs_arx"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "alone_vs_interleaved")
     args = ap.parse_args(argv)
-    V = _vs_arx()
+    sys.path.insert(0, str(REPO))
+    import benchmarks.vs_arx as V
     meta = {"commit": V.git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "runs": args.runs, "blocks": args.blocks, "heap_kept": V.keep_freed_memory()}
     root = V.data_dir(args.data)

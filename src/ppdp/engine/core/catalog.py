@@ -24,6 +24,7 @@ from ppdp.errors import SpecError
 from ppdp.redact import redact_text, redact_value
 from ppdp.sql import catalog as C
 from ppdp.sql.dialect import DUCKDB
+from ppdp.sql.history import SA_KEY_FORMAT, tuple_key
 from ppdp.sql.quoting import quote_table
 
 PRIVATE_SCHEMA = C.PRIVATE_SCHEMA
@@ -92,8 +93,6 @@ def upgrade(con: Connector) -> None:
     """``ensure_schema`` in a transaction of its own when the catalog stores keys of an older
     format: what a run does first, under its lock, so that a run that publishes nothing (its
     key unchanged) upgrades the catalog too."""
-    from ppdp.sql.history import SA_KEY_FORMAT
-
     if sa_key_format(con) not in (0, SA_KEY_FORMAT):
         with con.transaction():
             ensure_schema(con)
@@ -102,8 +101,6 @@ def upgrade(con: Connector) -> None:
 def require_current_sa_keys(con: Connector) -> None:
     """Raise unless the stored Q's keys are in this ppdp's format (a read-only check of a
     catalog written by an older ppdp, which would otherwise match no stored value)."""
-    from ppdp.sql.history import SA_KEY_FORMAT
-
     found = sa_key_format(con)
     if found not in (0, SA_KEY_FORMAT):
         raise SpecError(f"The catalog in {con.url} stores the keys of its sensitive values in an older format ({found}; "
@@ -116,8 +113,6 @@ def upgrade_sa_keys(con: Connector) -> None:
     the values' escaped texts (sql/history.py tuple_key); each row also stores its value (JSON of
     the joint value's texts), which the new key is computed from, so the rewrite is exact. Versions
     verified before the rewrite verify the same after it: only the name of each value changes."""
-    from ppdp.sql.history import SA_KEY_FORMAT, tuple_key
-
     if sa_key_format(con) == SA_KEY_FORMAT:
         return
     d = con.dialect
@@ -262,8 +257,6 @@ def stored_distribution(con: Connector, release: str, version: int) -> pl.DataFr
     """The (sa_key, sa_value, q) stored for a version (empty when none), each key computed from its
     value: the current format's even where a catalog not yet upgraded stores an older one
     (``upgrade_sa_keys``), as a run reads Q before it writes anything."""
-    from ppdp.sql.history import tuple_key
-
     stored = con.query(C.select_distribution(con.dialect), [release, version])
     keys = [tuple_key(json.loads(v)) for v in stored["sa_value"].to_list()]
     return stored.with_columns(pl.Series("sa_key", keys, dtype=pl.String))

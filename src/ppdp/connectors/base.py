@@ -70,6 +70,13 @@ class Connector(Protocol):
 
     def unlock(self, name: str) -> None: ...
 
+    def lock_transaction(self, name: str) -> None:
+        """Wait for an exclusive lock named ``name`` that the current transaction holds until it
+        ends (ADVISORY_LOCKS); where sessions cannot write concurrently, nothing. Two sessions that
+        create or rewrite the same objects take it first: the second then sees the first's work
+        committed instead of colliding with it."""
+        ...
+
     def identity(self) -> str:
         """Which database this is, however its URL was spelled (an embedded file's resolved path,
         a server's system identifier and database name): part of the run key."""

@@ -198,6 +198,10 @@ class DuckDBConnector:
     def unlock(self, name: str) -> None:
         return None
 
+    def lock_transaction(self, name: str) -> None:
+        """Nothing: one process writes a database file at a time (opening it for writing was the lock)."""
+        return None
+
     def identity(self) -> str:
         """The file's resolved absolute path (symlinks and ``..`` followed), not the URL's spelling."""
         return "duckdb:" + (":memory:" if self.path == ":memory:" else str(Path(self.path).resolve()))

@@ -402,6 +402,10 @@ class PostgresConnector:
     def unlock(self, name: str) -> None:
         self.query(S.POSTGRES_UNLOCK, [lock_key(name)])
 
+    def lock_transaction(self, name: str) -> None:
+        """A transaction-level advisory lock on a 64-bit hash of ``name``, waited for."""
+        self.execute(S.POSTGRES_TRANSACTION_LOCK, [lock_key(name)])
+
     def identity(self) -> str:
         """The cluster's system identifier (pg_control_system) and the database name; the server's
         address and port stand in where the function is not granted to the connecting role. Runs

@@ -280,6 +280,10 @@ class SparkConnector:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
+    def lock_transaction(self, name: str) -> None:
+        """Nothing: Spark has no transactions to hold a lock for (its statements stand alone)."""
+        return None
+
     def identity(self) -> str:
         """The session's warehouse location and catalog implementation (where its tables live)."""
         conf = self.session.conf

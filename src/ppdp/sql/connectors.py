@@ -34,6 +34,7 @@ POSTGRES_RELATION_COLUMNS = ("SELECT CAST(column_name AS VARCHAR) AS name, CAST(
                              "ORDER BY ordinal_position")
 POSTGRES_TRY_LOCK = "SELECT pg_try_advisory_lock(?) AS ok"  # a 64-bit key, session level
 POSTGRES_UNLOCK = "SELECT pg_advisory_unlock(?) AS ok"
+POSTGRES_TRANSACTION_LOCK = "SELECT pg_advisory_xact_lock(?)"  # waits; freed when the transaction ends
 POSTGRES_DATABASE = "SELECT CAST(current_database() AS VARCHAR) AS d"
 POSTGRES_SYSTEM_IDENTIFIER = "SELECT CAST(system_identifier AS VARCHAR) AS s FROM pg_control_system()"
 POSTGRES_SERVER_ADDRESS = "SELECT CAST(inet_server_addr() AS VARCHAR) AS a, inet_server_port() AS p"

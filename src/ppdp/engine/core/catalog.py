@@ -68,9 +68,16 @@ class RunRecord:
         return self.version
 
 
+CATALOG_LOCK = "ppdp-catalog"  # the private schema's creation and upgrades, one session at a time
+
+
 def ensure_schema(con: Connector) -> None:
     """The private schema's tables (those missing created), and what an older ppdp stored in
-    them brought to this one's formats (``upgrade_sa_keys``). Call within a transaction."""
+    them brought to this one's formats (``upgrade_sa_keys``). Call within a transaction. Runs of
+    different releases may do this at once: under CATALOG_LOCK, the second waits for the first's
+    commit, then finds its schema, tables and format (on PostgreSQL, two CREATE SCHEMA IF NOT
+    EXISTS at once fail the second on a duplicate key, and two rewrites would store Q twice)."""
+    con.lock_transaction(CATALOG_LOCK)
     for stmt in C.ddl(con.dialect):
         con.execute(stmt)
     upgrade_sa_keys(con)

@@ -202,9 +202,18 @@ class HeteroState:
     previous_table: str | None = None
 
 
+# The texts of a record's own columns are joined by OWN_SEPARATOR, NULL written as OWN_NULL. So
+# that the join is injective (("a\x1fb", "c") and ("a", "b\x1fc") must differ, as must NULL and
+# the text "\x00"), each text escapes those two characters and the escape itself; a text holding
+# none of the three, which is nearly every text, keeps the digest it had before the escape.
+OWN_SEPARATOR, OWN_NULL, OWN_ESCAPE = "\x1f", "\x00", "\x1e"
+_OWN_ESCAPES = str.maketrans({OWN_ESCAPE: OWN_ESCAPE + "0", OWN_SEPARATOR: OWN_ESCAPE + "1", OWN_NULL: OWN_ESCAPE + "2"})
+
+
 def _digest(values: tuple) -> str:
-    """A record's own released columns as one digest (the cross-version check compares them)."""
-    joined = "\x1f".join("\x00" if v is None else str(v) for v in values)
+    """A record's own released columns as one digest (the cross-version check compares them):
+    md5 of their escaped texts joined (OWN_SEPARATOR, above)."""
+    joined = OWN_SEPARATOR.join(OWN_NULL if v is None else str(v).translate(_OWN_ESCAPES) for v in values)
     return hashlib.md5(joined.encode()).hexdigest()
 
 

@@ -11,7 +11,8 @@ each. After 60 untimed interleaved rounds, each block times ``--runs`` ARX runs 
 ``--runs`` ppdp runs in a row, then ``--runs`` interleaved pairs; the blocks repeat ``--blocks``
 times and each prints the four medians. ppdp's run is vs_arx.py's ``ppdp_run`` (the source's
 rows read out of DuckDB, encoding, search), ARX's is ``ARXAnonymizer.anonymize`` from its data
-in memory, as there. Writes ``<out>/<commit>.json``.
+in memory, as there. Writes ``<out>/<commit>.json`` (``<commit>-arx-cpus-<cpus>.json`` with
+``--arx-cpus``, the JVM kept to those CPUs).
 """
 
 from __future__ import annotations
@@ -37,14 +38,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="folder holding arx/ (default: $PPDP_DATA or ../shared/data)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/ppdp-vs-arx"))
     ap.add_argument("--arx-classpath", default="/tmp/arx-build/classpath.txt")
+    ap.add_argument("--arx-cpus", help="run ARX's JVM on these CPUs only (taskset -c, e.g. 1; ppdp's process is not "
+                    "pinned): whether ppdp's interleaving cost is the JVM taking its core")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "alone_vs_interleaved")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(REPO))
     import benchmarks.vs_arx as V
     meta = {"commit": V.git_commit(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "runs": args.runs, "blocks": args.blocks, "heap_kept": V.keep_freed_memory()}
+            "runs": args.runs, "blocks": args.blocks, "heap_kept": V.keep_freed_memory(), "arx_cpus": args.arx_cpus}
     root = V.data_dir(args.data)
-    arx = V.Arx(Path(args.arx_classpath).read_text().strip(), args.work)
+    arx = V.Arx(Path(args.arx_classpath).read_text().strip(), args.work, cpus=args.arx_cpus)
     rows = []
     try:
         for item in args.case or CASES:
@@ -81,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         arx.close()
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"{meta['commit']}.json"
+    out = args.out / f"{meta['commit']}{'-arx-cpus-' + args.arx_cpus if args.arx_cpus else ''}.json"
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")
     return 0

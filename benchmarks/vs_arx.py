@@ -530,7 +530,7 @@ def prepare(loaded: Loaded, sa: list[str], models: list | None = None, source_ta
 class Arx:
     """ArxBench in serve mode: one warm JVM, one JSON line per command."""
 
-    def __init__(self, classpath: str, work: Path, jvm_options: tuple[str, ...] = ()) -> None:
+    def __init__(self, classpath: str, work: Path, jvm_options: tuple[str, ...] = (), cpus: str | None = None) -> None:
         classes = work / "arx-classes"
         classes.mkdir(parents=True, exist_ok=True)
         srcs = [REPO / "benchmarks" / "arx" / f for f in ("ArxSetup.java", "ArxBench.java")]
@@ -538,7 +538,8 @@ class Arx:
         if not target.exists() or target.stat().st_mtime < max(f.stat().st_mtime for f in srcs):
             subprocess.run(["javac", "-nowarn", "-cp", classpath, "-d", str(classes), *map(str, srcs)], check=True,
                            capture_output=True)
-        self.proc = subprocess.Popen(["java", *jvm_options, "-cp", f"{classes}{os.pathsep}{classpath}", "ArxBench", "serve"],
+        pinned = ["taskset", "-c", cpus] if cpus else []  # the JVM on these CPUs only (--arx-cpus)
+        self.proc = subprocess.Popen([*pinned, "java", *jvm_options, "-cp", f"{classes}{os.pathsep}{classpath}", "ArxBench", "serve"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         ready = json.loads(self._line())
         self.java = ready.get("java")

@@ -7,7 +7,7 @@ issue family's large data sets) and ``objective_<name>/recheck/`` (rows timed ag
 rounds; their median replaces the one-round figure); with ``--run NAME``, only the runs
 ``objective_<name>/NAME/`` (all six metrics' rows from one commit, e.g. ``--out
 objective_<name>/<commit>`` of vs_arx.py), and the summary is written as
-``objective_summary_NAME.{md,json}``; ``--run A,B`` reads both, a row of B replacing A's. With
+``objective_summary_NAME.{md,json}``; ``--run A,B`` reads both (a row of B replacing A's) and writes ``objective_summary_A_B``. With
 ``--storage`` (runs of ``vs_arx.py --arx-load``) the table's ratio is ``ratio_from_storage``: both
 sides timed from their data at rest. Prints a markdown table: per row and
 objective the ratio ppdp / ARX and whether ppdp's node is ARX's (``=``), another node with ARX's
@@ -86,13 +86,13 @@ def main(argv: list[str] | None = None) -> int:
                  f", the source's rows read {c['ppdp_read_ms']:,.1f} ms; from memory {c['ratio_from_memory']:.2f}")
               + f", median of {c['reps']} rounds)" for k, o, c in over]
     measured = [c["ratio_from_memory"] for c in cells.values() if c.get("ratio_from_memory") is not None]
-    if measured:
+    if measured and not args.storage:  # --arx-load runs: ARX's loading slows the next run, not this measure's
         lines += ["", f"From memory (ppdp's time without reading the source's rows out of the database, as ARX's "
                       f"timing starts from its data in memory), on the {len(measured)} rows that recorded it: "
                       f"ratio > 1 on {sum(1 for x in measured if x > 1)}, maximum {max(measured):.2f}."]
     text = "\n".join(lines) + "\n"
     print(text)
-    stem = f"objective_summary_{args.run.replace(',', '+')}" if args.run else "objective_summary"
+    stem = f"objective_summary_{args.run.replace(',', '_')}" if args.run else "objective_summary"
     (args.results / f"{stem}.md").write_text(text)
     (args.results / f"{stem}.json").write_text(json.dumps(
         {"runs": runs, "cells": [{"key": k, "objective": o, **c} for (k, o), c in cells.items()]}, indent=1) + "\n")

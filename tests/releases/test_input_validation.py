@@ -444,7 +444,7 @@ def test_nan_and_inf_in_an_intervals_column_is_one_line(nan_db, tmp_path):
     spec = tmp_path / "nan.toml"
     spec.write_text(small_toml(nan_db))
     before = snapshot(nan_db)
-    assert_one_line_error(cli("run", str(spec), "--no-progress"), "Interval hierarchy for 'x' needs finite numbers", "'inf', 'nan'")
+    assert_one_line_error(cli("run", str(spec), "--no-progress"), "Interval hierarchy for 'x' needs finite numbers", "'Infinity', 'NaN'")
     assert snapshot(nan_db) == before
 
 

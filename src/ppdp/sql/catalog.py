@@ -7,6 +7,8 @@ share state. Values are always bound parameters; the only identifiers are ppdp's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from sqlglot import exp
 
 from ppdp.sql.dialect import Dialect
@@ -227,12 +229,15 @@ def reverts_table(name: str, d: Dialect) -> str:
     return f"CREATE TABLE {private(name, d)} (row_id VARCHAR NOT NULL, action VARCHAR NOT NULL)"
 
 
-def salted_state_select(source_from: str, key: str, columns: list[str], d: Dialect) -> str:
+def salted_state_select(source_from: str, key: str, columns: list[str], d: Dialect,
+                        types: Mapping[str, str] | None = None) -> str:
     """(key text, md5 of the release's secret salt and the row's text) of every source row
-    (param: salt). Salted, so a copy of ``_ppdp`` cannot be matched against guessed rows."""
+    (param: salt). Salted, so a copy of ``_ppdp`` cannot be matched against guessed rows.
+    ``types``: the columns' described SQL types (queries.row_text_expr)."""
     from ppdp.sql.queries import row_text_expr, text
 
-    return f"SELECT {text(key, 'src', dialect=d)} AS key, md5(? || {row_text_expr(columns, d)}) AS row_hash FROM {source_from}"
+    key_text = text(key, 'src', dialect=d, sql_type=(types or {}).get(key))
+    return f"SELECT {key_text} AS key, md5(? || {row_text_expr(columns, d, types)}) AS row_hash FROM {source_from}"
 
 
 def source_keys(source_from: str, key: str, d: Dialect) -> str:

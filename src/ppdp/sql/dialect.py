@@ -29,9 +29,10 @@ class Dialect:
     # CREATE TABLE takes PRIMARY KEY (the rebuild script's keys give PostgreSQL's planner the
     # statistics of the generalization joins; BigQuery and Spark take none).
     keyed_tables: bool = True
-    # A value's canonical text strips the '.0' DuckDB writes after an integral DOUBLE (the form
-    # PostgreSQL writes; sql/queries.py, text_expr).
-    strips_float_zero: bool = False
+    # How CAST writes a floating value as text, when not as PostgreSQL does (the canonical form,
+    # sql/queries.py text_expr rewrites the others into it): "duckdb" ('39.0', 'nan', 'inf'),
+    # "java" (Spark: Java's Double.toString, '39.0', '1.0E7', '1.5E-5').
+    float_text: str | None = None
     # The first 12 hex digits of an md5 text ``{}`` as a BIGINT (order-free row fingerprints).
     hex_bigint: str = "CAST(('0x' || SUBSTR({}, 1, 12)) AS BIGINT)"
     # A SUM of 48-bit BIGINT terms overflows (Spark's BIGINT SUM): sum them as DECIMAL(38, 0).
@@ -51,14 +52,14 @@ class Dialect:
         return dialect_named, (self.name,)
 
 
-DUCKDB = Dialect("duckdb", strips_float_zero=True, storage_row_id="rowid")
+DUCKDB = Dialect("duckdb", float_text="duckdb", storage_row_id="rowid")
 POSTGRES = Dialect("postgres", double_type="DOUBLE PRECISION",
                    hex_bigint="CAST(CAST(('x' || SUBSTR({}, 1, 12)) AS BIT(48)) AS BIGINT)",
                    new_request_id="md5(random()::text || clock_timestamp()::text)",
                    lease_until="LOCALTIMESTAMP + CAST(? AS BIGINT) * INTERVAL '1 microsecond'")
 # Spark casts no '0x' text: CONV reads the hex digits.
 SPARK = Dialect("spark", text_type="STRING", keyed_tables=False, hex_bigint="CAST(CONV(SUBSTR({}, 1, 12), 16, 10) AS BIGINT)",
-                narrow_bigint_sum=True)
+                narrow_bigint_sum=True, float_text="java")
 # Targets of the rebuild script only (``ppdp sql``): no connector runs them.
 SNOWFLAKE = Dialect("snowflake")
 BIGQUERY = Dialect("bigquery", text_type="STRING", double_type="FLOAT64", keyed_tables=False)

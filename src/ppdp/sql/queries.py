@@ -8,7 +8,9 @@ sqlglot and must be a single SELECT; it is then embedded as a subquery.
 
 from __future__ import annotations
 
+import decimal
 import functools
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -93,32 +95,98 @@ class Source:
         return quote_table(self.schema, self.table, self.dialect) if self.table is not None else "source.query"
 
 
-# DuckDB writes an integral DOUBLE as '39.0', PostgreSQL (and Snowflake, BigQuery) as '39'.
-# Hierarchy leaves, suppressed keys and row ids are text, so a release published from one and
-# rebuilt on the other matched nothing. The canonical text of a floating value is PostgreSQL's
-# shortest round-trip form: integral values without '.0' (exact for |x| < 1e15, where neither
-# database switches to an exponent), all other values as both databases already agree ('39.5',
-# '1e+20'). DuckDB strips the '.0' only when the column's type is DOUBLE/FLOAT: typeof() of a
-# column is a constant, so other types keep a plain CAST at no cost.
+# The canonical text of a floating value is PostgreSQL's: the shortest digits that read back
+# to the value, in fixed notation while the decimal exponent E of the first digit is in [-4, 15)
+# ('39', '39.5', '10000000', '0.0001'), else as '<d>[.<ddd>]e<+|-><at least two digits>'
+# ('1e+20', '1.5e-05'), and 'NaN', 'Infinity', '-Infinity'. Hierarchy leaves, suppressed keys and
+# row ids are text, so a release published from one database and rebuilt on another, or the same
+# table on two engines, match only if every engine writes this. The others' CAST is rewritten:
+#
+# * DuckDB writes the same digits, but '39.0' for an integral value, fixed notation up to E = 15
+#   ('1000000000000000.0' where PostgreSQL writes '1e+15'), and 'nan' (or '-nan'), 'inf', '-inf'.
+# * Spark writes Java's Double.toString: '39.0', and an exponent from 1e7 and below 1e-3
+#   ('1.0E7', '1.23456785E7', '1.5E-5').
+#
+# Each rewrite is a template over a text column ``s`` (CAST of the value). D: the digits without
+# sign, point and trailing zeros. No backslashes in the patterns: Spark unescapes literals. The
+# rewrite applies to DOUBLE (and DuckDB's FLOAT) columns only: typeof() of a column is a constant,
+# so other types keep a plain CAST. REAL columns keep each engine's own text (PostgreSQL switches
+# a REAL to an exponent from 1e6, DuckDB and Spark do not): docs/reference/spec.md.
 _FLOAT_TYPES = ("DOUBLE", "FLOAT")
+_D_SIGN = "regexp_extract(s, '^(-?)', 1)"
+_DUCKDB_D = "regexp_replace(regexp_replace(s, '[-.]', '', 'g'), '0+$', '')"
+DUCKDB_FLOAT_TEXT = f"""CASE
+  WHEN s IN ('nan', '-nan') THEN 'NaN' WHEN s = 'inf' THEN 'Infinity' WHEN s = '-inf' THEN '-Infinity'
+  WHEN regexp_matches(s, '^-?[0-9]{{16}}[.]') THEN concat({_D_SIGN}, substr({_DUCKDB_D}, 1, 1),
+    CASE WHEN length({_DUCKDB_D}) > 1 THEN concat('.', substr({_DUCKDB_D}, 2)) ELSE '' END, 'e+15')
+  ELSE regexp_replace(s, '[.]0$', '')
+END"""
+_JAVA_D = "regexp_replace(regexp_replace(regexp_extract(s, '^-?([0-9.]+)E', 1), '[.]', ''), '0+$', '')"
+_JAVA_E = "CAST(regexp_extract(s, 'E(-?[0-9]+)$', 1) AS INT)"
+JAVA_DOUBLE_TEXT = f"""CASE
+  WHEN s NOT LIKE '%E%' THEN regexp_replace(s, '[.]0$', '')
+  WHEN {_JAVA_E} >= 15 OR {_JAVA_E} < -4 THEN concat({_D_SIGN}, substr({_JAVA_D}, 1, 1),
+    CASE WHEN length({_JAVA_D}) > 1 THEN concat('.', substr({_JAVA_D}, 2)) ELSE '' END,
+    CASE WHEN {_JAVA_E} < 0 THEN 'e-' ELSE 'e+' END, CASE WHEN abs({_JAVA_E}) < 10 THEN '0' ELSE '' END,
+    CAST(abs({_JAVA_E}) AS STRING))
+  WHEN {_JAVA_E} < 0 THEN concat({_D_SIGN}, '0.', repeat('0', -{_JAVA_E} - 1), {_JAVA_D})
+  WHEN length({_JAVA_D}) <= {_JAVA_E} + 1 THEN concat({_D_SIGN}, {_JAVA_D}, repeat('0', {_JAVA_E} + 1 - length({_JAVA_D})))
+  ELSE concat({_D_SIGN}, substr({_JAVA_D}, 1, {_JAVA_E} + 1), '.', substr({_JAVA_D}, {_JAVA_E} + 2))
+END"""
+# (the template, its dialect, the types it applies to as typeof() names them)
+_FLOAT_REWRITES = {"duckdb": (DUCKDB_FLOAT_TEXT, "duckdb", _FLOAT_TYPES), "java": (JAVA_DOUBLE_TEXT, "spark", ("double",))}
+
+
+@functools.lru_cache(maxsize=8)
+def _float_template(form: str) -> exp.Expr:
+    template, read, _ = _FLOAT_REWRITES[form]
+    return sqlglot.parse_one(template, read=read)
+
+
+def float_text_expr(text: exp.Expression, dialect: Dialect) -> exp.Expr:
+    """The canonical text (above) of a floating value whose CAST to text is ``text``."""
+    if dialect.float_text is None:
+        return text
+    return _float_template(dialect.float_text).transform(
+        lambda node: text.copy() if isinstance(node, exp.Column) and node.name == "s" and not node.table else node)
+
+
+def canonical_float_text(value: float) -> str:
+    """The canonical text (above) of a double in Python: what ``text_expr`` writes on every
+    dialect, PostgreSQL's own text of it (Python's repr is the same shortest digits). Where those
+    digits lie exactly halfway between two doubles PostgreSQL writes one digit more, and Spark on
+    Java before 19 does so for a few doubles: docs/reference/spec.md."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    sign, digits, exponent = decimal.Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)
+    d = "".join(map(str, digits)).rstrip("0") or "0"
+    lead = len(digits) + exponent - 1 if d != "0" else 0  # E: the decimal exponent of the first digit
+    minus = "-" if sign else ""
+    if -4 <= lead < 15:
+        if lead < 0:
+            return f"{minus}0.{'0' * (-lead - 1)}{d}"
+        return f"{minus}{d}{'0' * (lead + 1 - len(d))}" if len(d) <= lead + 1 else f"{minus}{d[:lead + 1]}.{d[lead + 1:]}"
+    return f"{minus}{d[0]}{'.' + d[1:] if len(d) > 1 else ''}e{'-' if lead < 0 else '+'}{abs(lead):02d}"
 
 
 def text_expr(column: exp.Expression, dialect: Dialect) -> exp.Expression:
     """``column`` as canonical text (see above), as a sqlglot expression for ``dialect``."""
     cast = exp.cast(column.copy(), exp.DataType.build("VARCHAR"))
-    if not dialect.strips_float_zero:
+    if dialect.float_text is None:
         return cast
     is_float = exp.In(this=exp.Anonymous(this="typeof", expressions=[column.copy()]),
-                      expressions=[exp.Literal.string(t) for t in _FLOAT_TYPES])
-    stripped = exp.Anonymous(this="regexp_replace", expressions=[cast.copy(), exp.Literal.string("[.]0$"), exp.Literal.string("")])
-    return exp.Case(ifs=[exp.If(this=is_float, true=stripped)], default=cast)
+                      expressions=[exp.Literal.string(t) for t in _FLOAT_REWRITES[dialect.float_text][2]])
+    return exp.Case(ifs=[exp.If(this=is_float, true=float_text_expr(cast, dialect))], default=cast)
 
 
 def text(col: str, alias: str, dialect: Dialect, sql_type: str | None = None) -> str:
     """A source column as text: the form in which it is compared with hierarchy leaves and keys
     (the same on every dialect, floating values included). ``sql_type``, the column's type as the
-    database describes it, picks the one expression that type needs (typed_text_kind, DuckDB)."""
-    kind = typed_text_kind(sql_type) if dialect.strips_float_zero else None
+    database describes it, picks the one expression that type needs (typed_text_kind)."""
+    kind = typed_text_kind(sql_type, dialect)
     template, placeholder = _text_template(alias, dialect, kind)
     return template.replace(placeholder, quote_ident(col, dialect))
 
@@ -134,12 +202,16 @@ _PLAIN_CAST_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGE
                                "USMALLINT", "UTINYINT", "BOOLEAN", "DATE", "TIMESTAMP"})
 
 
-def typed_text_kind(sql_type: str | None) -> str | None:
-    """How a DuckDB column of ``sql_type`` becomes canonical text: "bare" (VARCHAR), "float"
-    (strip '.0'), "cast" (a plain CAST), or None (not known: the general expression)."""
-    if sql_type is None:
+def typed_text_kind(sql_type: str | None, dialect: Dialect) -> str | None:
+    """How a column of ``sql_type`` becomes canonical text on ``dialect``: "bare" (VARCHAR),
+    "float" (the float rewrite), "cast" (a plain CAST), or None (not known, or a dialect whose
+    CAST is the canonical text: the general expression). On Spark ("java") every described type
+    is known: only DOUBLE is rewritten, so other columns are plain CASTs, not the rewrite's CASE."""
+    if sql_type is None or dialect.float_text is None:
         return None
     t = sql_type.strip().upper()
+    if dialect.float_text == "java":
+        return "float" if t == "DOUBLE" else ("bare" if t == "STRING" else "cast")
     if t == "VARCHAR":
         return "bare"
     if t in _FLOAT_TYPES:
@@ -163,11 +235,11 @@ def _text_template(alias: str, dialect: Dialect, kind: str | None = None) -> tup
     column = exp.column(_TEXT_PLACEHOLDER, alias, quoted=True)
     cast = exp.cast(column, exp.DataType.build("VARCHAR"))
     if kind == "bare":
-        tree: exp.Expression = column
+        tree: exp.Expr = column
     elif kind == "cast":
         tree = cast
     elif kind == "float":
-        tree = exp.Anonymous(this="regexp_replace", expressions=[cast, exp.Literal.string("[.]0$"), exp.Literal.string("")])
+        tree = float_text_expr(cast, dialect)
     else:
         tree = text_expr(column, dialect)
     return tree.sql(dialect=dialect.name), quote_ident(_TEXT_PLACEHOLDER, dialect)
@@ -416,14 +488,19 @@ def escaped_text(value: str | None) -> str:
     return "\\N" if value is None else value.replace("~", "~0").replace("|", "~1").replace("\\", "~2")
 
 
-def row_text_expr(columns: list[str], d: Dialect) -> str:
-    """A row's text, NULL-safe and injective (each value's ``escaped_text_expr``, joined by '|')."""
-    return " || '|' || ".join(escaped_text_expr(text(c, 'src', dialect=d)) for c in columns)
+def row_text_expr(columns: list[str], d: Dialect, types: Mapping[str, str] | None = None) -> str:
+    """A row's text, NULL-safe and injective (each value's ``escaped_text_expr``, joined by '|').
+    ``types`` (column -> SQL type, when described): each column's typed text (typed_text_kind),
+    the same text as the general expression's, which on Spark and DuckDB is a CASE on typeof()
+    per column (on Spark, with its float rewrite, a 2.5 KB expression: a 15-column row's hash took
+    three times as long to plan)."""
+    types = types or {}
+    return " || '|' || ".join(escaped_text_expr(text(c, 'src', dialect=d, sql_type=types.get(c))) for c in columns)
 
 
-def row_hash_expr(columns: list[str], d: Dialect) -> str:
+def row_hash_expr(columns: list[str], d: Dialect, types: Mapping[str, str] | None = None) -> str:
     """md5 of a row's text (``row_text_expr``)."""
-    return f"MD5({row_text_expr(columns, d)})"
+    return f"MD5({row_text_expr(columns, d, types)})"
 
 
 def hex_prefix_bigint(expr: str, d: Dialect) -> str:
@@ -431,10 +508,11 @@ def hex_prefix_bigint(expr: str, d: Dialect) -> str:
     return d.hex_bigint.format(expr)
 
 
-def fingerprint_query(source: Source, key: str, columns: list[str]) -> str:
-    """Row count and an order-independent sum of row hashes: changes when any row changes."""
+def fingerprint_query(source: Source, key: str, columns: list[str], types: Mapping[str, str] | None = None) -> str:
+    """Row count and an order-independent sum of row hashes: changes when any row changes.
+    ``types``: see row_text_expr."""
     d = source.dialect
-    h = row_hash_expr([key] + [c for c in columns if c != key], d)
+    h = row_hash_expr([key] + [c for c in columns if c != key], d, types)
     if d.narrow_bigint_sum:
         # 48-bit terms overflow Spark's BIGINT SUM (an error under ANSI) past ~65,000 rows, where
         # DuckDB sums into HUGEINT and PostgreSQL into numeric: sum DECIMAL(38, 0), exact to

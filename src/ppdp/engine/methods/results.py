@@ -38,6 +38,9 @@ class Prepared:
     # and its number of persons; None: one row per person
     persons: Q.Source | None = None
     source_persons: int | None = None
+    # the source columns' SQL types as the database describes them (none for a source.query's):
+    # the typed text of the row hashes and the fingerprint (sql/queries.py row_text_expr)
+    types: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

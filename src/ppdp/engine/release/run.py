@@ -273,8 +273,9 @@ def reverify(con: Connector, name: str) -> dict[str, Any]:
     source_changed: bool | None
     try:
         source = Q.Source(spec.schema, spec.table, spec.query, con.dialect, research=validate.research_of(models))
-        columns = validate.source_columns(spec, con, source)
-        source_changed = validate.source_fingerprint(con, source, spec.key, columns) != run.source_fingerprint
+        described = validate.described_columns(spec, con, source)
+        types = {c: t for c, t in described.items() if t is not None}
+        source_changed = validate.source_fingerprint(con, source, spec.key, list(described), types) != run.source_fingerprint
     except PpdpError:
         source_changed = None  # the source is gone or no longer valid
     tampered = integrity.tampered(con, spec.output_schema, spec.output_name, version, (run.verification or {}).get("content"))

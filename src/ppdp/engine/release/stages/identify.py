@@ -69,7 +69,7 @@ def identify(ctx: RunContext, prep: Prepared, previous: RunRecord | None) -> Run
     """Reads only; the orchestrator puts the result into the context of every later stage.
     ``previous``: ``previous_run``'s, read under the run lock."""
     con = ctx.con
-    fingerprint = source_fingerprint(con, prep.source, ctx.spec.key, prep.columns)
+    fingerprint = source_fingerprint(con, prep.source, ctx.spec.key, prep.columns, prep.types)
     key = run_key(ctx.spec, fingerprint, [h.digest() for h in prep.hierarchies], con.identity())
     ctx.clock.mark("fingerprint")
     return RunKey(fingerprint, key, previous)

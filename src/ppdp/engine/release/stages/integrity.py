@@ -24,7 +24,7 @@ def content(con: Connector, schema: str, name: str) -> str | None:
     if cols is None:
         return None
     names = [c for c, _ in cols]
-    row = con.query(Q.fingerprint_query(Q.Source(schema, name, None, con.dialect), names[0], names)).row(0, named=True)
+    row = con.query(Q.fingerprint_query(Q.Source(schema, name, None, con.dialect), names[0], names, dict(cols))).row(0, named=True)
     payload = "\x1f".join(names) + f"\x1e{row['n']}:{row['s']}"
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 

@@ -77,7 +77,7 @@ def materialize(ctx: RunContext, prep: Prepared, method: ReleaseMethod, plan: Re
     if prep.distribution is not None:
         catalog.store_distribution(con, ctx.release, ctx.version, prep.distribution, ctx.run_id)
     changes: dict[str, int] = {}
-    state = C.salted_state_select(full.sql(), spec.key, prep.columns, d)
+    state = C.salted_state_select(full.sql(), spec.key, prep.columns, d, prep.types)
     if ctx.previous is not None:
         row = con.query(C.changes(state, d), [salt, ctx.release]).row(0, named=True)
         changes = {k: int(v) for k, v in row.items()}

@@ -1,11 +1,10 @@
-"""The canonical text of a DOUBLE (sql/queries.py) on DuckDB, PostgreSQL and Spark: the same
-string on each, PostgreSQL's own, which ``canonical_float_text`` writes in Python. Hierarchy
-leaves, suppressed keys and row ids are these texts, so a table released on one engine and
-rebuilt or re-read on another matches only if they agree.
+"""The canonical text of a DOUBLE (sql/queries.py) on DuckDB and PostgreSQL: the same string on
+each, PostgreSQL's own, which ``canonical_float_text`` writes in Python. Hierarchy leaves,
+suppressed keys and row ids are these texts, so a table released on one engine and rebuilt or
+re-read on another matches only if they agree. Spark's is not yet (a strict xfail below).
 
 Before the rewrite DuckDB wrote 'nan', 'inf' and '1000000000000000' (PostgreSQL: 'NaN',
-'Infinity', '1e+15'), and Spark '39.0', '1.0E7', '1.5E-5' (PostgreSQL: '39', '10000000',
-'1.5e-05').
+'Infinity', '1e+15').
 """
 
 from __future__ import annotations
@@ -92,10 +91,12 @@ def test_postgresql_text_is_canonical(postgres_database) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.xfail(strict=True, reason="Spark writes Java's Double.toString ('39.0', '1.0E7'); a rewrite in its SQL "
+                   "was a 2.5 KB CASE per untyped column and slowed the Spark tests by half (sql/queries.py)")
 def test_spark_text_is_canonical(spark_url) -> None:
-    """Spark's Java text rewritten. Random values, 1e-320 and 1e23 are left out: Java before 19
-    writes some doubles with more digits than the shortest (JDK-4511638: 1e23 is
-    '9.999999999999999E22', 2.0**-1074 '4.9E-324'), which no rewrite of the text can undo."""
+    """Spark's DOUBLE text against the canonical one. Random values, 1e-320 and 1e23 are left out:
+    Java before 19 writes some doubles with more digits than the shortest (JDK-4511638: 1e23 is
+    '9.999999999999999E22', 2.0**-1074 '4.9E-324'), which no rewrite of the text could undo."""
     from ppdp.connectors import connect
 
     powers = [float(10**e) for e in range(-12, 25) if e != 23] + [-(1.5 * 10.0**e) for e in range(-8, 20)]
@@ -111,50 +112,6 @@ def test_spark_text_is_canonical(spark_url) -> None:
                                   f"FROM {source.sql()} ORDER BY n") for typed in (True, False)}
     finally:
         con.close()
-    assert _mismatches(values, texts[False]["d"].to_list()) == []
-    assert texts[True]["d"].to_list() == texts[False]["d"].to_list()  # the rewrite chosen by the described type
+    assert texts[True]["d"].to_list() == texts[False]["d"].to_list()  # the described type changes nothing
     assert texts[True]["i"].to_list() == texts[False]["i"].to_list() == [str(i) for i in range(len(values))]
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_a_double_column_releases_alike_on_duckdb_and_spark(tmp_path, spark_url) -> None:
-    """adult's age as a DOUBLE, generalized by ARX's age hierarchy (leaves '17' ... '90'): Spark's
-    '39.0' was no leaf, so the release failed there; now both engines publish the same rows."""
-    import uuid
-
-    from ppdp.connectors import connect
-    from ppdp.engine.core.spec import load_spec
-    from ppdp.engine.release.run import run_release
-    from tests.conftest import load_adult, write_spec
-
-    db = load_adult(tmp_path / "a.duckdb", rows=800)
-    schema = f"src_{uuid.uuid4().hex[:8]}"
-    name = f"adult_{schema}"
-    con = duckdb.connect(str(db))
-    con.execute(f'CREATE SCHEMA "{schema}"')
-    con.execute(f'CREATE TABLE "{schema}".adult AS SELECT * REPLACE (CAST(age AS DOUBLE) AS age) FROM main.adult')
-    frame = con.sql(f'SELECT * FROM "{schema}".adult').pl()
-    con.close()
-    assert frame.schema["age"] == pl.Float64
-    sp = connect(spark_url)
-    try:
-        sp.execute(f"CREATE SCHEMA `{schema}`")
-        sp.write_frame(schema, "adult", frame)
-        assert dict(sp.relation_columns(schema, "adult") or [])["age"] == "DOUBLE"
-    finally:
-        sp.close()
-
-    spec = load_spec(write_spec(tmp_path / "s.toml", db=db, output=name, schema_line=f'schema = "{schema}"'))
-    published = {}
-    for url in (f"duckdb://{db}", spark_url):
-        assert run_release(spec, database=url, progress=False).run.status == "succeeded"
-        con = connect(url)
-        try:
-            cols = [c for c, _ in con.relation_columns("published", name) or [] if c != "ppdp_row_id"]
-            texts = ", ".join(f"{Q.text(c, 'v', con.dialect)} AS c{i}" for i, c in enumerate(cols))
-            published[url] = sorted(con.query(f"SELECT {texts} FROM {Q.quote_table('published', name, con.dialect)} AS v").rows())
-        finally:
-            con.close()
-    duck, spark = published.values()
-    assert duck == spark and len(duck) > 0
+    assert _mismatches(values, texts[False]["d"].to_list()) == []

@@ -30,8 +30,7 @@ class Dialect:
     # statistics of the generalization joins; BigQuery and Spark take none).
     keyed_tables: bool = True
     # How CAST writes a floating value as text, when not as PostgreSQL does (the canonical form,
-    # sql/queries.py text_expr rewrites the others into it): "duckdb" ('39.0', 'nan', 'inf'),
-    # "java" (Spark: Java's Double.toString, '39.0', '1.0E7', '1.5E-5').
+    # sql/queries.py text_expr rewrites the others into it): "duckdb" ('39.0', 'nan', 'inf').
     float_text: str | None = None
     # The first 12 hex digits of an md5 text ``{}`` as a BIGINT (order-free row fingerprints).
     hex_bigint: str = "CAST(('0x' || SUBSTR({}, 1, 12)) AS BIGINT)"
@@ -59,7 +58,7 @@ POSTGRES = Dialect("postgres", double_type="DOUBLE PRECISION",
                    lease_until="LOCALTIMESTAMP + CAST(? AS BIGINT) * INTERVAL '1 microsecond'")
 # Spark casts no '0x' text: CONV reads the hex digits.
 SPARK = Dialect("spark", text_type="STRING", keyed_tables=False, hex_bigint="CAST(CONV(SUBSTR({}, 1, 12), 16, 10) AS BIGINT)",
-                narrow_bigint_sum=True, float_text="java")
+                narrow_bigint_sum=True)
 # Targets of the rebuild script only (``ppdp sql``): no connector runs them.
 SNOWFLAKE = Dialect("snowflake")
 BIGQUERY = Dialect("bigquery", text_type="STRING", double_type="FLOAT64", keyed_tables=False)

@@ -104,14 +104,15 @@ class Source:
 #
 # * DuckDB writes the same digits, but '39.0' for an integral value, fixed notation up to E = 15
 #   ('1000000000000000.0' where PostgreSQL writes '1e+15'), and 'nan' (or '-nan'), 'inf', '-inf'.
-# * Spark writes Java's Double.toString: '39.0', and an exponent from 1e7 and below 1e-3
-#   ('1.0E7', '1.23456785E7', '1.5E-5').
+# * Spark writes Java's Double.toString ('39.0', '1.0E7', '1.5E-5') and is not rewritten yet: a
+#   rewrite in its SQL is a 2.5 KB CASE per column wherever the column's type is not described
+#   (the release's joins, verification, reports), which made the Spark tests half as slow again.
+#   docs/reference/spec.md says what this means for a Spark table's DOUBLE columns.
 #
-# Each rewrite is a template over a text column ``s`` (CAST of the value). D: the digits without
-# sign, point and trailing zeros. No backslashes in the patterns: Spark unescapes literals. The
-# rewrite applies to DOUBLE (and DuckDB's FLOAT) columns only: typeof() of a column is a constant,
-# so other types keep a plain CAST. REAL columns keep each engine's own text (PostgreSQL switches
-# a REAL to an exponent from 1e6, DuckDB and Spark do not): docs/reference/spec.md.
+# The rewrite is a template over a text column ``s`` (CAST of the value). D: the digits without
+# sign, point and trailing zeros. It applies to DuckDB's DOUBLE and FLOAT columns only: typeof()
+# of a column is a constant, so other types keep a plain CAST. REAL columns keep each engine's own
+# text (PostgreSQL switches a REAL to an exponent from 1e6, DuckDB does not).
 _FLOAT_TYPES = ("DOUBLE", "FLOAT")
 _D_SIGN = "regexp_extract(s, '^(-?)', 1)"
 _DUCKDB_D = "regexp_replace(regexp_replace(s, '[-.]', '', 'g'), '0+$', '')"
@@ -121,20 +122,8 @@ DUCKDB_FLOAT_TEXT = f"""CASE
     CASE WHEN length({_DUCKDB_D}) > 1 THEN concat('.', substr({_DUCKDB_D}, 2)) ELSE '' END, 'e+15')
   ELSE regexp_replace(s, '[.]0$', '')
 END"""
-_JAVA_D = "regexp_replace(regexp_replace(regexp_extract(s, '^-?([0-9.]+)E', 1), '[.]', ''), '0+$', '')"
-_JAVA_E = "CAST(regexp_extract(s, 'E(-?[0-9]+)$', 1) AS INT)"
-JAVA_DOUBLE_TEXT = f"""CASE
-  WHEN s NOT LIKE '%E%' THEN regexp_replace(s, '[.]0$', '')
-  WHEN {_JAVA_E} >= 15 OR {_JAVA_E} < -4 THEN concat({_D_SIGN}, substr({_JAVA_D}, 1, 1),
-    CASE WHEN length({_JAVA_D}) > 1 THEN concat('.', substr({_JAVA_D}, 2)) ELSE '' END,
-    CASE WHEN {_JAVA_E} < 0 THEN 'e-' ELSE 'e+' END, CASE WHEN abs({_JAVA_E}) < 10 THEN '0' ELSE '' END,
-    CAST(abs({_JAVA_E}) AS STRING))
-  WHEN {_JAVA_E} < 0 THEN concat({_D_SIGN}, '0.', repeat('0', -{_JAVA_E} - 1), {_JAVA_D})
-  WHEN length({_JAVA_D}) <= {_JAVA_E} + 1 THEN concat({_D_SIGN}, {_JAVA_D}, repeat('0', {_JAVA_E} + 1 - length({_JAVA_D})))
-  ELSE concat({_D_SIGN}, substr({_JAVA_D}, 1, {_JAVA_E} + 1), '.', substr({_JAVA_D}, {_JAVA_E} + 2))
-END"""
 # (the template, its dialect, the types it applies to as typeof() names them)
-_FLOAT_REWRITES = {"duckdb": (DUCKDB_FLOAT_TEXT, "duckdb", _FLOAT_TYPES), "java": (JAVA_DOUBLE_TEXT, "spark", ("double",))}
+_FLOAT_REWRITES = {"duckdb": (DUCKDB_FLOAT_TEXT, "duckdb", _FLOAT_TYPES)}
 
 
 @functools.lru_cache(maxsize=8)
@@ -154,8 +143,8 @@ def float_text_expr(text: exp.Expression, dialect: Dialect) -> exp.Expr:
 def canonical_float_text(value: float) -> str:
     """The canonical text (above) of a double in Python: what ``text_expr`` writes on every
     dialect, PostgreSQL's own text of it (Python's repr is the same shortest digits). Where those
-    digits lie exactly halfway between two doubles PostgreSQL writes one digit more, and Spark on
-    Java before 19 does so for a few doubles: docs/reference/spec.md."""
+    digits lie exactly halfway between two doubles PostgreSQL writes one digit more, and Spark
+    writes Java's text: docs/reference/spec.md."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -205,13 +194,10 @@ _PLAIN_CAST_TYPES = frozenset({"BIGINT", "INTEGER", "SMALLINT", "TINYINT", "HUGE
 def typed_text_kind(sql_type: str | None, dialect: Dialect) -> str | None:
     """How a column of ``sql_type`` becomes canonical text on ``dialect``: "bare" (VARCHAR),
     "float" (the float rewrite), "cast" (a plain CAST), or None (not known, or a dialect whose
-    CAST is the canonical text: the general expression). On Spark ("java") every described type
-    is known: only DOUBLE is rewritten, so other columns are plain CASTs, not the rewrite's CASE."""
+    CAST is the canonical text: the general expression)."""
     if sql_type is None or dialect.float_text is None:
         return None
     t = sql_type.strip().upper()
-    if dialect.float_text == "java":
-        return "float" if t == "DOUBLE" else ("bare" if t == "STRING" else "cast")
     if t == "VARCHAR":
         return "bare"
     if t in _FLOAT_TYPES:
@@ -491,9 +477,8 @@ def escaped_text(value: str | None) -> str:
 def row_text_expr(columns: list[str], d: Dialect, types: Mapping[str, str] | None = None) -> str:
     """A row's text, NULL-safe and injective (each value's ``escaped_text_expr``, joined by '|').
     ``types`` (column -> SQL type, when described): each column's typed text (typed_text_kind),
-    the same text as the general expression's, which on Spark and DuckDB is a CASE on typeof()
-    per column (on Spark, with its float rewrite, a 2.5 KB expression: a 15-column row's hash took
-    three times as long to plan)."""
+    the same text as the general expression's, which on DuckDB is a CASE on typeof() with the
+    float rewrite for every column."""
     types = types or {}
     return " || '|' || ".join(escaped_text_expr(text(c, 'src', dialect=d, sql_type=types.get(c))) for c in columns)
 

@@ -138,11 +138,6 @@ def describe_source(spec: ReleaseSpec, source: Q.Source) -> str:
     return f"source.file {file!r}" if isinstance(file, str) else source.describe()
 
 
-def source_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> list[str]:
-    """The source's column names in order."""
-    return list(described_columns(spec, con, source))
-
-
 def described_columns(spec: ReleaseSpec, con: Connector, source: Q.Source) -> dict[str, str | None]:
     """The source's columns in order, each with its SQL type as the database describes a table
     (None for the columns of a source.query: their types are not described)."""

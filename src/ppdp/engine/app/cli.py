@@ -232,12 +232,17 @@ def _on_sigterm():
     # get (SIGSEGV). SIGALRM looks again every IMPORT_RETRY_S until then.
     # And while a committed run is on its way to the command (ppdp/handoff.py): it is raised
     # once the command holds the outcome (_committed), so that its message says what was published.
+    # That wait needs no timer: _committed ends it and raises, or lets the run's own error unwind
+    # when the commit failed (a timer firing after the run's release() would replace that error,
+    # and cut short the failure's record, with the interruption).
     def interrupt(name: str, frame) -> None:
-        if _importing(frame) or _in_llvmlite(frame) or handoff.holding():
+        unsafe_here = _importing(frame) or _in_llvmlite(frame)
+        if unsafe_here or handoff.holding():
             if not _PENDING:
                 _PENDING.append(name)
                 signal.signal(signal.SIGALRM, on_retry)
-            signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_S)
+            if unsafe_here:
+                signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_S)
             return
         _PENDING.clear()
         raise Interrupted(name)
